@@ -1,0 +1,151 @@
+//! Bios with a `@Redfish.Settings` object: PATCHes to `Bios/Settings` stage
+//! attributes that the next reset applies (SupportedApplyTimes: OnReset),
+//! as real BMCs do; `Bios.ResetBios` stages the factory defaults.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Map, Value};
+
+use super::json::{self, check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
+use super::{link, AppState};
+use crate::error::{ApiError, Msg};
+use crate::model::System;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/redfish/v1/Systems/{id}/Bios", get(bios))
+        .route(
+            "/redfish/v1/Systems/{id}/Bios/Settings",
+            get(settings).patch(patch_settings),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/Bios/Actions/Bios.ResetBios",
+            post(reset_bios),
+        )
+}
+
+fn settings_json(sys: &System) -> Value {
+    json!({
+        "@odata.type": "#Bios.v1_2_0.Bios",
+        "@odata.id": format!("/redfish/v1/Systems/{}/Bios/Settings", sys.id),
+        "Id": "Settings",
+        "Name": "BIOS Pending Settings",
+        "AttributeRegistry": "BiosAttributeRegistry.v1_0_0",
+        "Attributes": sys.bios.pending,
+    })
+}
+
+async fn bios(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let profile = st.profile(&sys);
+    let base = format!("/redfish/v1/Systems/{}/Bios", sys.id);
+    let pending_etag = json::etag_header(&settings_json(&sys), profile);
+    let mut settings = json!({
+        "@odata.type": "#Settings.v1_4_0.Settings",
+        "SettingsObject": link(&format!("{base}/Settings")),
+        "SupportedApplyTimes": ["OnReset"],
+    });
+    if let Some(tag) = pending_etag {
+        settings["ETag"] = json!(tag);
+    }
+    let body = json!({
+        "@odata.type": "#Bios.v1_2_0.Bios",
+        "@odata.id": base,
+        "Id": "Bios",
+        "Name": "BIOS Configuration Current Settings",
+        "AttributeRegistry": "BiosAttributeRegistry.v1_0_0",
+        "Attributes": sys.bios.current,
+        "@Redfish.Settings": settings,
+        "Actions": {
+            "#Bios.ResetBios": { "target": format!("{base}/Actions/Bios.ResetBios") },
+        },
+    });
+    Ok(Resource::new(body, profile, "GET"))
+}
+
+async fn settings(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let profile = st.profile(&sys);
+    Ok(Resource::new(settings_json(&sys), profile, "GET, PATCH"))
+}
+
+async fn patch_settings(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let _guard = st.locks.lock(&sys.id).await;
+    let sys = st.backend.system(&sys.id).await?;
+    let profile = st.profile(&sys);
+    let current = settings_json(&sys);
+    check_if_match(&headers, &current, profile)?;
+    // `@Redfish.SettingsApplyTime` may name when to apply; only OnReset is supported.
+    let mut body: Map<String, Value> = body;
+    if let Some(apply) = body.remove("@Redfish.SettingsApplyTime") {
+        let time = apply
+            .get("ApplyTime")
+            .and_then(Value::as_str)
+            .unwrap_or("OnReset");
+        if time != "OnReset" {
+            let path = "@Redfish.SettingsApplyTime/ApplyTime";
+            return Err(ApiError::bad(
+                Msg::new("PropertyValueNotInList", &[time, path]).about(path),
+            ));
+        }
+        if body.is_empty() {
+            return Ok(Resource::new(current, profile, "GET, PATCH"));
+        }
+    }
+    validate_patch(&body, &current, &[writable("Attributes", Kind::Object)])?;
+    let attrs = body
+        .get("Attributes")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let errors: Vec<Msg> = attrs
+        .iter()
+        .filter_map(|(k, v)| crate::bios::validate(k, v).err())
+        .collect();
+    if !errors.is_empty() {
+        return Err(ApiError::BadRequest(errors));
+    }
+    let mut pending: BTreeMap<String, Value> = sys.bios.pending.clone();
+    pending.extend(attrs);
+    st.backend.set_bios_pending(&sys.id, pending).await?;
+    let sys = st.backend.system(&sys.id).await?;
+    tracing::info!(system = %sys.name, pending = ?sys.bios.pending, "BIOS settings staged");
+    Ok(Resource::new(settings_json(&sys), profile, "GET, PATCH"))
+}
+
+async fn reset_bios(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    json::action_known(&body, &[], "Bios.ResetBios")?;
+    let _guard = st.locks.lock(&sys.id).await;
+    st.backend.reset_bios(&sys.id).await?;
+    Ok(json::no_content())
+}

@@ -1,0 +1,253 @@
+//! Chassis: one per system, with the legacy Power and Thermal resources and
+//! the newer EnvironmentMetrics. Readings are plausible constants that
+//! follow the power state (a powered-off machine draws standby power).
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::json::{check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
+use super::systems::serial;
+use super::{collection, link, AppState};
+use crate::error::ApiError;
+use crate::model::{IndicatorLed, PowerState, System, SystemSettings};
+use crate::profile::Profile;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/redfish/v1/Chassis", get(list))
+        .route(
+            "/redfish/v1/Chassis/{id}",
+            get(chassis).patch(patch_chassis),
+        )
+        .route("/redfish/v1/Chassis/{id}/Power", get(power))
+        .route("/redfish/v1/Chassis/{id}/Thermal", get(thermal))
+        .route(
+            "/redfish/v1/Chassis/{id}/EnvironmentMetrics",
+            get(environment),
+        )
+}
+
+async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
+    let members = st
+        .backend
+        .systems()
+        .await?
+        .into_iter()
+        .map(|s| format!("/redfish/v1/Chassis/{}", s.id));
+    Ok(Resource::plain(
+        collection(
+            "ChassisCollection",
+            "/redfish/v1/Chassis",
+            "Chassis Collection",
+            members,
+        ),
+        "GET",
+    ))
+}
+
+fn chassis_json(sys: &System, profile: &Profile) -> Value {
+    let base = format!("/redfish/v1/Chassis/{}", sys.id);
+    json!({
+        "@odata.type": "#Chassis.v1_25_0.Chassis",
+        "@odata.id": base,
+        "Id": sys.id,
+        "Name": format!("Chassis of {}", sys.name),
+        "ChassisType": "RackMount",
+        "Manufacturer": profile.manufacturer,
+        "Model": profile.model,
+        "SerialNumber": serial(sys),
+        "PowerState": sys.power.as_str(),
+        "IndicatorLED": sys.indicator.as_str(),
+        "LocationIndicatorActive": sys.indicator != IndicatorLed::Off,
+        "Status": { "State": "Enabled", "Health": "OK" },
+        "Power": link(&format!("{base}/Power")),
+        "Thermal": link(&format!("{base}/Thermal")),
+        "EnvironmentMetrics": link(&format!("{base}/EnvironmentMetrics")),
+        "Links": {
+            "ComputerSystems": [link(&format!("/redfish/v1/Systems/{}", sys.id))],
+            "ManagedBy": [link(&format!("/redfish/v1/Managers/{}", sys.id))],
+        },
+    })
+}
+
+async fn chassis(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let profile = st.profile(&sys);
+    Ok(Resource::new(
+        chassis_json(&sys, profile),
+        profile,
+        "GET, PATCH",
+    ))
+}
+
+async fn patch_chassis(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let _guard = st.locks.lock(&sys.id).await;
+    let sys = st.backend.system(&sys.id).await?;
+    let profile = st.profile(&sys);
+    let current = chassis_json(&sys, profile);
+    check_if_match(&headers, &current, profile)?;
+    let fields = [
+        writable(
+            "IndicatorLED",
+            Kind::Enum(IndicatorLed::ALL.iter().map(|e| e.as_str()).collect()),
+        ),
+        writable("LocationIndicatorActive", Kind::Bool),
+    ];
+    validate_patch(&body, &current, &fields)?;
+    let led = body
+        .get("IndicatorLED")
+        .and_then(Value::as_str)
+        .and_then(IndicatorLed::parse);
+    let active = body.get("LocationIndicatorActive").and_then(Value::as_bool);
+    let indicator = led.or(active.map(|a| {
+        if a {
+            IndicatorLed::Blinking
+        } else {
+            IndicatorLed::Off
+        }
+    }));
+    st.backend
+        .update_system(
+            &sys.id,
+            None,
+            &SystemSettings {
+                indicator,
+                asset_tag: None,
+            },
+        )
+        .await?;
+    let sys = st.backend.system(&sys.id).await?;
+    Ok(Resource::new(
+        chassis_json(&sys, profile),
+        profile,
+        "GET, PATCH",
+    ))
+}
+
+/// Watts drawn: a function of size and power state.
+fn watts(sys: &System) -> f64 {
+    match sys.power {
+        PowerState::On | PowerState::PoweringOff => {
+            60.0 + 4.0 * sys.cpus as f64 + sys.memory_mib as f64 / 1024.0
+        }
+        _ => 8.0,
+    }
+}
+
+fn temperature(sys: &System) -> f64 {
+    if sys.power == PowerState::On {
+        41.0
+    } else {
+        24.0
+    }
+}
+
+async fn power(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let base = format!("/redfish/v1/Chassis/{}/Power", sys.id);
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#Power.v1_7_1.Power",
+            "@odata.id": base,
+            "Id": "Power",
+            "Name": "Power",
+            "PowerControl": [{
+                "@odata.id": format!("{base}#/PowerControl/0"),
+                "MemberId": "0",
+                "Name": "System Power Control",
+                "PowerConsumedWatts": watts(&sys),
+                "PowerCapacityWatts": 750,
+                "Status": { "State": "Enabled", "Health": "OK" },
+            }],
+            "PowerSupplies": [{
+                "@odata.id": format!("{base}#/PowerSupplies/0"),
+                "MemberId": "0",
+                "Name": "PSU 0",
+                "PowerSupplyType": "AC",
+                "PowerCapacityWatts": 750,
+                "LastPowerOutputWatts": watts(&sys),
+                "Status": { "State": "Enabled", "Health": "OK" },
+            }],
+        }),
+        "GET",
+    ))
+}
+
+async fn thermal(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let base = format!("/redfish/v1/Chassis/{}/Thermal", sys.id);
+    let rpm = if sys.power == PowerState::On { 5200 } else { 0 };
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#Thermal.v1_7_1.Thermal",
+            "@odata.id": base,
+            "Id": "Thermal",
+            "Name": "Thermal",
+            "Temperatures": [{
+                "@odata.id": format!("{base}#/Temperatures/0"),
+                "MemberId": "0",
+                "Name": "CPU Temp",
+                "ReadingCelsius": temperature(&sys),
+                "UpperThresholdCritical": 95,
+                "PhysicalContext": "CPU",
+                "Status": { "State": "Enabled", "Health": "OK" },
+            }],
+            "Fans": [{
+                "@odata.id": format!("{base}#/Fans/0"),
+                "MemberId": "0",
+                "Name": "Fan 0",
+                "Reading": rpm,
+                "ReadingUnits": "RPM",
+                "PhysicalContext": "SystemBoard",
+                "Status": { "State": "Enabled", "Health": "OK" },
+            }],
+        }),
+        "GET",
+    ))
+}
+
+async fn environment(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#EnvironmentMetrics.v1_3_0.EnvironmentMetrics",
+            "@odata.id": format!("/redfish/v1/Chassis/{}/EnvironmentMetrics", sys.id),
+            "Id": "EnvironmentMetrics",
+            "Name": "Chassis Environment Metrics",
+            "TemperatureCelsius": { "Reading": temperature(&sys) },
+            "PowerWatts": { "Reading": watts(&sys) },
+        }),
+        "GET",
+    ))
+}

@@ -1,0 +1,439 @@
+//! Request and response plumbing shared by every resource module: the JSON
+//! body extractor (MalformedJSON, 413), resource responses with ETag and
+//! OData headers, If-Match checks, and PATCH validation against a list of
+//! writable properties.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::{ApiError, Msg};
+use crate::profile::{EtagStyle, Profile};
+
+/// Largest request body accepted (413 beyond).
+pub const MAX_BODY: usize = 1 << 20;
+
+/// Renders a JSON value for a message argument: strings bare, others as JSON.
+pub fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A request body that must be a JSON object. An empty body is `{}`.
+pub struct JsonObject(pub Map<String, Value>);
+
+impl<S: Send + Sync> FromRequest<S> for JsonObject {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
+            let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+            if !ct.is_empty()
+                && !ct.starts_with("application/json")
+                && !ct.starts_with("application/x-www-form-urlencoded")
+            {
+                return Err(ApiError::UnsupportedMediaType);
+            }
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge
+            } else {
+                ApiError::bad(Msg::new("UnrecognizedRequestBody", &[]))
+            }
+        })?;
+        if bytes.len() > MAX_BODY {
+            return Err(ApiError::PayloadTooLarge);
+        }
+        if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+            return Ok(JsonObject(Map::new()));
+        }
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(m)) => Ok(JsonObject(m)),
+            Ok(_) => Err(ApiError::bad(Msg::new("UnrecognizedRequestBody", &[]))),
+            Err(_) => Err(ApiError::bad(Msg::new("MalformedJSON", &[]))),
+        }
+    }
+}
+
+/// The opaque ETag value of a rendered resource (without quotes).
+pub fn etag_of(body: &Value) -> String {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    hex::encode(&Sha256::digest(&bytes)[..8])
+}
+
+/// The `ETag` header value in the profile's style, or none.
+pub fn etag_header(body: &Value, profile: &Profile) -> Option<String> {
+    let tag = etag_of(body);
+    match profile.etag {
+        EtagStyle::Strong => Some(format!("\"{tag}\"")),
+        EtagStyle::Weak => Some(format!("W/\"{tag}\"")),
+        EtagStyle::None => None,
+    }
+}
+
+/// Checks `If-Match` against the current representation. Both the strong
+/// and the weak form of the current tag match (RFC 9110 weak comparison is
+/// what BMCs in the field apply to PATCH), as does `*`.
+pub fn check_if_match(
+    headers: &HeaderMap,
+    current: &Value,
+    profile: &Profile,
+) -> Result<(), ApiError> {
+    if profile.etag == EtagStyle::None {
+        return Ok(());
+    }
+    let values: Vec<&str> = headers
+        .get_all(header::IF_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .collect();
+    if values.is_empty() {
+        return if profile.if_match_required {
+            Err(ApiError::PreconditionRequired)
+        } else {
+            Ok(())
+        };
+    }
+    let tag = etag_of(current);
+    let matches = values.iter().any(|v| {
+        let v: &str = v.strip_prefix("W/").unwrap_or(v);
+        v == "*" || v.trim_matches('"') == tag
+    });
+    if matches {
+        Ok(())
+    } else {
+        Err(ApiError::PreconditionFailed)
+    }
+}
+
+/// A successful resource response: body with `@odata.etag`, and the ETag,
+/// OData-Version, Allow and Content-Type headers.
+pub struct Resource {
+    pub body: Value,
+    pub etag: Option<String>,
+    pub allow: &'static str,
+    pub status: StatusCode,
+}
+
+impl Resource {
+    /// A resource whose ETag follows the profile.
+    pub fn new(mut body: Value, profile: &Profile, allow: &'static str) -> Self {
+        let etag = etag_header(&body, profile);
+        if let (Some(tag), Some(obj)) = (&etag, body.as_object_mut()) {
+            obj.insert("@odata.etag".into(), Value::String(tag.clone()));
+        }
+        Resource {
+            body,
+            etag,
+            allow,
+            status: StatusCode::OK,
+        }
+    }
+
+    /// A collection or other resource without an ETag.
+    pub fn plain(body: Value, allow: &'static str) -> Self {
+        Resource {
+            body,
+            etag: None,
+            allow,
+            status: StatusCode::OK,
+        }
+    }
+
+    pub fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+}
+
+impl IntoResponse for Resource {
+    fn into_response(self) -> Response {
+        let mut r = (self.status, axum::Json(self.body)).into_response();
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json; charset=utf-8"),
+        );
+        h.insert("OData-Version", HeaderValue::from_static("4.0"));
+        h.insert(header::ALLOW, HeaderValue::from_static(self.allow));
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        if let Some(tag) = self.etag.and_then(|t| HeaderValue::from_str(&t).ok()) {
+            h.insert(header::ETAG, tag);
+        }
+        r
+    }
+}
+
+/// 204 No Content with OData-Version.
+pub fn no_content() -> Response {
+    let mut r = StatusCode::NO_CONTENT.into_response();
+    r.headers_mut()
+        .insert("OData-Version", HeaderValue::from_static("4.0"));
+    r
+}
+
+/// The kind of value a writable property takes.
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Enum(Vec<&'static str>),
+    Str,
+    NullableStr,
+    Bool,
+    Int {
+        min: i64,
+        max: i64,
+    },
+    /// An object whose members are checked by the handler (e.g. BIOS Attributes).
+    Object,
+}
+
+/// A writable property, by its path (`Boot/HttpBootUri`).
+#[derive(Debug, Clone)]
+pub struct Writable {
+    pub path: &'static str,
+    pub kind: Kind,
+}
+
+pub fn writable(path: &'static str, kind: Kind) -> Writable {
+    Writable { path, kind }
+}
+
+/// Validates a PATCH body against the resource's current representation and
+/// its writable properties. All problems are reported at once; nothing is
+/// applied by the caller unless this returns Ok.
+pub fn validate_patch(
+    body: &Map<String, Value>,
+    current: &Value,
+    fields: &[Writable],
+) -> Result<(), ApiError> {
+    if body.is_empty() {
+        return Err(ApiError::bad(Msg::new("EmptyJSON", &[])));
+    }
+    let mut errors = Vec::new();
+    walk(body, Some(current), "", fields, &mut errors);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(errors))
+    }
+}
+
+fn walk(
+    body: &Map<String, Value>,
+    current: Option<&Value>,
+    prefix: &str,
+    fields: &[Writable],
+    errors: &mut Vec<Msg>,
+) {
+    for (k, v) in body {
+        if k.starts_with("@odata.") {
+            continue;
+        }
+        let path = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}/{k}")
+        };
+        let cur = current.and_then(|c| c.get(k));
+        if let Some(f) = fields.iter().find(|f| f.path == path) {
+            if let Some(m) = check_kind(&f.kind, v, &path) {
+                errors.push(m);
+            }
+            continue;
+        }
+        let nested = fields
+            .iter()
+            .any(|f| f.path.starts_with(&path) && f.path[path.len()..].starts_with('/'));
+        match v {
+            Value::Object(inner) if nested => walk(inner, cur, &path, fields, errors),
+            _ if cur.is_some() || k.contains('@') => {
+                errors.push(Msg::new("PropertyNotWritable", &[&path]).about(&path))
+            }
+            _ => errors.push(Msg::new("PropertyUnknown", &[&path]).about(&path)),
+        }
+    }
+}
+
+fn check_kind(kind: &Kind, v: &Value, path: &str) -> Option<Msg> {
+    let type_err = || Some(Msg::new("PropertyValueTypeError", &[&shown(v), path]).about(path));
+    match kind {
+        Kind::Enum(values) => match v.as_str() {
+            None => type_err(),
+            Some(s) if !values.contains(&s) => {
+                Some(Msg::new("PropertyValueNotInList", &[s, path]).about(path))
+            }
+            Some(_) => None,
+        },
+        Kind::Str if !v.is_string() => type_err(),
+        Kind::NullableStr if !(v.is_string() || v.is_null()) => type_err(),
+        Kind::Bool if !v.is_boolean() => type_err(),
+        Kind::Int { min, max } => match v.as_i64() {
+            None => type_err(),
+            Some(i) if i < *min || i > *max => {
+                Some(Msg::new("PropertyValueOutOfRange", &[&shown(v), path]).about(path))
+            }
+            Some(_) => None,
+        },
+        Kind::Object if !v.is_object() => type_err(),
+        _ => None,
+    }
+}
+
+/// Reads a string-valued action parameter, with the action's error messages.
+pub fn action_str<'a>(
+    body: &'a Map<String, Value>,
+    param: &str,
+    action: &str,
+) -> Result<Option<&'a str>, ApiError> {
+    match body.get(param) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(v) => Err(ApiError::bad(Msg::new(
+            "ActionParameterValueTypeError",
+            &[&shown(v), param, action],
+        ))),
+    }
+}
+
+pub fn action_bool(
+    body: &Map<String, Value>,
+    param: &str,
+    action: &str,
+) -> Result<Option<bool>, ApiError> {
+    match body.get(param) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(ApiError::bad(Msg::new(
+            "ActionParameterValueTypeError",
+            &[&shown(v), param, action],
+        ))),
+    }
+}
+
+/// Refuses parameters the action does not define.
+pub fn action_known(
+    body: &Map<String, Value>,
+    known: &[&str],
+    action: &str,
+) -> Result<(), ApiError> {
+    let unknown: Vec<Msg> = body
+        .keys()
+        .filter(|k| !k.starts_with('@') && !known.contains(&k.as_str()))
+        .map(|k| Msg::new("ActionParameterUnknown", &[action, k]))
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(unknown))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields() -> Vec<Writable> {
+        vec![
+            writable(
+                "Boot/BootSourceOverrideTarget",
+                Kind::Enum(vec!["None", "Pxe"]),
+            ),
+            writable("Boot/HttpBootUri", Kind::NullableStr),
+            writable("AssetTag", Kind::Str),
+        ]
+    }
+
+    fn ids(r: Result<(), ApiError>) -> Vec<&'static str> {
+        match r {
+            Err(ApiError::BadRequest(m)) => m.iter().map(|m| m.id).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn patch_errors_are_classified() {
+        let cur = json!({"Id": "x", "Boot": {"BootSourceOverrideTarget": "None", "HttpBootUri": null}, "AssetTag": ""});
+        let b = |v: Value| v.as_object().unwrap().clone();
+        assert!(
+            validate_patch(&b(json!({"Boot": {"HttpBootUri": null}})), &cur, &fields()).is_ok()
+        );
+        assert_eq!(
+            ids(validate_patch(&b(json!({"Id": "y"})), &cur, &fields())),
+            ["PropertyNotWritable"]
+        );
+        assert_eq!(
+            ids(validate_patch(&b(json!({"Colour": 1})), &cur, &fields())),
+            ["PropertyUnknown"]
+        );
+        assert_eq!(
+            ids(validate_patch(
+                &b(json!({"Boot": {"BootSourceOverrideTarget": "Bogus"}})),
+                &cur,
+                &fields()
+            )),
+            ["PropertyValueNotInList"]
+        );
+        assert_eq!(
+            ids(validate_patch(
+                &b(json!({"Boot": {"HttpBootUri": 5}})),
+                &cur,
+                &fields()
+            )),
+            ["PropertyValueTypeError"]
+        );
+        assert_eq!(
+            ids(validate_patch(&b(json!({"Boot": 5})), &cur, &fields())),
+            ["PropertyNotWritable"]
+        );
+        assert_eq!(
+            ids(validate_patch(
+                &b(json!({"AssetTag": 1, "Nope": 2})),
+                &cur,
+                &fields()
+            )),
+            ["PropertyValueTypeError", "PropertyUnknown"]
+        );
+        assert_eq!(
+            ids(validate_patch(&Map::new(), &cur, &fields())),
+            ["EmptyJSON"]
+        );
+    }
+
+    #[test]
+    fn if_match_weak_and_strong() {
+        let body = json!({"a": 1});
+        let tag = etag_of(&body);
+        let p = crate::profile::GENERIC.clone();
+        let h = |v: &str| {
+            let mut m = HeaderMap::new();
+            m.insert(header::IF_MATCH, HeaderValue::from_str(v).unwrap());
+            m
+        };
+        assert!(check_if_match(&h(&format!("\"{tag}\"")), &body, &p).is_ok());
+        assert!(check_if_match(&h(&format!("W/\"{tag}\"")), &body, &p).is_ok());
+        assert!(check_if_match(&h("*"), &body, &p).is_ok());
+        assert!(matches!(
+            check_if_match(&h("\"nope\""), &body, &p),
+            Err(ApiError::PreconditionFailed)
+        ));
+        assert!(check_if_match(&HeaderMap::new(), &body, &p).is_ok());
+        let strict = Profile {
+            if_match_required: true,
+            ..p
+        };
+        assert!(matches!(
+            check_if_match(&HeaderMap::new(), &body, &strict),
+            Err(ApiError::PreconditionRequired)
+        ));
+    }
+}

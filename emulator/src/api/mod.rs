@@ -1,0 +1,313 @@
+//! The Redfish API: the router, shared state and the middleware every
+//! request passes (path normalisation, authentication, privileges, error
+//! bodies for 404/405).
+//!
+//! Invariants: Redfish JSON and DMTF property names live only under `api/`;
+//! handlers reach machines only through `AppState::backend`; every
+//! read-check-write of a system holds that system's lock from `SystemLocks`.
+
+mod accounts;
+mod bios;
+mod chassis;
+pub mod json;
+mod managers;
+pub mod metadata;
+mod root;
+mod secure_boot;
+mod sessions;
+mod system_parts;
+mod systems;
+mod tasks;
+mod vmedia;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use base64::Engine;
+use tower::ServiceExt;
+use uuid::Uuid;
+
+use crate::auth::{AuthStore, Principal, Privilege};
+use crate::backend::Backend;
+use crate::config::FeatureSet;
+use crate::error::ApiError;
+use crate::model::System;
+use crate::profile::{self, Profile};
+use crate::tasks::Tasks;
+
+pub use tasks::TASK_MONITOR_PREFIX;
+
+/// Per-system async locks serialising read-check-write sequences.
+#[derive(Default)]
+pub struct SystemLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+
+impl SystemLocks {
+    pub async fn lock(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let m = {
+            let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(id.to_string()).or_default().clone()
+        };
+        m.lock_owned().await
+    }
+}
+
+/// Everything a handler needs. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub backend: Arc<dyn Backend>,
+    pub auth: Arc<AuthStore>,
+    pub tasks: Arc<Tasks>,
+    pub locks: Arc<SystemLocks>,
+    pub features: FeatureSet,
+    /// `ServiceRoot.UUID`, stable for a given inventory.
+    pub service_uuid: Uuid,
+}
+
+impl AppState {
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        auth: AuthStore,
+        features: FeatureSet,
+        service_uuid: Uuid,
+    ) -> Self {
+        AppState {
+            backend,
+            auth: Arc::new(auth),
+            tasks: Arc::new(Tasks::default()),
+            locks: Arc::new(SystemLocks::default()),
+            features,
+            service_uuid,
+        }
+    }
+
+    /// Finds the system a URL names. A name (rather than the Id) answers
+    /// with a redirect to the same URL under the Id, as sushy-tools does;
+    /// GET and HEAD get 301, other methods 308 so that they are repeated.
+    pub async fn resolve(&self, id: &str, uri: &Uri, method: &Method) -> Result<System, ApiError> {
+        match self.backend.find(id).await? {
+            None => Err(ApiError::NotFound(uri.path().to_string())),
+            Some(r) if r.id != id => {
+                let from = format!("/{id}");
+                let path = uri.path();
+                let location = match path
+                    .find(&format!("{from}/"))
+                    .or_else(|| path.strip_suffix(&from).map(|p| p.len()))
+                {
+                    Some(i) => format!("{}/{}{}", &path[..i], r.id, &path[i + from.len()..]),
+                    None => return Err(ApiError::NotFound(path.to_string())),
+                };
+                let permanent_method = !matches!(*method, Method::GET | Method::HEAD);
+                Err(ApiError::Redirect {
+                    location,
+                    permanent_method,
+                })
+            }
+            Some(_) => Ok(self.backend.system(id).await?),
+        }
+    }
+
+    pub fn profile(&self, sys: &System) -> &'static Profile {
+        profile::by_name(&sys.profile).unwrap_or(&profile::GENERIC)
+    }
+}
+
+/// The whole Redfish service as one router.
+pub fn app(state: AppState) -> Router {
+    let f = state.features;
+    let mut r = Router::new()
+        .merge(root::router())
+        .merge(systems::router())
+        .merge(managers::router())
+        .merge(chassis::router())
+        .merge(sessions::router())
+        .merge(accounts::router())
+        .merge(tasks::router())
+        .merge(metadata::router());
+    if f.vmedia() {
+        r = r.merge(vmedia::router());
+    }
+    if f.full() {
+        r = r
+            .merge(bios::router())
+            .merge(secure_boot::router())
+            .merge(system_parts::router());
+    }
+    let inner = r
+        .fallback(|uri: Uri| async move { ApiError::NotFound(uri.path().to_string()) })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(axum::extract::DefaultBodyLimit::max(json::MAX_BODY))
+        .with_state(state);
+    // Trailing slashes are common in clients (`/redfish/v1/Systems/`); the
+    // URI is normalised before routing, so this wraps the inner router.
+    let normalized = inner.map_request(|mut req: Request| {
+        let path = req.uri().path();
+        if path.len() > 1 && path.ends_with('/') && path != "/redfish/v1/" {
+            let trimmed = path.trim_end_matches('/').to_string();
+            let pq = match req.uri().query() {
+                Some(q) => format!("{trimmed}?{q}"),
+                None => trimmed,
+            };
+            if let Ok(uri) = pq.parse::<Uri>() {
+                *req.uri_mut() = uri;
+            }
+        }
+        req
+    });
+    Router::new().fallback_service(normalized)
+}
+
+fn is_public(method: &Method, path: &str) -> bool {
+    matches!(
+        path,
+        "/redfish" | "/redfish/v1" | "/redfish/v1/" | "/redfish/v1/odata" | "/redfish/v1/$metadata"
+    ) || path.starts_with("/redfish/v1/Schemas/")
+        || (*method == Method::POST && path == "/redfish/v1/SessionService/Sessions")
+}
+
+/// The privilege an operation needs before its handler runs. Handlers
+/// refine it where the target matters (own account, own session).
+fn required_privilege(method: &Method, path: &str) -> Privilege {
+    if matches!(*method, Method::GET | Method::HEAD) {
+        return Privilege::Login;
+    }
+    if path.starts_with("/redfish/v1/AccountService/Accounts/") && *method == Method::PATCH {
+        return Privilege::ConfigureSelf;
+    }
+    if path.starts_with("/redfish/v1/AccountService") {
+        return Privilege::ConfigureUsers;
+    }
+    if path.starts_with("/redfish/v1/SessionService/Sessions/") {
+        return Privilege::Login;
+    }
+    if path.starts_with("/redfish/v1/SessionService") || path.starts_with("/redfish/v1/Managers") {
+        return Privilege::ConfigureManager;
+    }
+    Privilege::ConfigureComponents
+}
+
+async fn authenticate(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
+    let h = req.headers();
+    let header_str = |name: &str| {
+        h.get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let creds = Credentials {
+        token: header_str("X-Auth-Token"),
+        basic: header_str(header::AUTHORIZATION.as_str()),
+        public: is_public(req.method(), req.uri().path()),
+    };
+    match principal(&st, creds).await {
+        Ok(Some(p)) => {
+            let need = required_privilege(req.method(), req.uri().path());
+            if !p.role.has(need) {
+                return ApiError::Forbidden.into_response();
+            }
+            req.extensions_mut().insert(p);
+        }
+        Ok(None) => {}
+        Err(e) => return e.into_response(),
+    }
+    next.run(req).await
+}
+
+/// What a request presents to authenticate itself.
+struct Credentials {
+    token: Option<String>,
+    basic: Option<String>,
+    /// The URL is readable without authentication.
+    public: bool,
+}
+
+/// Who the request is from; `None` for an anonymous request to a public URL.
+/// Wrong credentials are refused even on public URLs, as BMCs do.
+async fn principal(st: &AppState, c: Credentials) -> Result<Option<Principal>, ApiError> {
+    if !st.auth.enabled() {
+        return Ok(Some(Principal::anonymous_admin()));
+    }
+    if let Some(token) = &c.token {
+        return match st.auth.by_token(token) {
+            Some(p) => Ok(Some(p)),
+            None if c.public => Ok(None),
+            None => Err(ApiError::Unauthorized),
+        };
+    }
+    if let Some(auth) = &c.basic {
+        let (user, pass) = parse_basic(auth).ok_or(ApiError::Unauthorized)?;
+        return match st.auth.verify(&user, &pass).await {
+            Ok(p) => Ok(Some(p)),
+            Err(_) => Err(ApiError::Unauthorized),
+        };
+    }
+    if c.public {
+        return Ok(None);
+    }
+    Err(ApiError::Unauthorized)
+}
+
+fn parse_basic(value: &str) -> Option<(String, String)> {
+    let (scheme, rest) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(rest.trim())
+        .ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let (u, p) = text.split_once(':')?;
+    Some((u.to_string(), p.to_string()))
+}
+
+/// `Created` with a Location header, for POSTs that make a resource.
+pub fn created(location: &str, body: serde_json::Value) -> Response {
+    let mut r = json::Resource::plain(body, "GET, DELETE")
+        .with_status(StatusCode::CREATED)
+        .into_response();
+    if let Ok(v) = location.parse() {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
+
+/// The `{"@odata.id": ...}` link object.
+pub fn link(uri: &str) -> serde_json::Value {
+    serde_json::json!({ "@odata.id": uri })
+}
+
+/// A resource collection body.
+pub fn collection(
+    odata_type: &str,
+    uri: &str,
+    name: &str,
+    members: impl IntoIterator<Item = String>,
+) -> serde_json::Value {
+    let members: Vec<serde_json::Value> = members.into_iter().map(|m| link(&m)).collect();
+    serde_json::json!({
+        "@odata.type": format!("#{odata_type}.{odata_type}"),
+        "@odata.id": uri,
+        "Name": name,
+        "Members@odata.count": members.len(),
+        "Members": members,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_header_parses() {
+        let v = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("admin:pa:ss")
+        );
+        assert_eq!(parse_basic(&v), Some(("admin".into(), "pa:ss".into())));
+        assert_eq!(parse_basic("Bearer x"), None);
+    }
+}

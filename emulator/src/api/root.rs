@@ -1,0 +1,130 @@
+//! Service root, `/redfish`, the OData service document and the message
+//! registries.
+
+use axum::extract::{Path, State};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::json::Resource;
+use super::{collection, link, AppState};
+use crate::error::ApiError;
+use crate::profile::GENERIC;
+use crate::registry;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/redfish", get(version))
+        .route("/redfish/v1", get(service_root))
+        .route("/redfish/v1/", get(service_root))
+        .route("/redfish/v1/odata", get(odata))
+        .route("/redfish/v1/Registries", get(registries))
+        .route("/redfish/v1/Registries/{id}", get(registry_file))
+        .route("/redfish/v1/Registries/{id}/{file}", get(registry))
+}
+
+async fn version() -> Resource {
+    Resource::plain(json!({ "v1": "/redfish/v1/" }), "GET")
+}
+
+/// The top-level resources: (name in the service root, URI).
+fn top_level() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("Systems", "/redfish/v1/Systems"),
+        ("Managers", "/redfish/v1/Managers"),
+        ("Chassis", "/redfish/v1/Chassis"),
+        ("SessionService", "/redfish/v1/SessionService"),
+        ("AccountService", "/redfish/v1/AccountService"),
+        ("TaskService", "/redfish/v1/TaskService"),
+        ("Registries", "/redfish/v1/Registries"),
+    ]
+}
+
+async fn service_root(State(st): State<AppState>) -> Resource {
+    let mut body = json!({
+        "@odata.type": "#ServiceRoot.v1_17_0.ServiceRoot",
+        "@odata.id": "/redfish/v1",
+        "Id": "RootService",
+        "Name": "Shoal Redfish Service",
+        "RedfishVersion": "1.20.0",
+        "UUID": st.service_uuid.hyphenated().to_string(),
+        "Vendor": "Shoal",
+        "Product": "Shoal Redfish BMC emulator",
+        "ProtocolFeaturesSupported": {
+            "ExpandQuery": { "ExpandAll": false, "Levels": false, "Links": false, "NoLinks": false },
+            "FilterQuery": false,
+            "SelectQuery": false,
+            "OnlyMemberQuery": false,
+            "ExcerptQuery": false,
+            "DeepOperations": { "DeepPATCH": false, "DeepPOST": false },
+        },
+        "Links": { "Sessions": link("/redfish/v1/SessionService/Sessions") },
+    });
+    for (name, uri) in top_level() {
+        body[name] = link(uri);
+    }
+    Resource::new(body, &GENERIC, "GET")
+}
+
+async fn odata() -> Resource {
+    let mut values: Vec<Value> =
+        vec![json!({"name": "Service", "kind": "Singleton", "url": "/redfish/v1/"})];
+    values.extend(
+        top_level()
+            .into_iter()
+            .map(|(name, uri)| json!({"name": name, "kind": "Singleton", "url": uri})),
+    );
+    Resource::plain(
+        json!({ "@odata.context": "/redfish/v1/$metadata", "value": values }),
+        "GET",
+    )
+}
+
+async fn registries() -> Resource {
+    Resource::plain(
+        collection(
+            "MessageRegistryFileCollection",
+            "/redfish/v1/Registries",
+            "Registry File Collection",
+            [format!("/redfish/v1/Registries/{}", registry::BASE_PREFIX)],
+        ),
+        "GET",
+    )
+}
+
+async fn registry_file(Path(id): Path<String>) -> Result<Resource, ApiError> {
+    if id != registry::BASE_PREFIX {
+        return Err(ApiError::NotFound(format!("/redfish/v1/Registries/{id}")));
+    }
+    let full = format!("{}.{}", registry::BASE_PREFIX, registry::BASE_VERSION);
+    Ok(Resource::new(
+        json!({
+            "@odata.type": "#MessageRegistryFile.v1_1_3.MessageRegistryFile",
+            "@odata.id": format!("/redfish/v1/Registries/{id}"),
+            "Id": id,
+            "Name": "Base Message Registry File",
+            "Description": "DMTF Base message registry file locations",
+            "Languages": ["en"],
+            "Registry": full,
+            "Location": [{
+                "Language": "en",
+                "Uri": format!("/redfish/v1/Registries/{id}/{id}"),
+            }],
+        }),
+        &GENERIC,
+        "GET",
+    ))
+}
+
+async fn registry(Path((id, file)): Path<(String, String)>) -> Result<Resource, ApiError> {
+    if id != registry::BASE_PREFIX || file != registry::BASE_PREFIX {
+        return Err(ApiError::NotFound(format!(
+            "/redfish/v1/Registries/{id}/{file}"
+        )));
+    }
+    Ok(Resource::new(
+        registry::registry_document(),
+        &GENERIC,
+        "GET",
+    ))
+}

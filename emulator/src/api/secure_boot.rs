@@ -1,0 +1,187 @@
+//! SecureBoot: `SecureBootEnable` (takes effect at the next boot, reported
+//! by `SecureBootCurrentBoot`), `SecureBoot.ResetKeys`, and the standard
+//! UEFI key databases.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::json::{self, check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
+use super::{collection, link, AppState};
+use crate::error::{ApiError, Msg};
+use crate::model::{ResetKeysType, System};
+
+const RESET_KEYS: &str = "SecureBoot.ResetKeys";
+/// The databases of the UEFI specification, as BMCs list them.
+const DATABASES: &[&str] = &[
+    "PK",
+    "KEK",
+    "db",
+    "dbx",
+    "PKDefault",
+    "KEKDefault",
+    "dbDefault",
+    "dbxDefault",
+];
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/redfish/v1/Systems/{id}/SecureBoot",
+            get(secure_boot).patch(patch),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/SecureBoot/Actions/SecureBoot.ResetKeys",
+            post(reset_keys),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/SecureBoot/SecureBootDatabases",
+            get(databases),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/SecureBoot/SecureBootDatabases/{db}",
+            get(database),
+        )
+}
+
+fn secure_boot_json(sys: &System) -> Value {
+    let base = format!("/redfish/v1/Systems/{}/SecureBoot", sys.id);
+    let sb = &sys.secure_boot;
+    json!({
+        "@odata.type": "#SecureBoot.v1_1_0.SecureBoot",
+        "@odata.id": base,
+        "Id": "SecureBoot",
+        "Name": "UEFI Secure Boot",
+        "SecureBootEnable": sb.enable,
+        "SecureBootCurrentBoot": if sb.current_boot { "Enabled" } else { "Disabled" },
+        "SecureBootMode": if sb.keys_enrolled { "UserMode" } else { "SetupMode" },
+        "SecureBootDatabases": link(&format!("{base}/SecureBootDatabases")),
+        "Actions": {
+            "#SecureBoot.ResetKeys": {
+                "target": format!("{base}/Actions/{RESET_KEYS}"),
+                "ResetKeysType@Redfish.AllowableValues": ResetKeysType::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+            }
+        },
+    })
+}
+
+async fn secure_boot(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    Ok(Resource::new(
+        secure_boot_json(&sys),
+        st.profile(&sys),
+        "GET, PATCH",
+    ))
+}
+
+async fn patch(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let _guard = st.locks.lock(&sys.id).await;
+    let sys = st.backend.system(&sys.id).await?;
+    let profile = st.profile(&sys);
+    let current = secure_boot_json(&sys);
+    check_if_match(&headers, &current, profile)?;
+    validate_patch(&body, &current, &[writable("SecureBootEnable", Kind::Bool)])?;
+    if let Some(enable) = body.get("SecureBootEnable").and_then(Value::as_bool) {
+        if enable && !sys.uefi() {
+            return Err(ApiError::bad(
+                Msg::new(
+                    "PropertyValueConflict",
+                    &["SecureBootEnable", "Boot/BootSourceOverrideMode"],
+                )
+                .about("SecureBootEnable"),
+            ));
+        }
+        st.backend.set_secure_boot(&sys.id, enable).await?;
+    }
+    let sys = st.backend.system(&sys.id).await?;
+    Ok(Resource::new(secure_boot_json(&sys), profile, "GET, PATCH"))
+}
+
+async fn reset_keys(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    json::action_known(&body, &["ResetKeysType"], RESET_KEYS)?;
+    let kind = match json::action_str(&body, "ResetKeysType", RESET_KEYS)? {
+        None => {
+            return Err(ApiError::bad(Msg::new(
+                "ActionParameterMissing",
+                &[RESET_KEYS, "ResetKeysType"],
+            )))
+        }
+        Some(k) => ResetKeysType::parse(k).ok_or_else(|| {
+            ApiError::bad(Msg::new(
+                "ActionParameterValueNotInList",
+                &[k, "ResetKeysType", RESET_KEYS],
+            ))
+        })?,
+    };
+    let _guard = st.locks.lock(&sys.id).await;
+    st.backend.reset_secure_boot_keys(&sys.id, kind).await?;
+    Ok(json::no_content())
+}
+
+async fn databases(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let base = format!(
+        "/redfish/v1/Systems/{}/SecureBoot/SecureBootDatabases",
+        sys.id
+    );
+    let members = DATABASES.iter().map(|d| format!("{base}/{d}"));
+    Ok(Resource::plain(
+        collection(
+            "SecureBootDatabaseCollection",
+            &base,
+            "UEFI SecureBoot Database Collection",
+            members,
+        ),
+        "GET",
+    ))
+}
+
+async fn database(
+    State(st): State<AppState>,
+    Path((id, db)): Path<(String, String)>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    if !DATABASES.contains(&db.as_str()) {
+        return Err(ApiError::NotFound(uri.path().to_string()));
+    }
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#SecureBootDatabase.v1_0_1.SecureBootDatabase",
+            "@odata.id": format!("/redfish/v1/Systems/{}/SecureBoot/SecureBootDatabases/{db}", sys.id),
+            "Id": db,
+            "Name": format!("{db} Database"),
+            "DatabaseId": db,
+        }),
+        "GET",
+    ))
+}

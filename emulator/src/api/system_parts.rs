@@ -1,0 +1,380 @@
+//! The read-only inventory below a system: EthernetInterfaces, Processors,
+//! Memory, SimpleStorage, and Storage with its Drives and Volumes. All of
+//! it is derived from the machine's inventory (MACs, CPUs, memory, disks).
+
+use axum::extract::{Path, State};
+use axum::http::{Method, Uri};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Value};
+
+use super::json::Resource;
+use super::{collection, link, AppState};
+use crate::error::ApiError;
+use crate::model::System;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/redfish/v1/Systems/{id}/EthernetInterfaces", get(nics))
+        .route(
+            "/redfish/v1/Systems/{id}/EthernetInterfaces/{nic}",
+            get(nic),
+        )
+        .route("/redfish/v1/Systems/{id}/Processors", get(processors))
+        .route("/redfish/v1/Systems/{id}/Processors/{cpu}", get(processor))
+        .route("/redfish/v1/Systems/{id}/Memory", get(memories))
+        .route("/redfish/v1/Systems/{id}/Memory/{dimm}", get(memory))
+        .route(
+            "/redfish/v1/Systems/{id}/SimpleStorage",
+            get(simple_storages),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/SimpleStorage/{ctl}",
+            get(simple_storage),
+        )
+        .route("/redfish/v1/Systems/{id}/Storage", get(storages))
+        .route("/redfish/v1/Systems/{id}/Storage/{ctl}", get(storage))
+        .route(
+            "/redfish/v1/Systems/{id}/Storage/{ctl}/Drives/{drive}",
+            get(drive),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/Storage/{ctl}/Volumes",
+            get(volumes),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/Storage/{ctl}/Volumes/{vol}",
+            get(volume),
+        )
+}
+
+const OK: fn() -> Value = || json!({ "State": "Enabled", "Health": "OK" });
+/// The one storage controller every machine has.
+const CONTROLLER: &str = "1";
+
+fn base(sys: &System) -> String {
+    format!("/redfish/v1/Systems/{}", sys.id)
+}
+
+fn not_found(uri: &Uri) -> ApiError {
+    ApiError::NotFound(uri.path().to_string())
+}
+
+/// NIC Ids are the MAC without separators (stable, unique per system).
+fn nic_id(mac: &str) -> String {
+    mac.replace(':', "")
+}
+
+async fn nics(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let b = format!("{}/EthernetInterfaces", base(&sys));
+    let members = sys.nics.iter().map(|n| format!("{b}/{}", nic_id(&n.mac)));
+    Ok(Resource::plain(
+        collection(
+            "EthernetInterfaceCollection",
+            &b,
+            "Ethernet Interface Collection",
+            members,
+        ),
+        "GET",
+    ))
+}
+
+async fn nic(
+    State(st): State<AppState>,
+    Path((id, nic)): Path<(String, String)>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let n = sys
+        .nics
+        .iter()
+        .find(|n| nic_id(&n.mac) == nic)
+        .ok_or_else(|| not_found(&uri))?;
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#EthernetInterface.v1_9_0.EthernetInterface",
+            "@odata.id": format!("{}/EthernetInterfaces/{nic}", base(&sys)),
+            "Id": nic,
+            "Name": "Ethernet Interface",
+            "MACAddress": n.mac,
+            "PermanentMACAddress": n.mac,
+            "LinkStatus": if sys.power == crate::model::PowerState::On { "LinkUp" } else { "LinkDown" },
+            "SpeedMbps": 1000,
+            "FullDuplex": true,
+            "InterfaceEnabled": true,
+            "Status": OK(),
+        }),
+        "GET",
+    ))
+}
+
+async fn processors(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let b = format!("{}/Processors", base(&sys));
+    Ok(Resource::plain(
+        collection(
+            "ProcessorCollection",
+            &b,
+            "Processor Collection",
+            [format!("{b}/CPU0")],
+        ),
+        "GET",
+    ))
+}
+
+async fn processor(
+    State(st): State<AppState>,
+    Path((id, cpu)): Path<(String, String)>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    if cpu != "CPU0" {
+        return Err(not_found(&uri));
+    }
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#Processor.v1_18_0.Processor",
+            "@odata.id": format!("{}/Processors/CPU0", base(&sys)),
+            "Id": "CPU0",
+            "Name": "Processor",
+            "Socket": "CPU 0",
+            "ProcessorType": "CPU",
+            "ProcessorArchitecture": sys.arch.processor_architecture(),
+            "InstructionSet": sys.arch.instruction_set(),
+            "TotalCores": sys.cpus,
+            "TotalThreads": sys.cpus,
+            "Status": OK(),
+        }),
+        "GET",
+    ))
+}
+
+async fn memories(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let b = format!("{}/Memory", base(&sys));
+    Ok(Resource::plain(
+        collection(
+            "MemoryCollection",
+            &b,
+            "Memory Collection",
+            [format!("{b}/DIMM0")],
+        ),
+        "GET",
+    ))
+}
+
+async fn memory(
+    State(st): State<AppState>,
+    Path((id, dimm)): Path<(String, String)>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    if dimm != "DIMM0" {
+        return Err(not_found(&uri));
+    }
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#Memory.v1_17_0.Memory",
+            "@odata.id": format!("{}/Memory/DIMM0", base(&sys)),
+            "Id": "DIMM0",
+            "Name": "DIMM 0",
+            "MemoryType": "DRAM",
+            "MemoryDeviceType": "DDR4",
+            "CapacityMiB": sys.memory_mib,
+            "OperatingSpeedMhz": 3200,
+            "Status": OK(),
+        }),
+        "GET",
+    ))
+}
+
+async fn simple_storages(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let b = format!("{}/SimpleStorage", base(&sys));
+    Ok(Resource::plain(
+        collection(
+            "SimpleStorageCollection",
+            &b,
+            "Simple Storage Collection",
+            [format!("{b}/{CONTROLLER}")],
+        ),
+        "GET",
+    ))
+}
+
+async fn simple_storage(
+    State(st): State<AppState>,
+    Path((id, ctl)): Path<(String, String)>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    if ctl != CONTROLLER {
+        return Err(not_found(&uri));
+    }
+    let devices: Vec<Value> = sys
+        .disks
+        .iter()
+        .map(|d| json!({ "Name": d.name, "CapacityBytes": d.capacity_bytes, "Status": OK() }))
+        .collect();
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#SimpleStorage.v1_3_1.SimpleStorage",
+            "@odata.id": format!("{}/SimpleStorage/{CONTROLLER}", base(&sys)),
+            "Id": CONTROLLER,
+            "Name": "Simple Storage Controller",
+            "Devices": devices,
+            "Status": OK(),
+        }),
+        "GET",
+    ))
+}
+
+async fn storages(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let b = format!("{}/Storage", base(&sys));
+    Ok(Resource::plain(
+        collection(
+            "StorageCollection",
+            &b,
+            "Storage Collection",
+            [format!("{b}/{CONTROLLER}")],
+        ),
+        "GET",
+    ))
+}
+
+async fn storage(
+    State(st): State<AppState>,
+    Path((id, ctl)): Path<(String, String)>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    if ctl != CONTROLLER {
+        return Err(not_found(&uri));
+    }
+    let b = format!("{}/Storage/{CONTROLLER}", base(&sys));
+    let drives: Vec<Value> = sys
+        .disks
+        .iter()
+        .map(|d| link(&format!("{b}/Drives/{}", d.name)))
+        .collect();
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#Storage.v1_15_0.Storage",
+            "@odata.id": b,
+            "Id": CONTROLLER,
+            "Name": "Storage Controller",
+            "Drives@odata.count": drives.len(),
+            "Drives": drives,
+            "Volumes": link(&format!("{b}/Volumes")),
+            "Status": OK(),
+        }),
+        "GET",
+    ))
+}
+
+async fn drive(
+    State(st): State<AppState>,
+    Path((id, ctl, drive)): Path<(String, String, String)>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let d = sys
+        .disks
+        .iter()
+        .find(|d| d.name == drive)
+        .filter(|_| ctl == CONTROLLER)
+        .ok_or_else(|| not_found(&uri))?;
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#Drive.v1_17_0.Drive",
+            "@odata.id": format!("{}/Storage/{CONTROLLER}/Drives/{}", base(&sys), d.name),
+            "Id": d.name,
+            "Name": d.name,
+            "CapacityBytes": d.capacity_bytes,
+            "MediaType": "SSD",
+            "Protocol": "SATA",
+            "Status": OK(),
+        }),
+        "GET",
+    ))
+}
+
+async fn volumes(
+    State(st): State<AppState>,
+    Path((id, ctl)): Path<(String, String)>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    if ctl != CONTROLLER {
+        return Err(not_found(&uri));
+    }
+    let b = format!("{}/Storage/{CONTROLLER}/Volumes", base(&sys));
+    let members = sys.disks.iter().map(|d| format!("{b}/{}", d.name));
+    Ok(Resource::plain(
+        collection("VolumeCollection", &b, "Volume Collection", members),
+        "GET",
+    ))
+}
+
+async fn volume(
+    State(st): State<AppState>,
+    Path((id, ctl, vol)): Path<(String, String, String)>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let d = sys
+        .disks
+        .iter()
+        .find(|d| d.name == vol)
+        .filter(|_| ctl == CONTROLLER)
+        .ok_or_else(|| not_found(&uri))?;
+    let b = format!("{}/Storage/{CONTROLLER}", base(&sys));
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#Volume.v1_9_0.Volume",
+            "@odata.id": format!("{b}/Volumes/{}", d.name),
+            "Id": d.name,
+            "Name": d.name,
+            "CapacityBytes": d.capacity_bytes,
+            "RAIDType": "None",
+            "Links": { "Drives": [link(&format!("{b}/Drives/{}", d.name))] },
+            "Status": OK(),
+        }),
+        "GET",
+    ))
+}

@@ -1,0 +1,409 @@
+//! ComputerSystem: the collection, the member (GET/PATCH with the boot
+//! override semantics), `ComputerSystem.Reset` and its ActionInfo.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Map, Value};
+
+use super::json::{
+    self, check_if_match, validate_patch, writable, JsonObject, Kind, Resource, Writable,
+};
+use super::{collection, link, AppState};
+use crate::error::{ApiError, Msg};
+use crate::model::{
+    Arch, BootMode, BootOverride, BootTarget, IndicatorLed, OverrideEnabled, ResetType, System,
+    SystemSettings,
+};
+use crate::profile::Profile;
+use crate::timefmt::rfc3339_secs;
+
+const RESET: &str = "ComputerSystem.Reset";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/redfish/v1/Systems", get(list))
+        .route(
+            "/redfish/v1/Systems/{id}",
+            get(get_system).patch(patch_system),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/Actions/ComputerSystem.Reset",
+            post(reset),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/ResetActionInfo",
+            get(reset_action_info),
+        )
+}
+
+async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
+    let members = st
+        .backend
+        .systems()
+        .await?
+        .into_iter()
+        .map(|s| format!("/redfish/v1/Systems/{}", s.id));
+    Ok(Resource::plain(
+        collection(
+            "ComputerSystemCollection",
+            "/redfish/v1/Systems",
+            "Computer System Collection",
+            members,
+        ),
+        "GET",
+    ))
+}
+
+/// Boot targets offered for this system under its profile.
+pub fn allowed_targets(sys: &System, profile: &Profile) -> Vec<&'static str> {
+    sys.boot_targets()
+        .into_iter()
+        .filter(|t| profile.offers(*t))
+        .map(BootTarget::as_str)
+        .collect()
+}
+
+fn allowed_modes(sys: &System) -> Vec<&'static str> {
+    if sys.arch.has_uefi() {
+        vec!["UEFI", "Legacy"]
+    } else {
+        vec!["Legacy"]
+    }
+}
+
+/// The ComputerSystem resource (without `@odata.etag`, which `Resource` adds).
+pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
+    let base = format!("/redfish/v1/Systems/{}", sys.id);
+    let mut boot = json!({
+        "BootSourceOverrideTarget": sys.boot.target.as_str(),
+        "BootSourceOverrideTarget@Redfish.AllowableValues": allowed_targets(sys, profile),
+        "BootSourceOverrideEnabled": sys.boot.enabled.as_str(),
+        "BootSourceOverrideEnabled@Redfish.AllowableValues": OverrideEnabled::ALL.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+        "BootSourceOverrideMode": sys.boot.mode.as_str(),
+        "BootSourceOverrideMode@Redfish.AllowableValues": allowed_modes(sys),
+        "UefiTargetBootSourceOverride": sys.boot.uefi_target,
+    });
+    if sys.arch.has_uefi() {
+        boot["HttpBootUri"] = json!(sys.boot.http_boot_uri);
+    }
+    let mut v = json!({
+        "@odata.type": "#ComputerSystem.v1_22_0.ComputerSystem",
+        "@odata.id": base,
+        "Id": sys.id,
+        "Name": sys.name,
+        "Description": "Computer System",
+        "SystemType": "Physical",
+        "UUID": sys.uuid.hyphenated().to_string(),
+        "HostName": sys.name,
+        "Manufacturer": profile.manufacturer,
+        "Model": profile.model,
+        "SerialNumber": serial(sys),
+        "AssetTag": sys.asset_tag,
+        "BiosVersion": profile.bios_version,
+        "PowerState": sys.power.as_str(),
+        "IndicatorLED": sys.indicator.as_str(),
+        "LocationIndicatorActive": sys.indicator != IndicatorLed::Off,
+        "Status": { "State": "Enabled", "Health": "OK" },
+        "ProcessorSummary": {
+            "Count": 1,
+            "LogicalProcessorCount": sys.cpus,
+            "CoreCount": sys.cpus,
+            "Model": processor_model(sys.arch),
+            "Status": { "State": "Enabled", "Health": "OK" },
+        },
+        "MemorySummary": {
+            "TotalSystemMemoryGiB": sys.memory_mib as f64 / 1024.0,
+            "Status": { "State": "Enabled", "Health": "OK" },
+        },
+        "Boot": boot,
+        "BootProgress": {
+            "LastState": if sys.power == crate::model::PowerState::On { "OSRunning" } else { "None" },
+            "LastStateTime": sys.last_boot.as_ref().map(|b| rfc3339_secs(b.at)),
+        },
+        "Links": {
+            "Chassis": [link(&format!("/redfish/v1/Chassis/{}", sys.id))],
+            "ManagedBy": [link(&format!("/redfish/v1/Managers/{}", sys.id))],
+        },
+        "Actions": {
+            "#ComputerSystem.Reset": {
+                "target": format!("{base}/Actions/{RESET}"),
+                "@Redfish.ActionInfo": format!("{base}/ResetActionInfo"),
+                "ResetType@Redfish.AllowableValues": ResetType::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+            }
+        },
+    });
+    if v["BootProgress"]["LastStateTime"].is_null() {
+        if let Some(bp) = v["BootProgress"].as_object_mut() {
+            bp.remove("LastStateTime");
+        }
+    }
+    if st.features.vmedia() {
+        v["VirtualMedia"] = link(&format!("{base}/VirtualMedia"));
+    }
+    if st.features.full() {
+        for (k, tail) in [
+            ("Processors", "Processors"),
+            ("Memory", "Memory"),
+            ("EthernetInterfaces", "EthernetInterfaces"),
+            ("SimpleStorage", "SimpleStorage"),
+            ("Storage", "Storage"),
+            ("Bios", "Bios"),
+            ("SecureBoot", "SecureBoot"),
+        ] {
+            v[k] = link(&format!("{base}/{tail}"));
+        }
+    }
+    v
+}
+
+fn processor_model(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => "Shoal Virtual x86-64 CPU",
+        Arch::Ppc64le => "Shoal Virtual POWER9 CPU",
+        Arch::Aarch64 => "Shoal Virtual ARMv8 CPU",
+    }
+}
+
+/// A serial number derived from the UUID (stable, unique per system).
+pub fn serial(sys: &System) -> String {
+    format!(
+        "SHL{}",
+        &sys.uuid.simple().to_string()[..10].to_ascii_uppercase()
+    )
+}
+
+async fn get_system(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let profile = st.profile(&sys);
+    Ok(Resource::new(
+        system_json(&st, &sys, profile),
+        profile,
+        "GET, PATCH",
+    ))
+}
+
+fn writables(sys: &System, profile: &Profile) -> Vec<Writable> {
+    let mut w = vec![
+        writable(
+            "Boot/BootSourceOverrideTarget",
+            Kind::Enum(allowed_targets(sys, profile)),
+        ),
+        writable(
+            "Boot/BootSourceOverrideEnabled",
+            Kind::Enum(OverrideEnabled::ALL.iter().map(|e| e.as_str()).collect()),
+        ),
+        writable(
+            "Boot/BootSourceOverrideMode",
+            Kind::Enum(allowed_modes(sys)),
+        ),
+        writable("Boot/UefiTargetBootSourceOverride", Kind::NullableStr),
+        writable(
+            "IndicatorLED",
+            Kind::Enum(IndicatorLed::ALL.iter().map(|e| e.as_str()).collect()),
+        ),
+        writable("LocationIndicatorActive", Kind::Bool),
+        writable("AssetTag", Kind::Str),
+    ];
+    if sys.arch.has_uefi() {
+        w.push(writable("Boot/HttpBootUri", Kind::NullableStr));
+    }
+    w
+}
+
+/// Whether `s` is an absolute http or https URL with a host.
+pub fn is_http_url(s: &str) -> bool {
+    let rest = match s.split_once("://") {
+        Some((scheme, rest))
+            if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") =>
+        {
+            rest
+        }
+        _ => return false,
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    !host.is_empty()
+        && !host.starts_with(':')
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// Merges the Boot object of a (validated) PATCH into the current override.
+fn merged_boot(sys: &System, boot: &Map<String, Value>) -> Result<BootOverride, ApiError> {
+    let mut b = sys.boot.clone();
+    let s = |k: &str| boot.get(k).and_then(Value::as_str);
+    if let Some(t) = s("BootSourceOverrideTarget").and_then(BootTarget::parse) {
+        b.target = t;
+    }
+    if let Some(e) = s("BootSourceOverrideEnabled").and_then(OverrideEnabled::parse) {
+        b.enabled = e;
+    }
+    if let Some(m) = s("BootSourceOverrideMode").and_then(BootMode::parse) {
+        b.mode = m;
+    }
+    if let Some(v) = boot.get("HttpBootUri") {
+        b.http_boot_uri = v.as_str().map(str::to_string);
+        if let Some(u) = &b.http_boot_uri {
+            if !is_http_url(u) {
+                return Err(ApiError::bad(
+                    Msg::new("PropertyValueFormatError", &[u, "Boot/HttpBootUri"])
+                        .about("Boot/HttpBootUri"),
+                ));
+            }
+        }
+    }
+    if let Some(v) = boot.get("UefiTargetBootSourceOverride") {
+        b.uefi_target = v.as_str().map(str::to_string);
+    }
+    if b.target.requires_uefi()
+        && b.mode != BootMode::Uefi
+        && b.enabled != OverrideEnabled::Disabled
+    {
+        return Err(ApiError::bad(
+            Msg::new(
+                "PropertyValueConflict",
+                &[
+                    "Boot/BootSourceOverrideTarget",
+                    "Boot/BootSourceOverrideMode",
+                ],
+            )
+            .about("Boot/BootSourceOverrideTarget"),
+        ));
+    }
+    Ok(b)
+}
+
+fn merged_settings(body: &Map<String, Value>) -> Result<SystemSettings, ApiError> {
+    let led = body
+        .get("IndicatorLED")
+        .and_then(Value::as_str)
+        .and_then(IndicatorLed::parse);
+    let active = body.get("LocationIndicatorActive").and_then(Value::as_bool);
+    let indicator = match (led, active) {
+        (Some(l), Some(a)) if (l != IndicatorLed::Off) != a => {
+            return Err(ApiError::bad(
+                Msg::new(
+                    "PropertyValueConflict",
+                    &["LocationIndicatorActive", "IndicatorLED"],
+                )
+                .about("LocationIndicatorActive"),
+            ))
+        }
+        (Some(l), _) => Some(l),
+        (None, Some(true)) => Some(IndicatorLed::Blinking),
+        (None, Some(false)) => Some(IndicatorLed::Off),
+        (None, None) => None,
+    };
+    Ok(SystemSettings {
+        indicator,
+        asset_tag: body
+            .get("AssetTag")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    })
+}
+
+async fn patch_system(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    let _guard = st.locks.lock(&sys.id).await;
+    let sys = st.backend.system(&sys.id).await?;
+    let profile = st.profile(&sys);
+    let current = system_json(&st, &sys, profile);
+    check_if_match(&headers, &current, profile)?;
+    validate_patch(&body, &current, &writables(&sys, profile))?;
+    let boot = match body.get("Boot").and_then(Value::as_object) {
+        Some(b) => Some(merged_boot(&sys, b)?),
+        None => None,
+    };
+    let settings = merged_settings(&body)?;
+    st.backend
+        .update_system(&sys.id, boot.as_ref(), &settings)
+        .await?;
+    let sys = st.backend.system(&sys.id).await?;
+    tracing::info!(system = %sys.name, boot = ?sys.boot, "system patched");
+    Ok(Resource::new(system_json(&st, &sys, profile), profile, "GET, PATCH").into_response())
+}
+
+async fn reset(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    json::action_known(&body, &["ResetType"], RESET)?;
+    let reset = match json::action_str(&body, "ResetType", RESET)? {
+        None => {
+            return Err(ApiError::bad(Msg::new(
+                "ActionParameterMissing",
+                &[RESET, "ResetType"],
+            )))
+        }
+        Some(s) => ResetType::parse(s).ok_or_else(|| {
+            ApiError::BadRequest(vec![
+                Msg::new(
+                    "ActionParameterNotSupported",
+                    &[&format!("ResetType={s}"), RESET],
+                ),
+                Msg::new("ActionParameterValueNotInList", &[s, "ResetType", RESET]),
+            ])
+        })?,
+    };
+    let _guard = st.locks.lock(&sys.id).await;
+    st.backend.reset(&sys.id, reset).await?;
+    tracing::info!(system = %sys.name, %reset, "reset");
+    Ok(json::no_content())
+}
+
+async fn reset_action_info(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+    method: Method,
+) -> Result<Resource, ApiError> {
+    let sys = st.resolve(&id, &uri, &method).await?;
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#ActionInfo.v1_4_0.ActionInfo",
+            "@odata.id": format!("/redfish/v1/Systems/{}/ResetActionInfo", sys.id),
+            "Id": "ResetActionInfo",
+            "Name": "Reset Action Info",
+            "Parameters": [{
+                "Name": "ResetType",
+                "Required": true,
+                "DataType": "String",
+                "AllowableValues": ResetType::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+            }],
+        }),
+        "GET",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_http_url;
+
+    #[test]
+    fn http_urls() {
+        assert!(is_http_url("http://192.0.2.1/boot.iso"));
+        assert!(is_http_url("https://[fd00::1]:8080/x.efi"));
+        assert!(!is_http_url("ftp://h/x"));
+        assert!(!is_http_url("http:///x"));
+        assert!(!is_http_url("boot.iso"));
+        assert!(!is_http_url("http://h/a b"));
+    }
+}

@@ -1,0 +1,121 @@
+//! TaskService, Tasks and task monitors.
+//!
+//! A task monitor answers 202 (with `Location` and `Retry-After`) while the
+//! task runs, then the operation's own result: 204 on success, or the error
+//! body the operation would have returned.
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::json;
+
+use super::json::{no_content, Resource};
+use super::{collection, link, AppState};
+use crate::error::{error_body, ApiError};
+use crate::tasks::{Task, TaskState};
+use crate::timefmt::rfc3339;
+
+pub const TASK_MONITOR_PREFIX: &str = "/redfish/v1/TaskService/TaskMonitors/";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/redfish/v1/TaskService", get(service))
+        .route("/redfish/v1/TaskService/Tasks", get(list))
+        .route("/redfish/v1/TaskService/Tasks/{id}", get(task))
+        .route("/redfish/v1/TaskService/TaskMonitors/{id}", get(monitor))
+}
+
+async fn service() -> Resource {
+    Resource::new(
+        json!({
+            "@odata.type": "#TaskService.v1_2_0.TaskService",
+            "@odata.id": "/redfish/v1/TaskService",
+            "Id": "TaskService",
+            "Name": "Task Service",
+            "ServiceEnabled": true,
+            "CompletedTaskOverWritePolicy": "Oldest",
+            "LifeCycleEventOnTaskStateChange": false,
+            "DateTime": rfc3339(std::time::SystemTime::now()),
+            "Status": {"State": "Enabled", "Health": "OK"},
+            "Tasks": link("/redfish/v1/TaskService/Tasks"),
+        }),
+        &crate::profile::GENERIC,
+        "GET",
+    )
+}
+
+async fn list(State(st): State<AppState>) -> Resource {
+    let members = st
+        .tasks
+        .list()
+        .into_iter()
+        .map(|t| format!("/redfish/v1/TaskService/Tasks/{}", t.id));
+    Resource::plain(
+        collection(
+            "TaskCollection",
+            "/redfish/v1/TaskService/Tasks",
+            "Task Collection",
+            members,
+        ),
+        "GET",
+    )
+}
+
+fn task_json(t: &Task) -> serde_json::Value {
+    let mut v = json!({
+        "@odata.type": "#Task.v1_7_0.Task",
+        "@odata.id": format!("/redfish/v1/TaskService/Tasks/{}", t.id),
+        "Id": t.id,
+        "Name": t.name,
+        "TaskState": t.state.as_str(),
+        "TaskStatus": match t.state { TaskState::Exception => "Critical", _ => "OK" },
+        "StartTime": rfc3339(t.start),
+        "TaskMonitor": format!("{TASK_MONITOR_PREFIX}{}", t.id),
+        "PercentComplete": if t.state == TaskState::Running { 0 } else { 100 },
+        "Messages": t.error.as_ref().map(|(_, m)| m.iter().map(|m| m.render()).collect::<Vec<_>>()).unwrap_or_default(),
+        "Payload": { "TargetUri": t.target },
+    });
+    if let Some(end) = t.end {
+        v["EndTime"] = json!(rfc3339(end));
+    }
+    v
+}
+
+async fn task(State(st): State<AppState>, Path(id): Path<String>) -> Result<Resource, ApiError> {
+    let t = st
+        .tasks
+        .get(&id)
+        .ok_or_else(|| ApiError::NotFound(format!("/redfish/v1/TaskService/Tasks/{id}")))?;
+    Ok(Resource::plain(task_json(&t), "GET"))
+}
+
+async fn monitor(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let t = st
+        .tasks
+        .get(&id)
+        .ok_or_else(|| ApiError::NotFound(format!("{TASK_MONITOR_PREFIX}{id}")))?;
+    Ok(match (t.state, &t.error) {
+        (TaskState::Running, _) => accepted(&t),
+        (TaskState::Completed, _) => no_content(),
+        (TaskState::Exception, Some((status, msgs))) => {
+            let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, axum::Json(error_body(msgs))).into_response()
+        }
+        (TaskState::Exception, None) => ApiError::Internal("task failed".into()).into_response(),
+    })
+}
+
+/// 202 Accepted pointing at the task monitor, with the Task as body.
+pub fn accepted(t: &Task) -> Response {
+    let mut r = Resource::plain(task_json(t), "GET")
+        .with_status(StatusCode::ACCEPTED)
+        .into_response();
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&format!("{TASK_MONITOR_PREFIX}{}", t.id)) {
+        h.insert(header::LOCATION, v);
+    }
+    h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}

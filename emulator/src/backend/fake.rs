@@ -1,0 +1,537 @@
+//! The in-memory backend: machines that exist only as state, with real BMC
+//! semantics (power transitions, Once overrides consumed by a boot, BIOS
+//! settings applied at reset).
+//!
+//! Invariants: the set of systems is fixed at start-up, so lookups need no
+//! global lock; each machine has its own mutex and every operation on it is
+//! atomic. Power transitions with a delay are settled lazily, whenever the
+//! machine is touched, so no timer tasks exist. With a state file, a writer
+//! task persists the latest snapshot after changes (atomic rename).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+
+use super::{Backend, BackendError, Completion, Result};
+use crate::model::{BootMode, BootOverride};
+use crate::model::{
+    BootRecord, BootTarget, MediaImage, MediaSlot, MediaState, PowerState, ResetKeysType,
+    ResetType, System, SystemRef, SystemSettings,
+};
+
+/// Timing knobs, so that clients' polling code is exercised.
+#[derive(Debug, Clone, Default)]
+pub struct FakeOptions {
+    /// How long PoweringOn/PoweringOff last.
+    pub power_delay: Duration,
+    /// How long an InsertMedia "download" takes (a Task when non-zero).
+    pub media_delay: Duration,
+    /// Where to persist state; loaded at start when it exists.
+    pub state_file: Option<PathBuf>,
+}
+
+struct Transition {
+    due: Instant,
+    to: PowerState,
+    boots: bool,
+}
+
+struct Machine {
+    sys: System,
+    transition: Option<Transition>,
+}
+
+impl Machine {
+    /// Completes a due power transition.
+    fn settle(&mut self, now: Instant) {
+        if let Some(t) = &self.transition {
+            if t.due <= now {
+                let (to, boots) = (t.to, t.boots);
+                self.transition = None;
+                self.sys.power = to;
+                if boots {
+                    self.boot();
+                }
+            }
+        }
+    }
+
+    /// What happens when the firmware starts: pending BIOS settings take
+    /// effect, the override is consumed if Once, the boot is recorded.
+    fn boot(&mut self) {
+        let s = &mut self.sys;
+        let pending = std::mem::take(&mut s.bios.pending);
+        s.bios.current.extend(pending);
+        s.secure_boot.current_boot =
+            s.secure_boot.enable && s.uefi() && s.secure_boot.keys_enrolled;
+        let target = s.boot.effective_target().unwrap_or(BootTarget::Hdd);
+        let media = match target {
+            BootTarget::Cd if s.cd.inserted => s.cd.image.clone(),
+            BootTarget::Floppy if s.floppy.inserted => s.floppy.image.clone(),
+            _ => None,
+        };
+        s.last_boot = Some(BootRecord {
+            at: unix_now(),
+            target,
+            mode: s.boot.mode,
+            uri: (target == BootTarget::UefiHttp)
+                .then(|| s.boot.http_boot_uri.clone())
+                .flatten(),
+            media,
+        });
+        s.boot = s.boot.after_boot();
+    }
+
+    fn start_transition(&mut self, via: PowerState, to: PowerState, boots: bool, delay: Duration) {
+        if delay.is_zero() {
+            self.sys.power = to;
+            if boots {
+                self.boot();
+            }
+        } else {
+            self.sys.power = via;
+            self.transition = Some(Transition {
+                due: Instant::now() + delay,
+                to,
+                boots,
+            });
+        }
+    }
+
+    fn reset(&mut self, reset: ResetType, delay: Duration) -> Result<()> {
+        if self.transition.is_some() {
+            return Err(BackendError::Conflict(format!(
+                "{} is {} and cannot take {reset} now",
+                self.sys.name, self.sys.power
+            )));
+        }
+        use PowerState::*;
+        use ResetType as R;
+        let on = self.sys.power == On;
+        match reset {
+            R::On | R::ForceOn if !on => self.start_transition(PoweringOn, On, true, delay),
+            R::On | R::ForceOn => {}
+            R::ForceOff | R::GracefulShutdown if on => {
+                self.start_transition(PoweringOff, Off, false, delay)
+            }
+            R::ForceOff | R::GracefulShutdown => {}
+            // A restart of a machine that is off powers it on, as most BMCs do.
+            R::GracefulRestart | R::ForceRestart | R::PowerCycle => {
+                self.sys.power = Off;
+                self.start_transition(PoweringOn, On, true, delay)
+            }
+            R::PushPowerButton if on => self.start_transition(PoweringOff, Off, false, delay),
+            R::PushPowerButton => self.start_transition(PoweringOn, On, true, delay),
+            R::Nmi if on => tracing::info!(system = %self.sys.name, "NMI injected"),
+            R::Nmi => {
+                return Err(BackendError::Conflict(format!(
+                    "{} is off: no NMI",
+                    self.sys.name
+                )))
+            }
+        }
+        Ok(())
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+struct Inner {
+    machines: Vec<Mutex<Machine>>,
+    by_id: HashMap<String, usize>,
+    by_name: HashMap<String, usize>,
+    opts: FakeOptions,
+    changed: watch::Sender<u64>,
+}
+
+/// The in-memory backend. Cheap to clone.
+#[derive(Clone)]
+pub struct FakeBackend {
+    inner: Arc<Inner>,
+}
+
+impl FakeBackend {
+    /// Builds the backend from the inventory's initial states. With a state
+    /// file that exists, the saved mutable state of each system (matched by
+    /// Id) replaces the initial one; hardware facts come from the inventory.
+    pub fn new(systems: Vec<System>, opts: FakeOptions) -> std::io::Result<Self> {
+        let saved = match &opts.state_file {
+            Some(p) if p.exists() => load_state(p)?,
+            _ => HashMap::new(),
+        };
+        let mut by_id = HashMap::new();
+        let mut by_name = HashMap::new();
+        let mut machines = Vec::with_capacity(systems.len());
+        for (i, mut sys) in systems.into_iter().enumerate() {
+            if let Some(old) = saved.get(&sys.id) {
+                restore(&mut sys, old);
+            }
+            by_id.insert(sys.id.clone(), i);
+            by_name.insert(sys.name.clone(), i);
+            machines.push(Mutex::new(Machine {
+                sys,
+                transition: None,
+            }));
+        }
+        let (changed, _) = watch::channel(0);
+        let fake = FakeBackend {
+            inner: Arc::new(Inner {
+                machines,
+                by_id,
+                by_name,
+                opts,
+                changed,
+            }),
+        };
+        if let Some(path) = fake.inner.opts.state_file.clone() {
+            fake.spawn_writer(path);
+        }
+        Ok(fake)
+    }
+
+    fn spawn_writer(&self, path: PathBuf) {
+        let mut rx = self.inner.changed.subscribe();
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            while rx.changed().await.is_ok() {
+                let Some(inner) = weak.upgrade() else { break };
+                let snapshot = FakeBackend { inner }.snapshot();
+                let path = path.clone();
+                match tokio::task::spawn_blocking(move || write_state(&path, &snapshot)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::error!(error = %e, "cannot write state file"),
+                    Err(e) => tracing::error!(error = %e, "state writer panicked"),
+                }
+            }
+        });
+    }
+
+    fn snapshot(&self) -> Vec<System> {
+        let now = Instant::now();
+        self.inner
+            .machines
+            .iter()
+            .map(|m| {
+                let mut m = lock(m);
+                m.settle(now);
+                m.sys.clone()
+            })
+            .collect()
+    }
+
+    fn machine(&self, id: &str) -> Result<MutexGuard<'_, Machine>> {
+        let i = *self
+            .inner
+            .by_id
+            .get(id)
+            .ok_or_else(|| BackendError::NotFound(id.to_string()))?;
+        let mut m = lock(&self.inner.machines[i]);
+        m.settle(Instant::now());
+        Ok(m)
+    }
+
+    /// Runs `f` on a machine and, when it succeeds, marks the state changed.
+    fn update<T>(&self, id: &str, f: impl FnOnce(&mut Machine) -> Result<T>) -> Result<T> {
+        let out = {
+            let mut m = self.machine(id)?;
+            f(&mut m)?
+        };
+        self.inner.changed.send_modify(|v| *v += 1);
+        Ok(out)
+    }
+}
+
+fn lock(m: &Mutex<Machine>) -> MutexGuard<'_, Machine> {
+    // A panic while holding the lock cannot leave a Machine half-updated in
+    // a way later requests could not serve, so poisoning is not fatal.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn restore(sys: &mut System, old: &System) {
+    sys.power = old.power;
+    sys.boot = old.boot.clone();
+    sys.bios = old.bios.clone();
+    sys.secure_boot = old.secure_boot.clone();
+    sys.cd = old.cd.clone();
+    sys.floppy = old.floppy.clone();
+    sys.indicator = old.indicator;
+    sys.asset_tag = old.asset_tag.clone();
+    sys.last_boot = old.last_boot.clone();
+    if !sys.arch.has_uefi() {
+        sys.boot.mode = BootMode::Legacy;
+    }
+}
+
+fn load_state(path: &Path) -> std::io::Result<HashMap<String, System>> {
+    let bytes = std::fs::read(path)?;
+    let systems: Vec<System> = serde_json::from_slice(&bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: not a Shoal state file: {e}", path.display()),
+        )
+    })?;
+    Ok(systems.into_iter().map(|s| (s.id.clone(), s)).collect())
+}
+
+fn write_state(path: &Path, systems: &[System]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    serde_json::to_writer(&mut tmp, systems)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[async_trait]
+impl Backend for FakeBackend {
+    fn kind(&self) -> &'static str {
+        "fake"
+    }
+
+    async fn systems(&self) -> Result<Vec<SystemRef>> {
+        Ok(self
+            .inner
+            .machines
+            .iter()
+            .map(|m| {
+                let m = lock(m);
+                SystemRef {
+                    id: m.sys.id.clone(),
+                    name: m.sys.name.clone(),
+                }
+            })
+            .collect())
+    }
+
+    async fn find(&self, id_or_name: &str) -> Result<Option<SystemRef>> {
+        let i = self
+            .inner
+            .by_id
+            .get(id_or_name)
+            .or_else(|| self.inner.by_name.get(id_or_name));
+        Ok(i.map(|&i| {
+            let m = lock(&self.inner.machines[i]);
+            SystemRef {
+                id: m.sys.id.clone(),
+                name: m.sys.name.clone(),
+            }
+        }))
+    }
+
+    async fn system(&self, id: &str) -> Result<System> {
+        Ok(self.machine(id)?.sys.clone())
+    }
+
+    async fn reset(&self, id: &str, reset: ResetType) -> Result<()> {
+        let delay = self.inner.opts.power_delay;
+        self.update(id, |m| m.reset(reset, delay))
+    }
+
+    async fn update_system(
+        &self,
+        id: &str,
+        boot: Option<&BootOverride>,
+        settings: &SystemSettings,
+    ) -> Result<()> {
+        self.update(id, |m| {
+            if let Some(boot) = boot {
+                m.sys.boot = boot.clone();
+            }
+            if let Some(led) = settings.indicator {
+                m.sys.indicator = led;
+            }
+            if let Some(tag) = &settings.asset_tag {
+                m.sys.asset_tag = tag.clone();
+            }
+            Ok(())
+        })
+    }
+
+    async fn insert_media(
+        &self,
+        id: &str,
+        slot: MediaSlot,
+        image: MediaImage,
+    ) -> Result<Completion> {
+        // Checks that the system exists before anything is started.
+        drop(self.machine(id)?);
+        let state = MediaState {
+            image: Some(image.image),
+            inserted: image.inserted,
+            write_protected: image.write_protected,
+            transfer_protocol: image.transfer_protocol,
+            transfer_method: image.transfer_method,
+            user_name: image.user_name,
+        };
+        let delay = self.inner.opts.media_delay;
+        if delay.is_zero() {
+            self.update(id, |m| {
+                *m.sys.media_mut(slot) = state;
+                Ok(())
+            })?;
+            return Ok(Completion::Done);
+        }
+        let this = self.clone();
+        let id = id.to_string();
+        Ok(Completion::Running(Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            this.update(&id, |m| {
+                *m.sys.media_mut(slot) = state;
+                Ok(())
+            })
+        })))
+    }
+
+    async fn eject_media(&self, id: &str, slot: MediaSlot) -> Result<()> {
+        self.update(id, |m| {
+            *m.sys.media_mut(slot) = MediaState::default();
+            Ok(())
+        })
+    }
+
+    async fn set_bios_pending(
+        &self,
+        id: &str,
+        pending: BTreeMap<String, serde_json::Value>,
+    ) -> Result<()> {
+        self.update(id, |m| {
+            m.sys.bios.pending = pending;
+            Ok(())
+        })
+    }
+
+    async fn reset_bios(&self, id: &str) -> Result<()> {
+        self.update(id, |m| {
+            m.sys.bios.pending = crate::bios::defaults();
+            Ok(())
+        })
+    }
+
+    async fn set_secure_boot(&self, id: &str, enable: bool) -> Result<()> {
+        self.update(id, |m| {
+            m.sys.secure_boot.enable = enable;
+            Ok(())
+        })
+    }
+
+    async fn reset_secure_boot_keys(&self, id: &str, kind: ResetKeysType) -> Result<()> {
+        self.update(id, |m| {
+            m.sys.secure_boot.keys_enrolled = kind == ResetKeysType::ResetAllKeysToDefault;
+            Ok(())
+        })
+    }
+
+    async fn flush(&self) -> Result<()> {
+        if let Some(path) = self.inner.opts.state_file.clone() {
+            let snapshot = self.snapshot();
+            tokio::task::spawn_blocking(move || write_state(&path, &snapshot))
+                .await
+                .map_err(|e| BackendError::Internal(e.to_string()))?
+                .map_err(|e| BackendError::Internal(format!("state file: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::test_system;
+    use crate::model::OverrideEnabled;
+
+    fn backend(delay_ms: u64) -> FakeBackend {
+        FakeBackend::new(
+            vec![test_system("node-0")],
+            FakeOptions {
+                power_delay: Duration::from_millis(delay_ms),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn once_override_is_consumed_by_power_on() {
+        let b = backend(0);
+        let id = b.systems().await.unwrap()[0].id.clone();
+        let mut boot = b.system(&id).await.unwrap().boot;
+        boot.target = BootTarget::UefiHttp;
+        boot.enabled = OverrideEnabled::Once;
+        boot.http_boot_uri = Some("http://h/a.iso".into());
+        b.update_system(&id, Some(&boot), &SystemSettings::default())
+            .await
+            .unwrap();
+        b.reset(&id, ResetType::On).await.unwrap();
+        let s = b.system(&id).await.unwrap();
+        assert_eq!(s.power, PowerState::On);
+        assert_eq!(s.boot.enabled, OverrideEnabled::Disabled);
+        let rec = s.last_boot.unwrap();
+        assert_eq!(rec.target, BootTarget::UefiHttp);
+        assert_eq!(rec.uri.as_deref(), Some("http://h/a.iso"));
+        // The next boot goes to the disk.
+        b.reset(&id, ResetType::ForceRestart).await.unwrap();
+        assert_eq!(
+            b.system(&id).await.unwrap().last_boot.unwrap().target,
+            BootTarget::Hdd
+        );
+    }
+
+    #[tokio::test]
+    async fn delayed_transition_passes_through_powering_on_and_refuses_resets() {
+        let b = backend(50);
+        let id = b.systems().await.unwrap()[0].id.clone();
+        b.reset(&id, ResetType::On).await.unwrap();
+        assert_eq!(b.system(&id).await.unwrap().power, PowerState::PoweringOn);
+        assert!(matches!(
+            b.reset(&id, ResetType::ForceOff).await,
+            Err(BackendError::Conflict(_))
+        ));
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        assert_eq!(b.system(&id).await.unwrap().power, PowerState::On);
+    }
+
+    #[tokio::test]
+    async fn bios_pending_applies_at_reset_only() {
+        let b = backend(0);
+        let id = b.systems().await.unwrap()[0].id.clone();
+        let pending =
+            BTreeMap::from([("ProcTurboMode".to_string(), serde_json::json!("Disabled"))]);
+        b.set_bios_pending(&id, pending).await.unwrap();
+        assert_eq!(
+            b.system(&id).await.unwrap().bios.current["ProcTurboMode"],
+            "Enabled"
+        );
+        b.reset(&id, ResetType::ForceRestart).await.unwrap();
+        let s = b.system(&id).await.unwrap();
+        assert_eq!(s.bios.current["ProcTurboMode"], "Disabled");
+        assert!(s.bios.pending.is_empty());
+    }
+
+    #[tokio::test]
+    async fn state_file_survives_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = FakeOptions {
+            state_file: Some(dir.path().join("state.json")),
+            ..Default::default()
+        };
+        let b = FakeBackend::new(vec![test_system("node-0")], opts.clone()).unwrap();
+        let id = b.systems().await.unwrap()[0].id.clone();
+        b.reset(&id, ResetType::On).await.unwrap();
+        b.flush().await.unwrap();
+        drop(b);
+        let b = FakeBackend::new(vec![test_system("node-0")], opts).unwrap();
+        assert_eq!(b.system(&id).await.unwrap().power, PowerState::On);
+    }
+}

@@ -1,0 +1,188 @@
+//! The BIOS attributes Shoal's machines have, with their types and defaults.
+//!
+//! One table serves the fake backend (defaults), the API (validation of
+//! PATCHes to `Bios/Settings`) and the attribute registry. Attribute names
+//! follow common vendor spellings so driver code has familiar names to set.
+
+use serde_json::{json, Value};
+
+use crate::error::Msg;
+
+#[derive(Debug, Clone, Copy)]
+pub enum AttrKind {
+    Enum(&'static [&'static str]),
+    Bool,
+    Int { min: i64, max: i64 },
+    Str { max_len: usize },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct AttrDef {
+    pub name: &'static str,
+    pub kind: AttrKind,
+    pub default: DefaultValue,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum DefaultValue {
+    Str(&'static str),
+    Bool(bool),
+    Int(i64),
+}
+
+const ENABLED: &[&str] = &["Enabled", "Disabled"];
+
+pub const ATTRIBUTES: &[AttrDef] = &[
+    AttrDef {
+        name: "ProcTurboMode",
+        kind: AttrKind::Enum(ENABLED),
+        default: DefaultValue::Str("Enabled"),
+    },
+    AttrDef {
+        name: "ProcVirtualization",
+        kind: AttrKind::Enum(ENABLED),
+        default: DefaultValue::Str("Enabled"),
+    },
+    AttrDef {
+        name: "ProcHyperThreading",
+        kind: AttrKind::Enum(ENABLED),
+        default: DefaultValue::Str("Enabled"),
+    },
+    AttrDef {
+        name: "SriovGlobalEnable",
+        kind: AttrKind::Enum(ENABLED),
+        default: DefaultValue::Str("Disabled"),
+    },
+    AttrDef {
+        name: "EmbeddedSata",
+        kind: AttrKind::Enum(&["AhciMode", "RaidMode", "Off"]),
+        default: DefaultValue::Str("AhciMode"),
+    },
+    AttrDef {
+        name: "NumLock",
+        kind: AttrKind::Enum(&["On", "Off"]),
+        default: DefaultValue::Str("On"),
+    },
+    AttrDef {
+        name: "QuietBoot",
+        kind: AttrKind::Bool,
+        default: DefaultValue::Bool(true),
+    },
+    AttrDef {
+        name: "PowerOnDelaySeconds",
+        kind: AttrKind::Int { min: 0, max: 600 },
+        default: DefaultValue::Int(0),
+    },
+    AttrDef {
+        name: "PxeDev1EnDis",
+        kind: AttrKind::Enum(ENABLED),
+        default: DefaultValue::Str("Enabled"),
+    },
+    AttrDef {
+        name: "HttpDev1EnDis",
+        kind: AttrKind::Enum(ENABLED),
+        default: DefaultValue::Str("Disabled"),
+    },
+    AttrDef {
+        name: "HttpDev1Uri",
+        kind: AttrKind::Str { max_len: 1024 },
+        default: DefaultValue::Str(""),
+    },
+    AttrDef {
+        name: "AssetTagBios",
+        kind: AttrKind::Str { max_len: 64 },
+        default: DefaultValue::Str(""),
+    },
+];
+
+impl DefaultValue {
+    pub fn to_json(self) -> Value {
+        match self {
+            DefaultValue::Str(s) => json!(s),
+            DefaultValue::Bool(b) => json!(b),
+            DefaultValue::Int(i) => json!(i),
+        }
+    }
+}
+
+pub fn lookup(name: &str) -> Option<&'static AttrDef> {
+    ATTRIBUTES.iter().find(|a| a.name == name)
+}
+
+/// The factory defaults, as a fresh machine has them.
+pub fn defaults() -> std::collections::BTreeMap<String, Value> {
+    ATTRIBUTES
+        .iter()
+        .map(|a| (a.name.to_string(), a.default.to_json()))
+        .collect()
+}
+
+/// Checks one attribute assignment; the error names `Attributes/<name>`.
+pub fn validate(name: &str, value: &Value) -> Result<(), Msg> {
+    let path = format!("Attributes/{name}");
+    let Some(def) = lookup(name) else {
+        return Err(Msg::new("PropertyUnknown", &[&path]).about(&path));
+    };
+    let shown = crate::api::json::shown(value);
+    let type_err = || Msg::new("PropertyValueTypeError", &[&shown, &path]).about(&path);
+    match def.kind {
+        AttrKind::Enum(values) => {
+            let s = value.as_str().ok_or_else(type_err)?;
+            if !values.contains(&s) {
+                return Err(Msg::new("PropertyValueNotInList", &[s, &path]).about(&path));
+            }
+        }
+        AttrKind::Bool => {
+            value.as_bool().ok_or_else(type_err)?;
+        }
+        AttrKind::Int { min, max } => {
+            let i = value.as_i64().ok_or_else(type_err)?;
+            if i < min || i > max {
+                return Err(Msg::new("PropertyValueOutOfRange", &[&shown, &path]).about(&path));
+            }
+        }
+        AttrKind::Str { max_len } => {
+            let s = value.as_str().ok_or_else(type_err)?;
+            if s.len() > max_len {
+                return Err(Msg::new("PropertyValueFormatError", &[&shown, &path]).about(&path));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        for (k, v) in defaults() {
+            validate(&k, &v).unwrap();
+        }
+    }
+
+    #[test]
+    fn bad_values_name_the_attribute() {
+        assert_eq!(
+            validate("Nope", &json!(1)).unwrap_err().id,
+            "PropertyUnknown"
+        );
+        assert_eq!(
+            validate("ProcTurboMode", &json!("Max")).unwrap_err().id,
+            "PropertyValueNotInList"
+        );
+        assert_eq!(
+            validate("ProcTurboMode", &json!(true)).unwrap_err().id,
+            "PropertyValueTypeError"
+        );
+        assert_eq!(
+            validate("PowerOnDelaySeconds", &json!(601)).unwrap_err().id,
+            "PropertyValueOutOfRange"
+        );
+        assert_eq!(
+            validate("QuietBoot", &json!("yes")).unwrap_err().args[1],
+            "Attributes/QuietBoot"
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! Command line (clap derive, every flag also a `SHOAL_*` variable) and its
+//! resolution, together with `--config`, into [`Settings`].
+//! Flags win over the config file; the config file wins over defaults.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::backend::fake::FakeOptions;
+use crate::config::{self, ConfigError, ConfigFile, FeatureSet};
+use crate::model::System;
+
+/// A Redfish BMC emulator for many machines at once.
+#[derive(Debug, Parser)]
+#[command(name = "shoal-emulator", version, about)]
+pub struct Cli {
+    /// TOML inventory: systems, auth, TLS, feature set.
+    #[arg(long, env = "SHOAL_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Number of generated fake systems (node-0, node-1, ...) when the
+    /// config lists none [default: 2].
+    #[arg(long, env = "SHOAL_FAKE_SYSTEMS")]
+    pub fake_systems: Option<usize>,
+    /// Address to listen on.
+    #[arg(
+        short = 'i',
+        long,
+        env = "SHOAL_INTERFACE",
+        default_value = "127.0.0.1"
+    )]
+    pub interface: IpAddr,
+    /// TCP port (0 picks a free one; the chosen address is printed).
+    #[arg(short, long, env = "SHOAL_PORT", default_value_t = 8000)]
+    pub port: u16,
+    /// PEM certificate chain; serves HTTPS (TLS 1.2 and 1.3) with --ssl-key.
+    #[arg(long, env = "SHOAL_SSL_CERTIFICATE", requires = "ssl_key")]
+    pub ssl_certificate: Option<PathBuf>,
+    /// PEM private key for --ssl-certificate.
+    #[arg(long, env = "SHOAL_SSL_KEY", requires = "ssl_certificate")]
+    pub ssl_key: Option<PathBuf>,
+    /// htpasswd file with bcrypt hashes; without one, no authentication.
+    #[arg(long, env = "SHOAL_AUTH_FILE")]
+    pub auth_file: Option<PathBuf>,
+    /// Which resources to serve.
+    #[arg(long, env = "SHOAL_FEATURE_SET", value_enum)]
+    pub feature_set: Option<FeatureSet>,
+    /// Keep the fake backend's state in this file across restarts.
+    #[arg(long, env = "SHOAL_STATE_FILE")]
+    pub state_file: Option<PathBuf>,
+    /// Fake backend: how long power transitions take, in milliseconds.
+    #[arg(long, env = "SHOAL_POWER_DELAY_MS")]
+    pub power_delay_ms: Option<u64>,
+    /// Fake backend: how long InsertMedia takes (a Task when non-zero).
+    #[arg(long, env = "SHOAL_MEDIA_DELAY_MS")]
+    pub media_delay_ms: Option<u64>,
+}
+
+/// Everything the server runs with, validated.
+#[derive(Debug)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub tls: Option<(PathBuf, PathBuf)>,
+    pub auth_file: Option<PathBuf>,
+    pub feature_set: FeatureSet,
+    pub fake: FakeOptions,
+    pub systems: Vec<System>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("--fake-systems cannot be combined with a config file that lists [[systems]]")]
+    BothInventories,
+    #[error("--fake-systems must be at least 1")]
+    NoSystems,
+}
+
+impl Cli {
+    pub fn settings(&self) -> Result<Settings, CliError> {
+        let (file, cfg) = match &self.config {
+            Some(p) => (p.display().to_string(), ConfigFile::load(p)?),
+            None => (String::new(), ConfigFile::default()),
+        };
+        let systems = match (cfg.systems.is_empty(), self.fake_systems) {
+            (false, Some(_)) => return Err(CliError::BothInventories),
+            (false, None) => cfg.systems(&file)?,
+            (true, Some(0)) => return Err(CliError::NoSystems),
+            (true, n) => config::fake_systems(n.unwrap_or(2)),
+        };
+        let (power_delay, media_delay) = cfg.fake_options();
+        let tls = match (&self.ssl_certificate, &self.ssl_key, &cfg.tls) {
+            (Some(c), Some(k), _) => Some((c.clone(), k.clone())),
+            (_, _, Some(t)) => Some((t.certificate.clone(), t.key.clone())),
+            _ => None,
+        };
+        Ok(Settings {
+            listen: SocketAddr::new(self.interface, self.port),
+            tls,
+            auth_file: self
+                .auth_file
+                .clone()
+                .or_else(|| cfg.auth.as_ref().map(|a| a.htpasswd.clone())),
+            feature_set: self
+                .feature_set
+                .or(cfg.feature_set)
+                .unwrap_or(FeatureSet::Full),
+            fake: FakeOptions {
+                power_delay: self
+                    .power_delay_ms
+                    .map(Duration::from_millis)
+                    .unwrap_or(power_delay),
+                media_delay: self
+                    .media_delay_ms
+                    .map(Duration::from_millis)
+                    .unwrap_or(media_delay),
+                state_file: self.state_file.clone(),
+            },
+            systems,
+        })
+    }
+}

@@ -1,0 +1,405 @@
+//! The inventory file and the resolved settings the emulator runs with.
+//!
+//! A TOML file (`--config`) is parsed strictly (unknown keys are errors) and
+//! validated into typed values at start-up; every error names the file and
+//! the key (`systems[1].arch`) and, for enumerations, the allowed values.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use crate::model::{
+    Arch, BiosState, BootMode, BootOverride, Disk, IndicatorLed, MediaState, Nic, PowerState,
+    SecureBoot, System,
+};
+use crate::profile;
+
+/// Namespace of the name-derived system UUIDs (stable across runs).
+const UUID_NAMESPACE: Uuid = Uuid::from_u128(0x5b0a_1e00_5e0a_4c1b_9d3e_7a11_0c0f_fee0);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: {source}")]
+    Read {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{file}: {message}")]
+    Parse { file: String, message: String },
+    #[error("{file}: {key}: {message}")]
+    Invalid {
+        file: String,
+        key: String,
+        message: String,
+    },
+}
+
+/// Which Redfish resources are served (as sushy-tools' feature sets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FeatureSet {
+    /// Systems with power and boot, Managers, Chassis, sessions, accounts.
+    Minimum,
+    /// Minimum plus virtual media.
+    Vmedia,
+    /// Everything: BIOS, secure boot, storage, processors, memory, NICs, tasks.
+    Full,
+}
+
+impl FeatureSet {
+    pub fn vmedia(self) -> bool {
+        self != FeatureSet::Minimum
+    }
+    pub fn full(self) -> bool {
+        self == FeatureSet::Full
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub feature_set: Option<FeatureSet>,
+    pub auth: Option<AuthSection>,
+    pub tls: Option<TlsSection>,
+    pub fake: Option<FakeSection>,
+    #[serde(default)]
+    pub systems: Vec<SystemEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSection {
+    /// htpasswd file with bcrypt hashes.
+    pub htpasswd: PathBuf,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSection {
+    pub certificate: PathBuf,
+    pub key: PathBuf,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FakeSection {
+    #[serde(default)]
+    pub power_delay_ms: u64,
+    #[serde(default)]
+    pub media_delay_ms: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemEntry {
+    pub name: String,
+    pub uuid: Option<String>,
+    pub arch: Option<String>,
+    pub boot_mode: Option<String>,
+    #[serde(default)]
+    pub macs: Vec<String>,
+    pub profile: Option<String>,
+    pub memory_mib: Option<u64>,
+    pub cpus: Option<u32>,
+    #[serde(default)]
+    pub disks: Vec<DiskEntry>,
+    pub secure_boot: Option<bool>,
+    pub power: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskEntry {
+    pub name: String,
+    pub capacity_gib: u64,
+}
+
+impl ConfigFile {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            file: file.clone(),
+            source,
+        })?;
+        Self::parse(&file, &text)
+    }
+
+    pub fn parse(file: &str, text: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            file: file.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })
+    }
+
+    /// Validates the `[[systems]]` entries into machines.
+    pub fn systems(&self, file: &str) -> Result<Vec<System>, ConfigError> {
+        let mut names = HashSet::new();
+        let mut ids = HashSet::new();
+        let mut macs = HashSet::new();
+        let mut out = Vec::with_capacity(self.systems.len());
+        for (i, e) in self.systems.iter().enumerate() {
+            let err = |key: &str, message: String| ConfigError::Invalid {
+                file: file.to_string(),
+                key: format!("systems[{i}].{key}"),
+                message,
+            };
+            if e.name.is_empty() || e.name.contains('/') {
+                return Err(err(
+                    "name",
+                    format!("{:?} is not a usable name (non-empty, no '/')", e.name),
+                ));
+            }
+            if !names.insert(e.name.clone()) {
+                return Err(err("name", format!("{:?} is used twice", e.name)));
+            }
+            let mut sys = default_system(&e.name);
+            if let Some(u) = &e.uuid {
+                let u = Uuid::parse_str(u)
+                    .map_err(|x| err("uuid", format!("{u:?} is not a UUID: {x}")))?;
+                sys.uuid = u;
+                sys.id = u.hyphenated().to_string();
+            }
+            if !ids.insert(sys.id.clone()) {
+                return Err(err("uuid", format!("{} is used twice", sys.id)));
+            }
+            if let Some(a) = &e.arch {
+                sys.arch = parse_enum(a, Arch::parse, Arch::ALL, Arch::as_str)
+                    .map_err(|m| err("arch", m))?;
+            }
+            let mode = match &e.boot_mode {
+                Some(m) => parse_enum(m, BootMode::parse, BootMode::ALL, BootMode::as_str)
+                    .map_err(|x| err("boot_mode", x))?,
+                None if sys.arch.has_uefi() => BootMode::Uefi,
+                None => BootMode::Legacy,
+            };
+            if mode == BootMode::Uefi && !sys.arch.has_uefi() {
+                return Err(err(
+                    "boot_mode",
+                    format!(
+                        "{} machines have no UEFI firmware; use \"Legacy\"",
+                        sys.arch
+                    ),
+                ));
+            }
+            sys.boot = BootOverride::disabled(mode);
+            if !e.macs.is_empty() {
+                sys.nics.clear();
+                for (j, m) in e.macs.iter().enumerate() {
+                    let mac = normalize_mac(m).ok_or_else(|| {
+                        err(
+                            &format!("macs[{j}]"),
+                            format!("{m:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"),
+                        )
+                    })?;
+                    sys.nics.push(Nic { mac });
+                }
+            }
+            for (j, n) in sys.nics.iter().enumerate() {
+                if !macs.insert(n.mac.clone()) {
+                    return Err(err(
+                        &format!("macs[{j}]"),
+                        format!("{} is used by another system", n.mac),
+                    ));
+                }
+            }
+            if let Some(p) = &e.profile {
+                if profile::by_name(p).is_none() {
+                    return Err(err(
+                        "profile",
+                        format!(
+                            "unknown profile {p:?}; known: {}",
+                            profile::NAMES.join(", ")
+                        ),
+                    ));
+                }
+                sys.profile = p.clone();
+            }
+            if let Some(m) = e.memory_mib {
+                if m == 0 {
+                    return Err(err("memory_mib", "must be at least 1".into()));
+                }
+                sys.memory_mib = m;
+            }
+            if let Some(c) = e.cpus {
+                if c == 0 {
+                    return Err(err("cpus", "must be at least 1".into()));
+                }
+                sys.cpus = c;
+            }
+            if !e.disks.is_empty() {
+                sys.disks = e
+                    .disks
+                    .iter()
+                    .map(|d| Disk {
+                        name: d.name.clone(),
+                        capacity_bytes: d.capacity_gib << 30,
+                    })
+                    .collect();
+            }
+            if let Some(sb) = e.secure_boot {
+                if sb && mode != BootMode::Uefi {
+                    return Err(err("secure_boot", "needs boot_mode = \"UEFI\"".into()));
+                }
+                sys.secure_boot.enable = sb;
+                sys.secure_boot.current_boot = sb;
+            }
+            if let Some(p) = &e.power {
+                sys.power = match p.as_str() {
+                    "On" => PowerState::On,
+                    "Off" => PowerState::Off,
+                    _ => return Err(err("power", format!("{p:?} is not one of: On, Off"))),
+                };
+            }
+            out.push(sys);
+        }
+        Ok(out)
+    }
+
+    pub fn fake_options(&self) -> (Duration, Duration) {
+        let f = self.fake.as_ref();
+        (
+            Duration::from_millis(f.map_or(0, |f| f.power_delay_ms)),
+            Duration::from_millis(f.map_or(0, |f| f.media_delay_ms)),
+        )
+    }
+}
+
+fn parse_enum<T: Copy>(
+    s: &str,
+    parse: fn(&str) -> Option<T>,
+    all: &[T],
+    show: fn(T) -> &'static str,
+) -> Result<T, String> {
+    parse(s).ok_or_else(|| {
+        let allowed: Vec<String> = all.iter().map(|v| format!("{:?}", show(*v))).collect();
+        format!("{s:?} is not one of: {}", allowed.join(", "))
+    })
+}
+
+/// Accepts `aa:bb:cc:dd:ee:ff` or `aa-bb-...` in any case; returns lower case with colons.
+pub fn normalize_mac(s: &str) -> Option<String> {
+    let parts: Vec<&str> = s.split([':', '-']).collect();
+    if parts.len() != 6
+        || parts
+            .iter()
+            .any(|p| p.len() != 2 || !p.chars().all(|c| c.is_ascii_hexdigit()))
+    {
+        return None;
+    }
+    Some(parts.join(":").to_ascii_lowercase())
+}
+
+/// A UEFI x86_64 machine named `name`, with identity derived stably from the
+/// name (UUID v5, a locally administered 52:54:00 MAC), 4 GiB, 2 vCPUs and
+/// one 20 GiB disk, powered off.
+pub fn default_system(name: &str) -> System {
+    let uuid = Uuid::new_v5(&UUID_NAMESPACE, name.as_bytes());
+    let h = Sha256::digest(name.as_bytes());
+    System {
+        id: uuid.hyphenated().to_string(),
+        name: name.to_string(),
+        uuid,
+        arch: Arch::X86_64,
+        memory_mib: 4096,
+        cpus: 2,
+        disks: vec![Disk {
+            name: "disk0".into(),
+            capacity_bytes: 20 << 30,
+        }],
+        nics: vec![Nic {
+            mac: format!("52:54:00:{:02x}:{:02x}:{:02x}", h[0], h[1], h[2]),
+        }],
+        power: PowerState::Off,
+        boot: BootOverride::disabled(BootMode::Uefi),
+        bios: BiosState {
+            current: crate::bios::defaults(),
+            pending: Default::default(),
+        },
+        secure_boot: SecureBoot {
+            enable: false,
+            current_boot: false,
+            keys_enrolled: true,
+        },
+        cd: MediaState::default(),
+        floppy: MediaState::default(),
+        indicator: IndicatorLed::Off,
+        asset_tag: String::new(),
+        last_boot: None,
+        profile: "generic".into(),
+    }
+}
+
+/// `n` default machines named `node-0` … `node-{n-1}`.
+pub fn fake_systems(n: usize) -> Vec<System> {
+    (0..n)
+        .map(|i| default_system(&format!("node-{i}")))
+        .collect()
+}
+
+#[cfg(test)]
+pub fn test_system(name: &str) -> System {
+    default_system(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn systems(text: &str) -> Result<Vec<System>, ConfigError> {
+        ConfigFile::parse("inv.toml", text)?.systems("inv.toml")
+    }
+
+    #[test]
+    fn full_entry_is_honoured() {
+        let s = systems(
+            r#"
+            [[systems]]
+            name = "p9"
+            uuid = "0b7c6f1a-1111-4222-8333-444455556666"
+            arch = "ppc64le"
+            macs = ["52:54:00:AA:BB:01"]
+            memory_mib = 8192
+            cpus = 4
+            disks = [{ name = "sda", capacity_gib = 40 }]
+            "#,
+        )
+        .unwrap();
+        let p = &s[0];
+        assert_eq!(p.id, "0b7c6f1a-1111-4222-8333-444455556666");
+        assert_eq!(p.arch, Arch::Ppc64le);
+        assert_eq!(p.boot.mode, BootMode::Legacy);
+        assert_eq!(p.nics[0].mac, "52:54:00:aa:bb:01");
+        assert_eq!(p.disks[0].capacity_bytes, 40 << 30);
+    }
+
+    #[test]
+    fn errors_name_the_key_and_allowed_values() {
+        let e = systems("[[systems]]\nname = \"a\"\narch = \"sparc\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("systems[0].arch"), "{e}");
+        assert!(e.contains("\"x86_64\", \"ppc64le\", \"aarch64\""), "{e}");
+        let e = systems("[[systems]]\nname = \"a\"\n[[systems]]\nname = \"a\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("systems[1].name"), "{e}");
+        let e = systems("[[systems]]\nname = \"a\"\ncolour = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("inv.toml") && e.contains("colour"), "{e}");
+        let e = systems("[[systems]]\nname = \"a\"\narch = \"ppc64le\"\nboot_mode = \"UEFI\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("systems[0].boot_mode"), "{e}");
+    }
+
+    #[test]
+    fn identity_is_stable_per_name() {
+        assert_eq!(default_system("x").id, default_system("x").id);
+        assert_ne!(default_system("x").nics, default_system("y").nics);
+    }
+}

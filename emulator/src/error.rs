@@ -1,0 +1,226 @@
+//! The API layer's error type and its single mapping to HTTP.
+//!
+//! Every failure a client can see is an [`ApiError`]; [`IntoResponse`] renders
+//! it as a Redfish error body (`error.code`, `error.message`,
+//! `error.@Message.ExtendedInfo`) with Base registry MessageIds. Backend and
+//! auth errors convert into it through `From`, so handlers just use `?`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::backend::BackendError;
+use crate::registry;
+
+/// One Base registry message: id, arguments and the JSON pointer-ish
+/// property paths it relates to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Msg {
+    pub id: &'static str,
+    pub args: Vec<String>,
+    pub related: Vec<String>,
+}
+
+impl Msg {
+    pub fn new(id: &'static str, args: &[&str]) -> Self {
+        Msg {
+            id,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            related: Vec::new(),
+        }
+    }
+
+    /// Attaches a `RelatedProperties` entry (`#/Boot/HttpBootUri`).
+    pub fn about(mut self, property_path: &str) -> Self {
+        self.related.push(format!("#/{property_path}"));
+        self
+    }
+
+    pub fn render(&self) -> Value {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        registry::message(self.id, &args, &self.related)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400 with one or more messages (all validation problems of a request).
+    #[error("bad request: {0:?}")]
+    BadRequest(Vec<Msg>),
+    #[error("authentication required")]
+    Unauthorized,
+    #[error("insufficient privilege")]
+    Forbidden,
+    #[error("resource not found: {0}")]
+    NotFound(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("ETag mismatch")]
+    PreconditionFailed,
+    #[error("If-Match required")]
+    PreconditionRequired,
+    #[error("payload too large")]
+    PayloadTooLarge,
+    #[error("unsupported media type")]
+    UnsupportedMediaType,
+    #[error("service unavailable, retry in {0} s")]
+    Unavailable(u32),
+    #[error("redirect to {location}")]
+    Redirect {
+        location: String,
+        permanent_method: bool,
+    },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn bad(msg: Msg) -> Self {
+        ApiError::BadRequest(vec![msg])
+    }
+
+    pub fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+            ApiError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Redirect {
+                permanent_method: true,
+                ..
+            } => StatusCode::PERMANENT_REDIRECT,
+            ApiError::Redirect { .. } => StatusCode::MOVED_PERMANENTLY,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn messages(&self) -> Vec<Msg> {
+        match self {
+            ApiError::BadRequest(m) => m.clone(),
+            ApiError::Unauthorized => vec![Msg::new("NoValidSession", &[])],
+            ApiError::Forbidden => vec![Msg::new("InsufficientPrivilege", &[])],
+            ApiError::NotFound(uri) => vec![Msg::new("ResourceMissingAtURI", &[uri])],
+            ApiError::MethodNotAllowed => vec![Msg::new("OperationNotAllowed", &[])],
+            ApiError::Conflict(_) => vec![Msg::new("ResourceInUse", &[])],
+            ApiError::PreconditionFailed => vec![Msg::new("PreconditionFailed", &[])],
+            ApiError::PreconditionRequired => vec![Msg::new("PreconditionRequired", &[])],
+            ApiError::PayloadTooLarge => vec![Msg::new("PayloadTooLarge", &[])],
+            ApiError::UnsupportedMediaType => vec![Msg::new("UnrecognizedRequestBody", &[])],
+            ApiError::Unavailable(s) => {
+                vec![Msg::new("ServiceTemporarilyUnavailable", &[&s.to_string()])]
+            }
+            ApiError::Redirect { .. } => vec![],
+            ApiError::Internal(_) => vec![Msg::new("InternalError", &[])],
+        }
+    }
+}
+
+/// Renders the standard Redfish error envelope for a list of messages.
+pub fn error_body(msgs: &[Msg]) -> Value {
+    let first = msgs.first().map(Msg::render);
+    let (code, message) = match (msgs.len(), &first) {
+        (1, Some(m)) => (m["MessageId"].clone(), m["Message"].clone()),
+        _ => (
+            json!(registry::message_id("GeneralError")),
+            json!("A general error has occurred. See ExtendedInfo for more information."),
+        ),
+    };
+    json!({
+        "error": {
+            "code": code,
+            "message": message,
+            "@Message.ExtendedInfo": msgs.iter().map(Msg::render).collect::<Vec<_>>(),
+        }
+    })
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status_code();
+        match &self {
+            ApiError::Internal(why) => tracing::error!(%why, "internal error"),
+            ApiError::Conflict(why) => tracing::debug!(%why, "conflict"),
+            _ => {}
+        }
+        if let ApiError::Redirect { location, .. } = &self {
+            let mut r = status.into_response();
+            if let Ok(v) = HeaderValue::from_str(location) {
+                r.headers_mut().insert(header::LOCATION, v);
+            }
+            return r;
+        }
+        let mut r = (status, axum::Json(error_body(&self.messages()))).into_response();
+        let h = r.headers_mut();
+        h.insert("OData-Version", HeaderValue::from_static("4.0"));
+        match &self {
+            ApiError::Unauthorized => {
+                h.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Basic realm=\"Redfish\""),
+                );
+            }
+            ApiError::Unavailable(s) => {
+                if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
+                    h.insert(header::RETRY_AFTER, v);
+                }
+            }
+            _ => {}
+        }
+        r
+    }
+}
+
+impl From<BackendError> for ApiError {
+    fn from(e: BackendError) -> Self {
+        match e {
+            BackendError::NotFound(id) => ApiError::NotFound(id),
+            BackendError::Conflict(why) => ApiError::Conflict(why),
+            BackendError::Invalid(msg) => ApiError::bad(msg),
+            BackendError::Unavailable(why) => {
+                tracing::warn!(%why, "backend unavailable");
+                ApiError::Unavailable(5)
+            }
+            BackendError::Internal(why) => ApiError::Internal(why),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_message_becomes_the_error_code() {
+        let b = error_body(&[Msg::new("PropertyUnknown", &["Foo"])]);
+        assert_eq!(b["error"]["code"], "Base.1.19.PropertyUnknown");
+        assert_eq!(
+            b["error"]["@Message.ExtendedInfo"][0]["MessageArgs"][0],
+            "Foo"
+        );
+    }
+
+    #[test]
+    fn several_messages_use_general_error() {
+        let b = error_body(&[
+            Msg::new("PropertyUnknown", &["Foo"]),
+            Msg::new("PropertyUnknown", &["Bar"]),
+        ]);
+        assert_eq!(b["error"]["code"], "Base.1.19.GeneralError");
+        assert_eq!(
+            b["error"]["@Message.ExtendedInfo"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+    }
+}

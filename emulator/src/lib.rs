@@ -1,0 +1,19 @@
+//! Shoal's Redfish BMC emulator as a library: configuration, the backend
+//! seam, the Redfish API and the server that runs it. `main.rs` only parses
+//! the command line and calls [`server::run`].
+
+pub mod api;
+pub mod auth;
+pub mod backend;
+pub mod bios;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod model;
+pub mod profile;
+pub mod registry;
+pub mod server;
+pub mod tasks;
+pub mod timefmt;
+
+pub use api::{app, AppState};

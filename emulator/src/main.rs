@@ -1,0 +1,17 @@
+//! `shoal-emulator`: parse the command line, set up logging, run the server.
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = shoal_emulator::cli::Cli::parse();
+    let settings = cli.settings()?;
+    shoal_emulator::server::run(settings).await
+}

@@ -1,0 +1,185 @@
+//! The DMTF Base message registry subset that Shoal emits.
+//!
+//! Every error body carries `@Message.ExtendedInfo` entries whose `MessageId`
+//! names a message of this table; `/redfish/v1/Registries/Base` serves the same
+//! table so a client can resolve the ids it receives. Message texts follow
+//! the published Base registry; `%1`.. are replaced by the arguments.
+
+use serde_json::{json, Value};
+
+/// Registry prefix and version used in every `MessageId`.
+pub const BASE_PREFIX: &str = "Base";
+/// Full version of the registry served under `/redfish/v1/Registries/Base`.
+pub const BASE_VERSION: &str = "1.19.0";
+
+/// One message definition of the Base registry.
+#[derive(Debug, Clone, Copy)]
+pub struct MessageDef {
+    pub id: &'static str,
+    pub message: &'static str,
+    pub severity: &'static str,
+    pub resolution: &'static str,
+    pub args: u8,
+}
+
+macro_rules! messages {
+    ($($id:ident = ($sev:literal, $args:literal, $msg:literal, $res:literal);)*) => {
+        /// All messages Shoal can emit, in registry order.
+        pub const MESSAGES: &[MessageDef] = &[
+            $(MessageDef { id: stringify!($id), message: $msg, severity: $sev, resolution: $res, args: $args },)*
+        ];
+    };
+}
+
+messages! {
+    Success = ("OK", 0, "The request completed successfully.", "None.");
+    Created = ("OK", 0, "The resource was created successfully.", "None.");
+    GeneralError = ("Critical", 0, "A general error has occurred.  See Resolution for information on how to resolve the error, or @Message.ExtendedInfo if Resolution is not provided.", "None.");
+    InternalError = ("Critical", 0, "The request failed due to an internal service error.  The service is still operational.", "Resubmit the request.  If the problem persists, consider resetting the service.");
+    MalformedJSON = ("Critical", 0, "The request body submitted was malformed JSON and could not be parsed by the receiving service.", "Ensure that the request body is valid JSON and resubmit the request.");
+    EmptyJSON = ("Warning", 0, "The request body submitted contained an empty JSON object and the service is unable to process it.", "Add properties in the JSON object and resubmit the request.");
+    UnrecognizedRequestBody = ("Warning", 0, "The service detected a malformed request body that it was unable to interpret.", "Correct the request body and resubmit the request if it failed.");
+    PayloadTooLarge = ("Critical", 0, "The supplied payload exceeds the maximum size supported by the service.", "Correct the request body and resubmit the request if it failed.");
+    PropertyUnknown = ("Warning", 1, "The property %1 is not in the list of valid properties for the resource.", "Remove the unknown property from the request body and resubmit the request if the operation failed.");
+    PropertyNotWritable = ("Warning", 1, "The property %1 is a read-only property and cannot be assigned a value.", "Remove the property from the request body and resubmit the request if the operation failed.");
+    PropertyValueTypeError = ("Warning", 2, "The value '%1' for the property %2 is not a type that the property can accept.", "Correct the value for the property in the request body and resubmit the request if the operation failed.");
+    PropertyValueNotInList = ("Warning", 2, "The value '%1' for the property %2 is not in the list of acceptable values.", "Choose a value from the enumeration list that the implementation can support and resubmit the request if the operation failed.");
+    PropertyValueFormatError = ("Warning", 2, "The value '%1' for the property %2 is not a format that the property can accept.", "Correct the value for the property in the request body and resubmit the request if the operation failed.");
+    PropertyValueOutOfRange = ("Warning", 2, "The value '%1' for the property %2 is not in the supported range of acceptable values.", "Correct the value for the property in the request body and resubmit the request if the operation failed.");
+    PropertyValueConflict = ("Warning", 2, "The property '%1' could not be written because its value would conflict with the value of the '%2' property.", "No resolution is required.");
+    PropertyMissing = ("Warning", 1, "The property %1 is a required property and must be included in the request.", "Ensure that the property is in the request body and has a valid value and resubmit the request if the operation failed.");
+    ActionNotSupported = ("Critical", 1, "The action %1 is not supported by the resource.", "The action supplied cannot be resubmitted to the implementation.  Perhaps the action was invalid, the wrong resource was the target or the implementation documentation may be of assistance.");
+    ActionParameterMissing = ("Critical", 2, "The action %1 requires the parameter %2 to be present in the request body.", "Supply the action with the required parameter in the request body when the request is resubmitted.");
+    ActionParameterUnknown = ("Warning", 2, "The action %1 was submitted with the invalid parameter %2.", "Correct the invalid parameter and resubmit the request if the operation failed.");
+    ActionParameterNotSupported = ("Warning", 2, "The parameter %1 for the action %2 is not supported on the target resource.", "Remove the parameter supplied and resubmit the request if the operation failed.");
+    ActionParameterValueTypeError = ("Warning", 3, "The value '%1' for the parameter %2 in the action %3 is not a type that the parameter can accept.", "Correct the value for the parameter in the request body and resubmit the request if the operation failed.");
+    ActionParameterValueFormatError = ("Warning", 3, "The value '%1' for the parameter %2 in the action %3 is not a format that the parameter can accept.", "Correct the value for the parameter in the request body and resubmit the request if the operation failed.");
+    ActionParameterValueNotInList = ("Warning", 3, "The value '%1' for the parameter %2 in the action %3 is not in the list of acceptable values.", "Choose a value from the enumeration list and resubmit the request if the operation failed.");
+    ResourceNotFound = ("Critical", 2, "The requested resource of type %1 named '%2' was not found.", "Provide a valid resource identifier and resubmit the request.");
+    ResourceMissingAtURI = ("Critical", 1, "The resource at the URI '%1' was not found.", "Place a valid resource at the URI or correct the URI and resubmit the request.");
+    ResourceAlreadyExists = ("Critical", 3, "The requested resource of type %1 with the property %2 with the value '%3' already exists.", "Do not repeat the create operation as the resource has already been created.");
+    ResourceCannotBeDeleted = ("Critical", 0, "The delete request failed because the resource requested cannot be deleted.", "Do not attempt to delete a non-deletable resource.");
+    ResourceInUse = ("Warning", 0, "The change to the requested resource failed because the resource is in use or in transition.", "Remove the condition and resubmit the request if the operation failed.");
+    CreateFailedMissingReqProperties = ("Critical", 1, "The create operation failed because the required property %1 was missing from the request.", "Correct the body to include the required property with a valid value and resubmit the request if the operation failed.");
+    OperationNotAllowed = ("Critical", 0, "The HTTP method is not allowed on this resource.", "None.");
+    OperationFailed = ("Warning", 0, "An error occurred internal to the service as part of the overall request.  Partial results may have been returned.", "Resubmit the request.  If the problem persists, consider resetting the service or provider.");
+    NoValidSession = ("Critical", 0, "There is no valid session established with the implementation.", "Establish a session before attempting any operations.");
+    InsufficientPrivilege = ("Critical", 0, "There are insufficient privileges for the account or credentials associated with the current session to perform the requested operation.", "Either abandon the operation or change the associated access rights and resubmit the request if the operation failed.");
+    SessionLimitExceeded = ("Critical", 0, "The session establishment failed due to the number of simultaneous sessions exceeding the limit of the implementation.", "Reduce the number of other sessions before trying to establish the session or increase the limit of simultaneous sessions, if supported.");
+    PreconditionFailed = ("Critical", 0, "The ETag supplied did not match the ETag required to change this resource.", "Try the operation again using the appropriate ETag.");
+    PreconditionRequired = ("Critical", 0, "A precondition header or annotation is required to change this resource.", "Try the operation again using an If-Match or If-None-Match header and appropriate ETag.");
+    ServiceTemporarilyUnavailable = ("Critical", 1, "The service is temporarily unavailable.  Retry in %1 seconds.", "Wait for the indicated retry duration and retry the operation.");
+    QueryNotSupported = ("Warning", 0, "Querying is not supported by the implementation.", "Remove the query parameters and resubmit the request if the operation failed.");
+    ResetRequired = ("Warning", 2, "In order to apply changes, recovery of the resource '%1' must be performed with the reset type '%2'.", "Perform the recovery using the indicated reset type.");
+}
+
+/// Looks up a message definition by its short id (`"PropertyUnknown"`).
+pub fn lookup(id: &str) -> Option<&'static MessageDef> {
+    MESSAGES.iter().find(|m| m.id == id)
+}
+
+/// Renders one `Message` object (as used in `@Message.ExtendedInfo`).
+///
+/// Panics in debug builds if the id is not in the table: every id Shoal emits
+/// must be resolvable by clients through the served registry.
+pub fn message(id: &str, args: &[&str], related: &[String]) -> Value {
+    let def = lookup(id);
+    debug_assert!(def.is_some(), "message {id} missing from the Base table");
+    let (text, severity, resolution) = match def {
+        Some(d) => {
+            debug_assert_eq!(d.args as usize, args.len(), "argument count of {id}");
+            let mut text = d.message.to_string();
+            // Replace from the highest index down so %1 does not eat %10.
+            for (i, arg) in args.iter().enumerate().rev() {
+                text = text.replace(&format!("%{}", i + 1), arg);
+            }
+            (text, d.severity, d.resolution)
+        }
+        None => (id.to_string(), "Critical", "None."),
+    };
+    let mut m = json!({
+        "@odata.type": "#Message.v1_1_1.Message",
+        "MessageId": message_id(id),
+        "Message": text,
+        "MessageArgs": args,
+        "MessageSeverity": severity,
+        "Severity": severity,
+        "Resolution": resolution,
+    });
+    if !related.is_empty() {
+        m["RelatedProperties"] = json!(related);
+    }
+    m
+}
+
+/// The full `MessageId` of a Base message: `Base.1.19.PropertyUnknown`.
+pub fn message_id(id: &str) -> String {
+    format!("{BASE_PREFIX}.{}.{id}", short_version())
+}
+
+fn short_version() -> &'static str {
+    // "1.19.0" -> "1.19"
+    match BASE_VERSION.rfind('.') {
+        Some(i) => &BASE_VERSION[..i],
+        None => BASE_VERSION,
+    }
+}
+
+/// The registry file itself, served at `/redfish/v1/Registries/Base/Base`.
+pub fn registry_document() -> Value {
+    let mut messages = serde_json::Map::new();
+    for m in MESSAGES {
+        messages.insert(
+            m.id.to_string(),
+            json!({
+                "Description": m.message,
+                "Message": m.message,
+                "MessageSeverity": m.severity,
+                "NumberOfArgs": m.args,
+                "ParamTypes": vec!["string"; m.args as usize],
+                "Resolution": m.resolution,
+            }),
+        );
+    }
+    json!({
+        "@odata.type": "#MessageRegistry.v1_6_0.MessageRegistry",
+        "@odata.id": "/redfish/v1/Registries/Base/Base",
+        "Id": format!("{BASE_PREFIX}.{BASE_VERSION}"),
+        "Name": "Base Message Registry",
+        "Language": "en",
+        "Description": "This registry defines the base messages for Redfish.",
+        "RegistryPrefix": BASE_PREFIX,
+        "RegistryVersion": BASE_VERSION,
+        "OwningEntity": "DMTF",
+        "Messages": messages,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_substitutes_arguments_in_order() {
+        let m = message(
+            "PropertyValueNotInList",
+            &["Bogus", "Boot/BootSourceOverrideTarget"],
+            &[],
+        );
+        assert_eq!(m["MessageId"], "Base.1.19.PropertyValueNotInList");
+        assert_eq!(
+            m["Message"],
+            "The value 'Bogus' for the property Boot/BootSourceOverrideTarget is not in the list of acceptable values."
+        );
+    }
+
+    #[test]
+    fn every_message_has_as_many_placeholders_as_arguments() {
+        for m in MESSAGES {
+            for i in 1..=m.args {
+                assert!(m.message.contains(&format!("%{i}")), "{} lacks %{i}", m.id);
+            }
+            assert!(!m.message.contains(&format!("%{}", m.args + 1)), "{}", m.id);
+        }
+    }
+}

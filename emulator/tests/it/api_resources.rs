@@ -1,0 +1,477 @@
+//! Every resource: reachable, typed with a schema that exists, and the
+//! behaviour of virtual media, BIOS settings, secure boot and tasks.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use shoal_emulator::api::metadata;
+use shoal_emulator::auth::AuthStore;
+use shoal_emulator::backend::fake::FakeOptions;
+use shoal_emulator::config::{fake_systems, FeatureSet};
+
+use crate::common::Api;
+
+fn links(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if k == "@odata.id" {
+                    if let Some(s) = x.as_str() {
+                        out.push(s.split('#').next().unwrap().to_string());
+                    }
+                } else {
+                    links(x, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| links(x, out)),
+        _ => {}
+    }
+}
+
+/// Walks every link from the service root: each resource answers 200, its
+/// `@odata.id` is its URL and its `@odata.type` names a schema version that
+/// exists in DSP8010 and is referenced by `$metadata`.
+#[tokio::test]
+async fn every_linked_resource_is_served_with_a_valid_type() {
+    let api = Api::new(2);
+    let meta = metadata::metadata_document();
+    let mut seen = BTreeSet::new();
+    let mut queue = VecDeque::from(["/redfish/v1".to_string()]);
+    while let Some(uri) = queue.pop_front() {
+        if !seen.insert(uri.clone()) {
+            continue;
+        }
+        let r = api.get(&uri).await;
+        assert_eq!(r.status, StatusCode::OK, "{uri}: {}", r.body);
+        assert_eq!(r.body["@odata.id"], json!(uri), "{uri}");
+        let ty = r.body["@odata.type"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{uri} has no @odata.type"));
+        let ns = ty.trim_start_matches('#').rsplit_once('.').unwrap().0;
+        let stem = ns.split('.').next().unwrap();
+        assert!(
+            meta.contains(&format!("Namespace=\"{stem}\"")),
+            "{uri}: $metadata lacks {stem}"
+        );
+        if ns.contains(".v") {
+            assert!(
+                metadata::namespace_exists(ns),
+                "{uri}: {ns} is not in DSP8010"
+            );
+            assert!(
+                meta.contains(&format!("Namespace=\"{ns}\"")),
+                "{uri}: $metadata lacks {ns}"
+            );
+        }
+        assert!(r.header("allow").is_some(), "{uri}: no Allow header");
+        let mut found = Vec::new();
+        links(&r.body, &mut found);
+        queue.extend(found.into_iter().filter(|l| l.starts_with("/redfish/v1")));
+    }
+    assert!(seen.len() > 50, "only {} resources reached", seen.len());
+    for must in [
+        "/Bios/Settings",
+        "/SecureBoot/SecureBootDatabases/db",
+        "/VirtualMedia/Cd",
+        "/Storage/1/Drives/disk0",
+        "/Thermal",
+        "/EnvironmentMetrics",
+        "/Registries/Base",
+    ] {
+        assert!(
+            seen.iter().any(|s| s.ends_with(must)),
+            "{must} not reachable"
+        );
+    }
+}
+
+#[tokio::test]
+async fn metadata_and_schemas_are_served_offline() {
+    let api = Api::new(1);
+    let r = api.get("/redfish/v1/$metadata").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.header("content-type").as_deref(),
+        Some("application/xml; charset=utf-8")
+    );
+    let r = api.get("/redfish/v1/Schemas/ComputerSystem_v1.xml").await;
+    assert!(r
+        .body
+        .as_str()
+        .unwrap()
+        .contains("Namespace=\"ComputerSystem.v1_22_0\""));
+    let r = api.get("/redfish/v1/odata").await;
+    assert!(r.body["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["name"] == "Systems"));
+    let r = api.get("/redfish/v1/Registries/Base/Base").await;
+    assert!(r.body["Messages"]["PropertyValueNotInList"]["NumberOfArgs"] == json!(2));
+}
+
+#[tokio::test]
+async fn virtual_media_insert_and_eject_through_both_paths() {
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let id = sys.rsplit('/').next().unwrap().to_string();
+    let mgr = format!("/redfish/v1/Managers/{id}/VirtualMedia/Cd");
+    let via_sys = format!("{sys}/VirtualMedia/Cd");
+    let r = api.post(&format!("{mgr}/Actions/VirtualMedia.InsertMedia"), json!({
+        "Image": "http://192.0.2.1/deploy.iso", "Inserted": true, "WriteProtected": true,
+        "TransferProtocolType": "HTTP", "TransferMethod": "Stream", "UserName": "u", "Password": "p"})).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    let m = api.get(&via_sys).await.body;
+    assert_eq!(
+        (
+            m["Inserted"].clone(),
+            m["Image"].clone(),
+            m["ImageName"].clone()
+        ),
+        (
+            json!(true),
+            json!("http://192.0.2.1/deploy.iso"),
+            json!("deploy.iso")
+        )
+    );
+    assert_eq!(m["Password"], json!(null), "password never shown");
+    assert_eq!(m["@odata.id"], json!(via_sys));
+    let again = api
+        .post(
+            &format!("{via_sys}/Actions/VirtualMedia.InsertMedia"),
+            json!({"Image": "http://192.0.2.1/x.iso"}),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+
+    // Booting Cd Once records the image and consumes the override.
+    api.patch(
+        &sys,
+        json!({"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}}),
+    )
+    .await;
+    api.post(
+        &format!("{sys}/Actions/ComputerSystem.Reset"),
+        json!({"ResetType": "On"}),
+    )
+    .await;
+    let rec = api
+        .state
+        .backend
+        .system(&id)
+        .await
+        .unwrap()
+        .last_boot
+        .unwrap();
+    assert_eq!(rec.media.as_deref(), Some("http://192.0.2.1/deploy.iso"));
+
+    let r = api
+        .post(
+            &format!("{via_sys}/Actions/VirtualMedia.EjectMedia"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let m = api.get(&mgr).await.body;
+    assert_eq!(
+        (m["Inserted"].clone(), m["Image"].clone()),
+        (json!(false), json!(null))
+    );
+
+    for (body, id) in [
+        (json!({}), "ActionParameterMissing"),
+        (
+            json!({"Image": "not a url"}),
+            "ActionParameterValueFormatError",
+        ),
+        (
+            json!({"Image": "http://h/x.iso", "TransferProtocolType": "Carrier"}),
+            "ActionParameterValueNotInList",
+        ),
+        (
+            json!({"Image": "http://h/x.iso", "TransferProtocolType": "NFS"}),
+            "ActionParameterValueFormatError",
+        ),
+        (
+            json!({"Image": "http://h/x.iso", "Inserted": "yes"}),
+            "ActionParameterValueTypeError",
+        ),
+        (
+            json!({"Image": "http://h/x.iso", "Speed": 1}),
+            "ActionParameterUnknown",
+        ),
+    ] {
+        let r = api
+            .post(
+                &format!("{mgr}/Actions/VirtualMedia.InsertMedia"),
+                body.clone(),
+            )
+            .await;
+        assert_eq!(r.message_ids(), [id], "{body}");
+    }
+    assert_eq!(api.get(&mgr).await.body["Inserted"], json!(false));
+    assert_eq!(
+        api.get(&format!("/redfish/v1/Managers/{id}/VirtualMedia/Tape"))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn slow_insert_media_runs_as_a_task_with_a_monitor() {
+    let opts = FakeOptions {
+        media_delay: std::time::Duration::from_millis(200),
+        ..Default::default()
+    };
+    let api = Api::with(fake_systems(1), opts, AuthStore::open(), FeatureSet::Full);
+    let sys = api.system(0).await;
+    let r = api
+        .post(
+            &format!("{sys}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"),
+            json!({"Image": "https://192.0.2.1/big.iso"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let monitor = r.header("location").expect("task monitor");
+    assert_eq!(r.body["TaskState"], "Running");
+    let task = r.body["@odata.id"].as_str().unwrap().to_string();
+    assert_eq!(api.get(&monitor).await.status, StatusCode::ACCEPTED);
+    assert_eq!(
+        api.get(&format!("{sys}/VirtualMedia/Cd")).await.body["Inserted"],
+        json!(false)
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let m = api.get(&monitor).await;
+        if m.status == StatusCode::NO_CONTENT {
+            break;
+        }
+        assert_eq!(m.status, StatusCode::ACCEPTED);
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(api.get(&task).await.body["TaskState"], "Completed");
+    assert_eq!(
+        api.get(&format!("{sys}/VirtualMedia/Cd")).await.body["Inserted"],
+        json!(true)
+    );
+    let tasks = api.get("/redfish/v1/TaskService/Tasks").await.body;
+    assert_eq!(tasks["Members@odata.count"], json!(1));
+}
+
+#[tokio::test]
+async fn bios_settings_are_pending_until_reset() {
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let bios = api.get(&format!("{sys}/Bios")).await.body;
+    let settings_uri = bios["@Redfish.Settings"]["SettingsObject"]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        bios["@Redfish.Settings"]["SupportedApplyTimes"],
+        json!(["OnReset"])
+    );
+    assert_eq!(bios["Attributes"]["ProcTurboMode"], "Enabled");
+
+    let r = api
+        .patch(
+            &settings_uri,
+            json!({"Attributes": {"ProcTurboMode": "Disabled", "PowerOnDelaySeconds": 30}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        api.get(&settings_uri).await.body["Attributes"]["ProcTurboMode"],
+        "Disabled"
+    );
+    assert_eq!(
+        api.get(&format!("{sys}/Bios")).await.body["Attributes"]["ProcTurboMode"],
+        "Enabled"
+    );
+
+    for (attrs, id) in [
+        (json!({"Nope": 1}), "PropertyUnknown"),
+        (json!({"ProcTurboMode": "Turbo"}), "PropertyValueNotInList"),
+        (json!({"QuietBoot": "yes"}), "PropertyValueTypeError"),
+        (
+            json!({"PowerOnDelaySeconds": 10_000}),
+            "PropertyValueOutOfRange",
+        ),
+    ] {
+        let r = api.patch(&settings_uri, json!({"Attributes": attrs})).await;
+        assert_eq!(r.message_ids(), [id], "{attrs}");
+    }
+    let r = api
+        .patch(
+            &settings_uri,
+            json!({"Attributes": {"NumLock": "Off", "Bad": 1}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        api.get(&settings_uri).await.body["Attributes"]
+            .get("NumLock")
+            .is_none(),
+        "half-applied"
+    );
+    let r = api
+        .patch(
+            &format!("{sys}/Bios"),
+            json!({"Attributes": {"NumLock": "Off"}}),
+        )
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "current settings are read-only"
+    );
+
+    api.post(
+        &format!("{sys}/Actions/ComputerSystem.Reset"),
+        json!({"ResetType": "ForceRestart"}),
+    )
+    .await;
+    let bios = api.get(&format!("{sys}/Bios")).await.body;
+    assert_eq!(bios["Attributes"]["ProcTurboMode"], "Disabled");
+    assert_eq!(bios["Attributes"]["PowerOnDelaySeconds"], 30);
+    assert_eq!(api.get(&settings_uri).await.body["Attributes"], json!({}));
+
+    let r = api
+        .post(&format!("{sys}/Bios/Actions/Bios.ResetBios"), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    api.post(
+        &format!("{sys}/Actions/ComputerSystem.Reset"),
+        json!({"ResetType": "ForceRestart"}),
+    )
+    .await;
+    assert_eq!(
+        api.get(&format!("{sys}/Bios")).await.body["Attributes"]["ProcTurboMode"],
+        "Enabled"
+    );
+}
+
+#[tokio::test]
+async fn secure_boot_takes_effect_at_the_next_boot() {
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let sb = format!("{sys}/SecureBoot");
+    let r = api.patch(&sb, json!({"SecureBootEnable": true})).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.body["SecureBootCurrentBoot"], "Disabled");
+    api.post(
+        &format!("{sys}/Actions/ComputerSystem.Reset"),
+        json!({"ResetType": "On"}),
+    )
+    .await;
+    assert_eq!(api.get(&sb).await.body["SecureBootCurrentBoot"], "Enabled");
+    let r = api
+        .post(
+            &format!("{sb}/Actions/SecureBoot.ResetKeys"),
+            json!({"ResetKeysType": "DeleteAllKeys"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(api.get(&sb).await.body["SecureBootMode"], "SetupMode");
+    let r = api
+        .post(
+            &format!("{sb}/Actions/SecureBoot.ResetKeys"),
+            json!({"ResetKeysType": "Forget"}),
+        )
+        .await;
+    assert_eq!(r.message_ids(), ["ActionParameterValueNotInList"]);
+    let r = api.patch(&sb, json!({"SecureBootMode": "UserMode"})).await;
+    assert_eq!(r.message_ids(), ["PropertyNotWritable"]);
+    // Legacy mode cannot run Secure Boot.
+    api.patch(&sb, json!({"SecureBootEnable": false})).await;
+    api.patch(&sys, json!({"Boot": {"BootSourceOverrideMode": "Legacy"}}))
+        .await;
+    let r = api.patch(&sb, json!({"SecureBootEnable": true})).await;
+    assert_eq!(r.message_ids(), ["PropertyValueConflict"]);
+}
+
+#[tokio::test]
+async fn indicator_led_and_location_indicator_agree() {
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let id = sys.rsplit('/').next().unwrap();
+    let r = api
+        .patch(&sys, json!({"LocationIndicatorActive": true}))
+        .await;
+    assert_eq!(r.body["IndicatorLED"], "Blinking");
+    let chassis = api.get(&format!("/redfish/v1/Chassis/{id}")).await.body;
+    assert_eq!(chassis["LocationIndicatorActive"], json!(true));
+    let r = api
+        .patch(
+            &format!("/redfish/v1/Chassis/{id}"),
+            json!({"IndicatorLED": "Off"}),
+        )
+        .await;
+    assert_eq!(r.body["LocationIndicatorActive"], json!(false));
+    let r = api
+        .patch(
+            &sys,
+            json!({"IndicatorLED": "Lit", "LocationIndicatorActive": false}),
+        )
+        .await;
+    assert_eq!(r.message_ids(), ["PropertyValueConflict"]);
+}
+
+#[tokio::test]
+async fn feature_sets_limit_the_resources() {
+    let minimum = Api::with(
+        fake_systems(1),
+        FakeOptions::default(),
+        AuthStore::open(),
+        FeatureSet::Minimum,
+    );
+    let sys = minimum.system(0).await;
+    let body = minimum.get(&sys).await.body;
+    assert!(body.get("Bios").is_none() && body.get("VirtualMedia").is_none());
+    assert_eq!(
+        minimum.get(&format!("{sys}/Bios")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        minimum.get(&format!("{sys}/VirtualMedia")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let vmedia = Api::with(
+        fake_systems(1),
+        FakeOptions::default(),
+        AuthStore::open(),
+        FeatureSet::Vmedia,
+    );
+    let sys = vmedia.system(0).await;
+    assert_eq!(
+        vmedia.get(&format!("{sys}/VirtualMedia")).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        vmedia.get(&format!("{sys}/SecureBoot")).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn unknown_urls_and_methods_get_redfish_errors() {
+    let api = Api::new(1);
+    let r = api.get("/redfish/v1/Nowhere").await;
+    assert_eq!(
+        (r.status, r.message_ids()),
+        (
+            StatusCode::NOT_FOUND,
+            vec!["ResourceMissingAtURI".to_string()]
+        )
+    );
+    let r = api
+        .req(axum::http::Method::DELETE, "/redfish/v1/Systems", None, &[])
+        .await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(r.message_ids(), ["OperationNotAllowed"]);
+    assert!(r.header("allow").is_some());
+}

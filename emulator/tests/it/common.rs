@@ -1,0 +1,221 @@
+//! Test helpers: an in-process API client and a spawned emulator.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use shoal_emulator::auth::AuthStore;
+use shoal_emulator::backend::fake::{FakeBackend, FakeOptions};
+use shoal_emulator::config::{fake_systems, FeatureSet};
+use shoal_emulator::model::System;
+use shoal_emulator::{app, AppState};
+use tower::ServiceExt;
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    /// The MessageIds of an error body, without the registry prefix.
+    pub fn message_ids(&self) -> Vec<String> {
+        self.body["error"]["@Message.ExtendedInfo"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|m| {
+                        m["MessageId"]
+                            .as_str()
+                            .unwrap_or("")
+                            .rsplit('.')
+                            .next()
+                            .unwrap_or("")
+                            .to_string()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    }
+}
+
+/// An in-process client of a fresh emulator.
+pub struct Api {
+    pub state: AppState,
+    router: axum::Router,
+    /// Extra headers sent with every request (auth).
+    pub auth: Vec<(String, String)>,
+}
+
+impl Api {
+    pub fn new(n: usize) -> Self {
+        Self::with(
+            fake_systems(n),
+            FakeOptions::default(),
+            AuthStore::open(),
+            FeatureSet::Full,
+        )
+    }
+
+    pub fn with(
+        systems: Vec<System>,
+        opts: FakeOptions,
+        auth: AuthStore,
+        features: FeatureSet,
+    ) -> Self {
+        let backend = FakeBackend::new(systems, opts).expect("backend");
+        let state = AppState::new(
+            std::sync::Arc::new(backend),
+            auth,
+            features,
+            uuid::Uuid::nil(),
+        );
+        Api {
+            router: app(state.clone()),
+            state,
+            auth: Vec::new(),
+        }
+    }
+
+    pub async fn req(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let mut b = Request::builder().method(method).uri(path);
+        for (k, v) in &self.auth {
+            b = b.header(k, v);
+        }
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let body = match body {
+            Some(v) => {
+                b = b.header("Content-Type", "application/json");
+                Body::from(serde_json::to_vec(&v).unwrap())
+            }
+            None => Body::empty(),
+        };
+        self.raw(b.body(body).unwrap()).await
+    }
+
+    pub async fn raw(&self, req: Request<Body>) -> Reply {
+        let resp = self.router.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.req(Method::GET, path, None, &[]).await
+    }
+
+    pub async fn patch(&self, path: &str, body: Value) -> Reply {
+        self.req(Method::PATCH, path, Some(body), &[]).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.req(Method::POST, path, Some(body), &[]).await
+    }
+
+    /// The URL of the n-th system.
+    pub async fn system(&self, n: usize) -> String {
+        let r = self.get("/redfish/v1/Systems").await;
+        r.body["Members"][n]["@odata.id"]
+            .as_str()
+            .expect("system")
+            .to_string()
+    }
+}
+
+/// An emulator binary running on a free port; killed on drop.
+pub struct Spawned {
+    pub child: Child,
+    pub url: String,
+}
+
+impl Spawned {
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+            .args(["--port", "0"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn shoal-emulator");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("read banner");
+        let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
+        assert!(url.starts_with("http"), "unexpected banner {line:?}");
+        Spawned { child, url }
+    }
+
+    /// SIGTERM, then wait: the emulator flushes its state on the way out.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id() as i32;
+        // SAFETY-free: `kill` via the command line keeps the test dependency-free.
+        Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        std::mem::forget(self);
+        status
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A bcrypt htpasswd file in `dir` with one admin account.
+pub fn htpasswd(dir: &std::path::Path, user: &str, pass: &str, cost: u32) -> std::path::PathBuf {
+    let p = dir.join("htpasswd");
+    std::fs::write(
+        &p,
+        format!("{user}:{}\n", bcrypt::hash(pass, cost).unwrap()),
+    )
+    .unwrap();
+    p
+}
+
+/// A self-signed certificate for 127.0.0.1 and its key, as PEM files.
+pub fn certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+            .unwrap();
+    let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&c, ck.cert.pem()).unwrap();
+    std::fs::write(&k, ck.key_pair.serialize_pem()).unwrap();
+    (c, k)
+}

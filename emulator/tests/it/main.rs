@@ -1,0 +1,10 @@
+//! The emulator's integration tests, as one test binary: in-process API
+//! tests (`oneshot` on the router), tests that spawn the real binary over
+//! HTTP and HTTPS, and client compatibility with the real `sushy` library.
+
+mod api_auth;
+mod api_boot;
+mod api_resources;
+mod binary;
+mod common;
+mod sushy;

@@ -1,0 +1,66 @@
+//! Client compatibility with the real `sushy` library (the Redfish client
+//! Ironic uses), in the venv that `ci/test` builds: sushy drives a spawned
+//! emulator over HTTPS with session auth, and `compat.py` checks the
+//! emulator's resulting state.
+
+use std::process::Command;
+
+use crate::common::{certificate, htpasswd, Spawned};
+
+/// The venv's python, or a loud failure in CI (never a silent skip).
+fn sushy_python() -> Option<String> {
+    match std::env::var("SHOAL_SUSHY_PYTHON") {
+        Ok(p) if std::path::Path::new(&p).exists() => Some(p),
+        other => {
+            let why = format!(
+                "SHOAL_SUSHY_PYTHON is {other:?}: run ci/test, which builds the sushy venv"
+            );
+            if std::env::var_os("CI").is_some() {
+                panic!("{why}");
+            }
+            eprintln!("SKIPPED sushy compatibility: {why}");
+            None
+        }
+    }
+}
+
+#[test]
+fn sushy_drives_every_capability() {
+    let Some(python) = sushy_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(dir.path());
+    let pw = htpasswd(dir.path(), "admin", "sushy-pass", 4);
+    let emu = Spawned::start(&[
+        "--fake-systems",
+        "2",
+        "--ssl-certificate",
+        cert.to_str().unwrap(),
+        "--ssl-key",
+        key.to_str().unwrap(),
+        "--auth-file",
+        pw.to_str().unwrap(),
+    ]);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sushy/compat.py");
+    let out = Command::new(python)
+        .args([
+            script,
+            "--url",
+            &emu.url,
+            "--username",
+            "admin",
+            "--password",
+            "sushy-pass",
+            "--cacert",
+            cert.to_str().unwrap(),
+        ])
+        .output()
+        .expect("run compat.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "sushy compatibility failed:\n{stdout}"
+    );
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+}
