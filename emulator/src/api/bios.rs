@@ -4,15 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, Uri};
+use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
 use super::json::{self, check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
-use super::{link, AppState};
+use super::{link, AppState, Sys};
 use crate::error::{ApiError, Msg};
 use crate::model::System;
 
@@ -40,13 +40,7 @@ fn settings_json(sys: &System) -> Value {
     })
 }
 
-async fn bios(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
     let base = format!("/redfish/v1/Systems/{}/Bios", sys.id);
     let pending_etag = json::etag_header(&settings_json(&sys), profile);
@@ -73,30 +67,20 @@ async fn bios(
     Ok(Resource::new(body, profile, "GET"))
 }
 
-async fn settings(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn settings(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
     Ok(Resource::new(settings_json(&sys), profile, "GET, PATCH"))
 }
 
 async fn patch_settings(
     State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
+    Sys(sys): Sys,
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
-    let _guard = st.locks.lock(&sys.id).await;
-    let sys = st.backend.system(&sys.id).await?;
-    let profile = st.profile(&sys);
-    let current = settings_json(&sys);
+    let locked = st.locked(&sys).await?;
+    let (sys, profile) = (&locked.sys, locked.profile);
+    let current = settings_json(sys);
     check_if_match(&headers, &current, profile)?;
     // `@Redfish.SettingsApplyTime` may name when to apply; only OnReset is supported.
     let mut body: Map<String, Value> = body;
@@ -138,12 +122,9 @@ async fn patch_settings(
 
 async fn reset_bios(
     State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
+    Sys(sys): Sys,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     json::action_known(&body, &[], "Bios.ResetBios")?;
     let _guard = st.locks.lock(&sys.id).await;
     st.backend.reset_bios(&sys.id).await?;

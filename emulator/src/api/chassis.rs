@@ -2,15 +2,15 @@
 //! the newer EnvironmentMetrics. Readings are plausible constants that
 //! follow the power state (a powered-off machine draws standby power).
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, Uri};
+use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
 use super::json::{check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
 use super::systems::serial;
-use super::{collection, link, AppState};
+use super::{collection, link, AppState, Sys};
 use crate::error::ApiError;
 use crate::model::{IndicatorLed, PowerState, System, SystemSettings};
 use crate::profile::Profile;
@@ -73,13 +73,7 @@ fn chassis_json(sys: &System, profile: &Profile) -> Value {
     })
 }
 
-async fn chassis(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn chassis(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
     Ok(Resource::new(
         chassis_json(&sys, profile),
@@ -90,17 +84,13 @@ async fn chassis(
 
 async fn patch_chassis(
     State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
+    Sys(sys): Sys,
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
-    let _guard = st.locks.lock(&sys.id).await;
-    let sys = st.backend.system(&sys.id).await?;
-    let profile = st.profile(&sys);
-    let current = chassis_json(&sys, profile);
+    let locked = st.locked(&sys).await?;
+    let (sys, profile) = (&locked.sys, locked.profile);
+    let current = chassis_json(sys, profile);
     check_if_match(&headers, &current, profile)?;
     let fields = [
         writable(
@@ -158,13 +148,7 @@ fn temperature(sys: &System) -> f64 {
     }
 }
 
-async fn power(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn power(Sys(sys): Sys) -> Result<Resource, ApiError> {
     let base = format!("/redfish/v1/Chassis/{}/Power", sys.id);
     Ok(Resource::plain(
         json!({
@@ -194,13 +178,7 @@ async fn power(
     ))
 }
 
-async fn thermal(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn thermal(Sys(sys): Sys) -> Result<Resource, ApiError> {
     let base = format!("/redfish/v1/Chassis/{}/Thermal", sys.id);
     let rpm = if sys.power == PowerState::On { 5200 } else { 0 };
     Ok(Resource::plain(
@@ -232,13 +210,7 @@ async fn thermal(
     ))
 }
 
-async fn environment(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn environment(Sys(sys): Sys) -> Result<Resource, ApiError> {
     Ok(Resource::plain(
         json!({
             "@odata.type": "#EnvironmentMetrics.v1_3_0.EnvironmentMetrics",

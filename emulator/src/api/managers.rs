@@ -1,15 +1,14 @@
 //! Managers: one BMC per system, sharing the system's Id, as sushy-tools
 //! lays them out (Ironic finds a system's manager through `Links.ManagedBy`).
 
-use axum::extract::{Path, State};
-use axum::http::{Method, Uri};
+use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::json::Resource;
-use super::{collection, link, AppState};
+use super::{collection, link, AppState, Sys};
 use crate::error::ApiError;
 use crate::model::System;
 use crate::profile::Profile;
@@ -69,13 +68,7 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     v
 }
 
-async fn manager(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn manager(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
     // DateTime changes every second: the manager carries no ETag.
     Ok(Resource::plain(manager_json(&st, &sys, profile), "GET"))

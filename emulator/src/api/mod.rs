@@ -23,7 +23,8 @@ mod vmedia;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Request, State};
+use axum::extract::{FromRequestParts, RawPathParams, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -113,6 +114,45 @@ impl AppState {
 
     pub fn profile(&self, sys: &System) -> &'static Profile {
         profile::by_name(&sys.profile).unwrap_or(&profile::GENERIC)
+    }
+
+    /// Takes the system's lock and re-reads it, for a read-check-write.
+    pub async fn locked(&self, sys: &System) -> Result<Locked, ApiError> {
+        let guard = self.locks.lock(&sys.id).await;
+        let sys = self.backend.system(&sys.id).await?;
+        let profile = self.profile(&sys);
+        Ok(Locked {
+            sys,
+            profile,
+            _guard: guard,
+        })
+    }
+}
+
+/// A system read under its lock; the lock is held until this is dropped.
+pub struct Locked {
+    pub sys: System,
+    pub profile: &'static Profile,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+/// Extracts the system named by the `{id}` segment of the URL, resolving a
+/// name to a redirect (see [`AppState::resolve`]).
+pub struct Sys(pub System);
+
+impl FromRequestParts<AppState> for Sys {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, ApiError> {
+        let params = RawPathParams::from_request_parts(parts, st)
+            .await
+            .map_err(|e| ApiError::Internal(format!("path parameters: {e}")))?;
+        let id = params
+            .iter()
+            .find(|(k, _)| *k == "id")
+            .map(|(_, v)| v.to_string())
+            .ok_or_else(|| ApiError::Internal("route without {id}".into()))?;
+        st.resolve(&id, &parts.uri, &parts.method).await.map(Sys)
     }
 }
 

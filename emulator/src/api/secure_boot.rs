@@ -3,14 +3,14 @@
 //! UEFI key databases.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, Uri};
+use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
 use super::json::{self, check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
-use super::{collection, link, AppState};
+use super::{collection, link, AppState, Sys};
 use crate::error::{ApiError, Msg};
 use crate::model::{ResetKeysType, System};
 
@@ -68,13 +68,7 @@ fn secure_boot_json(sys: &System) -> Value {
     })
 }
 
-async fn secure_boot(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn secure_boot(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     Ok(Resource::new(
         secure_boot_json(&sys),
         st.profile(&sys),
@@ -84,17 +78,13 @@ async fn secure_boot(
 
 async fn patch(
     State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
+    Sys(sys): Sys,
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
-    let _guard = st.locks.lock(&sys.id).await;
-    let sys = st.backend.system(&sys.id).await?;
-    let profile = st.profile(&sys);
-    let current = secure_boot_json(&sys);
+    let locked = st.locked(&sys).await?;
+    let (sys, profile) = (&locked.sys, locked.profile);
+    let current = secure_boot_json(sys);
     check_if_match(&headers, &current, profile)?;
     validate_patch(&body, &current, &[writable("SecureBootEnable", Kind::Bool)])?;
     if let Some(enable) = body.get("SecureBootEnable").and_then(Value::as_bool) {
@@ -115,12 +105,9 @@ async fn patch(
 
 async fn reset_keys(
     State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
+    Sys(sys): Sys,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     json::action_known(&body, &["ResetKeysType"], RESET_KEYS)?;
     let kind = match json::action_str(&body, "ResetKeysType", RESET_KEYS)? {
         None => {
@@ -141,13 +128,7 @@ async fn reset_keys(
     Ok(json::no_content())
 }
 
-async fn databases(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn databases(Sys(sys): Sys) -> Result<Resource, ApiError> {
     let base = format!(
         "/redfish/v1/Systems/{}/SecureBoot/SecureBootDatabases",
         sys.id
@@ -165,12 +146,10 @@ async fn databases(
 }
 
 async fn database(
-    State(st): State<AppState>,
-    Path((id, db)): Path<(String, String)>,
+    Sys(sys): Sys,
+    Path((_, db)): Path<(String, String)>,
     uri: Uri,
-    method: Method,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     if !DATABASES.contains(&db.as_str()) {
         return Err(ApiError::NotFound(uri.path().to_string()));
     }

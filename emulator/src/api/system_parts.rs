@@ -2,14 +2,14 @@
 //! Memory, SimpleStorage, and Storage with its Drives and Volumes. All of
 //! it is derived from the machine's inventory (MACs, CPUs, memory, disks).
 
-use axum::extract::{Path, State};
-use axum::http::{Method, Uri};
+use axum::extract::Path;
+use axum::http::Uri;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
 use super::json::Resource;
-use super::{collection, link, AppState};
+use super::{collection, link, AppState, Sys};
 use crate::error::ApiError;
 use crate::model::System;
 
@@ -65,13 +65,7 @@ fn nic_id(mac: &str) -> String {
     mac.replace(':', "")
 }
 
-async fn nics(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn nics(Sys(sys): Sys) -> Result<Resource, ApiError> {
     let b = format!("{}/EthernetInterfaces", base(&sys));
     let members = sys.nics.iter().map(|n| format!("{b}/{}", nic_id(&n.mac)));
     Ok(Resource::plain(
@@ -86,12 +80,10 @@ async fn nics(
 }
 
 async fn nic(
-    State(st): State<AppState>,
-    Path((id, nic)): Path<(String, String)>,
+    Sys(sys): Sys,
+    Path((_, nic)): Path<(String, String)>,
     uri: Uri,
-    method: Method,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     let n = sys
         .nics
         .iter()
@@ -115,13 +107,7 @@ async fn nic(
     ))
 }
 
-async fn processors(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn processors(Sys(sys): Sys) -> Result<Resource, ApiError> {
     let b = format!("{}/Processors", base(&sys));
     Ok(Resource::plain(
         collection(
@@ -135,12 +121,10 @@ async fn processors(
 }
 
 async fn processor(
-    State(st): State<AppState>,
-    Path((id, cpu)): Path<(String, String)>,
+    Sys(sys): Sys,
+    Path((_, cpu)): Path<(String, String)>,
     uri: Uri,
-    method: Method,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     if cpu != "CPU0" {
         return Err(not_found(&uri));
     }
@@ -162,13 +146,7 @@ async fn processor(
     ))
 }
 
-async fn memories(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn memories(Sys(sys): Sys) -> Result<Resource, ApiError> {
     let b = format!("{}/Memory", base(&sys));
     Ok(Resource::plain(
         collection(
@@ -182,12 +160,10 @@ async fn memories(
 }
 
 async fn memory(
-    State(st): State<AppState>,
-    Path((id, dimm)): Path<(String, String)>,
+    Sys(sys): Sys,
+    Path((_, dimm)): Path<(String, String)>,
     uri: Uri,
-    method: Method,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     if dimm != "DIMM0" {
         return Err(not_found(&uri));
     }
@@ -207,13 +183,7 @@ async fn memory(
     ))
 }
 
-async fn simple_storages(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn simple_storages(Sys(sys): Sys) -> Result<Resource, ApiError> {
     let b = format!("{}/SimpleStorage", base(&sys));
     Ok(Resource::plain(
         collection(
@@ -227,12 +197,10 @@ async fn simple_storages(
 }
 
 async fn simple_storage(
-    State(st): State<AppState>,
-    Path((id, ctl)): Path<(String, String)>,
+    Sys(sys): Sys,
+    Path((_, ctl)): Path<(String, String)>,
     uri: Uri,
-    method: Method,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     if ctl != CONTROLLER {
         return Err(not_found(&uri));
     }
@@ -254,13 +222,7 @@ async fn simple_storage(
     ))
 }
 
-async fn storages(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn storages(Sys(sys): Sys) -> Result<Resource, ApiError> {
     let b = format!("{}/Storage", base(&sys));
     Ok(Resource::plain(
         collection(
@@ -274,12 +236,10 @@ async fn storages(
 }
 
 async fn storage(
-    State(st): State<AppState>,
-    Path((id, ctl)): Path<(String, String)>,
+    Sys(sys): Sys,
+    Path((_, ctl)): Path<(String, String)>,
     uri: Uri,
-    method: Method,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     if ctl != CONTROLLER {
         return Err(not_found(&uri));
     }
@@ -305,12 +265,10 @@ async fn storage(
 }
 
 async fn drive(
-    State(st): State<AppState>,
-    Path((id, ctl, drive)): Path<(String, String, String)>,
+    Sys(sys): Sys,
+    Path((_, ctl, drive)): Path<(String, String, String)>,
     uri: Uri,
-    method: Method,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     let d = sys
         .disks
         .iter()
@@ -333,12 +291,10 @@ async fn drive(
 }
 
 async fn volumes(
-    State(st): State<AppState>,
-    Path((id, ctl)): Path<(String, String)>,
+    Sys(sys): Sys,
+    Path((_, ctl)): Path<(String, String)>,
     uri: Uri,
-    method: Method,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     if ctl != CONTROLLER {
         return Err(not_found(&uri));
     }
@@ -351,12 +307,10 @@ async fn volumes(
 }
 
 async fn volume(
-    State(st): State<AppState>,
-    Path((id, ctl, vol)): Path<(String, String, String)>,
+    Sys(sys): Sys,
+    Path((_, ctl, vol)): Path<(String, String, String)>,
     uri: Uri,
-    method: Method,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     let d = sys
         .disks
         .iter()

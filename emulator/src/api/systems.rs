@@ -1,8 +1,8 @@
 //! ComputerSystem: the collection, the member (GET/PATCH with the boot
 //! override semantics), `ComputerSystem.Reset` and its ActionInfo.
 
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, Uri};
+use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use super::json::{
     self, check_if_match, validate_patch, writable, JsonObject, Kind, Resource, Writable,
 };
-use super::{collection, link, AppState};
+use super::{collection, link, AppState, Sys};
 use crate::error::{ApiError, Msg};
 use crate::model::{
     Arch, BootMode, BootOverride, BootTarget, IndicatorLed, OverrideEnabled, ResetType, System,
@@ -175,13 +175,7 @@ pub fn serial(sys: &System) -> String {
     )
 }
 
-async fn get_system(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn get_system(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
     Ok(Resource::new(
         system_json(&st, &sys, profile),
@@ -311,21 +305,17 @@ fn merged_settings(body: &Map<String, Value>) -> Result<SystemSettings, ApiError
 
 async fn patch_system(
     State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
+    Sys(sys): Sys,
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
-    let _guard = st.locks.lock(&sys.id).await;
-    let sys = st.backend.system(&sys.id).await?;
-    let profile = st.profile(&sys);
-    let current = system_json(&st, &sys, profile);
+    let locked = st.locked(&sys).await?;
+    let (sys, profile) = (&locked.sys, locked.profile);
+    let current = system_json(&st, sys, profile);
     check_if_match(&headers, &current, profile)?;
-    validate_patch(&body, &current, &writables(&sys, profile))?;
+    validate_patch(&body, &current, &writables(sys, profile))?;
     let boot = match body.get("Boot").and_then(Value::as_object) {
-        Some(b) => Some(merged_boot(&sys, b)?),
+        Some(b) => Some(merged_boot(sys, b)?),
         None => None,
     };
     let settings = merged_settings(&body)?;
@@ -339,12 +329,9 @@ async fn patch_system(
 
 async fn reset(
     State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
+    Sys(sys): Sys,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     json::action_known(&body, &["ResetType"], RESET)?;
     let reset = match json::action_str(&body, "ResetType", RESET)? {
         None => {
@@ -369,13 +356,7 @@ async fn reset(
     Ok(json::no_content())
 }
 
-async fn reset_action_info(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn reset_action_info(Sys(sys): Sys) -> Result<Resource, ApiError> {
     Ok(Resource::plain(
         json!({
             "@odata.type": "#ActionInfo.v1_4_0.ActionInfo",

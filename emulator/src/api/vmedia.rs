@@ -4,14 +4,14 @@
 //! download) answers with a Task.
 
 use axum::extract::{Path, State};
-use axum::http::{Method, Uri};
+use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
 use super::json::{self, JsonObject, Resource};
-use super::{collection, AppState};
+use super::{collection, AppState, Sys};
 use crate::backend::Completion;
 use crate::error::{ApiError, Msg};
 use crate::model::{MediaImage, MediaSlot, System, TransferMethod, TransferProtocol};
@@ -40,13 +40,7 @@ fn root_of(uri: &Uri) -> &'static str {
     }
 }
 
-async fn list(
-    State(st): State<AppState>,
-    Path(id): Path<String>,
-    uri: Uri,
-    method: Method,
-) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
+async fn list(Sys(sys): Sys, uri: Uri) -> Result<Resource, ApiError> {
     let base = format!("/redfish/v1/{}/{}/VirtualMedia", root_of(&uri), sys.id);
     let members = MediaSlot::ALL.iter().map(|s| format!("{base}/{s}"));
     Ok(Resource::plain(
@@ -100,11 +94,10 @@ fn media_json(sys: &System, slot: MediaSlot, root: &str) -> Value {
 
 async fn member(
     State(st): State<AppState>,
-    Path((id, slot)): Path<(String, String)>,
+    Sys(sys): Sys,
+    Path((_, slot)): Path<(String, String)>,
     uri: Uri,
-    method: Method,
 ) -> Result<Resource, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     let slot = slot_of(&slot, &uri)?;
     let profile = st.profile(&sys);
     Ok(Resource::new(
@@ -179,12 +172,11 @@ fn parse_insert(body: &serde_json::Map<String, Value>) -> Result<MediaImage, Api
 
 async fn insert(
     State(st): State<AppState>,
-    Path((id, slot)): Path<(String, String)>,
+    Sys(sys): Sys,
+    Path((_, slot)): Path<(String, String)>,
     uri: Uri,
-    method: Method,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     let slot = slot_of(&slot, &uri)?;
     let image = parse_insert(&body)?;
     let _guard = st.locks.lock(&sys.id).await;
@@ -216,12 +208,11 @@ async fn insert(
 
 async fn eject(
     State(st): State<AppState>,
-    Path((id, slot)): Path<(String, String)>,
+    Sys(sys): Sys,
+    Path((_, slot)): Path<(String, String)>,
     uri: Uri,
-    method: Method,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let sys = st.resolve(&id, &uri, &method).await?;
     let slot = slot_of(&slot, &uri)?;
     json::action_known(&body, &[], EJECT)?;
     let _guard = st.locks.lock(&sys.id).await;
