@@ -117,6 +117,56 @@ pub fn defaults() -> std::collections::BTreeMap<String, Value> {
         .collect()
 }
 
+/// Id of the attribute registry that describes [`ATTRIBUTES`].
+pub const REGISTRY: &str = "BiosAttributeRegistry.v1_0_0";
+
+/// The attribute registry document (`AttributeRegistry` schema) for
+/// [`ATTRIBUTES`], so clients can discover types, bounds and values.
+pub fn registry_document(uri: &str) -> Value {
+    let attrs: Vec<Value> = ATTRIBUTES
+        .iter()
+        .map(|a| {
+            let mut v = json!({
+                "AttributeName": a.name,
+                "DisplayName": a.name,
+                "ReadOnly": false,
+                "DefaultValue": a.default.to_json(),
+            });
+            match a.kind {
+                AttrKind::Enum(values) => {
+                    v["Type"] = json!("Enumeration");
+                    v["Value"] = values
+                        .iter()
+                        .map(|x| json!({"ValueName": x, "ValueDisplayName": x}))
+                        .collect();
+                }
+                AttrKind::Bool => v["Type"] = json!("Boolean"),
+                AttrKind::Int { min, max } => {
+                    v["Type"] = json!("Integer");
+                    v["LowerBound"] = json!(min);
+                    v["UpperBound"] = json!(max);
+                }
+                AttrKind::Str { max_len } => {
+                    v["Type"] = json!("String");
+                    v["MaxLength"] = json!(max_len);
+                }
+            }
+            v
+        })
+        .collect();
+    json!({
+        "@odata.type": "#AttributeRegistry.v1_3_6.AttributeRegistry",
+        "@odata.id": uri,
+        "Id": REGISTRY,
+        "Name": "BIOS Attribute Registry",
+        "Language": "en",
+        "OwningEntity": "Shoal",
+        "RegistryVersion": "1.0.0",
+        "SupportedSystems": [{ "ProductName": "Shoal Virtual Machine", "SystemId": "shoal", "FirmwareVersion": "1.0.0" }],
+        "RegistryEntries": { "Attributes": attrs },
+    })
+}
+
 /// Checks one attribute assignment; the error names `Attributes/<name>`.
 pub fn validate(name: &str, value: &Value) -> Result<(), Msg> {
     let path = format!("Attributes/{name}");

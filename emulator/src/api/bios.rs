@@ -35,7 +35,7 @@ fn settings_json(sys: &System) -> Value {
         "@odata.id": format!("/redfish/v1/Systems/{}/Bios/Settings", sys.id),
         "Id": "Settings",
         "Name": "BIOS Pending Settings",
-        "AttributeRegistry": "BiosAttributeRegistry.v1_0_0",
+        "AttributeRegistry": crate::bios::REGISTRY,
         "Attributes": sys.bios.pending,
     })
 }
@@ -57,7 +57,7 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
         "@odata.id": base,
         "Id": "Bios",
         "Name": "BIOS Configuration Current Settings",
-        "AttributeRegistry": "BiosAttributeRegistry.v1_0_0",
+        "AttributeRegistry": crate::bios::REGISTRY,
         "Attributes": sys.bios.current,
         "@Redfish.Settings": settings,
         "Actions": {

@@ -23,6 +23,7 @@ pub use embedded::CSDL;
 pub const SCHEMAS: &[(&str, &str)] = &[
     ("AccountService", "AccountService.v1_15_0"),
     ("ActionInfo", "ActionInfo.v1_4_0"),
+    ("AttributeRegistry", "AttributeRegistry.v1_3_6"),
     ("Bios", "Bios.v1_2_0"),
     ("Certificate", "Certificate.v1_8_0"),
     ("CertificateCollection", ""),

@@ -10,7 +10,7 @@ use super::json::Resource;
 use super::{collection, link, AppState};
 use crate::error::ApiError;
 use crate::profile::GENERIC;
-use crate::registry;
+use crate::{bios, registry};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -80,30 +80,50 @@ async fn odata() -> Resource {
     )
 }
 
-async fn registries() -> Resource {
+/// Registry files served: (Id, full registry name). The BIOS attribute
+/// registry exists only where the BIOS resource does.
+fn registry_files(st: &AppState) -> Vec<(&'static str, String)> {
+    let mut v = vec![(
+        registry::BASE_PREFIX,
+        format!("{}.{}", registry::BASE_PREFIX, registry::BASE_VERSION),
+    )];
+    if st.features.full() {
+        v.push((BIOS_REGISTRY_ID, bios::REGISTRY.to_string()));
+    }
+    v
+}
+
+const BIOS_REGISTRY_ID: &str = "BiosAttributeRegistry";
+
+async fn registries(State(st): State<AppState>) -> Resource {
+    let members = registry_files(&st)
+        .into_iter()
+        .map(|(id, _)| format!("/redfish/v1/Registries/{id}"));
     Resource::plain(
         collection(
             "MessageRegistryFileCollection",
             "/redfish/v1/Registries",
             "Registry File Collection",
-            [format!("/redfish/v1/Registries/{}", registry::BASE_PREFIX)],
+            members,
         ),
         "GET",
     )
 }
 
-async fn registry_file(Path(id): Path<String>) -> Result<Resource, ApiError> {
-    if id != registry::BASE_PREFIX {
+async fn registry_file(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Resource, ApiError> {
+    let Some((_, full)) = registry_files(&st).into_iter().find(|(i, _)| *i == id) else {
         return Err(ApiError::NotFound(format!("/redfish/v1/Registries/{id}")));
-    }
-    let full = format!("{}.{}", registry::BASE_PREFIX, registry::BASE_VERSION);
+    };
     Ok(Resource::new(
         json!({
             "@odata.type": "#MessageRegistryFile.v1_1_3.MessageRegistryFile",
             "@odata.id": format!("/redfish/v1/Registries/{id}"),
             "Id": id,
-            "Name": "Base Message Registry File",
-            "Description": "DMTF Base message registry file locations",
+            "Name": format!("{id} Registry File"),
+            "Description": format!("Locations of the {id} registry"),
             "Languages": ["en"],
             "Registry": full,
             "Location": [{
@@ -116,15 +136,23 @@ async fn registry_file(Path(id): Path<String>) -> Result<Resource, ApiError> {
     ))
 }
 
-async fn registry(Path((id, file)): Path<(String, String)>) -> Result<Resource, ApiError> {
-    if id != registry::BASE_PREFIX || file != registry::BASE_PREFIX {
-        return Err(ApiError::NotFound(format!(
-            "/redfish/v1/Registries/{id}/{file}"
-        )));
+async fn registry(
+    State(st): State<AppState>,
+    Path((id, file)): Path<(String, String)>,
+) -> Result<Resource, ApiError> {
+    let uri = format!("/redfish/v1/Registries/{id}/{file}");
+    let known = file == id && registry_files(&st).iter().any(|(i, _)| *i == id);
+    match id.as_str() {
+        _ if !known => Err(ApiError::NotFound(uri)),
+        registry::BASE_PREFIX => Ok(Resource::new(
+            registry::registry_document(),
+            &GENERIC,
+            "GET",
+        )),
+        _ => Ok(Resource::new(
+            bios::registry_document(&uri),
+            &GENERIC,
+            "GET",
+        )),
     }
-    Ok(Resource::new(
-        registry::registry_document(),
-        &GENERIC,
-        "GET",
-    ))
 }

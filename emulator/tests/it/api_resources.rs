@@ -110,6 +110,32 @@ async fn metadata_and_schemas_are_served_offline() {
         .any(|v| v["name"] == "Systems"));
     let r = api.get("/redfish/v1/Registries/Base/Base").await;
     assert!(r.body["Messages"]["PropertyValueNotInList"]["NumberOfArgs"] == json!(2));
+    // The registry the Bios resource names describes its attributes.
+    let sys = api.system(0).await;
+    let registry_name = api.get(&format!("{sys}/Bios")).await.body["AttributeRegistry"].clone();
+    let file = api
+        .get("/redfish/v1/Registries/BiosAttributeRegistry")
+        .await
+        .body;
+    assert_eq!(file["Registry"], registry_name);
+    let uri = file["Location"][0]["Uri"].as_str().unwrap().to_string();
+    let reg = api.get(&uri).await.body;
+    let attrs = reg["RegistryEntries"]["Attributes"].as_array().unwrap();
+    let turbo = attrs
+        .iter()
+        .find(|a| a["AttributeName"] == "ProcTurboMode")
+        .unwrap();
+    assert_eq!(turbo["Type"], "Enumeration");
+    assert_eq!(turbo["Value"][1]["ValueName"], "Disabled");
+    let ns = reg["@odata.type"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches('#')
+        .rsplit_once('.')
+        .unwrap()
+        .0
+        .to_string();
+    assert!(metadata::namespace_exists(&ns), "{ns}");
 }
 
 #[tokio::test]
