@@ -31,6 +31,8 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        // JSON is required; curl's default form type is let through because
+        // operators type `curl -d '{...}'` at BMCs, which accept it.
         if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
             let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
             if !ct.is_empty()

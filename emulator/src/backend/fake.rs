@@ -147,6 +147,8 @@ fn unix_now() -> u64 {
 
 struct Inner {
     machines: Vec<Mutex<Machine>>,
+    /// Identity never changes, so listings and lookups take no machine lock.
+    refs: Vec<SystemRef>,
     by_id: HashMap<String, usize>,
     by_name: HashMap<String, usize>,
     opts: FakeOptions,
@@ -171,12 +173,17 @@ impl FakeBackend {
         let mut by_id = HashMap::new();
         let mut by_name = HashMap::new();
         let mut machines = Vec::with_capacity(systems.len());
+        let mut refs = Vec::with_capacity(systems.len());
         for (i, mut sys) in systems.into_iter().enumerate() {
             if let Some(old) = saved.get(&sys.id) {
                 restore(&mut sys, old);
             }
             by_id.insert(sys.id.clone(), i);
             by_name.insert(sys.name.clone(), i);
+            refs.push(SystemRef {
+                id: sys.id.clone(),
+                name: sys.name.clone(),
+            });
             machines.push(Mutex::new(Machine {
                 sys,
                 transition: None,
@@ -186,6 +193,7 @@ impl FakeBackend {
         let fake = FakeBackend {
             inner: Arc::new(Inner {
                 machines,
+                refs,
                 by_id,
                 by_name,
                 opts,
@@ -301,18 +309,7 @@ impl Backend for FakeBackend {
     }
 
     async fn systems(&self) -> Result<Vec<SystemRef>> {
-        Ok(self
-            .inner
-            .machines
-            .iter()
-            .map(|m| {
-                let m = lock(m);
-                SystemRef {
-                    id: m.sys.id.clone(),
-                    name: m.sys.name.clone(),
-                }
-            })
-            .collect())
+        Ok(self.inner.refs.clone())
     }
 
     async fn find(&self, id_or_name: &str) -> Result<Option<SystemRef>> {
@@ -321,13 +318,7 @@ impl Backend for FakeBackend {
             .by_id
             .get(id_or_name)
             .or_else(|| self.inner.by_name.get(id_or_name));
-        Ok(i.map(|&i| {
-            let m = lock(&self.inner.machines[i]);
-            SystemRef {
-                id: m.sys.id.clone(),
-                name: m.sys.name.clone(),
-            }
-        }))
+        Ok(i.map(|&i| self.inner.refs[i].clone()))
     }
 
     async fn system(&self, id: &str) -> Result<System> {
