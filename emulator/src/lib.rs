@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod model;
+pub mod nvram;
 pub mod profile;
 pub mod registry;
 pub mod server;

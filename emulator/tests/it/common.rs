@@ -219,3 +219,35 @@ pub fn certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::Pat
     std::fs::write(&k, ck.key_pair.serialize_pem()).unwrap();
     (c, k)
 }
+
+/// A file a test needs from the host (`ci/test` installs it). Missing: a
+/// loud skip on a developer's machine, a failure in CI (`CI` set).
+pub fn required(
+    path: impl Into<std::path::PathBuf>,
+    installed_by: &str,
+) -> Option<std::path::PathBuf> {
+    let path = path.into();
+    if path.exists() {
+        return Some(path);
+    }
+    let why = format!(
+        "{} is missing ({installed_by}; run ci/test)",
+        path.display()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("{why}");
+    }
+    eprintln!("SKIPPED: {why}");
+    None
+}
+
+/// A program of the test venv that `ci/test` builds (`SHOAL_TEST_VENV`).
+pub fn venv_program(name: &str) -> Option<std::path::PathBuf> {
+    let venv = std::env::var_os("SHOAL_TEST_VENV")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_default();
+    required(
+        venv.join("bin").join(name),
+        "the test venv, SHOAL_TEST_VENV",
+    )
+}

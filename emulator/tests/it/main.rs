@@ -7,4 +7,5 @@ mod api_boot;
 mod api_resources;
 mod binary;
 mod common;
+mod nvram;
 mod sushy;

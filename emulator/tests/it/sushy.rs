@@ -5,28 +5,13 @@
 
 use std::process::Command;
 
-use crate::common::{certificate, htpasswd, Spawned};
-
-/// The venv's python, or a loud failure in CI (never a silent skip).
-fn sushy_python() -> Option<String> {
-    match std::env::var("SHOAL_SUSHY_PYTHON") {
-        Ok(p) if std::path::Path::new(&p).exists() => Some(p),
-        other => {
-            let why = format!(
-                "SHOAL_SUSHY_PYTHON is {other:?}: run ci/test, which builds the sushy venv"
-            );
-            if std::env::var_os("CI").is_some() {
-                panic!("{why}");
-            }
-            eprintln!("SKIPPED sushy compatibility: {why}");
-            None
-        }
-    }
-}
+use crate::common::{certificate, htpasswd, venv_program, Spawned};
 
 #[test]
 fn sushy_drives_every_capability() {
-    let Some(python) = sushy_python() else { return };
+    let Some(python) = venv_program("python") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = certificate(dir.path());
     let pw = htpasswd(dir.path(), "admin", "sushy-pass", 4);

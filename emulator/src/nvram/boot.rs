@@ -1,0 +1,276 @@
+//! UEFI boot variables: `Boot####` load options, `BootOrder`, `BootNext`,
+//! and the URI device path that makes OVMF's HttpBootDxe fetch a URL.
+//!
+//! An `EFI_LOAD_OPTION` is: u32 attributes (1 = active), u16 length of the
+//! device path list, the UCS-2 NUL-terminated description, the device path
+//! list, then optional data. A URI device path is one messaging node (type
+//! 3, subtype 0x18, u16 length = 4 + URI bytes, the URI in ASCII) and the
+//! end node `7f ff 04 00`. An empty URI node asks the firmware to take the
+//! URL from DHCP (the HTTPClient offer).
+
+use uuid::Uuid;
+
+use super::{ucs2_encode, NvramError, Variable, Varstore};
+
+/// `EFI_GLOBAL_VARIABLE`.
+pub const EFI_GLOBAL_VARIABLE: Uuid = Uuid::from_u128(0x8be4df61_93ca_11d2_aa0d_00e098032b8c);
+/// NON_VOLATILE | BOOTSERVICE_ACCESS | RUNTIME_ACCESS.
+pub const NV_BS_RT: u32 = 0x7;
+pub const LOAD_OPTION_ACTIVE: u32 = 0x1;
+/// How Shoal's own load option is recognised (and reused) in a varstore.
+pub const SHOAL_DESCRIPTION: &str = "Shoal UEFI HTTP boot";
+
+const END_NODE: [u8; 4] = [0x7f, 0xff, 0x04, 0x00];
+
+/// A decoded load option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOption {
+    pub attributes: u32,
+    pub description: String,
+    pub device_path: Vec<u8>,
+    pub optional_data: Vec<u8>,
+}
+
+/// The device path of a single URI node (`uri` may be empty).
+pub fn uri_device_path(uri: &str) -> Vec<u8> {
+    let mut p = vec![0x03, 0x18];
+    p.extend(((4 + uri.len()) as u16).to_le_bytes());
+    p.extend(uri.as_bytes());
+    p.extend(END_NODE);
+    p
+}
+
+/// The URI of a device path that is a single URI node, if it is one.
+pub fn device_path_uri(p: &[u8]) -> Option<String> {
+    if p.len() < 8 || p[0] != 0x03 || p[1] != 0x18 {
+        return None;
+    }
+    let len = u16::from_le_bytes([p[2], p[3]]) as usize;
+    if len < 4 || p.len() != len + 4 || p[len..] != END_NODE {
+        return None;
+    }
+    String::from_utf8(p[4..len].to_vec()).ok()
+}
+
+impl LoadOption {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(self.attributes.to_le_bytes());
+        b.extend((self.device_path.len() as u16).to_le_bytes());
+        b.extend(ucs2_encode(&self.description));
+        b.extend(&self.device_path);
+        b.extend(&self.optional_data);
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Option<Self> {
+        if b.len() < 8 {
+            return None;
+        }
+        let attributes = u32::from_le_bytes(b[..4].try_into().ok()?);
+        let path_len = u16::from_le_bytes([b[4], b[5]]) as usize;
+        let mut o = 6;
+        let mut units = Vec::new();
+        loop {
+            let u = u16::from_le_bytes([*b.get(o)?, *b.get(o + 1)?]);
+            o += 2;
+            if u == 0 {
+                break;
+            }
+            units.push(u);
+        }
+        let device_path = b.get(o..o + path_len)?.to_vec();
+        Some(LoadOption {
+            attributes,
+            description: String::from_utf16(&units).ok()?,
+            device_path,
+            optional_data: b[o + path_len..].to_vec(),
+        })
+    }
+}
+
+fn global(name: &str, data: Vec<u8>) -> Variable {
+    Variable {
+        vendor: EFI_GLOBAL_VARIABLE,
+        name: name.into(),
+        attributes: NV_BS_RT,
+        data,
+    }
+}
+
+fn boot_name(n: u16) -> String {
+    format!("Boot{n:04X}")
+}
+
+/// `BootOrder` as a list of option numbers.
+pub fn boot_order(store: &Varstore) -> Vec<u16> {
+    store
+        .get(EFI_GLOBAL_VARIABLE, "BootOrder")
+        .map(|v| {
+            v.data
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn boot_next(store: &Varstore) -> Option<u16> {
+    store
+        .get(EFI_GLOBAL_VARIABLE, "BootNext")
+        .filter(|v| v.data.len() == 2)
+        .map(|v| u16::from_le_bytes([v.data[0], v.data[1]]))
+}
+
+/// All `Boot####` options, by number.
+pub fn load_options(store: &Varstore) -> Vec<(u16, LoadOption)> {
+    store
+        .variables()
+        .filter(|v| {
+            v.vendor == EFI_GLOBAL_VARIABLE && v.name.len() == 8 && v.name.starts_with("Boot")
+        })
+        .filter_map(|v| {
+            Some((
+                u16::from_str_radix(&v.name[4..], 16).ok()?,
+                LoadOption::decode(&v.data)?,
+            ))
+        })
+        .collect()
+}
+
+/// Shoal's option number: its existing entry, else the lowest free number.
+fn shoal_slot(store: &Varstore) -> u16 {
+    let opts = load_options(store);
+    if let Some((n, _)) = opts
+        .iter()
+        .find(|(_, o)| o.description == SHOAL_DESCRIPTION)
+    {
+        return *n;
+    }
+    (0..=0xffff)
+        .find(|n| !opts.iter().any(|(m, _)| m == n))
+        .unwrap_or(0xffff)
+}
+
+/// How the HTTP boot option is made the next boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persistence {
+    /// `BootNext` only: the firmware clears it when it boots it.
+    Once,
+    /// First in `BootOrder`, for every boot.
+    Continuous,
+}
+
+/// Writes Shoal's URI load option (empty `uri`: the URL comes from DHCP)
+/// and makes it the next boot. Returns the option number.
+pub fn set_http_boot(store: &mut Varstore, uri: &str, how: Persistence) -> Result<u16, NvramError> {
+    let n = shoal_slot(store);
+    let opt = LoadOption {
+        attributes: LOAD_OPTION_ACTIVE,
+        description: SHOAL_DESCRIPTION.into(),
+        device_path: uri_device_path(uri),
+        optional_data: Vec::new(),
+    };
+    store.set(global(&boot_name(n), opt.encode()))?;
+    let mut order: Vec<u16> = boot_order(store).into_iter().filter(|&m| m != n).collect();
+    match how {
+        Persistence::Once => {
+            store.set(global("BootNext", n.to_le_bytes().to_vec()))?;
+        }
+        Persistence::Continuous => {
+            order.insert(0, n);
+            if boot_next(store) == Some(n) {
+                store.remove(EFI_GLOBAL_VARIABLE, "BootNext");
+            }
+        }
+    }
+    store.set(global(
+        "BootOrder",
+        order.iter().flat_map(|m| m.to_le_bytes()).collect(),
+    ))?;
+    Ok(n)
+}
+
+/// Removes Shoal's option and any `BootNext`/`BootOrder` reference to it.
+pub fn clear_http_boot(store: &mut Varstore) -> Result<(), NvramError> {
+    let Some((n, _)) = load_options(store)
+        .into_iter()
+        .find(|(_, o)| o.description == SHOAL_DESCRIPTION)
+    else {
+        return Ok(());
+    };
+    store.remove(EFI_GLOBAL_VARIABLE, &boot_name(n));
+    if boot_next(store) == Some(n) {
+        store.remove(EFI_GLOBAL_VARIABLE, "BootNext");
+    }
+    let order = boot_order(store);
+    if order.contains(&n) {
+        let kept: Vec<u8> = order
+            .iter()
+            .filter(|&&m| m != n)
+            .flat_map(|m| m.to_le_bytes())
+            .collect();
+        store.set(global("BootOrder", kept))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nvram::tests::blank_store;
+
+    #[test]
+    fn uri_device_path_round_trips() {
+        let p = uri_device_path("http://192.0.2.1/boot.iso");
+        assert_eq!(&p[..4], &[3, 0x18, 29, 0]);
+        assert_eq!(
+            device_path_uri(&p).as_deref(),
+            Some("http://192.0.2.1/boot.iso")
+        );
+        assert_eq!(uri_device_path(""), vec![3, 0x18, 4, 0, 0x7f, 0xff, 4, 0]);
+        assert_eq!(device_path_uri(&uri_device_path("")).as_deref(), Some(""));
+    }
+
+    #[test]
+    fn once_uses_boot_next_and_continuous_leads_boot_order() {
+        let mut s = Varstore::parse(blank_store(8192)).unwrap();
+        s.set(global(
+            "Boot0000",
+            LoadOption {
+                attributes: 1,
+                description: "disk".into(),
+                device_path: END_NODE.to_vec(),
+                optional_data: vec![],
+            }
+            .encode(),
+        ))
+        .unwrap();
+        s.set(global("BootOrder", vec![0, 0])).unwrap();
+        let n = set_http_boot(&mut s, "http://h/a.efi", Persistence::Once).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(boot_next(&s), Some(1));
+        assert_eq!(boot_order(&s), vec![0]);
+        let (_, opt) = load_options(&s).into_iter().find(|(m, _)| *m == 1).unwrap();
+        assert_eq!(
+            device_path_uri(&opt.device_path).as_deref(),
+            Some("http://h/a.efi")
+        );
+
+        // The same slot is reused; Continuous moves it first and drops BootNext.
+        assert_eq!(
+            set_http_boot(&mut s, "", Persistence::Continuous).unwrap(),
+            1
+        );
+        assert_eq!(boot_order(&s), vec![1, 0]);
+        assert_eq!(boot_next(&s), None);
+
+        clear_http_boot(&mut s).unwrap();
+        assert_eq!(boot_order(&s), vec![0]);
+        assert!(load_options(&s)
+            .iter()
+            .all(|(_, o)| o.description != SHOAL_DESCRIPTION));
+        let reparsed = Varstore::parse(s.into_bytes()).unwrap();
+        assert_eq!(boot_order(&reparsed), vec![0]);
+    }
+}

@@ -1,0 +1,146 @@
+//! Shoal's varstore reader/writer against Debian's real OVMF varstores,
+//! with virt-firmware's `virt-fw-vars` as the independent oracle.
+
+use std::process::Command;
+
+use shoal_emulator::nvram::boot::{self, Persistence};
+use shoal_emulator::nvram::Varstore;
+
+use crate::common::{required, venv_program};
+
+const TEMPLATES: &[&str] = &[
+    "/usr/share/OVMF/OVMF_VARS_4M.fd",
+    "/usr/share/OVMF/OVMF_VARS_4M.ms.fd",
+    "/usr/share/OVMF/OVMF_VARS.fd",
+];
+
+fn template(path: &str) -> Option<Vec<u8>> {
+    required(path, "Debian package ovmf").map(|p| std::fs::read(p).unwrap())
+}
+
+fn oracle_print(vars: &std::path::Path) -> String {
+    let prog = venv_program("virt-fw-vars").expect("virt-fw-vars");
+    let out = Command::new(prog)
+        .args(["-i", vars.to_str().unwrap(), "--print", "--verbose"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "virt-fw-vars: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn real_templates_round_trip_byte_for_byte() {
+    for t in TEMPLATES {
+        let Some(bytes) = template(t) else { return };
+        let store = Varstore::parse(bytes.clone()).unwrap_or_else(|e| panic!("{t}: {e}"));
+        assert_eq!(store.into_bytes(), bytes, "{t}");
+    }
+}
+
+#[test]
+fn the_secure_boot_template_lists_its_key_databases() {
+    let Some(bytes) = template("/usr/share/OVMF/OVMF_VARS_4M.ms.fd") else {
+        return;
+    };
+    let store = Varstore::parse(bytes).unwrap();
+    let names: Vec<&str> = store.variables().map(|v| v.name.as_str()).collect();
+    for k in ["PK", "KEK", "db", "dbx"] {
+        assert!(names.contains(&k), "{k} not in {names:?}");
+    }
+}
+
+/// What Shoal writes, virt-fw-vars reads back as the same boot entry.
+#[test]
+fn shoal_written_uri_boot_entry_decodes_identically_in_virt_fw_vars() {
+    let Some(bytes) = template(TEMPLATES[0]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (uri, how, shown) in [
+        (
+            "http://192.0.2.1/boot.iso",
+            Persistence::Once,
+            "devpath=URI(http://192.0.2.1/boot.iso)",
+        ),
+        ("", Persistence::Continuous, "devpath=URI()"),
+    ] {
+        let mut store = Varstore::parse(bytes.clone()).unwrap();
+        let n = boot::set_http_boot(&mut store, uri, how).unwrap();
+        let path = dir.path().join("vars.fd");
+        std::fs::write(&path, store.as_bytes()).unwrap();
+        let printed = oracle_print(&path);
+        assert!(printed.contains(&format!("name=Boot{n:04X}")), "{printed}");
+        assert!(
+            printed.contains(&format!("title=\"{}\"", boot::SHOAL_DESCRIPTION)),
+            "{printed}"
+        );
+        assert!(printed.contains(shown), "{printed}");
+        let order = printed
+            .split("name=BootOrder")
+            .nth(1)
+            .and_then(|s| s.lines().nth(1))
+            .unwrap_or("");
+        let next = printed
+            .split("name=BootNext")
+            .nth(1)
+            .and_then(|s| s.lines().nth(1))
+            .unwrap_or("");
+        match how {
+            Persistence::Once => assert!(
+                next.contains(&format!("{n:04x}")),
+                "BootNext: {next:?}\n{printed}"
+            ),
+            Persistence::Continuous => {
+                assert!(
+                    order
+                        .trim_start()
+                        .starts_with(&format!("boot order: {n:04x}")),
+                    "BootOrder: {order:?}"
+                );
+                assert!(next.is_empty(), "no BootNext for Continuous");
+            }
+        }
+    }
+}
+
+/// What virt-fw-vars writes, Shoal reads as a URI load option plus BootNext.
+#[test]
+fn virt_fw_vars_written_entry_decodes_in_shoal() {
+    let Some(_) = template(TEMPLATES[0]) else {
+        return;
+    };
+    let prog = venv_program("virt-fw-vars").expect("virt-fw-vars");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("vars.fd");
+    let st = Command::new(prog)
+        .args([
+            "-i",
+            TEMPLATES[0],
+            "-o",
+            out.to_str().unwrap(),
+            "--set-boot-uri",
+            "http://192.0.2.7/x.efi",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let store = Varstore::parse(std::fs::read(&out).unwrap()).unwrap();
+    let next = boot::boot_next(&store).expect("BootNext");
+    let (_, opt) = boot::load_options(&store)
+        .into_iter()
+        .find(|(n, _)| *n == next)
+        .expect("Boot#### for BootNext");
+    assert_eq!(
+        boot::device_path_uri(&opt.device_path).as_deref(),
+        Some("http://192.0.2.7/x.efi")
+    );
+    assert_eq!(opt.attributes & boot::LOAD_OPTION_ACTIVE, 1);
+}
