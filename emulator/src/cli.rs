@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::backend::fake::FakeOptions;
-use crate::config::{self, ConfigError, ConfigFile, FeatureSet};
+use crate::config::{self, ConfigError, ConfigFile, FeatureSet, HttpBootMapping};
 use crate::model::System;
 
 /// A Redfish BMC emulator for many machines at once.
@@ -55,6 +55,35 @@ pub struct Cli {
     /// Fake backend: how long InsertMedia takes (a Task when non-zero).
     #[arg(long, env = "SHOAL_MEDIA_DELAY_MS")]
     pub media_delay_ms: Option<u64>,
+    /// Serve libvirt domains instead of fake systems (repeatable: one
+    /// emulator in front of several hypervisors). Needs the `libvirt` feature.
+    #[arg(long = "libvirt-uri", env = "SHOAL_LIBVIRT_URI", value_delimiter = ',')]
+    pub libvirt_uris: Vec<String>,
+    /// Only these domains (names or UUIDs) are systems (repeatable).
+    #[arg(
+        long = "libvirt-domain",
+        env = "SHOAL_LIBVIRT_DOMAINS",
+        value_delimiter = ','
+    )]
+    pub libvirt_domains: Vec<String>,
+    /// libvirt backend: how UefiHttp is carried out.
+    #[arg(long, env = "SHOAL_HTTP_BOOT", value_enum, default_value = "firmware")]
+    pub http_boot: HttpBootMapping,
+    /// libvirt backend: how long GracefulRestart waits for the guest to stop.
+    #[arg(long, env = "SHOAL_GRACEFUL_TIMEOUT_SECS", default_value_t = 60)]
+    pub graceful_timeout_secs: u64,
+}
+
+/// Which backend serves the systems.
+#[derive(Debug, Clone)]
+pub enum BackendChoice {
+    Fake,
+    Libvirt {
+        uris: Vec<String>,
+        allow: Vec<String>,
+        http_boot: HttpBootMapping,
+        graceful_timeout: Duration,
+    },
 }
 
 /// Everything the server runs with, validated.
@@ -66,6 +95,7 @@ pub struct Settings {
     pub feature_set: FeatureSet,
     pub fake: FakeOptions,
     pub systems: Vec<System>,
+    pub backend: BackendChoice,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +106,8 @@ pub enum CliError {
     BothInventories,
     #[error("--fake-systems must be at least 1")]
     NoSystems,
+    #[error("--libvirt-uri serves libvirt domains; it cannot be combined with --fake-systems or [[systems]]")]
+    LibvirtAndFake,
 }
 
 impl Cli {
@@ -84,7 +116,12 @@ impl Cli {
             Some(p) => (p.display().to_string(), ConfigFile::load(p)?),
             None => (String::new(), ConfigFile::default()),
         };
+        let libvirt = !self.libvirt_uris.is_empty();
+        if libvirt && (self.fake_systems.is_some() || !cfg.systems.is_empty()) {
+            return Err(CliError::LibvirtAndFake);
+        }
         let systems = match (cfg.systems.is_empty(), self.fake_systems) {
+            _ if libvirt => Vec::new(),
             (false, Some(_)) => return Err(CliError::BothInventories),
             (false, None) => cfg.systems(&file)?,
             (true, Some(0)) => return Err(CliError::NoSystems),
@@ -119,6 +156,16 @@ impl Cli {
                 state_file: self.state_file.clone(),
             },
             systems,
+            backend: if libvirt {
+                BackendChoice::Libvirt {
+                    uris: self.libvirt_uris.clone(),
+                    allow: self.libvirt_domains.clone(),
+                    http_boot: self.http_boot,
+                    graceful_timeout: Duration::from_secs(self.graceful_timeout_secs),
+                }
+            } else {
+                BackendChoice::Fake
+            },
         })
     }
 }

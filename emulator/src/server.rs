@@ -16,7 +16,7 @@ use crate::api::{app, AppState};
 use crate::auth::AuthStore;
 use crate::backend::fake::FakeBackend;
 use crate::backend::Backend;
-use crate::cli::Settings;
+use crate::cli::{BackendChoice, Settings};
 
 /// The service root UUID: stable for a given set of systems.
 fn service_uuid(settings: &Settings) -> Uuid {
@@ -30,16 +30,44 @@ fn service_uuid(settings: &Settings) -> Uuid {
     uuid::Builder::from_random_bytes(b).into_uuid()
 }
 
-/// The application state for these settings (fake backend).
+fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
+    match &settings.backend {
+        BackendChoice::Fake => Ok(Arc::new(
+            FakeBackend::new(settings.systems.clone(), settings.fake.clone())
+                .context("cannot load the state file")?,
+        )),
+        #[cfg(feature = "libvirt")]
+        BackendChoice::Libvirt {
+            uris,
+            allow,
+            http_boot,
+            graceful_timeout,
+        } => {
+            let opts = crate::backend::libvirt::LibvirtOptions {
+                uris: uris.clone(),
+                allow: allow.clone(),
+                http_boot: *http_boot,
+                graceful_timeout: *graceful_timeout,
+            };
+            Ok(Arc::new(
+                crate::backend::libvirt::LibvirtBackend::connect(opts)
+                    .map_err(anyhow::Error::msg)?,
+            ))
+        }
+        #[cfg(not(feature = "libvirt"))]
+        BackendChoice::Libvirt { .. } => {
+            anyhow::bail!("this shoal-emulator was built without the `libvirt` feature (cargo build --features libvirt)")
+        }
+    }
+}
+
+/// The application state for these settings.
 pub fn state(settings: &Settings) -> Result<AppState> {
     let auth = match &settings.auth_file {
         Some(p) => AuthStore::from_htpasswd(p)?,
         None => AuthStore::open(),
     };
-    let backend: Arc<dyn Backend> = Arc::new(
-        FakeBackend::new(settings.systems.clone(), settings.fake.clone())
-            .context("cannot load the state file")?,
-    );
+    let backend = backend(settings)?;
     Ok(AppState::new(
         backend,
         auth,
@@ -99,7 +127,7 @@ pub async fn run(settings: Settings) -> Result<()> {
         "http"
     };
     tracing::info!(
-        systems = settings.systems.len(),
+        systems = backend.systems().await?.len(),
         backend = backend.kind(),
         feature_set = ?settings.feature_set,
         auth = settings.auth_file.is_some(),

@@ -6,6 +6,8 @@
 //! sequences per system on top (see `api::state::SystemLocks`).
 
 pub mod fake;
+#[cfg(feature = "libvirt")]
+pub mod libvirt;
 
 use std::collections::BTreeMap;
 

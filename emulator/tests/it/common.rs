@@ -74,12 +74,21 @@ impl Api {
         features: FeatureSet,
     ) -> Self {
         let backend = FakeBackend::new(systems, opts).expect("backend");
-        let state = AppState::new(
-            std::sync::Arc::new(backend),
-            auth,
-            features,
-            uuid::Uuid::nil(),
-        );
+        Self::on_with(std::sync::Arc::new(backend), auth, features)
+    }
+
+    /// An open, full-featured service in front of any backend.
+    #[allow(dead_code)] // used by the libvirt tests only
+    pub fn on(backend: std::sync::Arc<dyn shoal_emulator::backend::Backend>) -> Self {
+        Self::on_with(backend, AuthStore::open(), FeatureSet::Full)
+    }
+
+    fn on_with(
+        backend: std::sync::Arc<dyn shoal_emulator::backend::Backend>,
+        auth: AuthStore,
+        features: FeatureSet,
+    ) -> Self {
+        let state = AppState::new(backend, auth, features, uuid::Uuid::nil());
         Api {
             router: app(state.clone()),
             state,

@@ -7,5 +7,7 @@ mod api_boot;
 mod api_resources;
 mod binary;
 mod common;
+#[cfg(feature = "libvirt")]
+mod libvirt;
 mod nvram;
 mod sushy;

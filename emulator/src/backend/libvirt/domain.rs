@@ -1,0 +1,310 @@
+//! What Shoal reads from and writes to a libvirt domain definition: the
+//! machine's facts, Shoal's own state in `<metadata>`, and device boot
+//! order. Pure functions over the element tree, tested without libvirt.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::xml::{Element, Node};
+use crate::model::{
+    Arch, BiosState, BootMode, BootOverride, BootRecord, BootTarget, Disk, IndicatorLed,
+    MediaState, Nic, SecureBoot,
+};
+
+/// Namespace of Shoal's element in `<metadata>`.
+pub const NS: &str = "https://shoal.dev/libvirt/1";
+const STATE_TAG: &str = "shoal:state";
+
+/// The machine as its domain XML describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facts {
+    pub name: String,
+    pub uuid: Uuid,
+    pub arch: Arch,
+    pub uefi: bool,
+    pub memory_mib: u64,
+    pub cpus: u32,
+    pub nics: Vec<Nic>,
+    pub disks: Vec<Disk>,
+    /// The per-domain varstore file (`<os><nvram>`), for UEFI domains.
+    pub nvram: Option<String>,
+    /// The varstore template (`<nvram template=...>`), if the XML names one.
+    pub nvram_template: Option<String>,
+}
+
+/// What Shoal keeps for a domain that libvirt has no place for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShoalState {
+    pub boot: BootOverride,
+    pub bios: BiosState,
+    pub secure_boot: SecureBoot,
+    pub cd: MediaState,
+    pub floppy: MediaState,
+    pub indicator: IndicatorLed,
+    pub asset_tag: String,
+    pub last_boot: Option<BootRecord>,
+}
+
+impl ShoalState {
+    pub fn fresh(f: &Facts) -> Self {
+        ShoalState {
+            boot: BootOverride::disabled(if f.uefi {
+                BootMode::Uefi
+            } else {
+                BootMode::Legacy
+            }),
+            bios: BiosState {
+                current: crate::bios::defaults(),
+                pending: Default::default(),
+            },
+            secure_boot: SecureBoot {
+                enable: false,
+                current_boot: false,
+                keys_enrolled: true,
+            },
+            cd: MediaState::default(),
+            floppy: MediaState::default(),
+            indicator: IndicatorLed::Off,
+            asset_tag: String::new(),
+            last_boot: None,
+        }
+    }
+}
+
+fn memory_mib(e: Option<&Element>) -> u64 {
+    let Some(e) = e else { return 0 };
+    let n: u64 = e.text().trim().parse().unwrap_or(0);
+    match e.attr("unit").unwrap_or("KiB") {
+        "b" | "bytes" => n >> 20,
+        "KB" => n * 1000 / (1 << 20),
+        "k" | "KiB" => n >> 10,
+        "MB" => n * 1_000_000 / (1 << 20),
+        "M" | "MiB" => n,
+        "GB" => n * 1_000_000_000 / (1 << 20),
+        "G" | "GiB" => n << 10,
+        _ => n >> 10,
+    }
+}
+
+pub fn facts(d: &Element) -> Result<Facts, String> {
+    let name = d.at("name").map(|e| e.text()).ok_or("no <name>")?;
+    let uuid = d.at("uuid").map(|e| e.text()).ok_or("no <uuid>")?;
+    let uuid = Uuid::parse_str(uuid.trim()).map_err(|e| format!("bad <uuid>: {e}"))?;
+    let os = d.child("os");
+    let arch = match os
+        .and_then(|o| o.child("type"))
+        .and_then(|t| t.attr("arch"))
+    {
+        Some("ppc64le") | Some("ppc64") => Arch::Ppc64le,
+        Some("aarch64") => Arch::Aarch64,
+        _ => Arch::X86_64,
+    };
+    let loader = os.and_then(|o| o.child("loader"));
+    let uefi = arch.has_uefi()
+        && (os.and_then(|o| o.attr("firmware")) == Some("efi")
+            || loader.is_some_and(|l| l.attr("type") == Some("pflash")));
+    let nvram_el = os.and_then(|o| o.child("nvram"));
+    let devices = d.child("devices");
+    let nics = devices
+        .into_iter()
+        .flat_map(|ds| ds.elements().filter(|e| e.name == "interface"))
+        .filter_map(|i| {
+            i.child("mac").and_then(|m| m.attr("address")).map(|a| Nic {
+                mac: a.to_ascii_lowercase(),
+            })
+        })
+        .collect();
+    let disks = devices
+        .into_iter()
+        .flat_map(|ds| {
+            ds.elements()
+                .filter(|e| e.name == "disk" && e.attr("device").unwrap_or("disk") == "disk")
+        })
+        .filter_map(|disk| {
+            let dev = disk.child("target")?.attr("dev")?.to_string();
+            let size = disk
+                .child("source")
+                .and_then(|s| s.attr("file"))
+                .and_then(|f| std::fs::metadata(f).ok())
+                .map(|m| m.len());
+            Some(Disk {
+                name: dev,
+                capacity_bytes: size.unwrap_or(0),
+            })
+        })
+        .collect();
+    Ok(Facts {
+        name,
+        uuid,
+        arch,
+        uefi,
+        memory_mib: memory_mib(d.child("memory")),
+        cpus: d
+            .child("vcpu")
+            .and_then(|v| v.text().trim().parse().ok())
+            .unwrap_or(1),
+        nics,
+        disks,
+        nvram: nvram_el
+            .map(|n| n.text().trim().to_string())
+            .filter(|p| !p.is_empty()),
+        nvram_template: nvram_el
+            .and_then(|n| n.attr("template"))
+            .map(str::to_string),
+    })
+}
+
+/// Shoal's state stored in the domain, if any (a damaged one counts as none).
+pub fn read_state(d: &Element) -> Option<ShoalState> {
+    let el = d
+        .child("metadata")?
+        .elements()
+        .find(|e| e.name == STATE_TAG || e.attr("xmlns:shoal") == Some(NS))?;
+    serde_json::from_str(&el.text()).ok()
+}
+
+/// Stores Shoal's state in `<metadata>`, replacing an older copy.
+pub fn write_state(d: &mut Element, s: &ShoalState) {
+    let json = serde_json::to_string(s).expect("state serialises");
+    let md = d.child_or_insert("metadata");
+    md.remove_where(|e| e.name == STATE_TAG);
+    md.push(
+        Element::new(STATE_TAG)
+            .with_attr("xmlns:shoal", NS)
+            .with_text(&json),
+    );
+}
+
+/// The class of device a boot target means in the domain XML.
+fn class_of(e: &Element) -> Option<BootTarget> {
+    match (e.name.as_str(), e.attr("device").unwrap_or("disk")) {
+        ("disk", "disk") => Some(BootTarget::Hdd),
+        ("disk", "cdrom") => Some(BootTarget::Cd),
+        ("disk", "floppy") => Some(BootTarget::Floppy),
+        ("interface", _) => Some(BootTarget::Pxe),
+        _ => None,
+    }
+}
+
+/// Rewrites device boot order: devices of `first`'s class lead, then disks,
+/// CD-ROMs, floppies and NICs in document order. `<os><boot dev>` entries,
+/// which libvirt does not allow beside per-device order, are removed.
+pub fn set_boot_order(d: &mut Element, first: Option<BootTarget>) {
+    if let Some(os) = d.child_mut("os") {
+        os.remove_where(|e| e.name == "boot");
+    }
+    let Some(devices) = d.child_mut("devices") else {
+        return;
+    };
+    let rank = |t: BootTarget| -> usize {
+        let base = [
+            BootTarget::Hdd,
+            BootTarget::Cd,
+            BootTarget::Floppy,
+            BootTarget::Pxe,
+        ]
+        .iter()
+        .position(|x| *x == t)
+        .unwrap_or(9)
+            + 1;
+        if Some(t) == first {
+            0
+        } else {
+            base
+        }
+    };
+    let mut order: Vec<(usize, usize)> = devices
+        .children
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| match n {
+            Node::Element(e) => class_of(e).map(|c| (rank(c), i)),
+            Node::Raw(_) => None,
+        })
+        .collect();
+    order.sort();
+    for (n, (_, i)) in order.into_iter().enumerate() {
+        if let Node::Element(e) = &mut devices.children[i] {
+            e.remove_where(|c| c.name == "boot");
+            e.push(Element::new("boot").with_attr("order", &(n + 1).to_string()));
+        }
+    }
+}
+
+/// The device class booted first according to the XML, if any.
+pub fn first_boot_device(d: &Element) -> Option<BootTarget> {
+    d.child("devices")?
+        .elements()
+        .filter_map(|e| {
+            Some((
+                e.child("boot")?.attr("order")?.parse::<u32>().ok()?,
+                class_of(e)?,
+            ))
+        })
+        .min_by_key(|(o, _)| *o)
+        .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::xml::parse;
+    use super::*;
+
+    const XML: &str = r#"<domain type="qemu">
+  <name>vm1</name><uuid>6a1f0c2e-8b4d-4e1a-9c3b-2f5d7e9a1b3c</uuid>
+  <memory unit="KiB">1048576</memory><vcpu>2</vcpu>
+  <os firmware="efi"><type arch="x86_64" machine="q35">hvm</type><nvram template="/usr/share/OVMF/OVMF_VARS_4M.fd">/var/lib/libvirt/qemu/nvram/vm1_VARS.fd</nvram><boot dev="hd"/></os>
+  <devices>
+    <disk type="file" device="disk"><target dev="vda" bus="virtio"/></disk>
+    <disk type="file" device="cdrom"><target dev="sda" bus="sata"/></disk>
+    <interface type="network"><mac address="52:54:00:AB:CD:01"/><source network="n"/></interface>
+  </devices>
+</domain>"#;
+
+    #[test]
+    fn facts_are_read() {
+        let f = facts(&parse(XML).unwrap()).unwrap();
+        assert_eq!(
+            (f.name.as_str(), f.memory_mib, f.cpus, f.uefi, f.arch),
+            ("vm1", 1024, 2, true, Arch::X86_64)
+        );
+        assert_eq!(f.nics[0].mac, "52:54:00:ab:cd:01");
+        assert_eq!(f.disks[0].name, "vda");
+        assert_eq!(
+            f.nvram.as_deref(),
+            Some("/var/lib/libvirt/qemu/nvram/vm1_VARS.fd")
+        );
+        assert_eq!(
+            f.nvram_template.as_deref(),
+            Some("/usr/share/OVMF/OVMF_VARS_4M.fd")
+        );
+    }
+
+    #[test]
+    fn state_survives_in_metadata() {
+        let mut d = parse(XML).unwrap();
+        assert_eq!(read_state(&d), None);
+        let f = facts(&d).unwrap();
+        let mut s = ShoalState::fresh(&f);
+        s.boot.http_boot_uri = Some("http://h/x?a=1&b=<2>".into());
+        write_state(&mut d, &s);
+        write_state(&mut d, &s);
+        let again = parse(&d.to_xml()).unwrap();
+        assert_eq!(read_state(&again), Some(s));
+        assert_eq!(again.child("metadata").unwrap().elements().count(), 1);
+    }
+
+    #[test]
+    fn boot_order_puts_the_target_first() {
+        let mut d = parse(XML).unwrap();
+        set_boot_order(&mut d, Some(BootTarget::Pxe));
+        assert_eq!(first_boot_device(&d), Some(BootTarget::Pxe));
+        assert!(d.at("os/boot").is_none());
+        set_boot_order(&mut d, Some(BootTarget::Cd));
+        assert_eq!(first_boot_device(&d), Some(BootTarget::Cd));
+        set_boot_order(&mut d, None);
+        assert_eq!(first_boot_device(&d), Some(BootTarget::Hdd));
+        let out = d.to_xml();
+        assert_eq!(out.matches("<boot order=").count(), 3, "{out}");
+    }
+}

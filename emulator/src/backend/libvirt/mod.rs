@@ -1,0 +1,581 @@
+//! The libvirt backend (cargo feature `libvirt`): systems are domains on
+//! one or more libvirt connections, and power, boot and firmware settings
+//! really happen.
+//!
+//! Invariants:
+//! - One long-lived connection per URI, reopened when it dies; every libvirt
+//!   call runs on the blocking pool, never on the async workers.
+//! - Every read-modify-write of a domain holds that domain's lock.
+//! - Shoal's state (boot override, HttpBootUri, BIOS, media, last boot) lives
+//!   in the persistent domain XML under `<metadata>` (`domain.rs`), so an
+//!   emulator restart loses nothing.
+//! - Boot settings are applied when the machine is powered on, while it is
+//!   off: device boot order in the XML, and for UefiHttp (firmware mapping)
+//!   a URI load option plus BootNext/BootOrder in the domain's NVRAM
+//!   (`nvram`). A Once override is consumed by that start.
+//!
+//! Power mapping: On/ForceOn start; ForceOff destroys; GracefulShutdown is an
+//! ACPI shutdown; ForceRestart and PowerCycle destroy then start (so pending
+//! changes apply); GracefulRestart shuts down, waits up to
+//! `graceful_timeout`, forces off if needed, then starts; PushPowerButton
+//! toggles (shutdown or start); Nmi injects an NMI.
+
+pub mod domain;
+pub mod xml;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use virt::connect::Connect;
+use virt::domain::{Domain, DomainState};
+use virt::enumutil::Enum;
+use virt::error::ErrorNumber;
+use virt::sys;
+
+use super::{Backend, BackendError, Completion, Result};
+use crate::config::HttpBootMapping;
+use crate::error::Msg;
+use crate::model::{
+    BootRecord, BootTarget, MediaImage, MediaSlot, OverrideEnabled, PowerState, ResetKeysType,
+    ResetType, System, SystemRef, SystemSettings,
+};
+use crate::nvram::{boot as efiboot, Varstore};
+use domain::{Facts, ShoalState};
+
+#[derive(Debug, Clone)]
+pub struct LibvirtOptions {
+    pub uris: Vec<String>,
+    /// Only these domains (names or UUIDs) are systems; empty: all.
+    pub allow: Vec<String>,
+    pub http_boot: HttpBootMapping,
+    pub graceful_timeout: Duration,
+}
+
+struct Conn {
+    uri: String,
+    conn: Mutex<Option<Connect>>,
+}
+
+struct Inner {
+    conns: Vec<Conn>,
+    opts: LibvirtOptions,
+    locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+#[derive(Clone)]
+pub struct LibvirtBackend {
+    inner: Arc<Inner>,
+}
+
+fn virt_err(e: virt::error::Error) -> BackendError {
+    match e.code() {
+        Enum::Known(ErrorNumber::NoDomain) => BackendError::NotFound(e.message().to_string()),
+        Enum::Known(ErrorNumber::OperationInvalid) => {
+            BackendError::Conflict(e.message().to_string())
+        }
+        _ => BackendError::Internal(format!("libvirt: {}", e.message())),
+    }
+}
+
+fn invalid(msg: Msg) -> BackendError {
+    BackendError::Invalid(msg)
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl LibvirtBackend {
+    /// Opens every connection now, so a wrong URI fails at start-up.
+    pub fn connect(opts: LibvirtOptions) -> std::result::Result<Self, String> {
+        let mut conns = Vec::new();
+        for uri in &opts.uris {
+            let c = Connect::open(Some(uri))
+                .map_err(|e| format!("cannot connect to {uri}: {}", e.message()))?;
+            conns.push(Conn {
+                uri: uri.clone(),
+                conn: Mutex::new(Some(c)),
+            });
+        }
+        if conns.is_empty() {
+            return Err("no libvirt URI given".into());
+        }
+        Ok(LibvirtBackend {
+            inner: Arc::new(Inner {
+                conns,
+                opts,
+                locks: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| BackendError::Internal(format!("libvirt worker: {e}")))?
+    }
+}
+
+impl Inner {
+    /// Runs `f` on connection `i`, reopening it first if it was lost.
+    fn with_conn<T>(
+        &self,
+        i: usize,
+        f: impl FnOnce(&Connect) -> std::result::Result<T, virt::error::Error>,
+    ) -> Result<T> {
+        let c = &self.conns[i];
+        let mut guard = c.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.as_ref().map(|c| c.is_alive().unwrap_or(false)) != Some(true) {
+            tracing::warn!(uri = %c.uri, "reconnecting to libvirt");
+            *guard =
+                Some(Connect::open(Some(&c.uri)).map_err(|e| {
+                    BackendError::Unavailable(format!("{}: {}", c.uri, e.message()))
+                })?);
+        }
+        f(guard.as_ref().expect("connected")).map_err(virt_err)
+    }
+
+    fn allowed(&self, name: &str, uuid: &str) -> bool {
+        self.opts.allow.is_empty()
+            || self
+                .opts
+                .allow
+                .iter()
+                .any(|a| a == name || a.eq_ignore_ascii_case(uuid))
+    }
+
+    fn list(&self) -> Result<Vec<SystemRef>> {
+        let mut out = Vec::new();
+        for i in 0..self.conns.len() {
+            let flags =
+                sys::VIR_CONNECT_LIST_DOMAINS_ACTIVE | sys::VIR_CONNECT_LIST_DOMAINS_INACTIVE;
+            let doms = self.with_conn(i, |c| c.list_all_domains(flags))?;
+            for d in doms {
+                let (name, uuid) = (
+                    d.name().map_err(virt_err)?,
+                    d.uuid_string().map_err(virt_err)?,
+                );
+                if self.allowed(&name, &uuid) {
+                    out.push(SystemRef { id: uuid, name });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    /// The domain with this UUID on any connection.
+    fn domain(&self, id: &str) -> Result<(usize, Domain)> {
+        for i in 0..self.conns.len() {
+            match self.with_conn(i, |c| c.lookup_domain_by_uuid_string(id)) {
+                Ok(d) => {
+                    let name = d.name().map_err(virt_err)?;
+                    if !self.allowed(&name, id) {
+                        break;
+                    }
+                    return Ok((i, d));
+                }
+                Err(BackendError::NotFound(_)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(BackendError::NotFound(id.to_string()))
+    }
+
+    fn lock(&self, id: &str) -> Arc<Mutex<()>> {
+        self.locks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(id.to_string())
+            .or_default()
+            .clone()
+    }
+
+    /// The persistent definition, parsed, with Shoal's state.
+    fn read(&self, dom: &Domain) -> Result<(xml::Element, Facts, ShoalState)> {
+        let text = dom
+            .xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)
+            .map_err(virt_err)?;
+        let d = xml::parse(&text).map_err(|e| BackendError::Internal(e.to_string()))?;
+        let f = domain::facts(&d).map_err(BackendError::Internal)?;
+        let s = domain::read_state(&d).unwrap_or_else(|| ShoalState::fresh(&f));
+        Ok((d, f, s))
+    }
+
+    fn define(&self, conn: usize, d: &xml::Element) -> Result<()> {
+        let text = d.to_xml();
+        self.with_conn(conn, |c| c.define_domain_xml(&text))
+            .map(drop)
+    }
+
+    fn power(dom: &Domain) -> Result<PowerState> {
+        let (state, _) = dom.state().map_err(virt_err)?;
+        Ok(match state {
+            Enum::Known(
+                DomainState::Running
+                | DomainState::Blocked
+                | DomainState::Paused
+                | DomainState::PMSuspended,
+            ) => PowerState::On,
+            Enum::Known(DomainState::Shutdown) => PowerState::PoweringOff,
+            _ => PowerState::Off,
+        })
+    }
+
+    fn system(&self, id: &str) -> Result<System> {
+        let (_, dom) = self.domain(id)?;
+        let (_, f, s) = self.read(&dom)?;
+        Ok(System {
+            id: id.to_ascii_lowercase(),
+            name: f.name,
+            uuid: f.uuid,
+            arch: f.arch,
+            memory_mib: f.memory_mib,
+            cpus: f.cpus,
+            disks: f.disks,
+            nics: f.nics,
+            power: Self::power(&dom)?,
+            boot: s.boot,
+            bios: s.bios,
+            secure_boot: s.secure_boot,
+            cd: s.cd,
+            floppy: s.floppy,
+            indicator: s.indicator,
+            asset_tag: s.asset_tag,
+            last_boot: s.last_boot,
+            profile: "generic".into(),
+        })
+    }
+
+    /// Read-modify-write of Shoal's state under the domain's lock.
+    fn modify(
+        &self,
+        id: &str,
+        f: impl FnOnce(&Facts, &mut ShoalState) -> Result<()>,
+    ) -> Result<()> {
+        let lock = self.lock(id);
+        let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (conn, dom) = self.domain(id)?;
+        let (mut d, facts, mut state) = self.read(&dom)?;
+        f(&facts, &mut state)?;
+        domain::write_state(&mut d, &state);
+        self.define(conn, &d)
+    }
+
+    /// Writes (or clears) Shoal's HTTP boot option in the domain's NVRAM.
+    fn prepare_nvram(&self, f: &Facts, s: &ShoalState, target: Option<BootTarget>) -> Result<()> {
+        let Some(path) = &f.nvram else {
+            return match target {
+                Some(BootTarget::UefiHttp) => Err(BackendError::Internal(format!(
+                    "{} has no NVRAM file in its definition",
+                    f.name
+                ))),
+                _ => Ok(()),
+            };
+        };
+        let path = Path::new(path);
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let template = f.nvram_template.as_deref().ok_or_else(|| {
+                    BackendError::Internal(format!(
+                        "{} does not exist and the domain names no template",
+                        path.display()
+                    ))
+                })?;
+                std::fs::read(template)
+                    .map_err(|e| BackendError::Internal(format!("{template}: {e}")))?
+            }
+            Err(e) => return Err(BackendError::Internal(format!("{}: {e}", path.display()))),
+        };
+        let mut store = Varstore::parse(bytes)
+            .map_err(|e| BackendError::Internal(format!("{}: {e}", path.display())))?;
+        let result = match target {
+            Some(BootTarget::UefiHttp) => {
+                let how = match s.boot.enabled {
+                    OverrideEnabled::Continuous => efiboot::Persistence::Continuous,
+                    _ => efiboot::Persistence::Once,
+                };
+                efiboot::set_http_boot(
+                    &mut store,
+                    s.boot.http_boot_uri.as_deref().unwrap_or(""),
+                    how,
+                )
+                .map(drop)
+            }
+            _ => efiboot::clear_http_boot(&mut store),
+        };
+        result.map_err(|e| BackendError::Internal(format!("{}: {e}", path.display())))?;
+        write_keeping_owner(path, store.as_bytes())
+            .map_err(|e| BackendError::Internal(format!("{}: {e}", path.display())))
+    }
+
+    /// Applies the boot settings to the definition and NVRAM, then starts.
+    fn power_on(&self, conn: usize, dom: &Domain) -> Result<()> {
+        let (mut d, f, mut s) = self.read(dom)?;
+        let target = s.boot.effective_target();
+        if target == Some(BootTarget::UefiHttp) && self.opts.http_boot == HttpBootMapping::Vmedia {
+            return Err(invalid(Msg::new(
+                "PropertyValueNotInList",
+                &["UefiHttp", "Boot/BootSourceOverrideTarget"],
+            )));
+        }
+        let device_first = target.filter(|t| {
+            matches!(
+                t,
+                BootTarget::Pxe | BootTarget::Hdd | BootTarget::Cd | BootTarget::Floppy
+            )
+        });
+        domain::set_boot_order(&mut d, device_first);
+        if f.uefi {
+            self.prepare_nvram(&f, &s, target)?;
+        }
+        // What this boot does, recorded as the fake backend records it.
+        let pending = std::mem::take(&mut s.bios.pending);
+        s.bios.current.extend(pending);
+        s.secure_boot.current_boot = s.secure_boot.enable && f.uefi && s.secure_boot.keys_enrolled;
+        let booted = target.unwrap_or(BootTarget::Hdd);
+        s.last_boot = Some(BootRecord {
+            at: unix_now(),
+            target: booted,
+            mode: s.boot.mode,
+            uri: (booted == BootTarget::UefiHttp)
+                .then(|| s.boot.http_boot_uri.clone())
+                .flatten(),
+            media: (booted == BootTarget::Cd)
+                .then(|| s.cd.image.clone())
+                .flatten(),
+        });
+        let once = s.boot.enabled == OverrideEnabled::Once;
+        s.boot = s.boot.after_boot();
+        domain::write_state(&mut d, &s);
+        self.define(conn, &d)?;
+        dom.create().map_err(virt_err)?;
+        if once {
+            // The running instance keeps the override's order; the next
+            // start uses the normal one.
+            domain::set_boot_order(&mut d, None);
+            self.define(conn, &d)?;
+        }
+        tracing::info!(domain = %f.name, target = %booted, "powered on");
+        Ok(())
+    }
+
+    fn wait_off(dom: &Domain, timeout: Duration) -> Result<bool> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if Self::power(dom)? == PowerState::Off {
+                return Ok(true);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Ok(false)
+    }
+
+    fn reset(&self, id: &str, reset: ResetType) -> Result<()> {
+        let lock = self.lock(id);
+        let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (conn, dom) = self.domain(id)?;
+        let on = Self::power(&dom)? != PowerState::Off;
+        use ResetType as R;
+        match reset {
+            R::On | R::ForceOn if !on => self.power_on(conn, &dom),
+            R::On | R::ForceOn => Ok(()),
+            R::ForceOff if on => dom.destroy().map_err(virt_err),
+            R::GracefulShutdown if on => dom.shutdown().map_err(virt_err),
+            R::ForceOff | R::GracefulShutdown => Ok(()),
+            R::ForceRestart | R::PowerCycle => {
+                if on {
+                    dom.destroy().map_err(virt_err)?;
+                }
+                self.power_on(conn, &dom)
+            }
+            R::GracefulRestart => {
+                if on {
+                    dom.shutdown().map_err(virt_err)?;
+                    if !Self::wait_off(&dom, self.opts.graceful_timeout)? {
+                        tracing::warn!(%id, "guest ignored the shutdown request; forcing off");
+                        dom.destroy().map_err(virt_err)?;
+                    }
+                }
+                self.power_on(conn, &dom)
+            }
+            R::PushPowerButton if on => dom.shutdown().map_err(virt_err),
+            R::PushPowerButton => self.power_on(conn, &dom),
+            R::Nmi if on => {
+                // SAFETY: the pointer is valid while `dom` lives; flags must be 0.
+                let rc = unsafe { sys::virDomainInjectNMI(dom.as_ptr(), 0) };
+                if rc < 0 {
+                    return Err(BackendError::Internal(
+                        "libvirt: NMI injection failed".into(),
+                    ));
+                }
+                Ok(())
+            }
+            R::Nmi => Err(BackendError::Conflict(format!("{id} is off: no NMI"))),
+        }
+    }
+}
+
+/// Replaces a file atomically while keeping its owner and mode (libvirt
+/// hands NVRAM files to the QEMU user).
+fn write_keeping_owner(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::fs::write(tmp.path(), bytes)?;
+    if let Ok(m) = std::fs::metadata(path) {
+        std::os::unix::fs::chown(tmp.path(), Some(m.uid()), Some(m.gid()))?;
+        std::fs::set_permissions(tmp.path(), m.permissions())?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[async_trait]
+impl Backend for LibvirtBackend {
+    fn kind(&self) -> &'static str {
+        "libvirt"
+    }
+
+    async fn systems(&self) -> Result<Vec<SystemRef>> {
+        self.blocking(|i| i.list()).await
+    }
+
+    async fn find(&self, id_or_name: &str) -> Result<Option<SystemRef>> {
+        let key = id_or_name.to_string();
+        self.blocking(move |i| {
+            Ok(i.list()?
+                .into_iter()
+                .find(|r| r.id.eq_ignore_ascii_case(&key) || r.name == key))
+        })
+        .await
+    }
+
+    async fn system(&self, id: &str) -> Result<System> {
+        let id = id.to_string();
+        self.blocking(move |i| i.system(&id)).await
+    }
+
+    async fn reset(&self, id: &str, reset: ResetType) -> Result<()> {
+        let id = id.to_string();
+        self.blocking(move |i| i.reset(&id, reset)).await
+    }
+
+    async fn update_system(
+        &self,
+        id: &str,
+        boot: Option<&crate::model::BootOverride>,
+        settings: &SystemSettings,
+    ) -> Result<()> {
+        let (id, boot, settings) = (id.to_string(), boot.cloned(), settings.clone());
+        self.blocking(move |i| {
+            i.modify(&id, |f, s| {
+                if let Some(b) = boot {
+                    let firmware_mode = if f.uefi {
+                        crate::model::BootMode::Uefi
+                    } else {
+                        crate::model::BootMode::Legacy
+                    };
+                    if b.mode != firmware_mode {
+                        // Switching firmware (OVMF <-> SeaBIOS) is not done yet.
+                        return Err(invalid(
+                            Msg::new(
+                                "PropertyValueNotInList",
+                                &[b.mode.as_str(), "Boot/BootSourceOverrideMode"],
+                            )
+                            .about("Boot/BootSourceOverrideMode"),
+                        ));
+                    }
+                    s.boot = b;
+                }
+                if let Some(led) = settings.indicator {
+                    s.indicator = led;
+                }
+                if let Some(tag) = settings.asset_tag {
+                    s.asset_tag = tag;
+                }
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn insert_media(
+        &self,
+        _id: &str,
+        _slot: MediaSlot,
+        _image: MediaImage,
+    ) -> Result<Completion> {
+        Err(invalid(Msg::new(
+            "ActionNotSupported",
+            &["VirtualMedia.InsertMedia"],
+        )))
+    }
+
+    async fn eject_media(&self, _id: &str, _slot: MediaSlot) -> Result<()> {
+        Err(invalid(Msg::new(
+            "ActionNotSupported",
+            &["VirtualMedia.EjectMedia"],
+        )))
+    }
+
+    async fn set_bios_pending(
+        &self,
+        id: &str,
+        pending: BTreeMap<String, serde_json::Value>,
+    ) -> Result<()> {
+        let id = id.to_string();
+        self.blocking(move |i| {
+            i.modify(&id, |_, s| {
+                s.bios.pending = pending;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn reset_bios(&self, id: &str) -> Result<()> {
+        let id = id.to_string();
+        self.blocking(move |i| {
+            i.modify(&id, |_, s| {
+                s.bios.pending = crate::bios::defaults();
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn set_secure_boot(&self, id: &str, enable: bool) -> Result<()> {
+        let id = id.to_string();
+        self.blocking(move |i| {
+            i.modify(&id, |_, s| {
+                s.secure_boot.enable = enable;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn reset_secure_boot_keys(&self, id: &str, kind: ResetKeysType) -> Result<()> {
+        let id = id.to_string();
+        self.blocking(move |i| {
+            i.modify(&id, |_, s| {
+                s.secure_boot.keys_enrolled = kind == ResetKeysType::ResetAllKeysToDefault;
+                Ok(())
+            })
+        })
+        .await
+    }
+}

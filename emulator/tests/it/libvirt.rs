@@ -1,0 +1,308 @@
+//! The libvirt backend on libvirt's `test:///default` driver: domains as
+//! systems, power, device boot order with Once/Continuous, state kept in
+//! the domain's metadata, and UefiHttp written into a UEFI domain's NVRAM.
+//!
+//! `test:///default` is one shared instance per process while a connection
+//! to it is open, so each test keeps its own connection (`Hv`) for the
+//! checks and defines its own domains.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::json;
+use shoal_emulator::backend::libvirt::{LibvirtBackend, LibvirtOptions};
+use shoal_emulator::config::HttpBootMapping;
+use shoal_emulator::nvram::{boot as efiboot, Varstore};
+use virt::connect::Connect;
+
+use crate::common::{required, Api};
+
+const URI: &str = "test:///default";
+
+struct Hv(Connect);
+
+impl Hv {
+    fn open() -> Self {
+        Hv(Connect::open(Some(URI)).expect("test:///default"))
+    }
+
+    fn define(&self, xml: &str) -> String {
+        let d = self.0.define_domain_xml(xml).expect("define");
+        d.uuid_string().unwrap()
+    }
+
+    fn xml(&self, id: &str, inactive: bool) -> String {
+        let d = self.0.lookup_domain_by_uuid_string(id).unwrap();
+        d.xml_desc(if inactive {
+            virt::sys::VIR_DOMAIN_XML_INACTIVE
+        } else {
+            0
+        })
+        .unwrap()
+    }
+
+    /// The device element that carries `<boot order='1'/>`.
+    fn first_boot(&self, id: &str, inactive: bool) -> String {
+        let x = shoal_emulator::backend::libvirt::xml::parse(&self.xml(id, inactive)).unwrap();
+        format!(
+            "{:?}",
+            shoal_emulator::backend::libvirt::domain::first_boot_device(&x)
+        )
+    }
+}
+
+fn api(allow: &[&str]) -> Api {
+    let opts = LibvirtOptions {
+        uris: vec![URI.into()],
+        allow: allow.iter().map(|s| s.to_string()).collect(),
+        http_boot: HttpBootMapping::Firmware,
+        graceful_timeout: Duration::from_secs(2),
+    };
+    Api::on(Arc::new(LibvirtBackend::connect(opts).expect("backend")))
+}
+
+fn legacy_domain(name: &str) -> String {
+    format!(
+        r#"<domain type="test"><name>{name}</name><memory unit="MiB">512</memory><vcpu>1</vcpu>
+  <os><type arch="x86_64">hvm</type><boot dev="hd"/></os>
+  <devices>
+    <disk type="file" device="disk"><source file="/guest/{name}.img"/><target dev="vda" bus="virtio"/></disk>
+    <disk type="file" device="cdrom"><target dev="sda" bus="sata"/><readonly/></disk>
+    <interface type="network"><mac address="52:54:00:10:00:01"/><source network="default"/></interface>
+  </devices></domain>"#
+    )
+}
+
+async fn reset(api: &Api, sys: &str, t: &str) {
+    let r = api
+        .post(
+            &format!("{sys}/Actions/ComputerSystem.Reset"),
+            json!({"ResetType": t}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{t}: {}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn domains_are_systems_with_real_power() {
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("power-vm"));
+    let api = api(&["power-vm"]);
+    let list = api.get("/redfish/v1/Systems").await.body;
+    assert_eq!(
+        list["Members@odata.count"], 1,
+        "the allow-list hides the driver's own domain"
+    );
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let s = api.get(&sys).await.body;
+    assert_eq!(
+        (s["Name"].clone(), s["PowerState"].clone()),
+        (json!("power-vm"), json!("Off"))
+    );
+    assert_eq!(s["MemorySummary"]["TotalSystemMemoryGiB"], 0.5);
+    assert_eq!(
+        api.get("/redfish/v1/Systems/power-vm")
+            .await
+            .header("location"),
+        Some(sys.clone())
+    );
+    let allowed = s["Boot"]["BootSourceOverrideTarget@Redfish.AllowableValues"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        !allowed.contains(&json!("UefiHttp")),
+        "a BIOS domain offers no UefiHttp"
+    );
+
+    reset(&api, &sys, "On").await;
+    assert!(hv
+        .0
+        .lookup_domain_by_uuid_string(&id)
+        .unwrap()
+        .is_active()
+        .unwrap());
+    assert_eq!(api.get(&sys).await.body["PowerState"], "On");
+    reset(&api, &sys, "ForceOff").await;
+    assert!(!hv
+        .0
+        .lookup_domain_by_uuid_string(&id)
+        .unwrap()
+        .is_active()
+        .unwrap());
+    reset(&api, &sys, "PowerCycle").await;
+    assert_eq!(api.get(&sys).await.body["PowerState"], "On");
+    let r = api
+        .post(
+            &format!("{sys}/Actions/ComputerSystem.Reset"),
+            json!({"ResetType": "Bogus"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pxe_once_applies_to_one_start_and_continuous_stays() {
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("boot-vm"));
+    let api = api(&[]);
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let r = api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    reset(&api, &sys, "On").await;
+    assert_eq!(
+        hv.first_boot(&id, false),
+        "Some(Pxe)",
+        "the running instance boots the NIC"
+    );
+    assert_eq!(
+        hv.first_boot(&id, true),
+        "Some(Hdd)",
+        "the next start boots the disk"
+    );
+    let b = api.get(&sys).await.body["Boot"].clone();
+    assert_eq!(
+        (
+            b["BootSourceOverrideEnabled"].clone(),
+            b["BootSourceOverrideTarget"].clone()
+        ),
+        (json!("Disabled"), json!("None"))
+    );
+
+    api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Continuous"}})).await;
+    reset(&api, &sys, "ForceRestart").await;
+    assert_eq!(hv.first_boot(&id, false), "Some(Cd)");
+    assert_eq!(hv.first_boot(&id, true), "Some(Cd)");
+    assert_eq!(
+        api.get(&sys).await.body["Boot"]["BootSourceOverrideEnabled"],
+        "Continuous"
+    );
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideMode": "UEFI"}}))
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::BAD_REQUEST,
+        "firmware switching is refused, not faked"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn state_lives_in_the_domain_and_survives_a_new_emulator() {
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("state-vm"));
+    let sys = format!("/redfish/v1/Systems/{id}");
+    {
+        let api = api(&[]);
+        api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Continuous"}, "AssetTag": "rack-7"})).await;
+        let settings = format!("{sys}/Bios/Settings");
+        assert_eq!(
+            api.patch(
+                &settings,
+                json!({"Attributes": {"ProcTurboMode": "Disabled"}})
+            )
+            .await
+            .status,
+            StatusCode::OK
+        );
+    }
+    assert!(hv.xml(&id, true).contains("https://shoal.dev/libvirt/1"));
+    let api = api(&[]);
+    let s = api.get(&sys).await.body;
+    assert_eq!(
+        (
+            s["AssetTag"].clone(),
+            s["Boot"]["BootSourceOverrideTarget"].clone()
+        ),
+        (json!("rack-7"), json!("Pxe"))
+    );
+    assert_eq!(
+        api.get(&format!("{sys}/Bios/Settings")).await.body["Attributes"]["ProcTurboMode"],
+        "Disabled"
+    );
+    reset(&api, &sys, "On").await;
+    assert_eq!(
+        api.get(&format!("{sys}/Bios")).await.body["Attributes"]["ProcTurboMode"],
+        "Disabled"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn uefi_http_writes_the_uri_boot_option_into_nvram() {
+    let Some(template) = required("/usr/share/OVMF/OVMF_VARS_4M.fd", "Debian package ovmf") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let nvram = dir.path().join("uefi-vm_VARS.fd");
+    let hv = Hv::open();
+    let id = hv.define(&format!(
+        r#"<domain type="test"><name>uefi-vm</name><memory unit="MiB">1024</memory><vcpu>1</vcpu>
+  <os><type arch="x86_64" machine="q35">hvm</type>
+    <loader readonly="yes" type="pflash">/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
+    <nvram template="{}">{}</nvram></os>
+  <devices><disk type="file" device="disk"><source file="/guest/u.img"/><target dev="vda" bus="virtio"/></disk>
+    <interface type="network"><mac address="52:54:00:10:00:02"/><source network="default"/></interface></devices></domain>"#,
+        template.display(),
+        nvram.display()
+    ));
+    let api = api(&[]);
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let s = api.get(&sys).await.body;
+    assert!(
+        s["Boot"]["BootSourceOverrideTarget@Redfish.AllowableValues"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("UefiHttp"))
+    );
+    assert_eq!(s["Boot"]["BootSourceOverrideMode"], "UEFI");
+
+    let uri = "http://198.18.0.1:8080/boot.iso";
+    let r = api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once", "HttpBootUri": uri}})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(!nvram.exists(), "NVRAM is only written at power-on");
+    reset(&api, &sys, "On").await;
+    let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
+    let next = efiboot::boot_next(&store).expect("BootNext");
+    let (_, opt) = efiboot::load_options(&store)
+        .into_iter()
+        .find(|(n, _)| *n == next)
+        .unwrap();
+    assert_eq!(
+        efiboot::device_path_uri(&opt.device_path).as_deref(),
+        Some(uri)
+    );
+    assert_eq!(
+        api.get(&sys).await.body["Boot"]["BootSourceOverrideEnabled"],
+        "Disabled",
+        "Once consumed"
+    );
+
+    // Continuous with a null URI: the empty URI node leads BootOrder.
+    reset(&api, &sys, "ForceOff").await;
+    api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Continuous", "HttpBootUri": null}})).await;
+    reset(&api, &sys, "On").await;
+    let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
+    let first = efiboot::boot_order(&store)[0];
+    let (_, opt) = efiboot::load_options(&store)
+        .into_iter()
+        .find(|(n, _)| *n == first)
+        .unwrap();
+    assert_eq!(
+        efiboot::device_path_uri(&opt.device_path).as_deref(),
+        Some("")
+    );
+
+    // Back to the disk: Shoal's option is removed.
+    reset(&api, &sys, "ForceOff").await;
+    api.patch(
+        &sys,
+        json!({"Boot": {"BootSourceOverrideTarget": "Hdd", "BootSourceOverrideEnabled": "Once"}}),
+    )
+    .await;
+    reset(&api, &sys, "On").await;
+    let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
+    assert!(efiboot::load_options(&store)
+        .iter()
+        .all(|(_, o)| o.description != efiboot::SHOAL_DESCRIPTION));
+}
