@@ -10,4 +10,8 @@ mod common;
 #[cfg(feature = "libvirt")]
 mod libvirt;
 mod nvram;
+#[cfg(feature = "libvirt")]
+mod real_vm;
 mod sushy;
+#[cfg(feature = "libvirt")]
+mod vmlab;

@@ -1,0 +1,148 @@
+//! Real VMs under TCG: the emulator's libvirt backend makes OVMF HTTP-boot
+//! what `UefiHttp` + `HttpBootUri` name, through the URI load option Shoal
+//! writes into the NVRAM. One lab (namespace, libvirtd, network, boot
+//! server) runs the cases in turn; times from the Reset to the marker are
+//! printed.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use serde_json::json;
+use shoal_emulator::backend::libvirt::{LibvirtBackend, LibvirtOptions};
+use shoal_emulator::config::HttpBootMapping;
+
+use crate::common::Api;
+use crate::vmlab::{host_ready, marker_image, Lab, SYSTEM_URI};
+
+const BOOT_LIMIT: Duration = Duration::from_secs(120);
+
+async fn reset(api: &Api, sys: &str, t: &str) {
+    let r = api
+        .post(
+            &format!("{sys}/Actions/ComputerSystem.Reset"),
+            json!({"ResetType": t}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{t}: {}", r.body);
+}
+
+async fn http_boot(api: &Api, sys: &str, enabled: &str, uri: &str) {
+    let r = api.patch(sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": enabled, "HttpBootUri": uri}})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ovmf_http_boots_what_the_bmc_was_told() {
+    if !host_ready() {
+        return;
+    }
+    let efi = marker_image("efi", "efi-app");
+    let iso = marker_image("iso", "iso-ramdisk");
+    let mut lab = Lab::start();
+    let efi_url = lab.serve(&efi, "marker.efi");
+    let iso_url = lab.serve(&iso, "marker.iso");
+    let name = format!("shoal-vm-{}", std::process::id());
+    let id = lab.define_uefi(&name, "52:54:00:5e:00:01");
+    let serial = format!("{name}.serial");
+    let opts = LibvirtOptions {
+        uris: vec![SYSTEM_URI.into()],
+        allow: vec![name.clone()],
+        http_boot: HttpBootMapping::Firmware,
+        graceful_timeout: Duration::from_secs(10),
+    };
+    let api = Api::on(Arc::new(
+        LibvirtBackend::connect(opts).expect("libvirt backend"),
+    ));
+    let sys = format!("/redfish/v1/Systems/{id}");
+    // libvirt starts the serial file afresh at every start.
+    let marker = |lab: &Lab, m: &str| lab.read(&serial).contains(&format!("SHOAL-MARKER {m}"));
+
+    // (a) An EFI application, Once.
+    http_boot(&api, &sys, "Once", &efi_url).await;
+    let t = Instant::now();
+    reset(&api, &sys, "On").await;
+    lab.wait_for(BOOT_LIMIT, "the EFI marker", |l| marker(l, "efi-app"));
+    println!(
+        "efi app: power-on to marker {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(
+        lab.read(&serial).contains("Shoal UEFI HTTP boot"),
+        "booted through Shoal's load option"
+    );
+    assert_eq!(lab.gets("marker.efi"), 1);
+    lab.wait_for(
+        Duration::from_secs(30),
+        "grub's halt to power the VM off",
+        |l| !l.is_running(&name),
+    );
+    let s = api.get(&sys).await.body;
+    assert_eq!(
+        (
+            s["PowerState"].clone(),
+            s["Boot"]["BootSourceOverrideEnabled"].clone()
+        ),
+        (json!("Off"), json!("Disabled"))
+    );
+
+    // (b) Once means once: the next start does not HTTP-boot the URI.
+    reset(&api, &sys, "On").await;
+    lab.wait_for(
+        Duration::from_secs(60),
+        "the firmware to go past the boot manager",
+        |l| l.read(&serial).matches(">>Start").count() > 0,
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        lab.gets("marker.efi"),
+        1,
+        "a consumed Once override must not boot the URI again"
+    );
+    reset(&api, &sys, "ForceOff").await;
+
+    // (c) An ISO (RAM-disk CD), Continuous: every start boots it.
+    http_boot(&api, &sys, "Continuous", &iso_url).await;
+    for round in 1..=2 {
+        let before = lab.gets("marker.iso");
+        let t = Instant::now();
+        reset(&api, &sys, "On").await;
+        lab.wait_for(BOOT_LIMIT, "the ISO marker", |l| marker(l, "iso-ramdisk"));
+        println!(
+            "iso, Continuous start {round}: power-on to marker {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+        assert!(
+            lab.gets("marker.iso") > before,
+            "start {round} fetched the ISO"
+        );
+        lab.wait_for(Duration::from_secs(30), "power-off", |l| {
+            !l.is_running(&name)
+        });
+    }
+    assert_eq!(
+        api.get(&sys).await.body["Boot"]["BootSourceOverrideEnabled"],
+        "Continuous"
+    );
+
+    // (d) A URI that 404s: the firmware reports it, nothing boots.
+    let missing = efi_url.replace("marker.efi", "missing.efi");
+    http_boot(&api, &sys, "Once", &missing).await;
+    let t = Instant::now();
+    reset(&api, &sys, "On").await;
+    lab.wait_for(BOOT_LIMIT, "the firmware's HTTP error", |l| {
+        l.read(&serial).contains("404 Not Found")
+    });
+    println!(
+        "missing file: power-on to firmware error {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(lab
+        .read("http.log")
+        .contains("\"GET /missing.efi HTTP/1.1\" 404"));
+    assert!(
+        !lab.read(&serial).contains("SHOAL-MARKER"),
+        "nothing booted"
+    );
+    reset(&api, &sys, "ForceOff").await;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds an x86_64 UEFI boot artifact that prints a marker on the serial
+# port and powers the machine off, from Debian's grub-efi-amd64-bin:
+#   grub-marker.sh efi OUT.efi MARKER   a standalone EFI application
+#   grub-marker.sh iso OUT.iso MARKER   a bootable ISO (grub-mkrescue)
+# The marker line printed is "SHOAL-MARKER <MARKER>". Needs grub-efi-amd64-bin
+# (and xorriso + mtools for the ISO); ci/test installs them.
+set -euo pipefail
+kind=${1:?efi|iso} out=${2:?output file} marker=${3:?marker}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/boot/grub"
+cat >"$work/boot/grub/grub.cfg" <<CFG
+serial --unit=0 --speed=115200
+terminal_output serial console
+echo "SHOAL-MARKER $marker"
+sleep 1
+halt
+CFG
+case $kind in
+    efi)
+        grub-mkstandalone -O x86_64-efi -o "$out.tmp" \
+            --install-modules="serial terminal echo sleep halt normal configfile test" \
+            --modules="serial terminal" --locales= --fonts= --themes= \
+            "boot/grub/grub.cfg=$work/boot/grub/grub.cfg"
+        ;;
+    iso)
+        grub-mkrescue -o "$out.tmp" "$work" >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
+        ;;
+    *) echo "grub-marker.sh: unknown kind $kind" >&2; exit 2 ;;
+esac
+mv "$out.tmp" "$out"
