@@ -41,15 +41,38 @@ fn real_templates_round_trip_byte_for_byte() {
     }
 }
 
+/// Shoal and virt-fw-vars see the same variables, with the same sizes, in
+/// the Secure Boot template (which holds PK, KEK, db and dbx).
 #[test]
-fn the_secure_boot_template_lists_its_key_databases() {
-    let Some(bytes) = template("/usr/share/OVMF/OVMF_VARS_4M.ms.fd") else {
-        return;
-    };
+fn variables_and_sizes_agree_with_virt_fw_vars() {
+    let path = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd";
+    let Some(bytes) = template(path) else { return };
     let store = Varstore::parse(bytes).unwrap();
-    let names: Vec<&str> = store.variables().map(|v| v.name.as_str()).collect();
+    let mut ours: Vec<String> = store
+        .variables()
+        .map(|v| format!("name={} size={}", v.name, v.data.len()))
+        .collect();
+    let mut theirs: Vec<String> = oracle_print(std::path::Path::new(path))
+        .lines()
+        .filter(|l| l.starts_with("name="))
+        .map(|l| {
+            // Names may hold spaces ("Attempt 1"): the name ends at " guid=".
+            let name = &l[..l.find(" guid=").unwrap()];
+            let size = l
+                .split_whitespace()
+                .find(|w| w.starts_with("size="))
+                .unwrap();
+            format!("{name} {size}")
+        })
+        .collect();
+    ours.sort();
+    theirs.sort();
+    assert_eq!(ours, theirs);
     for k in ["PK", "KEK", "db", "dbx"] {
-        assert!(names.contains(&k), "{k} not in {names:?}");
+        assert!(
+            ours.iter().any(|v| v.starts_with(&format!("name={k} "))),
+            "{k} missing"
+        );
     }
 }
 
