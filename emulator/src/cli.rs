@@ -72,6 +72,31 @@ pub struct Cli {
     /// libvirt backend: how long GracefulRestart waits for the guest to stop.
     #[arg(long, env = "SHOAL_GRACEFUL_TIMEOUT_SECS", default_value_t = 60)]
     pub graceful_timeout_secs: u64,
+    /// libvirt backend: where InsertMedia downloads images.
+    #[arg(
+        long,
+        env = "SHOAL_MEDIA_CACHE",
+        default_value = "/var/lib/shoal/media"
+    )]
+    pub media_cache: PathBuf,
+    /// libvirt backend: the largest image InsertMedia accepts, in MiB.
+    #[arg(long, env = "SHOAL_MEDIA_MAX_MIB", default_value_t = 8192)]
+    pub media_max_mib: u64,
+    /// libvirt backend: how long one image download may take.
+    #[arg(long, env = "SHOAL_MEDIA_TIMEOUT_SECS", default_value_t = 600)]
+    pub media_timeout_secs: u64,
+    /// libvirt backend: do not verify image servers' TLS certificates.
+    #[arg(long, env = "SHOAL_MEDIA_INSECURE")]
+    pub media_insecure: bool,
+}
+
+/// Virtual media downloads (libvirt backend).
+#[derive(Debug, Clone)]
+pub struct MediaSettings {
+    pub cache: PathBuf,
+    pub max_bytes: u64,
+    pub timeout: Duration,
+    pub insecure: bool,
 }
 
 /// Which backend serves the systems.
@@ -83,6 +108,7 @@ pub enum BackendChoice {
         allow: Vec<String>,
         http_boot: HttpBootMapping,
         graceful_timeout: Duration,
+        media: MediaSettings,
     },
 }
 
@@ -162,6 +188,12 @@ impl Cli {
                     allow: self.libvirt_domains.clone(),
                     http_boot: self.http_boot,
                     graceful_timeout: Duration::from_secs(self.graceful_timeout_secs),
+                    media: MediaSettings {
+                        cache: self.media_cache.clone(),
+                        max_bytes: self.media_max_mib << 20,
+                        timeout: Duration::from_secs(self.media_timeout_secs),
+                        insecure: self.media_insecure,
+                    },
                 }
             } else {
                 BackendChoice::Fake

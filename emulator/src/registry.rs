@@ -61,6 +61,9 @@ messages! {
     ResourceCannotBeDeleted = ("Critical", 0, "The delete request failed because the resource requested cannot be deleted.", "Do not attempt to delete a non-deletable resource.");
     ResourceInUse = ("Warning", 0, "The change to the requested resource failed because the resource is in use or in transition.", "Remove the condition and resubmit the request if the operation failed.");
     CreateFailedMissingReqProperties = ("Critical", 1, "The create operation failed because the required property %1 was missing from the request.", "Correct the body to include the required property with a valid value and resubmit the request if the operation failed.");
+    ResourceAtUriUnauthorized = ("Critical", 2, "While accessing the resource at '%1', the service received an authorization error '%2'.", "Ensure that the appropriate access is provided for the service in order for it to access the URI.");
+    CouldNotEstablishConnection = ("Critical", 1, "The service failed to establish a connection with the URI '%1'.", "Ensure that the URI contains a valid and reachable node name, protocol information and other URI components.");
+    OperationTimeout = ("Critical", 0, "A timeout internal to the service occurred as part of the request.  Partial results may have been returned.", "Resubmit the request.  If the problem persists, consider resetting the service or provider.");
     OperationNotAllowed = ("Critical", 0, "The HTTP method is not allowed on this resource.", "None.");
     OperationFailed = ("Warning", 0, "An error occurred internal to the service as part of the overall request.  Partial results may have been returned.", "Resubmit the request.  If the problem persists, consider resetting the service or provider.");
     NoValidSession = ("Critical", 0, "There is no valid session established with the implementation.", "Establish a session before attempting any operations.");

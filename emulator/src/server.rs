@@ -42,12 +42,19 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
             allow,
             http_boot,
             graceful_timeout,
+            media,
         } => {
             let opts = crate::backend::libvirt::LibvirtOptions {
                 uris: uris.clone(),
                 allow: allow.clone(),
                 http_boot: *http_boot,
                 graceful_timeout: *graceful_timeout,
+                media: crate::backend::libvirt::media::MediaOptions {
+                    cache: media.cache.clone(),
+                    max_bytes: media.max_bytes,
+                    timeout: media.timeout,
+                    insecure: media.insecure,
+                },
             };
             Ok(Arc::new(
                 crate::backend::libvirt::LibvirtBackend::connect(opts)

@@ -260,3 +260,55 @@ pub fn venv_program(name: &str) -> Option<std::path::PathBuf> {
         "the test venv, SHOAL_TEST_VENV",
     )
 }
+
+/// A tiny HTTP/1.1 file server on 127.0.0.1 for tests: GET of a known
+/// path answers 200 with its bytes, anything else 404. Runs until the
+/// test process ends.
+#[allow(dead_code)] // used by the libvirt tests only
+pub fn file_server(files: Vec<(&'static str, Vec<u8>)>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+            }
+            let line = String::from_utf8_lossy(&req)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let path = line.split_whitespace().nth(1).unwrap_or("");
+            let _ = match files.iter().find(|(p, _)| *p == path) {
+                Some((_, body)) => s
+                    .write_all(
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    )
+                    .and_then(|_| s.write_all(body)),
+                None => s.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                ),
+            };
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// Bytes that look like an ISO 9660 image (the "CD001" descriptor).
+#[allow(dead_code)]
+pub fn fake_iso(len: usize) -> Vec<u8> {
+    let mut b = vec![0u8; len.max(0x8010)];
+    b[0x8001..0x8006].copy_from_slice(b"CD001");
+    b
+}

@@ -11,12 +11,21 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use serde_json::json;
+use shoal_emulator::backend::libvirt::media::MediaOptions;
 use shoal_emulator::backend::libvirt::{LibvirtBackend, LibvirtOptions};
 use shoal_emulator::config::HttpBootMapping;
 use shoal_emulator::nvram::{boot as efiboot, Varstore};
 use virt::connect::Connect;
 
-use crate::common::{required, Api};
+use crate::common::{fake_iso, file_server, required, Api};
+
+/// One cache folder per test process, removed when it ends.
+fn media_cache() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap())
+        .path()
+        .to_path_buf()
+}
 
 const URI: &str = "test:///default";
 
@@ -58,6 +67,12 @@ fn api(allow: &[&str]) -> Api {
         allow: allow.iter().map(|s| s.to_string()).collect(),
         http_boot: HttpBootMapping::Firmware,
         graceful_timeout: Duration::from_secs(2),
+        media: MediaOptions {
+            cache: media_cache(),
+            max_bytes: 1 << 20,
+            timeout: Duration::from_secs(10),
+            insecure: false,
+        },
     };
     Api::on(Arc::new(LibvirtBackend::connect(opts).expect("backend")))
 }
@@ -305,4 +320,104 @@ async fn uefi_http_writes_the_uri_boot_option_into_nvram() {
     assert!(efiboot::load_options(&store)
         .iter()
         .all(|(_, o)| o.description != efiboot::SHOAL_DESCRIPTION));
+}
+
+async fn wait_task(api: &Api, monitor: &str) -> crate::common::Reply {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = api.get(monitor).await;
+        if r.status != StatusCode::ACCEPTED {
+            return r;
+        }
+        assert!(std::time::Instant::now() < deadline, "task never finished");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn insert_media_downloads_checks_and_attaches_the_cd() {
+    let server = file_server(vec![
+        ("/deploy.iso", fake_iso(200_000)),
+        ("/not-an.iso", vec![7u8; 100_000]),
+        ("/huge.iso", fake_iso(2 << 20)),
+    ]);
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("media-vm"));
+    let api = api(&[]);
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let cd = format!("/redfish/v1/Managers/{id}/VirtualMedia/Cd");
+    let insert = format!("{cd}/Actions/VirtualMedia.InsertMedia");
+
+    // Refusals: no ISO, 404, too large. Each leaves the domain as it was.
+    let before = hv.xml(&id, true);
+    for (path, id_want) in [
+        ("/not-an.iso", "ActionParameterValueFormatError"),
+        ("/missing.iso", "ResourceMissingAtURI"),
+        ("/huge.iso", "PayloadTooLarge"),
+    ] {
+        let r = api
+            .post(&insert, json!({"Image": format!("{server}{path}")}))
+            .await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+        let done = wait_task(&api, &r.header("location").unwrap()).await;
+        assert_eq!(
+            done.status,
+            StatusCode::BAD_REQUEST,
+            "{path}: {}",
+            done.body
+        );
+        assert_eq!(done.message_ids(), [id_want], "{path}");
+        assert_eq!(hv.xml(&id, true), before, "{path} changed the domain");
+    }
+
+    let url = format!("{server}/deploy.iso");
+    let r = api
+        .post(
+            &insert,
+            json!({"Image": url, "Inserted": true, "WriteProtected": true}),
+        )
+        .await;
+    let done = wait_task(&api, &r.header("location").unwrap()).await;
+    assert_eq!(done.status, StatusCode::NO_CONTENT, "{}", done.body);
+    let m = api.get(&cd).await.body;
+    assert_eq!(
+        (m["Inserted"].clone(), m["Image"].clone()),
+        (json!(true), json!(url))
+    );
+    let xml = hv.xml(&id, true);
+    let cached = shoal_emulator::backend::libvirt::media::cache_path(
+        &MediaOptions {
+            cache: media_cache(),
+            max_bytes: 0,
+            timeout: Duration::ZERO,
+            insecure: false,
+        },
+        &url,
+    );
+    assert!(
+        xml.contains(&format!("file=\"{}\"", cached.display()))
+            || xml.contains(&format!("file='{}'", cached.display())),
+        "{xml}"
+    );
+    assert_eq!(std::fs::read(&cached).unwrap().len(), 200_000);
+
+    // Cd Once boots the CD-ROM first, once.
+    api.patch(
+        &sys,
+        json!({"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}}),
+    )
+    .await;
+    reset(&api, &sys, "On").await;
+    assert_eq!(hv.first_boot(&id, false), "Some(Cd)");
+
+    let r = api
+        .post(&format!("{cd}/Actions/VirtualMedia.EjectMedia"), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    assert_eq!(api.get(&cd).await.body["Inserted"], json!(false));
+    assert!(
+        !cached.exists(),
+        "the ejected image is removed from the cache"
+    );
+    assert!(!hv.xml(&id, true).contains(&cached.display().to_string()));
 }

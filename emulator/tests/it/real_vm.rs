@@ -50,6 +50,12 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
         allow: vec![name.clone()],
         http_boot: HttpBootMapping::Firmware,
         graceful_timeout: Duration::from_secs(10),
+        media: shoal_emulator::backend::libvirt::media::MediaOptions {
+            cache: lab.path("media"),
+            max_bytes: 1 << 30,
+            timeout: Duration::from_secs(60),
+            insecure: false,
+        },
     };
     let api = Api::on(Arc::new(
         LibvirtBackend::connect(opts).expect("libvirt backend"),

@@ -21,6 +21,7 @@
 //! toggles (shutdown or start); Nmi injects an NMI.
 
 pub mod domain;
+pub mod media;
 pub mod xml;
 
 use std::collections::{BTreeMap, HashMap};
@@ -52,6 +53,7 @@ pub struct LibvirtOptions {
     pub allow: Vec<String>,
     pub http_boot: HttpBootMapping,
     pub graceful_timeout: Duration,
+    pub media: media::MediaOptions,
 }
 
 struct Conn {
@@ -272,6 +274,48 @@ impl Inner {
         self.define(conn, &d)
     }
 
+    /// Puts a downloaded image into the CD-ROM (or empties it): in the
+    /// definition, in the running instance when there is one, and in
+    /// Shoal's state. An ejected image's cached file is removed.
+    fn set_media(&self, id: &str, media: Option<(&Path, &MediaImage)>) -> Result<()> {
+        let lock = self.lock(id);
+        let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (conn, dom) = self.domain(id)?;
+        let (mut d, f, mut s) = self.read(&dom)?;
+        let path = media.map(|(p, _)| p);
+        let old =
+            s.cd.image
+                .as_deref()
+                .map(|u| media::cache_path(&self.opts.media, u));
+        media::set_cdrom(&mut d, f.arch, path);
+        s.cd = match media {
+            Some((_, img)) => crate::model::MediaState {
+                image: Some(img.image.clone()),
+                inserted: img.inserted,
+                write_protected: img.write_protected,
+                transfer_protocol: img.transfer_protocol,
+                transfer_method: img.transfer_method,
+                user_name: img.user_name.clone(),
+            },
+            None => crate::model::MediaState::default(),
+        };
+        domain::write_state(&mut d, &s);
+        self.define(conn, &d)?;
+        if dom.is_active().map_err(virt_err)? {
+            let live = dom.xml_desc(0).map_err(virt_err)?;
+            let mut live = xml::parse(&live).map_err(|e| BackendError::Internal(e.to_string()))?;
+            if let Some(disk) = media::live_cdrom(&mut live, path) {
+                dom.update_device_flags(&disk.to_xml(), sys::VIR_DOMAIN_AFFECT_LIVE)
+                    .map_err(virt_err)?;
+            }
+        }
+        if let Some(old) = old.filter(|o| Some(o.as_path()) != path) {
+            let _ = std::fs::remove_file(old);
+        }
+        tracing::info!(domain = %f.name, image = ?s.cd.image, "virtual CD changed");
+        Ok(())
+    }
+
     /// Writes (or clears) Shoal's HTTP boot option in the domain's NVRAM.
     fn prepare_nvram(&self, f: &Facts, s: &ShoalState, target: Option<BootTarget>) -> Result<()> {
         let Some(path) = &f.nvram else {
@@ -323,12 +367,33 @@ impl Inner {
     /// Applies the boot settings to the definition and NVRAM, then starts.
     fn power_on(&self, conn: usize, dom: &Domain) -> Result<()> {
         let (mut d, f, mut s) = self.read(dom)?;
-        let target = s.boot.effective_target();
+        let mut target = s.boot.effective_target();
         if target == Some(BootTarget::UefiHttp) && self.opts.http_boot == HttpBootMapping::Vmedia {
-            return Err(invalid(Msg::new(
-                "PropertyValueNotInList",
-                &["UefiHttp", "Boot/BootSourceOverrideTarget"],
-            )));
+            // sushy-tools' mapping: the URI's image goes into the CD-ROM and
+            // the CD boots; without a URI the machine network-boots.
+            target = Some(match s.boot.http_boot_uri.clone() {
+                Some(uri) => {
+                    let image = MediaImage {
+                        image: uri,
+                        inserted: true,
+                        write_protected: true,
+                        transfer_protocol: None,
+                        transfer_method: None,
+                        user_name: None,
+                        password: None,
+                    };
+                    let path = media::fetch(&self.opts.media, &image, MediaSlot::Cd)?;
+                    media::set_cdrom(&mut d, f.arch, Some(&path));
+                    s.cd = crate::model::MediaState {
+                        image: Some(image.image),
+                        inserted: true,
+                        write_protected: true,
+                        ..Default::default()
+                    };
+                    BootTarget::Cd
+                }
+                None => BootTarget::Pxe,
+            });
         }
         let device_first = target.filter(|t| {
             matches!(
@@ -514,21 +579,38 @@ impl Backend for LibvirtBackend {
 
     async fn insert_media(
         &self,
-        _id: &str,
-        _slot: MediaSlot,
-        _image: MediaImage,
+        id: &str,
+        slot: MediaSlot,
+        image: MediaImage,
     ) -> Result<Completion> {
-        Err(invalid(Msg::new(
-            "ActionNotSupported",
-            &["VirtualMedia.InsertMedia"],
-        )))
+        if slot != MediaSlot::Cd {
+            return Err(invalid(Msg::new(
+                "ActionNotSupported",
+                &["VirtualMedia.InsertMedia"],
+            )));
+        }
+        // The domain must exist before a download is started for it.
+        self.system(id).await?;
+        let this = self.clone();
+        let id = id.to_string();
+        Ok(Completion::Running(Box::pin(async move {
+            this.blocking(move |i| {
+                let path = media::fetch(&i.opts.media, &image, slot)?;
+                i.set_media(&id, Some((&path, &image)))
+            })
+            .await
+        })))
     }
 
-    async fn eject_media(&self, _id: &str, _slot: MediaSlot) -> Result<()> {
-        Err(invalid(Msg::new(
-            "ActionNotSupported",
-            &["VirtualMedia.EjectMedia"],
-        )))
+    async fn eject_media(&self, id: &str, slot: MediaSlot) -> Result<()> {
+        if slot != MediaSlot::Cd {
+            return Err(invalid(Msg::new(
+                "ActionNotSupported",
+                &["VirtualMedia.EjectMedia"],
+            )));
+        }
+        let id = id.to_string();
+        self.blocking(move |i| i.set_media(&id, None)).await
     }
 
     async fn set_bios_pending(
