@@ -12,7 +12,7 @@ use serde_json::json;
 use shoal_emulator::backend::libvirt::{LibvirtBackend, LibvirtOptions};
 use shoal_emulator::config::HttpBootMapping;
 
-use crate::common::Api;
+use crate::common::{file_server, Api};
 use crate::vmlab::{host_ready, marker_image, Lab, SYSTEM_URI};
 
 const BOOT_LIMIT: Duration = Duration::from_secs(120);
@@ -58,7 +58,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
         },
     };
     let api = Api::on(Arc::new(
-        LibvirtBackend::connect(opts).expect("libvirt backend"),
+        LibvirtBackend::connect(opts.clone()).expect("libvirt backend"),
     ));
     let sys = format!("/redfish/v1/Systems/{id}");
     // libvirt starts the serial file afresh at every start.
@@ -151,4 +151,77 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
         "nothing booted"
     );
     reset(&api, &sys, "ForceOff").await;
+
+    // (e) Virtual media: the BMC downloads the ISO (from its own network,
+    // here loopback), attaches it as the CD-ROM, and Cd Once boots it.
+    let bmc_side = file_server(vec![("/marker.iso", std::fs::read(&iso).unwrap())]);
+    let bmc_iso = format!("{bmc_side}/marker.iso");
+    let cd = format!("/redfish/v1/Managers/{id}/VirtualMedia/Cd");
+    let r = api
+        .post(
+            &format!("{cd}/Actions/VirtualMedia.InsertMedia"),
+            json!({"Image": bmc_iso}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let monitor = r.header("location").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while api.get(&monitor).await.status == StatusCode::ACCEPTED {
+        assert!(Instant::now() < deadline, "InsertMedia never finished");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(api.get(&cd).await.body["Inserted"], json!(true));
+    let r = api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}})).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let fetched = lab.gets("marker.iso");
+    let t = Instant::now();
+    reset(&api, &sys, "On").await;
+    lab.wait_for(BOOT_LIMIT, "the ISO marker from the virtual CD", |l| {
+        marker(l, "iso-ramdisk")
+    });
+    println!(
+        "virtual media CD: power-on to marker {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(
+        !lab.read(&serial).contains("Shoal UEFI HTTP boot"),
+        "booted from the CD, not over HTTP"
+    );
+    assert_eq!(
+        lab.gets("marker.iso"),
+        fetched,
+        "the firmware fetched nothing"
+    );
+    lab.wait_for(Duration::from_secs(30), "power-off", |l| {
+        !l.is_running(&name)
+    });
+    let r = api
+        .post(&format!("{cd}/Actions/VirtualMedia.EjectMedia"), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+
+    // (f) The sushy-tools mapping of UefiHttp (--http-boot vmedia) boots the
+    // same ISO from the CD-ROM.
+    let vmedia = Api::on(Arc::new(
+        LibvirtBackend::connect(LibvirtOptions {
+            http_boot: HttpBootMapping::Vmedia,
+            ..opts.clone()
+        })
+        .unwrap(),
+    ));
+    http_boot(&vmedia, &sys, "Once", &bmc_iso).await;
+    let t = Instant::now();
+    reset(&vmedia, &sys, "On").await;
+    lab.wait_for(
+        BOOT_LIMIT,
+        "the ISO marker through the vmedia mapping",
+        |l| marker(l, "iso-ramdisk"),
+    );
+    println!(
+        "UefiHttp, vmedia mapping: power-on to marker {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(!lab.read(&serial).contains("Shoal UEFI HTTP boot"));
+    assert_eq!(vmedia.get(&cd).await.body["Inserted"], json!(true));
+    reset(&vmedia, &sys, "ForceOff").await;
 }
