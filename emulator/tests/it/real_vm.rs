@@ -12,7 +12,7 @@ use serde_json::json;
 use shoal_emulator::backend::libvirt::{LibvirtBackend, LibvirtOptions};
 use shoal_emulator::config::HttpBootMapping;
 
-use crate::common::{file_server, Api};
+use crate::common::{file_server, venv_program, Api, Spawned};
 use crate::vmlab::{host_ready, marker_image, Lab, SYSTEM_URI};
 
 const BOOT_LIMIT: Duration = Duration::from_secs(120);
@@ -64,10 +64,45 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     // libvirt starts the serial file afresh at every start.
     let marker = |lab: &Lab, m: &str| lab.read(&serial).contains(&format!("SHOAL-MARKER {m}"));
 
-    // (a) An EFI application, Once.
-    http_boot(&api, &sys, "Once", &efi_url).await;
+    // (a) An EFI application, Once, set and powered on by the real sushy
+    // library against the emulator binary, as Ironic's redfish-https does.
+    let python = venv_program("python").expect("the test venv");
+    let emulator = Spawned::start(&[
+        "--libvirt-uri",
+        SYSTEM_URI,
+        "--libvirt-domain",
+        &name,
+        "--media-cache",
+        lab.path("media").to_str().unwrap(),
+    ]);
     let t = Instant::now();
-    reset(&api, &sys, "On").await;
+    let out = std::process::Command::new(python)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/sushy/http_boot.py"
+        ))
+        .args([
+            "--url",
+            &emulator.url,
+            "--system",
+            &id,
+            "--enabled",
+            "Once",
+            "--uri",
+            &efi_url,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "sushy: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let boot: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        boot["BootSourceOverrideEnabled"], "Disabled",
+        "Once consumed by the power-on: {boot}"
+    );
     lab.wait_for(BOOT_LIMIT, "the EFI marker", |l| marker(l, "efi-app"));
     println!(
         "efi app: power-on to marker {:.1} s",
