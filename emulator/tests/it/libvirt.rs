@@ -193,14 +193,88 @@ async fn pxe_once_applies_to_one_start_and_continuous_stays() {
         api.get(&sys).await.body["Boot"]["BootSourceOverrideEnabled"],
         "Continuous"
     );
+    assert!(!hv.xml(&id, true).contains("<loader"));
+}
+
+/// BootSourceOverrideMode and SecureBootEnable switch the firmware, chosen
+/// from QEMU's firmware descriptors, when the machine next starts.
+#[tokio::test(flavor = "multi_thread")]
+async fn boot_mode_and_secure_boot_select_the_firmware() {
+    let Some(_) = required(
+        "/usr/share/qemu/firmware/60-edk2-x86_64.json",
+        "Debian package ovmf",
+    ) else {
+        return;
+    };
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("fw-vm").replace(
+        r#"<type arch="x86_64">"#,
+        r#"<type arch="x86_64" machine="q35">"#,
+    ));
+    let api = api(&[]);
+    let sys = format!("/redfish/v1/Systems/{id}");
     let r = api
         .patch(&sys, json!({"Boot": {"BootSourceOverrideMode": "UEFI"}}))
         .await;
-    assert_eq!(
-        r.status,
-        StatusCode::BAD_REQUEST,
-        "firmware switching is refused, not faked"
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(
+        r.body["Boot"]["BootSourceOverrideTarget@Redfish.AllowableValues"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("UefiHttp"))
     );
+    assert!(
+        !hv.xml(&id, true).contains("<loader"),
+        "applied at power-on, not before"
+    );
+    reset(&api, &sys, "On").await;
+    let xml = hv.xml(&id, true);
+    assert!(
+        xml.contains("secure='no' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.fd</loader>"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("template='/usr/share/OVMF/OVMF_VARS_4M.fd'"),
+        "{xml}"
+    );
+
+    // Secure Boot with the enrolled keys: the secboot build, the MS-keys varstore, SMM.
+    let r = api
+        .patch(
+            &format!("{sys}/SecureBoot"),
+            json!({"SecureBootEnable": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    reset(&api, &sys, "ForceRestart").await;
+    let xml = hv.xml(&id, true);
+    assert!(
+        xml.contains("secure='yes' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.ms.fd</loader>"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("OVMF_VARS_4M.ms.fd") && xml.contains("<smm state='on'/>"),
+        "{xml}"
+    );
+    assert_eq!(
+        api.get(&format!("{sys}/SecureBoot")).await.body["SecureBootCurrentBoot"],
+        "Enabled"
+    );
+
+    // Back to legacy BIOS: no loader, no NVRAM; UefiHttp is gone.
+    reset(&api, &sys, "ForceOff").await;
+    api.patch(
+        &format!("{sys}/SecureBoot"),
+        json!({"SecureBootEnable": false}),
+    )
+    .await;
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideMode": "Legacy"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    reset(&api, &sys, "On").await;
+    let xml = hv.xml(&id, true);
+    assert!(!xml.contains("<loader") && !xml.contains("<nvram"), "{xml}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -259,4 +259,40 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     assert!(!lab.read(&serial).contains("Shoal UEFI HTTP boot"));
     assert_eq!(vmedia.get(&cd).await.body["Inserted"], json!(true));
     reset(&vmedia, &sys, "ForceOff").await;
+
+    // (g) Secure Boot on (the enrolled-keys firmware, chosen from QEMU's
+    // descriptors): the firmware refuses the unsigned EFI application.
+    let r = api
+        .patch(
+            &format!("{sys}/SecureBoot"),
+            json!({"SecureBootEnable": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    http_boot(&api, &sys, "Once", &efi_url).await;
+    let fetched = lab.gets("marker.efi");
+    let t = Instant::now();
+    reset(&api, &sys, "On").await;
+    lab.wait_for(
+        BOOT_LIMIT,
+        "the firmware to refuse the unsigned image",
+        |l| {
+            let s = l.read(&serial);
+            s.contains("Access Denied") || s.contains("Security Violation")
+        },
+    );
+    println!(
+        "secure boot: power-on to refusal {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(lab.gets("marker.efi") > fetched, "the image was fetched");
+    assert!(
+        !marker(&lab, "efi-app"),
+        "an unsigned image must not run under Secure Boot"
+    );
+    assert_eq!(
+        api.get(&format!("{sys}/SecureBoot")).await.body["SecureBootCurrentBoot"],
+        "Enabled"
+    );
+    reset(&api, &sys, "ForceOff").await;
 }

@@ -30,6 +30,10 @@ pub struct Facts {
     pub nvram: Option<String>,
     /// The varstore template (`<nvram template=...>`), if the XML names one.
     pub nvram_template: Option<String>,
+    /// The machine type (`q35`, `pc-q35-10.0`, `pseries`, ...).
+    pub machine: String,
+    /// The loader is a Secure Boot build (`<loader secure='yes'>`).
+    pub secure_loader: bool,
 }
 
 /// What Shoal keeps for a domain that libvirt has no place for.
@@ -46,7 +50,10 @@ pub struct ShoalState {
 }
 
 impl ShoalState {
-    pub fn fresh(f: &Facts) -> Self {
+    /// The state of a domain Shoal has not seen before: what its definition
+    /// already is (firmware mode, Secure Boot), nothing overridden.
+    /// `enrolled` tells whether its varstore template carries Secure Boot keys.
+    pub fn fresh(f: &Facts, enrolled: bool) -> Self {
         ShoalState {
             boot: BootOverride::disabled(if f.uefi {
                 BootMode::Uefi
@@ -58,9 +65,9 @@ impl ShoalState {
                 pending: Default::default(),
             },
             secure_boot: SecureBoot {
-                enable: false,
+                enable: f.secure_loader,
                 current_boot: false,
-                keys_enrolled: true,
+                keys_enrolled: !f.secure_loader || enrolled,
             },
             cd: MediaState::default(),
             floppy: MediaState::default(),
@@ -151,6 +158,12 @@ pub fn facts(d: &Element) -> Result<Facts, String> {
         nvram_template: nvram_el
             .and_then(|n| n.attr("template"))
             .map(str::to_string),
+        machine: os
+            .and_then(|o| o.child("type"))
+            .and_then(|t| t.attr("machine"))
+            .unwrap_or("pc")
+            .to_string(),
+        secure_loader: loader.is_some_and(|l| l.attr("secure") == Some("yes")),
     })
 }
 
@@ -285,7 +298,7 @@ mod tests {
         let mut d = parse(XML).unwrap();
         assert_eq!(read_state(&d), None);
         let f = facts(&d).unwrap();
-        let mut s = ShoalState::fresh(&f);
+        let mut s = ShoalState::fresh(&f, false);
         s.boot.http_boot_uri = Some("http://h/x?a=1&b=<2>".into());
         write_state(&mut d, &s);
         write_state(&mut d, &s);

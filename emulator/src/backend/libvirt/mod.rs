@@ -21,6 +21,7 @@
 //! toggles (shutdown or start); Nmi injects an NMI.
 
 pub mod domain;
+pub mod firmware;
 pub mod media;
 pub mod xml;
 
@@ -210,8 +211,65 @@ impl Inner {
             .map_err(virt_err)?;
         let d = xml::parse(&text).map_err(|e| BackendError::Internal(e.to_string()))?;
         let f = domain::facts(&d).map_err(BackendError::Internal)?;
-        let s = domain::read_state(&d).unwrap_or_else(|| ShoalState::fresh(&f));
+        let s = domain::read_state(&d).unwrap_or_else(|| {
+            let enrolled = Self::firmwares(&f).iter().any(|fw| {
+                fw.enrolled_keys && f.nvram_template.as_deref() == Some(fw.vars.as_str())
+            });
+            ShoalState::fresh(&f, enrolled)
+        });
         Ok((d, f, s))
+    }
+
+    fn firmwares(f: &Facts) -> Vec<firmware::Firmware> {
+        let dirs: Vec<&Path> = firmware::DIRS.iter().map(Path::new).collect();
+        firmware::available(&dirs, f.arch, &f.machine)
+    }
+
+    /// Makes the definition's firmware match the wanted boot mode and Secure
+    /// Boot settings; a change of UEFI variant starts from a fresh varstore
+    /// (its template holds the variant's keys). Returns the new facts.
+    fn ensure_firmware(&self, d: &mut xml::Element, f: &Facts, s: &ShoalState) -> Result<Facts> {
+        let nvram = f
+            .nvram
+            .clone()
+            .unwrap_or_else(|| format!("/var/lib/libvirt/qemu/nvram/{}_VARS.fd", f.name));
+        let want_uefi = s.boot.mode == crate::model::BootMode::Uefi && f.arch.has_uefi();
+        let list = Self::firmwares(f);
+        let want = firmware::Want {
+            secure_boot: s.secure_boot.enable,
+            enrolled_keys: s.secure_boot.keys_enrolled,
+        };
+        let change = match (want_uefi, firmware::select(&list, want)) {
+            (true, Some(fw)) => {
+                let same = firmware::current_loader(d).as_deref() == Some(fw.code.as_str())
+                    && f.nvram_template.as_deref() == Some(fw.vars.as_str());
+                (!same).then_some(Some(fw.clone()))
+            }
+            // A UEFI domain with firmware of its own choosing is left alone.
+            (true, None) if f.uefi => None,
+            (true, None) => {
+                return Err(BackendError::Internal(format!(
+                    "no UEFI firmware descriptor for {} {}",
+                    f.arch, f.machine
+                )))
+            }
+            (false, _) if f.uefi => Some(None),
+            (false, _) => None,
+        };
+        let Some(fw) = change else {
+            return Ok(f.clone());
+        };
+        firmware::apply(d, fw.as_ref(), &nvram);
+        if fw.is_some() {
+            match std::fs::remove_file(&nvram) {
+                Ok(()) => {
+                    tracing::info!(domain = %f.name, %nvram, "firmware variant changed: fresh varstore")
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(BackendError::Internal(format!("{nvram}: {e}"))),
+            }
+        }
+        domain::facts(d).map_err(BackendError::Internal)
     }
 
     fn define(&self, conn: usize, d: &xml::Element) -> Result<()> {
@@ -395,6 +453,7 @@ impl Inner {
                 None => BootTarget::Pxe,
             });
         }
+        let f = self.ensure_firmware(&mut d, &f, &s)?;
         let device_first = target.filter(|t| {
             matches!(
                 t,
@@ -548,20 +607,22 @@ impl Backend for LibvirtBackend {
         self.blocking(move |i| {
             i.modify(&id, |f, s| {
                 if let Some(b) = boot {
-                    let firmware_mode = if f.uefi {
-                        crate::model::BootMode::Uefi
-                    } else {
-                        crate::model::BootMode::Legacy
-                    };
-                    if b.mode != firmware_mode {
-                        // Switching firmware (OVMF <-> SeaBIOS) is not done yet.
-                        return Err(invalid(
-                            Msg::new(
-                                "PropertyValueNotInList",
-                                &[b.mode.as_str(), "Boot/BootSourceOverrideMode"],
-                            )
-                            .about("Boot/BootSourceOverrideMode"),
-                        ));
+                    if b.mode != s.boot.mode {
+                        let possible = match b.mode {
+                            crate::model::BootMode::Uefi => {
+                                f.uefi || !Inner::firmwares(f).is_empty()
+                            }
+                            crate::model::BootMode::Legacy => f.arch == crate::model::Arch::X86_64,
+                        };
+                        if !possible {
+                            return Err(invalid(
+                                Msg::new(
+                                    "PropertyValueNotInList",
+                                    &[b.mode.as_str(), "Boot/BootSourceOverrideMode"],
+                                )
+                                .about("Boot/BootSourceOverrideMode"),
+                            ));
+                        }
                     }
                     s.boot = b;
                 }
