@@ -495,3 +495,54 @@ async fn insert_media_downloads_checks_and_attaches_the_cd() {
     );
     assert!(!hv.xml(&id, true).contains(&cached.display().to_string()));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn qcow2_nvram_is_edited_through_qemu_img() {
+    let Some(template) = required("/usr/share/OVMF/OVMF_VARS_4M.fd", "Debian package ovmf") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let nvram = dir.path().join("q_VARS.qcow2");
+    let hv = Hv::open();
+    let id = hv.define(&format!(
+        r#"<domain type="test"><name>qcow2-vm</name><memory unit="MiB">1024</memory><vcpu>1</vcpu>
+  <os><type arch="x86_64" machine="q35">hvm</type>
+    <loader readonly="yes" type="pflash">/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
+    <nvram template="{}" format="qcow2">{}</nvram></os>
+  <devices><interface type="network"><mac address="52:54:00:10:00:03"/><source network="default"/></interface></devices></domain>"#,
+        template.display(),
+        nvram.display()
+    ));
+    if !hv.xml(&id, true).contains("format='qcow2'") {
+        eprintln!("SKIPPED: this libvirt's test driver drops <nvram format>");
+        return;
+    }
+    let api = api(&[]);
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let uri = "http://198.18.0.1:8080/q.efi";
+    api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once", "HttpBootUri": uri}})).await;
+    reset(&api, &sys, "On").await;
+    assert_eq!(
+        &std::fs::read(&nvram).unwrap()[..4],
+        b"QFI\xfb",
+        "still qcow2"
+    );
+    let raw = dir.path().join("raw.fd");
+    let st = std::process::Command::new("qemu-img")
+        .args(["convert", "-f", "qcow2", "-O", "raw"])
+        .arg(&nvram)
+        .arg(&raw)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let store = Varstore::parse(std::fs::read(&raw).unwrap()).unwrap();
+    let next = efiboot::boot_next(&store).expect("BootNext");
+    let (_, opt) = efiboot::load_options(&store)
+        .into_iter()
+        .find(|(n, _)| *n == next)
+        .unwrap();
+    assert_eq!(
+        efiboot::device_path_uri(&opt.device_path).as_deref(),
+        Some(uri)
+    );
+}

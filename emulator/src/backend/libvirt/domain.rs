@@ -30,6 +30,8 @@ pub struct Facts {
     pub nvram: Option<String>,
     /// The varstore template (`<nvram template=...>`), if the XML names one.
     pub nvram_template: Option<String>,
+    /// The NVRAM file is qcow2 (`<nvram format='qcow2'>`) rather than raw.
+    pub nvram_qcow2: bool,
     /// The machine type (`q35`, `pc-q35-10.0`, `pseries`, ...).
     pub machine: String,
     /// The loader is a Secure Boot build (`<loader secure='yes'>`).
@@ -158,6 +160,7 @@ pub fn facts(d: &Element) -> Result<Facts, String> {
         nvram_template: nvram_el
             .and_then(|n| n.attr("template"))
             .map(str::to_string),
+        nvram_qcow2: nvram_el.and_then(|n| n.attr("format")) == Some("qcow2"),
         machine: os
             .and_then(|o| o.child("type"))
             .and_then(|t| t.attr("machine"))

@@ -23,6 +23,7 @@
 pub mod domain;
 pub mod firmware;
 pub mod media;
+mod nvram_file;
 pub mod xml;
 
 use std::collections::{BTreeMap, HashMap};
@@ -386,9 +387,10 @@ impl Inner {
             };
         };
         let path = Path::new(path);
-        let bytes = match std::fs::read(path) {
+        let bytes = match nvram_file::read(path, f.nvram_qcow2) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Debian's templates are raw; libvirt converts them for qcow2 NVRAM too.
                 let template = f.nvram_template.as_deref().ok_or_else(|| {
                     BackendError::Internal(format!(
                         "{} does not exist and the domain names no template",
@@ -418,7 +420,7 @@ impl Inner {
             _ => efiboot::clear_http_boot(&mut store),
         };
         result.map_err(|e| BackendError::Internal(format!("{}: {e}", path.display())))?;
-        write_keeping_owner(path, store.as_bytes())
+        nvram_file::write(path, f.nvram_qcow2, store.as_bytes())
             .map_err(|e| BackendError::Internal(format!("{}: {e}", path.display())))
     }
 
@@ -549,22 +551,6 @@ impl Inner {
             R::Nmi => Err(BackendError::Conflict(format!("{id} is off: no NMI"))),
         }
     }
-}
-
-/// Replaces a file atomically while keeping its owner and mode (libvirt
-/// hands NVRAM files to the QEMU user).
-fn write_keeping_owner(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::fs::write(tmp.path(), bytes)?;
-    if let Ok(m) = std::fs::metadata(path) {
-        std::os::unix::fs::chown(tmp.path(), Some(m.uid()), Some(m.gid()))?;
-        std::fs::set_permissions(tmp.path(), m.permissions())?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 #[async_trait]
