@@ -269,6 +269,35 @@ pub struct BootRecord {
     pub media: Option<String>,
 }
 
+/// What a BMC does when its machine starts: staged BIOS settings take
+/// effect, the Secure Boot state is latched for this boot, a Once override
+/// is consumed, and the boot is recorded. `booted` is what the firmware was
+/// pointed at, `media` the image it booted from, if any. Every backend calls
+/// this, so the semantics are the same on fake and real machines.
+pub fn start_machine(
+    boot: &mut BootOverride,
+    bios: &mut BiosState,
+    secure_boot: &mut SecureBoot,
+    uefi: bool,
+    booted: BootTarget,
+    media: Option<String>,
+) -> BootRecord {
+    let pending = std::mem::take(&mut bios.pending);
+    bios.current.extend(pending);
+    secure_boot.current_boot = secure_boot.enable && uefi && secure_boot.keys_enrolled;
+    let record = BootRecord {
+        at: crate::timefmt::unix_now(),
+        target: booted,
+        mode: boot.mode,
+        uri: (booted == BootTarget::UefiHttp)
+            .then(|| boot.http_boot_uri.clone())
+            .flatten(),
+        media,
+    };
+    *boot = boot.after_boot();
+    record
+}
+
 /// A network interface of the machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Nic {

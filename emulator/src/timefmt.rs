@@ -12,6 +12,14 @@ pub fn rfc3339(t: SystemTime) -> String {
         .unwrap_or_else(|_| "1970-01-01T00:00:00+00:00".into())
 }
 
+/// Seconds since the Unix epoch, now.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
 /// Seconds since the epoch, rendered the same way.
 pub fn rfc3339_secs(secs: u64) -> String {
     rfc3339(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs))

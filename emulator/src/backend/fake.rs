@@ -11,17 +11,17 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::{Backend, BackendError, Completion, Result};
-use crate::model::{BootMode, BootOverride};
 use crate::model::{
-    BootRecord, BootTarget, MediaImage, MediaSlot, MediaState, PowerState, ResetKeysType,
+    start_machine, BootTarget, MediaImage, MediaSlot, MediaState, PowerState, ResetKeysType,
     ResetType, System, SystemRef, SystemSettings,
 };
+use crate::model::{BootMode, BootOverride};
 
 /// Timing knobs, so that clients' polling code is exercised.
 #[derive(Debug, Clone, Default)]
@@ -64,26 +64,21 @@ impl Machine {
     /// effect, the override is consumed if Once, the boot is recorded.
     fn boot(&mut self) {
         let s = &mut self.sys;
-        let pending = std::mem::take(&mut s.bios.pending);
-        s.bios.current.extend(pending);
-        s.secure_boot.current_boot =
-            s.secure_boot.enable && s.uefi() && s.secure_boot.keys_enrolled;
         let target = s.boot.effective_target().unwrap_or(BootTarget::Hdd);
         let media = match target {
             BootTarget::Cd if s.cd.inserted => s.cd.image.clone(),
             BootTarget::Floppy if s.floppy.inserted => s.floppy.image.clone(),
             _ => None,
         };
-        s.last_boot = Some(BootRecord {
-            at: unix_now(),
+        let uefi = s.uefi();
+        s.last_boot = Some(start_machine(
+            &mut s.boot,
+            &mut s.bios,
+            &mut s.secure_boot,
+            uefi,
             target,
-            mode: s.boot.mode,
-            uri: (target == BootTarget::UefiHttp)
-                .then(|| s.boot.http_boot_uri.clone())
-                .flatten(),
             media,
-        });
-        s.boot = s.boot.after_boot();
+        ));
     }
 
     fn start_transition(&mut self, via: PowerState, to: PowerState, boots: bool, delay: Duration) {
@@ -136,13 +131,6 @@ impl Machine {
         }
         Ok(())
     }
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 struct Inner {

@@ -289,15 +289,20 @@ impl Varstore {
         } else {
             self.mark_deleted(v.vendor, &v.name);
         }
+        self.append(v, &enc);
+        Ok(())
+    }
+
+    /// Writes an encoded variable at the free offset (room checked by the caller).
+    fn append(&mut self, var: Variable, enc: &[u8]) {
         let at = self.free;
-        self.bytes[at..at + enc.len()].copy_from_slice(&enc);
+        self.bytes[at..at + enc.len()].copy_from_slice(enc);
         self.entries.push(Entry {
             offset: at,
             state: VAR_ADDED,
-            var: v,
+            var,
         });
         self.free = at + enc.len();
-        Ok(())
     }
 
     /// Rewrites the store with live variables only.
@@ -308,14 +313,7 @@ impl Varstore {
         self.free = self.vars_start;
         for v in live {
             let enc = self.encoded(&v);
-            let at = self.free;
-            self.bytes[at..at + enc.len()].copy_from_slice(&enc);
-            self.entries.push(Entry {
-                offset: at,
-                state: VAR_ADDED,
-                var: v,
-            });
-            self.free = at + enc.len();
+            self.append(v, &enc);
         }
     }
 

@@ -150,6 +150,35 @@ impl Api {
         self.req(Method::POST, path, Some(body), &[]).await
     }
 
+    /// `ComputerSystem.Reset`, which must succeed.
+    #[allow(dead_code)] // used by the libvirt tests only
+    pub async fn reset(&self, sys: &str, reset_type: &str) {
+        let r = self
+            .post(
+                &format!("{sys}/Actions/ComputerSystem.Reset"),
+                serde_json::json!({"ResetType": reset_type}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "{reset_type}: {}", r.body);
+    }
+
+    /// Polls a task monitor until the task is done; its final answer.
+    #[allow(dead_code)] // used by the libvirt tests only
+    pub async fn finish_task(&self, monitor: &str, limit: std::time::Duration) -> Reply {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let r = self.get(monitor).await;
+            if r.status != StatusCode::ACCEPTED {
+                return r;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "task {monitor} not done after {limit:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// The URL of the n-th system.
     pub async fn system(&self, n: usize) -> String {
         let r = self.get("/redfish/v1/Systems").await;

@@ -89,16 +89,6 @@ fn legacy_domain(name: &str) -> String {
     )
 }
 
-async fn reset(api: &Api, sys: &str, t: &str) {
-    let r = api
-        .post(
-            &format!("{sys}/Actions/ComputerSystem.Reset"),
-            json!({"ResetType": t}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT, "{t}: {}", r.body);
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn domains_are_systems_with_real_power() {
     let hv = Hv::open();
@@ -131,7 +121,7 @@ async fn domains_are_systems_with_real_power() {
         "a BIOS domain offers no UefiHttp"
     );
 
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     assert!(hv
         .0
         .lookup_domain_by_uuid_string(&id)
@@ -139,14 +129,14 @@ async fn domains_are_systems_with_real_power() {
         .is_active()
         .unwrap());
     assert_eq!(api.get(&sys).await.body["PowerState"], "On");
-    reset(&api, &sys, "ForceOff").await;
+    api.reset(&sys, "ForceOff").await;
     assert!(!hv
         .0
         .lookup_domain_by_uuid_string(&id)
         .unwrap()
         .is_active()
         .unwrap());
-    reset(&api, &sys, "PowerCycle").await;
+    api.reset(&sys, "PowerCycle").await;
     assert_eq!(api.get(&sys).await.body["PowerState"], "On");
     let r = api
         .post(
@@ -165,7 +155,7 @@ async fn pxe_once_applies_to_one_start_and_continuous_stays() {
     let sys = format!("/redfish/v1/Systems/{id}");
     let r = api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     assert_eq!(
         hv.first_boot(&id, false),
         "Some(Pxe)",
@@ -186,7 +176,7 @@ async fn pxe_once_applies_to_one_start_and_continuous_stays() {
     );
 
     api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Continuous"}})).await;
-    reset(&api, &sys, "ForceRestart").await;
+    api.reset(&sys, "ForceRestart").await;
     assert_eq!(hv.first_boot(&id, false), "Some(Cd)");
     assert_eq!(hv.first_boot(&id, true), "Some(Cd)");
     assert_eq!(
@@ -227,7 +217,7 @@ async fn boot_mode_and_secure_boot_select_the_firmware() {
         !hv.xml(&id, true).contains("<loader"),
         "applied at power-on, not before"
     );
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     let xml = hv.xml(&id, true);
     assert!(
         xml.contains("secure='no' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.fd</loader>"),
@@ -246,7 +236,7 @@ async fn boot_mode_and_secure_boot_select_the_firmware() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    reset(&api, &sys, "ForceRestart").await;
+    api.reset(&sys, "ForceRestart").await;
     let xml = hv.xml(&id, true);
     assert!(
         xml.contains("secure='yes' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.ms.fd</loader>"),
@@ -262,7 +252,7 @@ async fn boot_mode_and_secure_boot_select_the_firmware() {
     );
 
     // Back to legacy BIOS: no loader, no NVRAM; UefiHttp is gone.
-    reset(&api, &sys, "ForceOff").await;
+    api.reset(&sys, "ForceOff").await;
     api.patch(
         &format!("{sys}/SecureBoot"),
         json!({"SecureBootEnable": false}),
@@ -272,7 +262,7 @@ async fn boot_mode_and_secure_boot_select_the_firmware() {
         .patch(&sys, json!({"Boot": {"BootSourceOverrideMode": "Legacy"}}))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     let xml = hv.xml(&id, true);
     assert!(!xml.contains("<loader") && !xml.contains("<nvram"), "{xml}");
 }
@@ -310,11 +300,31 @@ async fn state_lives_in_the_domain_and_survives_a_new_emulator() {
         api.get(&format!("{sys}/Bios/Settings")).await.body["Attributes"]["ProcTurboMode"],
         "Disabled"
     );
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     assert_eq!(
         api.get(&format!("{sys}/Bios")).await.body["Attributes"]["ProcTurboMode"],
         "Disabled"
     );
+}
+
+/// A UEFI (OVMF) domain whose varstore is `nvram`, created from `template`
+/// at the first start; `format` is `raw` or `qcow2`.
+fn uefi_domain(
+    name: &str,
+    template: &std::path::Path,
+    nvram: &std::path::Path,
+    format: &str,
+) -> String {
+    format!(
+        r#"<domain type="test"><name>{name}</name><memory unit="MiB">1024</memory><vcpu>1</vcpu>
+  <os><type arch="x86_64" machine="q35">hvm</type>
+    <loader readonly="yes" type="pflash">/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
+    <nvram template="{}" format="{format}">{}</nvram></os>
+  <devices><disk type="file" device="disk"><source file="/guest/{name}.img"/><target dev="vda" bus="virtio"/></disk>
+    <interface type="network"><mac address="52:54:00:10:00:02"/><source network="default"/></interface></devices></domain>"#,
+        template.display(),
+        nvram.display()
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -325,16 +335,7 @@ async fn uefi_http_writes_the_uri_boot_option_into_nvram() {
     let dir = tempfile::tempdir().unwrap();
     let nvram = dir.path().join("uefi-vm_VARS.fd");
     let hv = Hv::open();
-    let id = hv.define(&format!(
-        r#"<domain type="test"><name>uefi-vm</name><memory unit="MiB">1024</memory><vcpu>1</vcpu>
-  <os><type arch="x86_64" machine="q35">hvm</type>
-    <loader readonly="yes" type="pflash">/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
-    <nvram template="{}">{}</nvram></os>
-  <devices><disk type="file" device="disk"><source file="/guest/u.img"/><target dev="vda" bus="virtio"/></disk>
-    <interface type="network"><mac address="52:54:00:10:00:02"/><source network="default"/></interface></devices></domain>"#,
-        template.display(),
-        nvram.display()
-    ));
+    let id = hv.define(&uefi_domain("uefi-vm", &template, &nvram, "raw"));
     let api = api(&[]);
     let sys = format!("/redfish/v1/Systems/{id}");
     let s = api.get(&sys).await.body;
@@ -350,7 +351,7 @@ async fn uefi_http_writes_the_uri_boot_option_into_nvram() {
     let r = api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once", "HttpBootUri": uri}})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert!(!nvram.exists(), "NVRAM is only written at power-on");
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
     let next = efiboot::boot_next(&store).expect("BootNext");
     let (_, opt) = efiboot::load_options(&store)
@@ -368,9 +369,9 @@ async fn uefi_http_writes_the_uri_boot_option_into_nvram() {
     );
 
     // Continuous with a null URI: the empty URI node leads BootOrder.
-    reset(&api, &sys, "ForceOff").await;
+    api.reset(&sys, "ForceOff").await;
     api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Continuous", "HttpBootUri": null}})).await;
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
     let first = efiboot::boot_order(&store)[0];
     let (_, opt) = efiboot::load_options(&store)
@@ -383,29 +384,17 @@ async fn uefi_http_writes_the_uri_boot_option_into_nvram() {
     );
 
     // Back to the disk: Shoal's option is removed.
-    reset(&api, &sys, "ForceOff").await;
+    api.reset(&sys, "ForceOff").await;
     api.patch(
         &sys,
         json!({"Boot": {"BootSourceOverrideTarget": "Hdd", "BootSourceOverrideEnabled": "Once"}}),
     )
     .await;
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
     assert!(efiboot::load_options(&store)
         .iter()
         .all(|(_, o)| o.description != efiboot::SHOAL_DESCRIPTION));
-}
-
-async fn wait_task(api: &Api, monitor: &str) -> crate::common::Reply {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let r = api.get(monitor).await;
-        if r.status != StatusCode::ACCEPTED {
-            return r;
-        }
-        assert!(std::time::Instant::now() < deadline, "task never finished");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -433,7 +422,9 @@ async fn insert_media_downloads_checks_and_attaches_the_cd() {
             .post(&insert, json!({"Image": format!("{server}{path}")}))
             .await;
         assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
-        let done = wait_task(&api, &r.header("location").unwrap()).await;
+        let done = api
+            .finish_task(&r.header("location").unwrap(), Duration::from_secs(20))
+            .await;
         assert_eq!(
             done.status,
             StatusCode::BAD_REQUEST,
@@ -451,7 +442,9 @@ async fn insert_media_downloads_checks_and_attaches_the_cd() {
             json!({"Image": url, "Inserted": true, "WriteProtected": true}),
         )
         .await;
-    let done = wait_task(&api, &r.header("location").unwrap()).await;
+    let done = api
+        .finish_task(&r.header("location").unwrap(), Duration::from_secs(20))
+        .await;
     assert_eq!(done.status, StatusCode::NO_CONTENT, "{}", done.body);
     let m = api.get(&cd).await.body;
     assert_eq!(
@@ -481,7 +474,7 @@ async fn insert_media_downloads_checks_and_attaches_the_cd() {
         json!({"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}}),
     )
     .await;
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     assert_eq!(hv.first_boot(&id, false), "Some(Cd)");
 
     let r = api
@@ -504,15 +497,7 @@ async fn qcow2_nvram_is_edited_through_qemu_img() {
     let dir = tempfile::tempdir().unwrap();
     let nvram = dir.path().join("q_VARS.qcow2");
     let hv = Hv::open();
-    let id = hv.define(&format!(
-        r#"<domain type="test"><name>qcow2-vm</name><memory unit="MiB">1024</memory><vcpu>1</vcpu>
-  <os><type arch="x86_64" machine="q35">hvm</type>
-    <loader readonly="yes" type="pflash">/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
-    <nvram template="{}" format="qcow2">{}</nvram></os>
-  <devices><interface type="network"><mac address="52:54:00:10:00:03"/><source network="default"/></interface></devices></domain>"#,
-        template.display(),
-        nvram.display()
-    ));
+    let id = hv.define(&uefi_domain("qcow2-vm", &template, &nvram, "qcow2"));
     if !hv.xml(&id, true).contains("format='qcow2'") {
         eprintln!("SKIPPED: this libvirt's test driver drops <nvram format>");
         return;
@@ -521,7 +506,7 @@ async fn qcow2_nvram_is_edited_through_qemu_img() {
     let sys = format!("/redfish/v1/Systems/{id}");
     let uri = "http://198.18.0.1:8080/q.efi";
     api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once", "HttpBootUri": uri}})).await;
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     assert_eq!(
         &std::fs::read(&nvram).unwrap()[..4],
         b"QFI\xfb",

@@ -17,16 +17,6 @@ use crate::vmlab::{host_ready, marker_image, Lab, SYSTEM_URI};
 
 const BOOT_LIMIT: Duration = Duration::from_secs(120);
 
-async fn reset(api: &Api, sys: &str, t: &str) {
-    let r = api
-        .post(
-            &format!("{sys}/Actions/ComputerSystem.Reset"),
-            json!({"ResetType": t}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT, "{t}: {}", r.body);
-}
-
 async fn http_boot(api: &Api, sys: &str, enabled: &str, uri: &str) {
     let r = api.patch(sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": enabled, "HttpBootUri": uri}})).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
@@ -128,7 +118,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     );
 
     // (b) Once means once: the next start does not HTTP-boot the URI.
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     lab.wait_for(
         Duration::from_secs(60),
         "the firmware to go past the boot manager",
@@ -140,14 +130,14 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
         1,
         "a consumed Once override must not boot the URI again"
     );
-    reset(&api, &sys, "ForceOff").await;
+    api.reset(&sys, "ForceOff").await;
 
     // (c) An ISO (RAM-disk CD), Continuous: every start boots it.
     http_boot(&api, &sys, "Continuous", &iso_url).await;
     for round in 1..=2 {
         let before = lab.gets("marker.iso");
         let t = Instant::now();
-        reset(&api, &sys, "On").await;
+        api.reset(&sys, "On").await;
         lab.wait_for(BOOT_LIMIT, "the ISO marker", |l| marker(l, "iso-ramdisk"));
         println!(
             "iso, Continuous start {round}: power-on to marker {:.1} s",
@@ -170,7 +160,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     let missing = efi_url.replace("marker.efi", "missing.efi");
     http_boot(&api, &sys, "Once", &missing).await;
     let t = Instant::now();
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     lab.wait_for(BOOT_LIMIT, "the firmware's HTTP error", |l| {
         l.read(&serial).contains("404 Not Found")
     });
@@ -185,7 +175,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
         !lab.read(&serial).contains("SHOAL-MARKER"),
         "nothing booted"
     );
-    reset(&api, &sys, "ForceOff").await;
+    api.reset(&sys, "ForceOff").await;
 
     // (e) Virtual media: the BMC downloads the ISO (from its own network,
     // here loopback), attaches it as the CD-ROM, and Cd Once boots it.
@@ -199,18 +189,16 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
         )
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
-    let monitor = r.header("location").unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while api.get(&monitor).await.status == StatusCode::ACCEPTED {
-        assert!(Instant::now() < deadline, "InsertMedia never finished");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let done = api
+        .finish_task(&r.header("location").unwrap(), Duration::from_secs(60))
+        .await;
+    assert_eq!(done.status, StatusCode::NO_CONTENT, "{}", done.body);
     assert_eq!(api.get(&cd).await.body["Inserted"], json!(true));
     let r = api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}})).await;
     assert_eq!(r.status, StatusCode::OK);
     let fetched = lab.gets("marker.iso");
     let t = Instant::now();
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     lab.wait_for(BOOT_LIMIT, "the ISO marker from the virtual CD", |l| {
         marker(l, "iso-ramdisk")
     });
@@ -246,7 +234,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     ));
     http_boot(&vmedia, &sys, "Once", &bmc_iso).await;
     let t = Instant::now();
-    reset(&vmedia, &sys, "On").await;
+    vmedia.reset(&sys, "On").await;
     lab.wait_for(
         BOOT_LIMIT,
         "the ISO marker through the vmedia mapping",
@@ -258,7 +246,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     );
     assert!(!lab.read(&serial).contains("Shoal UEFI HTTP boot"));
     assert_eq!(vmedia.get(&cd).await.body["Inserted"], json!(true));
-    reset(&vmedia, &sys, "ForceOff").await;
+    vmedia.reset(&sys, "ForceOff").await;
 
     // (g) Secure Boot on (the enrolled-keys firmware, chosen from QEMU's
     // descriptors): the firmware refuses the unsigned EFI application.
@@ -272,7 +260,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     http_boot(&api, &sys, "Once", &efi_url).await;
     let fetched = lab.gets("marker.efi");
     let t = Instant::now();
-    reset(&api, &sys, "On").await;
+    api.reset(&sys, "On").await;
     lab.wait_for(
         BOOT_LIMIT,
         "the firmware to refuse the unsigned image",
@@ -294,5 +282,5 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
         api.get(&format!("{sys}/SecureBoot")).await.body["SecureBootCurrentBoot"],
         "Enabled"
     );
-    reset(&api, &sys, "ForceOff").await;
+    api.reset(&sys, "ForceOff").await;
 }

@@ -29,7 +29,7 @@ pub mod xml;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use virt::connect::Connect;
@@ -42,7 +42,7 @@ use super::{Backend, BackendError, Completion, Result};
 use crate::config::HttpBootMapping;
 use crate::error::Msg;
 use crate::model::{
-    BootRecord, BootTarget, MediaImage, MediaSlot, OverrideEnabled, PowerState, ResetKeysType,
+    start_machine, BootTarget, MediaImage, MediaSlot, OverrideEnabled, PowerState, ResetKeysType,
     ResetType, System, SystemRef, SystemSettings,
 };
 use crate::nvram::{boot as efiboot, Varstore};
@@ -86,13 +86,6 @@ fn virt_err(e: virt::error::Error) -> BackendError {
 
 fn invalid(msg: Msg) -> BackendError {
     BackendError::Invalid(msg)
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 impl LibvirtBackend {
@@ -466,24 +459,19 @@ impl Inner {
         if f.uefi {
             self.prepare_nvram(&f, &s, target)?;
         }
-        // What this boot does, recorded as the fake backend records it.
-        let pending = std::mem::take(&mut s.bios.pending);
-        s.bios.current.extend(pending);
-        s.secure_boot.current_boot = s.secure_boot.enable && f.uefi && s.secure_boot.keys_enrolled;
         let booted = target.unwrap_or(BootTarget::Hdd);
-        s.last_boot = Some(BootRecord {
-            at: unix_now(),
-            target: booted,
-            mode: s.boot.mode,
-            uri: (booted == BootTarget::UefiHttp)
-                .then(|| s.boot.http_boot_uri.clone())
-                .flatten(),
-            media: (booted == BootTarget::Cd)
-                .then(|| s.cd.image.clone())
-                .flatten(),
-        });
+        let media = (booted == BootTarget::Cd)
+            .then(|| s.cd.image.clone())
+            .flatten();
         let once = s.boot.enabled == OverrideEnabled::Once;
-        s.boot = s.boot.after_boot();
+        s.last_boot = Some(start_machine(
+            &mut s.boot,
+            &mut s.bios,
+            &mut s.secure_boot,
+            f.uefi,
+            booted,
+            media,
+        ));
         domain::write_state(&mut d, &s);
         self.define(conn, &d)?;
         dom.create().map_err(virt_err)?;
