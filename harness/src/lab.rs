@@ -1,0 +1,293 @@
+//! The confined lab that real-VM runs happen in: a network namespace of its
+//! own with libvirtd and virtlogd inside, isolated libvirt networks (no
+//! forward; DHCP with the dnsmasq options a scenario asks for), boot file
+//! servers bound inside the namespace, and domains whose serial port goes
+//! to a file. Everything started here is stopped on drop: domains
+//! destroyed and undefined, networks removed, daemons killed by pid, the
+//! namespace deleted.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use virt::connect::Connect;
+
+use crate::netns;
+
+pub const SYSTEM_URI: &str = "qemu:///system";
+pub const BOOT_PORT: u16 = 8080;
+const DNSMASQ_NS: &str = "http://libvirt.org/schemas/network/dnsmasq/1.0";
+
+/// An isolated network of the lab: 198.18.N.0/24 (and fd00:5e:N::/64).
+#[derive(Debug, Clone)]
+pub struct Net {
+    pub name: String,
+    pub index: u8,
+    pub host: Ipv4Addr,
+    pub host6: Option<String>,
+}
+
+impl Net {
+    /// The boot server's base URL on this network.
+    pub fn boot_url(&self) -> String {
+        format!("http://{}:{BOOT_PORT}", self.host)
+    }
+}
+
+/// What a network offers through DHCP.
+#[derive(Debug, Clone, Default)]
+pub struct NetSpec {
+    /// Raw dnsmasq options (`dhcp-option-force=...`), added to libvirt's.
+    pub dnsmasq_options: Vec<String>,
+    pub ipv6: bool,
+}
+
+pub struct Lab {
+    pub ns: String,
+    dir: PathBuf,
+    daemons: Vec<Child>,
+    conn: Option<Connect>,
+    networks: Vec<String>,
+    domains: Vec<String>,
+    servers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Host programs and files the lab needs, with the Debian package of each.
+pub const NEEDS: &[(&str, &str)] = &[
+    ("/usr/sbin/libvirtd", "libvirt-daemon-system"),
+    ("/usr/sbin/virtlogd", "libvirt-daemon-system"),
+    ("/usr/bin/qemu-system-x86_64", "qemu-system-x86"),
+    ("/usr/sbin/dnsmasq", "dnsmasq-base"),
+    ("/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf"),
+];
+
+/// What is missing on this host (empty when the lab can run).
+pub fn missing() -> Vec<String> {
+    NEEDS
+        .iter()
+        .filter(|(p, _)| !Path::new(p).exists())
+        .map(|(p, pkg)| format!("{p} (Debian package {pkg})"))
+        .collect()
+}
+
+impl Lab {
+    /// Starts the namespace and the daemons; their logs go to `dir`.
+    pub fn start(dir: &Path) -> Result<Lab> {
+        let gone = missing();
+        if !gone.is_empty() {
+            bail!("this host cannot run VMs; missing: {}", gone.join(", "));
+        }
+        if Path::new("/run/libvirt/libvirt-sock").exists()
+            && Connect::open(Some(SYSTEM_URI)).is_ok()
+        {
+            bail!("a libvirtd already serves {SYSTEM_URI}; the lab needs its own (stop the other one)");
+        }
+        std::fs::create_dir_all(dir)?;
+        let ns = format!("shoal-lab-{}", std::process::id());
+        netns::create(&ns)?;
+        let mut lab = Lab {
+            ns: ns.clone(),
+            dir: dir.to_path_buf(),
+            daemons: Vec::new(),
+            conn: None,
+            networks: Vec::new(),
+            domains: Vec::new(),
+            servers: Vec::new(),
+        };
+        for (daemon, log) in [
+            ("/usr/sbin/virtlogd", "virtlogd.log"),
+            ("/usr/sbin/libvirtd", "libvirtd.log"),
+        ] {
+            let log = std::fs::File::create(dir.join(log))?;
+            let child = Command::new("ip")
+                .args(["netns", "exec", &ns, daemon])
+                .stdout(log.try_clone()?)
+                .stderr(log)
+                .spawn()
+                .with_context(|| format!("starting {daemon}"))?;
+            lab.daemons.push(child);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        lab.conn = loop {
+            if let Ok(c) = Connect::open(Some(SYSTEM_URI)) {
+                break Some(c);
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "libvirtd did not come up; see {}",
+                    dir.join("libvirtd.log").display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        Ok(lab)
+    }
+
+    pub fn conn(&self) -> &Connect {
+        self.conn.as_ref().expect("connected while the lab lives")
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Creates isolated network number `index` (1..=254).
+    pub fn network(&mut self, index: u8, spec: &NetSpec) -> Result<Net> {
+        let name = format!("shoal-{}-{index}", std::process::id() % 100_000);
+        let bridge = format!("shoalbr{index}");
+        let host = Ipv4Addr::new(198, 18, index, 1);
+        let mut opts = String::new();
+        if !spec.dnsmasq_options.is_empty() {
+            opts.push_str("<dnsmasq:options>");
+            for o in &spec.dnsmasq_options {
+                opts.push_str(&format!("<dnsmasq:option value=\"{}\"/>", xml_escape(o)));
+            }
+            opts.push_str("</dnsmasq:options>");
+        }
+        let host6 = spec.ipv6.then(|| format!("fd00:5e:{index:x}::1"));
+        let v6 = host6
+            .as_ref()
+            .map(|h| format!("<ip family='ipv6' address='{h}' prefix='64'><dhcp><range start='fd00:5e:{index:x}::100' end='fd00:5e:{index:x}::1ff'/></dhcp></ip>"))
+            .unwrap_or_default();
+        let xml = format!(
+            "<network xmlns:dnsmasq='{DNSMASQ_NS}'><name>{name}</name><bridge name='{bridge}' stp='off'/>\
+             <ip address='{host}' netmask='255.255.255.0'><dhcp><range start='198.18.{index}.100' end='198.18.{index}.200'/></dhcp></ip>{v6}{opts}</network>"
+        );
+        std::fs::write(self.dir.join(format!("{name}.xml")), &xml)?;
+        self.conn()
+            .create_network_xml(&xml)
+            .with_context(|| format!("network {name}"))?;
+        self.networks.push(name.clone());
+        Ok(Net {
+            name,
+            index,
+            host,
+            host6,
+        })
+    }
+
+    /// Serves `root` on the network's host address (inside the namespace),
+    /// logging requests to `log`. Needs a tokio runtime.
+    pub fn file_server(&mut self, net: &Net, root: &Path, log: &Path) -> Result<()> {
+        let addr = SocketAddr::new(net.host.into(), BOOT_PORT);
+        let listener = netns::bind_in(&self.ns, addr)?;
+        self.serve_on(listener, root, log)
+    }
+
+    /// Serves `root` on a loopback port of the host (for what the BMC itself
+    /// downloads); returns the base URL.
+    pub fn bmc_file_server(&mut self, root: &Path, log: &Path) -> Result<String> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let url = format!("http://{}", listener.local_addr()?);
+        self.serve_on(listener, root, log)?;
+        Ok(url)
+    }
+
+    fn serve_on(&mut self, listener: std::net::TcpListener, root: &Path, log: &Path) -> Result<()> {
+        let app = crate::fileserver::router(root, log)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        self.servers.push(tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        }));
+        Ok(())
+    }
+
+    /// Defines a UEFI x86_64 domain (OVMF, one NIC on `net` without option
+    /// ROM) whose serial port writes `serial`. Returns its UUID.
+    pub fn define_uefi(
+        &mut self,
+        name: &str,
+        net: &Net,
+        mac: &str,
+        memory_mib: u64,
+        serial: &Path,
+    ) -> Result<String> {
+        let xml = format!(
+            r#"<domain type="qemu"><name>{name}</name><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
+  <os><type arch="x86_64" machine="q35">hvm</type>
+    <loader readonly="yes" secure="no" type="pflash">/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
+    <nvram template="/usr/share/OVMF/OVMF_VARS_4M.fd">/var/lib/libvirt/qemu/nvram/{name}_VARS.fd</nvram></os>
+  <features><acpi/></features><on_poweroff>destroy</on_poweroff>
+  <devices>
+    <interface type="network"><source network="{net}"/><model type="virtio"/><rom enabled="no"/><mac address="{mac}"/></interface>
+    <serial type="file"><source path="{serial}"/><target port="0"/></serial>
+    <console type="file"><source path="{serial}"/><target type="serial" port="0"/></console>
+  </devices></domain>"#,
+            net = net.name,
+            serial = serial.display()
+        );
+        std::fs::write(self.dir.join(format!("{name}.domain.xml")), &xml)?;
+        let d = self
+            .conn()
+            .define_domain_xml(&xml)
+            .with_context(|| format!("define {name}"))?;
+        self.domains.push(name.to_string());
+        Ok(d.uuid_string()?)
+    }
+
+    pub fn is_running(&self, name: &str) -> bool {
+        self.conn()
+            .lookup_domain_by_name(name)
+            .and_then(|d| d.is_active())
+            .unwrap_or(false)
+    }
+
+    /// The domain's current definition, for artifact folders.
+    pub fn domain_xml(&self, name: &str) -> Option<String> {
+        self.conn()
+            .lookup_domain_by_name(name)
+            .and_then(|d| d.xml_desc(0))
+            .ok()
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for s in &self.servers {
+            s.abort();
+        }
+        if let Some(c) = &self.conn {
+            for name in &self.domains {
+                if let Ok(d) = c.lookup_domain_by_name(name) {
+                    let _ = d.destroy();
+                    let _ = d.undefine_flags(virt::sys::VIR_DOMAIN_UNDEFINE_NVRAM);
+                }
+            }
+            for n in &self.networks {
+                if let Ok(n) = c.lookup_network_by_name(n) {
+                    let _ = n.destroy();
+                }
+            }
+        }
+        drop(self.conn.take());
+        for d in self.daemons.iter_mut().rev() {
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+        netns::delete(&self.ns);
+    }
+}
+
+/// Polls `cond` every 250 ms until it holds or `limit` passes.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    loop {
+        if cond() {
+            return Some(start.elapsed());
+        }
+        if start.elapsed() >= limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
