@@ -85,6 +85,8 @@ impl Lab {
             bail!("a libvirtd already serves {SYSTEM_URI}; the lab needs its own (stop the other one)");
         }
         std::fs::create_dir_all(dir)?;
+        // Errors come back as values; libvirt need not also print them.
+        virt::error::clear_error_callback();
         let ns = format!("shoal-lab-{}", std::process::id());
         netns::create(&ns)?;
         let mut lab = Lab {
@@ -253,24 +255,33 @@ fn xml_escape(s: &str) -> String {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        for s in &self.servers {
+        self.stop();
+    }
+}
+
+impl Lab {
+    /// Stops everything the lab started; safe to call twice (Ctrl-C, then drop).
+    pub fn stop(&mut self) {
+        for s in self.servers.drain(..) {
             s.abort();
         }
         if let Some(c) = &self.conn {
-            for name in &self.domains {
-                if let Ok(d) = c.lookup_domain_by_name(name) {
-                    let _ = d.destroy();
+            for name in std::mem::take(&mut self.domains) {
+                if let Ok(d) = c.lookup_domain_by_name(&name) {
+                    if d.is_active().unwrap_or(false) {
+                        let _ = d.destroy();
+                    }
                     let _ = d.undefine_flags(virt::sys::VIR_DOMAIN_UNDEFINE_NVRAM);
                 }
             }
-            for n in &self.networks {
-                if let Ok(n) = c.lookup_network_by_name(n) {
+            for n in std::mem::take(&mut self.networks) {
+                if let Ok(n) = c.lookup_network_by_name(&n) {
                     let _ = n.destroy();
                 }
             }
         }
         drop(self.conn.take());
-        for d in self.daemons.iter_mut().rev() {
+        for mut d in self.daemons.drain(..).rev() {
             let _ = d.kill();
             let _ = d.wait();
         }

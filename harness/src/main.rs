@@ -1,15 +1,16 @@
 //! `shoal-harness`: end-to-end boot scenarios against shoal-emulator.
 //!
-//! So far it has one subcommand, `doctor`, which reports whether this host
-//! has what real-VM scenarios need (QEMU, libvirt, OVMF, dnsmasq, iproute2)
-//! and fails when something is missing, so a CI run stops with a clear list
-//! instead of timing out in a scenario. The scenario runner (`run`) comes
-//! with the libvirt backend.
+//! - `run [SCENARIO_DIR]`: runs `scenarios/*.toml` in a confined lab.
+//! - `doctor`: whether this host has what real-VM scenarios need.
+//! - `serve`: the boot file server on its own.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use shoal_harness::{lab, runner, scenario::Scenario};
 
 #[derive(Parser)]
 #[command(name = "shoal-harness", version, about)]
@@ -20,133 +21,153 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run boot scenarios end to end.
+    Run {
+        /// Folder of scenario files.
+        #[arg(default_value = "scenarios")]
+        dir: PathBuf,
+        /// Only scenarios whose name contains this.
+        #[arg(long, env = "SHOAL_FILTER")]
+        filter: Option<String>,
+        /// Cases run at once (each is one VM).
+        #[arg(long, env = "SHOAL_JOBS", default_value_t = 2)]
+        jobs: usize,
+        /// Write JUnit XML here.
+        #[arg(long, env = "SHOAL_JUNIT")]
+        junit: Option<PathBuf>,
+        /// Where each case's artifacts go (kept for failed cases).
+        #[arg(long, env = "SHOAL_ARTIFACTS", default_value = "shoal-artifacts")]
+        artifacts: PathBuf,
+        /// Keep the artifacts of passed cases too.
+        #[arg(long)]
+        keep_passed: bool,
+        /// The shoal-emulator binary (built with --features libvirt);
+        /// default: the one beside this program.
+        #[arg(long, env = "SHOAL_EMULATOR")]
+        emulator: Option<PathBuf>,
+        /// Python of the venv with sushy (default: $SHOAL_TEST_VENV/bin/python).
+        #[arg(long, env = "SHOAL_PYTHON")]
+        python: Option<PathBuf>,
+    },
     /// Check that this host can run real-VM scenarios.
-    Doctor {
-        /// Directories searched for programs (default: $PATH plus /usr/sbin).
-        #[arg(long, env = "SHOAL_DOCTOR_PATH", value_delimiter = ':')]
-        path: Option<Vec<PathBuf>>,
-        /// Root under which firmware files are looked up (default: /).
-        #[arg(long, env = "SHOAL_DOCTOR_ROOT", default_value = "/")]
-        root: PathBuf,
+    Doctor,
+    /// Serve a folder as the boot file server does.
+    Serve {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        bind: SocketAddr,
+        #[arg(long, default_value = "http.log")]
+        log: PathBuf,
     },
 }
 
-/// One requirement: a program on the path or a file under the root.
-#[derive(Debug, Clone, Copy)]
-enum Need {
-    Program(&'static str),
-    File(&'static str),
-}
-
-const NEEDS: &[(Need, &str)] = &[
-    (
-        Need::Program("qemu-system-x86_64"),
-        "qemu-system-x86 (bookworm-backports)",
-    ),
-    (
-        Need::Program("qemu-system-ppc64"),
-        "qemu-system-ppc (bookworm-backports)",
-    ),
-    (Need::Program("libvirtd"), "libvirt-daemon-system"),
-    (Need::Program("dnsmasq"), "dnsmasq-base"),
-    (Need::Program("ip"), "iproute2"),
-    (Need::File("usr/share/OVMF/OVMF_CODE_4M.fd"), "ovmf"),
-    (Need::File("usr/share/OVMF/OVMF_VARS_4M.fd"), "ovmf"),
-];
-
-fn find_program(name: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
-    dirs.iter().map(|d| d.join(name)).find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
-/// Checks every need; returns (line per need, number missing).
-fn doctor(dirs: &[PathBuf], root: &Path) -> (Vec<String>, usize) {
-    let mut missing = 0;
-    let lines = NEEDS
-        .iter()
-        .map(|(need, package)| {
-            let (what, found) = match need {
-                Need::Program(p) => (*p, find_program(p, dirs)),
-                Need::File(f) => (*f, Some(root.join(f)).filter(|p| p.is_file())),
-            };
-            match found {
-                Some(p) => format!("ok       {what:<34} {}", p.display()),
-                None => {
-                    missing += 1;
-                    format!("MISSING  {what:<34} install {package}")
-                }
-            }
-        })
-        .collect();
-    (lines, missing)
-}
-
-fn default_path() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    for extra in ["/usr/sbin", "/sbin"] {
-        let extra = PathBuf::from(extra);
-        if !dirs.contains(&extra) {
-            dirs.push(extra);
-        }
-    }
-    dirs
+fn sibling(name: &str) -> Option<PathBuf> {
+    std::env::current_exe()
+        .ok()?
+        .parent()
+        .map(|d| d.join(name))
+        .filter(|p| p.exists())
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
-        Command::Doctor { path, root } => {
-            let (lines, missing) = doctor(&path.unwrap_or_else(default_path), &root);
-            for l in &lines {
-                println!("{l}");
-            }
-            if missing == 0 {
-                println!("this host can run VM scenarios");
-                ExitCode::SUCCESS
-            } else {
-                eprintln!("{missing} requirement(s) missing for VM scenarios");
-                ExitCode::FAILURE
-            }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match real_main() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("shoal-harness: {e:#}");
+            ExitCode::from(2)
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn doctor_reports_what_is_missing_and_what_is_found() {
-        let bin = tempfile::tempdir().unwrap();
-        let root = tempfile::tempdir().unwrap();
-        let exe = bin.path().join("dnsmasq");
-        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        // Not executable: does not count.
-        std::fs::write(bin.path().join("ip"), "").unwrap();
-        std::fs::create_dir_all(root.path().join("usr/share/OVMF")).unwrap();
-        std::fs::write(root.path().join("usr/share/OVMF/OVMF_CODE_4M.fd"), "").unwrap();
-        let (lines, missing) = doctor(&[bin.path().to_path_buf()], root.path());
-        assert_eq!(missing, NEEDS.len() - 2, "{lines:#?}");
-        assert!(lines
-            .iter()
-            .any(|l| l.starts_with("ok") && l.contains("dnsmasq")));
-        assert!(lines
-            .iter()
-            .any(|l| l.starts_with("MISSING") && l.contains("ip ") && l.contains("iproute2")));
-        assert!(lines
-            .iter()
-            .any(|l| l.starts_with("ok") && l.contains("OVMF_CODE_4M.fd")));
-        assert!(lines
-            .iter()
-            .any(|l| l.starts_with("MISSING") && l.contains("OVMF_VARS_4M.fd")));
+fn real_main() -> Result<ExitCode> {
+    match Cli::parse().command {
+        Command::Doctor => {
+            let missing = lab::missing();
+            for (p, pkg) in lab::NEEDS {
+                let ok = Path::new(p).exists();
+                println!(
+                    "{:<8} {p:<40} {}",
+                    if ok { "ok" } else { "MISSING" },
+                    if ok {
+                        String::new()
+                    } else {
+                        format!("install {pkg}")
+                    }
+                );
+            }
+            if missing.is_empty() {
+                println!("this host can run VM scenarios");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!("{} requirement(s) missing for VM scenarios", missing.len());
+                Ok(ExitCode::FAILURE)
+            }
+        }
+        Command::Serve { dir, bind, log } => {
+            let rt = tokio::runtime::Runtime::new()?;
+            rt.block_on(shoal_harness::fileserver::run(&dir, bind, &log))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run {
+            dir,
+            filter,
+            jobs,
+            junit,
+            artifacts,
+            keep_passed,
+            emulator,
+            python,
+        } => {
+            let mut scenarios = Scenario::load_dir(&dir)?;
+            if let Some(f) = &filter {
+                scenarios.retain(|s| s.name.contains(f.as_str()));
+            }
+            if scenarios.is_empty() {
+                anyhow::bail!("no scenario in {} matches", dir.display());
+            }
+            let emulator = emulator
+                .or_else(|| sibling("shoal-emulator"))
+                .context("no shoal-emulator beside this program; pass --emulator")?;
+            let python = python.or_else(|| {
+                std::env::var_os("SHOAL_TEST_VENV")
+                    .map(|v| PathBuf::from(v).join("bin/python"))
+                    .filter(|p| p.exists())
+            });
+            let artifacts = std::path::absolute(&artifacts)?;
+            eprintln!(
+                "shoal-harness: {} scenario(s), {jobs} at a time; artifacts in {}",
+                scenarios.len(),
+                artifacts.display()
+            );
+            let opts = runner::Options {
+                jobs,
+                artifacts: artifacts.clone(),
+                emulator,
+                python,
+                keep_passed,
+            };
+            let results = runner::run(&scenarios, &opts)?;
+            if let Some(j) = junit {
+                std::fs::write(&j, runner::junit(&results))
+                    .with_context(|| format!("write {}", j.display()))?;
+            }
+            print!("{}", runner::summary(&results));
+            if results.iter().all(|r| r.passed) {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!(
+                    "artifacts of the failed cases are in {}",
+                    artifacts.display()
+                );
+                Ok(ExitCode::FAILURE)
+            }
+        }
     }
 }

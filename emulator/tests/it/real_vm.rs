@@ -69,13 +69,14 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     let out = std::process::Command::new(python)
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/sushy/http_boot.py"
+            "/../harness/drivers/sushy_boot.py"
         ))
         .args([
             "--url",
             &emulator.url,
             "--system",
             &id,
+            "uefi-http",
             "--enabled",
             "Once",
             "--uri",

@@ -91,6 +91,9 @@ fn invalid(msg: Msg) -> BackendError {
 impl LibvirtBackend {
     /// Opens every connection now, so a wrong URI fails at start-up.
     pub fn connect(opts: LibvirtOptions) -> std::result::Result<Self, String> {
+        // Errors come back as values and are logged with context; libvirt
+        // need not also print them to stderr.
+        virt::error::clear_error_callback();
         let mut conns = Vec::new();
         for uri in &opts.uris {
             let c = Connect::open(Some(uri))

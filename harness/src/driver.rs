@@ -1,0 +1,393 @@
+//! How a scenario talks to the BMC.
+//!
+//! - `sushy`: the real sushy library (`drivers/sushy_boot.py`, in the test
+//!   venv), as Ironic's redfish interfaces use it.
+//! - `ironic-sequence`: Ironic's request sequence for the redfish-https and
+//!   redfish-virtual-media boot interfaces, in Rust: service root, session,
+//!   the System, the UefiHttp AllowableValues check, ForceOff and polling,
+//!   boot-mode sync, the Boot PATCH with `If-Match` from the last GET (and
+//!   `BootSourceOverrideEnabled` left out when the BMC already says Once),
+//!   then power on (retrying a 409).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+
+use crate::scenario::{Driver, Enabled, Method};
+
+/// One boot request: what to set, then power on.
+#[derive(Debug, Clone)]
+pub struct BootRequest {
+    pub method: Method,
+    /// The image or boot URI; `None` for HttpBootUri null.
+    pub uri: Option<String>,
+    pub enabled: Enabled,
+}
+
+pub struct Bmc {
+    pub url: String,
+    pub system: String,
+    pub python: Option<PathBuf>,
+}
+
+impl Bmc {
+    pub fn boot(&self, driver: Driver, req: &BootRequest) -> Result<()> {
+        match driver {
+            Driver::Sushy => self.sushy(&self.sushy_args(req)),
+            Driver::IronicSequence => IronicSequence::new(self)?.boot(req),
+        }
+    }
+
+    /// Powers on again (for a scenario's second start).
+    pub fn power_on(&self, driver: Driver) -> Result<()> {
+        match driver {
+            Driver::Sushy => self.sushy(&["power-on".to_string()]),
+            Driver::IronicSequence => IronicSequence::new(self)?.power_on(),
+        }
+    }
+
+    fn sushy_args(&self, req: &BootRequest) -> Vec<String> {
+        let mut a = Vec::new();
+        match req.method {
+            Method::UefiHttp => {
+                a.extend([
+                    "uefi-http".into(),
+                    "--enabled".into(),
+                    req.enabled.as_str().into(),
+                ]);
+                if let Some(u) = &req.uri {
+                    a.extend(["--uri".into(), u.clone()]);
+                }
+            }
+            Method::VirtualMedia => {
+                a.extend([
+                    "virtual-media".into(),
+                    "--uri".into(),
+                    req.uri.clone().unwrap_or_default(),
+                ]);
+            }
+        }
+        a
+    }
+
+    fn sushy(&self, args: &[String]) -> Result<()> {
+        let python = self.python.as_ref().ok_or_else(|| {
+            anyhow!("the sushy driver needs the test venv (SHOAL_TEST_VENV; ci/test builds it)")
+        })?;
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("drivers/sushy_boot.py");
+        let out = Command::new(python)
+            .arg(script)
+            .args(["--url", &self.url, "--system", &self.system])
+            .args(args)
+            .output()
+            .context("running the sushy driver")?;
+        if !out.status.success() {
+            bail!(
+                "sushy driver failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
+    }
+
+    /// A System property by path (`Boot/BootSourceOverrideEnabled`), as text.
+    pub fn property(&self, path: &str) -> Result<String> {
+        let s = get(
+            &agent(),
+            &format!("{}/redfish/v1/Systems/{}", self.url, self.system),
+            None,
+        )?
+        .1;
+        let v = path
+            .split('/')
+            .try_fold(&s, |v, k| v.get(k))
+            .ok_or_else(|| anyhow!("no {path} in the System"))?;
+        Ok(match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(60)))
+        .http_status_as_error(false)
+        .proxy(None)
+        .build()
+        .into()
+}
+
+/// GET; returns (ETag, body).
+fn get(agent: &ureq::Agent, url: &str, token: Option<&str>) -> Result<(Option<String>, Value)> {
+    let mut req = agent
+        .get(url)
+        .header("OData-Version", "4.0")
+        .header("Accept-Encoding", "identity");
+    if let Some(t) = token {
+        req = req.header("X-Auth-Token", t);
+    }
+    let mut resp = req.call().with_context(|| format!("GET {url}"))?;
+    if resp.status().as_u16() != 200 {
+        bail!("GET {url}: HTTP {}", resp.status().as_u16());
+    }
+    let etag = resp
+        .headers()
+        .get("ETag")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let body: Value = serde_json::from_str(&resp.body_mut().read_to_string()?)?;
+    Ok((etag, body))
+}
+
+struct IronicSequence {
+    agent: ureq::Agent,
+    base: String,
+    system: String,
+    token: Option<String>,
+}
+
+impl IronicSequence {
+    fn new(bmc: &Bmc) -> Result<Self> {
+        let agent = agent();
+        let base = bmc.url.trim_end_matches('/').to_string();
+        let root = get(&agent, &format!("{base}/redfish/v1/"), None)?.1;
+        let sessions = root["Links"]["Sessions"]["@odata.id"]
+            .as_str()
+            .unwrap_or("/redfish/v1/SessionService/Sessions")
+            .to_string();
+        let mut resp = agent
+            .post(&format!("{base}{sessions}"))
+            .header("Content-Type", "application/json")
+            .send(json!({"UserName": "admin", "Password": "password"}).to_string())?;
+        let token = match resp.status().as_u16() {
+            201 => resp
+                .headers()
+                .get("X-Auth-Token")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            s => bail!(
+                "session login: HTTP {s}: {}",
+                resp.body_mut().read_to_string().unwrap_or_default()
+            ),
+        };
+        Ok(IronicSequence {
+            agent,
+            base,
+            system: format!("/redfish/v1/Systems/{}", bmc.system),
+            token,
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn get(&self, path: &str) -> Result<(Option<String>, Value)> {
+        get(&self.agent, &self.url(path), self.token.as_deref())
+    }
+
+    fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Value,
+        if_match: Option<&str>,
+    ) -> Result<(u16, Option<String>, String)> {
+        let url = self.url(path);
+        let mut req = match method {
+            "PATCH" => self.agent.patch(&url),
+            _ => self.agent.post(&url),
+        }
+        .header("Content-Type", "application/json")
+        .header("OData-Version", "4.0");
+        if let Some(t) = &self.token {
+            req = req.header("X-Auth-Token", t);
+        }
+        if let Some(e) = if_match {
+            req = req.header("If-Match", e);
+        }
+        let mut resp = req
+            .send(body.to_string())
+            .with_context(|| format!("{method} {url}"))?;
+        let location = resp
+            .headers()
+            .get("Location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        Ok((
+            resp.status().as_u16(),
+            location,
+            resp.body_mut().read_to_string().unwrap_or_default(),
+        ))
+    }
+
+    fn reset(&self, kind: &str) -> Result<()> {
+        for attempt in 0..10 {
+            let (s, _, body) = self.send(
+                "POST",
+                &format!("{}/Actions/ComputerSystem.Reset", self.system),
+                json!({"ResetType": kind}),
+                None,
+            )?;
+            match s {
+                200 | 202 | 204 => return Ok(()),
+                409 if attempt < 9 => std::thread::sleep(Duration::from_secs(2)),
+                _ => bail!("Reset {kind}: HTTP {s}: {body}"),
+            }
+        }
+        unreachable!()
+    }
+
+    fn power_state(&self) -> Result<String> {
+        Ok(self.get(&self.system)?.1["PowerState"]
+            .as_str()
+            .unwrap_or("")
+            .to_string())
+    }
+
+    fn power_off(&self) -> Result<()> {
+        if self.power_state()? == "Off" {
+            return Ok(());
+        }
+        self.reset("ForceOff")?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.power_state()? != "Off" {
+            if Instant::now() > deadline {
+                bail!("the system did not power off");
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Ok(())
+    }
+
+    fn power_on(&self) -> Result<()> {
+        self.reset("On")
+    }
+
+    fn boot(&self, req: &BootRequest) -> Result<()> {
+        let (_, sys) = self.get(&self.system)?;
+        let target = match req.method {
+            Method::UefiHttp => "UefiHttp",
+            Method::VirtualMedia => "Cd",
+        };
+        // Ironic's validation: the target must be offered.
+        let allowed = sys["Boot"]["BootSourceOverrideTarget@Redfish.AllowableValues"]
+            .as_array()
+            .ok_or_else(|| {
+                anyhow!("the BMC gives no BootSourceOverrideTarget@Redfish.AllowableValues")
+            })?;
+        if !allowed.iter().any(|v| v == target) {
+            bail!("{target} is not in BootSourceOverrideTarget@Redfish.AllowableValues");
+        }
+        self.power_off()?;
+        if req.method == Method::VirtualMedia {
+            self.insert_media(req.uri.as_deref().unwrap_or_default())?;
+        }
+        // Boot-mode sync.
+        let (etag, sys) = self.get(&self.system)?;
+        let mut etag = etag;
+        if sys["Boot"]["BootSourceOverrideMode"] != "UEFI" {
+            let (s, _, body) = self.send(
+                "PATCH",
+                &self.system,
+                json!({"Boot": {"BootSourceOverrideMode": "UEFI"}}),
+                etag.as_deref(),
+            )?;
+            if s >= 300 {
+                bail!("boot mode PATCH: HTTP {s}: {body}");
+            }
+            etag = self.get(&self.system)?.0;
+        }
+        let mut boot = json!({"BootSourceOverrideTarget": target});
+        if sys["Boot"]["BootSourceOverrideEnabled"] != req.enabled.as_str() {
+            boot["BootSourceOverrideEnabled"] = json!(req.enabled.as_str());
+        }
+        if req.method == Method::UefiHttp {
+            boot["HttpBootUri"] = json!(req.uri);
+        }
+        let (s, _, body) = self.send(
+            "PATCH",
+            &self.system,
+            json!({ "Boot": boot }),
+            etag.as_deref(),
+        )?;
+        if s >= 300 {
+            bail!("Boot PATCH: HTTP {s}: {body}");
+        }
+        self.power_on()
+    }
+
+    fn insert_media(&self, image: &str) -> Result<()> {
+        let (_, sys) = self.get(&self.system)?;
+        let manager = sys["Links"]["ManagedBy"][0]["@odata.id"]
+            .as_str()
+            .ok_or_else(|| anyhow!("no Links.ManagedBy"))?
+            .to_string();
+        let (_, mgr) = self.get(&manager)?;
+        let coll = mgr["VirtualMedia"]["@odata.id"]
+            .as_str()
+            .ok_or_else(|| anyhow!("the manager has no VirtualMedia"))?
+            .to_string();
+        let (_, coll) = self.get(&coll)?;
+        let mut cd = None;
+        for m in coll["Members"].as_array().into_iter().flatten() {
+            let uri = m["@odata.id"].as_str().unwrap_or_default().to_string();
+            let (_, media) = self.get(&uri)?;
+            if media["MediaTypes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|t| t == "CD" || t == "DVD")
+            {
+                cd = Some((uri, media));
+                break;
+            }
+        }
+        let (cd, media) = cd.ok_or_else(|| anyhow!("no CD virtual media"))?;
+        if media["Inserted"] == true {
+            let eject = media["Actions"]["#VirtualMedia.EjectMedia"]["target"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            self.send("POST", &eject, json!({}), None)?;
+        }
+        let insert = media["Actions"]["#VirtualMedia.InsertMedia"]["target"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let (s, location, body) = self.send(
+            "POST",
+            &insert,
+            json!({"Image": image, "Inserted": true, "WriteProtected": true}),
+            None,
+        )?;
+        match (s, location) {
+            (202, Some(monitor)) => {
+                let deadline = Instant::now() + Duration::from_secs(300);
+                loop {
+                    let resp = self.agent.get(&self.url(&monitor)).call()?;
+                    match resp.status().as_u16() {
+                        202 => {}
+                        200 | 204 => break,
+                        s => bail!("InsertMedia task: HTTP {s}"),
+                    }
+                    if Instant::now() > deadline {
+                        bail!("InsertMedia task did not finish");
+                    }
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            }
+            (200 | 204, _) => {}
+            (s, _) => bail!("InsertMedia: HTTP {s}: {body}"),
+        }
+        let (_, media) = self.get(&cd)?;
+        if media["Inserted"] != true {
+            bail!("the CD reports no media after InsertMedia");
+        }
+        Ok(())
+    }
+}

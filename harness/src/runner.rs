@@ -1,0 +1,528 @@
+//! Runs scenarios end to end in one lab: per case (a scenario with one
+//! driver) its own network, boot servers, domain and emulator process;
+//! several cases in parallel (`--jobs`). Reports progress as it goes, a
+//! summary table with time-to-marker, JUnit XML, and keeps the artifact
+//! folder of every failed case (serial log, emulator log, HTTP logs, DHCP
+//! log, domain XML).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::driver::{Bmc, BootRequest};
+use crate::lab::{wait_until, Lab, Net, NetSpec};
+use crate::scenario::{Dhcp, Driver, HttpBoot, Image, Method, Outcome, Scenario};
+
+pub struct Options {
+    pub jobs: usize,
+    pub artifacts: PathBuf,
+    pub emulator: PathBuf,
+    pub python: Option<PathBuf>,
+    pub keep_passed: bool,
+}
+
+/// The result of one case.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    pub scenario: String,
+    pub driver: Driver,
+    pub passed: bool,
+    pub detail: String,
+    pub elapsed: Duration,
+    /// From the power-on request to the last expected serial line.
+    pub to_marker: Option<Duration>,
+    pub artifacts: Option<PathBuf>,
+}
+
+/// What the serial port showed.
+enum Watch {
+    /// Every expected line, in order; when the last appeared.
+    Seen(Duration),
+    /// A failure pattern appeared.
+    Failed(String),
+    TimedOut(String),
+}
+
+fn watch(
+    serial: &Path,
+    expected: &[String],
+    failure: &[String],
+    limit: Duration,
+    start: Instant,
+) -> Watch {
+    loop {
+        let text = String::from_utf8_lossy(&std::fs::read(serial).unwrap_or_default()).into_owned();
+        let mut rest = text.as_str();
+        let mut found = 0;
+        for e in expected {
+            match rest.find(e.as_str()) {
+                Some(i) => {
+                    rest = &rest[i + e.len()..];
+                    found += 1;
+                }
+                None => break,
+            }
+        }
+        if found == expected.len() && !expected.is_empty() {
+            return Watch::Seen(start.elapsed());
+        }
+        if let Some(f) = failure.iter().find(|f| text.contains(f.as_str())) {
+            return Watch::Failed(f.clone());
+        }
+        if start.elapsed() > limit {
+            let missing = expected.get(found).cloned().unwrap_or_default();
+            return Watch::TimedOut(format!(
+                "after {limit:?}, still waiting for {missing:?} on the serial port"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn count(log: &Path, request: &str) -> usize {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let needle = format!("{request} ");
+    text.lines().filter(|l| l.starts_with(&needle)).count()
+}
+
+struct Emulator(Child);
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_emulator(
+    opts: &Options,
+    domain: &str,
+    http_boot: HttpBoot,
+    dir: &Path,
+) -> Result<(Emulator, String)> {
+    let log = std::fs::File::create(dir.join("emulator.log"))?;
+    let mut child = Command::new(&opts.emulator)
+        .args([
+            "--libvirt-uri",
+            crate::lab::SYSTEM_URI,
+            "--libvirt-domain",
+            domain,
+            "--port",
+            "0",
+        ])
+        .args([
+            "--http-boot",
+            match http_boot {
+                HttpBoot::Firmware => "firmware",
+                HttpBoot::Vmedia => "vmedia",
+            },
+        ])
+        .arg("--media-cache")
+        .arg(dir.join("media"))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("starting {}", opts.emulator.display()))?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
+    let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
+    if !url.starts_with("http") {
+        let _ = child.kill();
+        bail!(
+            "the emulator did not start; see {}",
+            dir.join("emulator.log").display()
+        );
+    }
+    Ok((Emulator(child), url))
+}
+
+fn net_spec(s: &Scenario, net_host: std::net::Ipv4Addr) -> NetSpec {
+    let url = |f: &str| format!("http://{net_host}:{}/{f}", crate::lab::BOOT_PORT);
+    let mut o = Vec::new();
+    match (s.network.dhcp, &s.network.bootfile) {
+        (Dhcp::Httpclient, Some(f)) => {
+            o.push("dhcp-vendorclass=set:efihttp,HTTPClient".to_string());
+            o.push("dhcp-option-force=tag:efihttp,60,HTTPClient".to_string());
+            o.push(format!("dhcp-boot=tag:efihttp,{}", url(f)));
+        }
+        (Dhcp::HttpclientWithoutVendorClass, Some(f)) => {
+            o.push("dhcp-vendorclass=set:efihttp,HTTPClient".to_string());
+            o.push(format!("dhcp-boot=tag:efihttp,{}", url(f)));
+        }
+        _ => {}
+    }
+    NetSpec {
+        dnsmasq_options: o,
+        ipv6: false,
+    }
+}
+
+/// Runs one case; `index` picks its network (198.18.index.0/24).
+fn run_case(
+    lab: &Mutex<Lab>,
+    opts: &Options,
+    s: &Scenario,
+    driver: Driver,
+    index: u8,
+) -> CaseResult {
+    let dir = opts.artifacts.join(format!("{}-{}", s.name, driver.name()));
+    let start = Instant::now();
+    let outcome = (|| -> Result<(bool, String, Option<Duration>)> {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("www"))?;
+        // Images first: building them needs no lab.
+        for a in &s.artifacts {
+            let built = match a.image {
+                Image::GrubMarkerEfi => crate::images::grub_marker("efi", &a.marker)?,
+                Image::GrubMarkerIso => crate::images::grub_marker("iso", &a.marker)?,
+            };
+            std::fs::copy(&built, dir.join("www").join(&a.name))?;
+        }
+        let host = std::net::Ipv4Addr::new(198, 18, index, 1);
+        let domain = format!("shoal-{index}-{}", s.name);
+        let serial = dir.join("serial.log");
+        let (net, bmc_url): (Net, String) = {
+            let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
+            let net = lab.network(index, &net_spec(s, host))?;
+            lab.file_server(&net, &dir.join("www"), &dir.join("http.log"))?;
+            let bmc_url = lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?;
+            lab.define_uefi(
+                &domain,
+                &net,
+                &format!("52:54:00:5e:{index:02x}:01"),
+                s.machine.memory_mib,
+                &serial,
+            )?;
+            (net, bmc_url)
+        };
+        let id = lab
+            .lock()
+            .map_err(|_| anyhow!("lab lock"))?
+            .conn()
+            .lookup_domain_by_name(&domain)?
+            .uuid_string()?;
+        let (_emu, url) = start_emulator(opts, &domain, s.emulator.http_boot, &dir)?;
+        let bmc = Bmc {
+            url,
+            system: id,
+            python: opts.python.clone(),
+        };
+        let bmc_side =
+            s.boot.method == Method::VirtualMedia || s.emulator.http_boot == HttpBoot::Vmedia;
+        let uri = s.boot.uri.as_ref().map(|u| {
+            if bmc_side {
+                format!("{bmc_url}/{u}")
+            } else {
+                format!("{}/{u}", net.boot_url())
+            }
+        });
+        let req = BootRequest {
+            method: s.boot.method,
+            uri,
+            enabled: s.boot.enabled,
+        };
+        let t = Instant::now();
+        bmc.boot(driver, &req)?;
+        let limit = Duration::from_secs(s.timeout_secs);
+        let seen = watch(&serial, &s.checks.serial, &s.checks.failure, limit, t);
+        let mut problems = Vec::new();
+        let to_marker = match (&seen, s.expect) {
+            (Watch::Seen(d), Outcome::Pass) => Some(*d),
+            (Watch::Seen(_), Outcome::Fail) => {
+                problems
+                    .push("the boot succeeded, but this scenario expects it to fail".to_string());
+                None
+            }
+            (Watch::Failed(f), Outcome::Pass) => {
+                problems.push(format!("the firmware reported {f:?}"));
+                None
+            }
+            (Watch::Failed(_), Outcome::Fail) => Some(t.elapsed()),
+            (Watch::TimedOut(why), _) => {
+                problems.push(why.clone());
+                None
+            }
+        };
+        for r in &s.checks.requests {
+            if count(&dir.join("http.log"), r) == 0 {
+                problems.push(format!("the boot server never answered {r:?}"));
+            }
+        }
+        for r in &s.checks.bmc_requests {
+            if count(&dir.join("bmc-http.log"), r) == 0 {
+                problems.push(format!("the BMC never fetched {r:?}"));
+            }
+        }
+        if problems.is_empty() {
+            for (path, want) in &s.checks.redfish {
+                let got = bmc.property(path)?;
+                if &got != want {
+                    problems.push(format!("Redfish {path} is {got:?}, expected {want:?}"));
+                }
+            }
+        }
+        if let (Some(then), true) = (&s.then, problems.is_empty()) {
+            let running = |d: &str| lab.lock().map(|l| l.is_running(d)).unwrap_or(false);
+            if wait_until(Duration::from_secs(30), || !running(&domain)).is_none() {
+                problems.push("the machine did not power off after its boot".into());
+            } else {
+                let before: Vec<usize> = then
+                    .requests_absent
+                    .iter()
+                    .map(|r| count(&dir.join("http.log"), r))
+                    .collect();
+                let t2 = Instant::now();
+                bmc.power_on(driver)?;
+                match watch(&serial, &then.serial, &[], limit, t2) {
+                    Watch::Seen(_) => {}
+                    Watch::Failed(f) | Watch::TimedOut(f) => {
+                        problems.push(format!("second start: {f}"))
+                    }
+                }
+                for (r, b) in then.requests_absent.iter().zip(before) {
+                    if count(&dir.join("http.log"), r) > b {
+                        problems.push(format!(
+                            "second start: the boot server answered {r:?} again"
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(xml) = lab.lock().ok().and_then(|l| l.domain_xml(&domain)) {
+            let _ = std::fs::write(dir.join("domain.xml"), xml);
+        }
+        let ok = problems.is_empty();
+        let detail = if ok {
+            match seen {
+                Watch::Failed(f) => format!("failed as expected: {f:?}"),
+                _ => "booted as expected".into(),
+            }
+        } else {
+            problems.join("; ")
+        };
+        Ok((ok, detail, to_marker))
+    })();
+    let (passed, detail, to_marker) = outcome.unwrap_or_else(|e| (false, format!("{e:#}"), None));
+    let artifacts = if passed && !opts.keep_passed {
+        let _ = std::fs::remove_dir_all(&dir);
+        None
+    } else {
+        Some(dir)
+    };
+    CaseResult {
+        scenario: s.name.clone(),
+        driver,
+        passed,
+        detail,
+        elapsed: start.elapsed(),
+        to_marker,
+        artifacts,
+    }
+}
+
+/// Runs every (scenario, driver) case; returns the results in case order.
+pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
+    let cases: Vec<(usize, &Scenario, Driver)> = scenarios
+        .iter()
+        .flat_map(|s| s.drivers.iter().map(move |d| (s, *d)))
+        .enumerate()
+        .map(|(i, (s, d))| (i, s, d))
+        .collect();
+    if cases.len() > 250 {
+        bail!(
+            "{} cases: at most 250 per run (one /24 network each)",
+            cases.len()
+        );
+    }
+    std::fs::create_dir_all(&opts.artifacts)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let _guard = rt.enter();
+    let lab = Arc::new(Mutex::new(Lab::start(&opts.artifacts.join("lab"))?));
+    // Ctrl-C or SIGTERM: tear the lab down (VMs, networks, daemons,
+    // namespace) before leaving, whatever the cases are doing.
+    let on_signal = lab.clone();
+    rt.spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
+        }
+        eprintln!("interrupted: stopping the lab");
+        if let Ok(mut l) = on_signal.lock() {
+            l.stop();
+        }
+        std::process::exit(130);
+    });
+    let total = cases.len();
+    let queue = Arc::new(Mutex::new(cases.into_iter()));
+    let results = Arc::new(Mutex::new(Vec::new()));
+    std::thread::scope(|scope| {
+        for _ in 0..opts.jobs.max(1) {
+            let (queue, results, lab, handle) = (
+                queue.clone(),
+                results.clone(),
+                lab.clone(),
+                rt.handle().clone(),
+            );
+            scope.spawn(move || {
+                let _g = handle.enter();
+                loop {
+                    let next = queue.lock().ok().and_then(|mut q| q.next());
+                    let Some((i, s, d)) = next else { break };
+                    eprintln!("[{}/{total}] {} ({}) ...", i + 1, s.name, d.name());
+                    let r = run_case(&lab, opts, s, d, (i + 1) as u8);
+                    eprintln!(
+                        "[{}/{total}] {} ({}) {} in {:.1} s: {}{}",
+                        i + 1,
+                        s.name,
+                        d.name(),
+                        if r.passed { "PASS" } else { "FAIL" },
+                        r.elapsed.as_secs_f64(),
+                        r.detail,
+                        r.artifacts
+                            .as_ref()
+                            .filter(|_| !r.passed)
+                            .map(|p| format!(" (artifacts: {})", p.display()))
+                            .unwrap_or_default()
+                    );
+                    results.lock().expect("results").push((i, r));
+                }
+            });
+        }
+    });
+    drop(lab);
+    let mut results = Arc::try_unwrap(results)
+        .map_err(|_| anyhow!("results still shared"))?
+        .into_inner()
+        .map_err(|_| anyhow!("results lock"))?;
+    results.sort_by_key(|(i, _)| *i);
+    Ok(results.into_iter().map(|(_, r)| r).collect())
+}
+
+/// The readable summary, ending with the `N passed, M failed` line.
+pub fn summary(results: &[CaseResult]) -> String {
+    let mut out = format!(
+        "{:<42} {:<16} {:<6} {:>8} {:>10}\n",
+        "scenario", "driver", "result", "total", "to marker"
+    );
+    for r in results {
+        out.push_str(&format!(
+            "{:<42} {:<16} {:<6} {:>7.1}s {:>10}\n",
+            r.scenario,
+            r.driver.name(),
+            if r.passed { "PASS" } else { "FAIL" },
+            r.elapsed.as_secs_f64(),
+            r.to_marker
+                .map(|d| format!("{:.1}s", d.as_secs_f64()))
+                .unwrap_or_else(|| "-".into())
+        ));
+    }
+    let passed = results.iter().filter(|r| r.passed).count();
+    out.push_str(&format!(
+        "{} passed, {} failed\n",
+        passed,
+        results.len() - passed
+    ));
+    out
+}
+
+fn xml_attr(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// JUnit XML for CI systems.
+pub fn junit(results: &[CaseResult]) -> String {
+    let failures = results.iter().filter(|r| !r.passed).count();
+    let time: f64 = results.iter().map(|r| r.elapsed.as_secs_f64()).sum();
+    let mut x = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"shoal-harness\" tests=\"{}\" failures=\"{failures}\" time=\"{time:.1}\">\n", results.len());
+    for r in results {
+        x.push_str(&format!(
+            "  <testcase classname=\"scenarios.{}\" name=\"{}\" time=\"{:.1}\"",
+            xml_attr(&r.scenario),
+            r.driver.name(),
+            r.elapsed.as_secs_f64()
+        ));
+        if r.passed {
+            x.push_str("/>\n");
+        } else {
+            let art = r
+                .artifacts
+                .as_ref()
+                .map(|p| format!(" (artifacts: {})", p.display()))
+                .unwrap_or_default();
+            x.push_str(&format!(
+                ">\n    <failure message=\"{}\"/>\n  </testcase>\n",
+                xml_attr(&format!("{}{art}", r.detail))
+            ));
+        }
+    }
+    x.push_str("</testsuite>\n");
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(name: &str, passed: bool) -> CaseResult {
+        CaseResult {
+            scenario: name.into(),
+            driver: Driver::Sushy,
+            passed,
+            detail: "the firmware reported \"404 <Not Found>\"".into(),
+            elapsed: Duration::from_millis(1500),
+            to_marker: passed.then_some(Duration::from_secs(1)),
+            artifacts: (!passed).then(|| PathBuf::from("/tmp/a")),
+        }
+    }
+
+    #[test]
+    fn reports() {
+        let rs = [r("a", true), r("b", false)];
+        let s = summary(&rs);
+        assert!(s.ends_with("1 passed, 1 failed\n"), "{s}");
+        let j = junit(&rs);
+        assert!(j.contains("tests=\"2\" failures=\"1\""));
+        assert!(
+            j.contains("&quot;404 &lt;Not Found&gt;&quot; (artifacts: /tmp/a)"),
+            "{j}"
+        );
+    }
+
+    #[test]
+    fn watch_finds_lines_in_order_and_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("serial");
+        std::fs::write(&p, "b then a then c").unwrap();
+        let exp = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(matches!(
+            watch(&p, &exp(&["a", "c"]), &[], Duration::ZERO, Instant::now()),
+            Watch::Seen(_)
+        ));
+        assert!(matches!(
+            watch(&p, &exp(&["c", "a"]), &[], Duration::ZERO, Instant::now()),
+            Watch::TimedOut(_)
+        ));
+        assert!(matches!(
+            watch(
+                &p,
+                &exp(&["z"]),
+                &exp(&["then"]),
+                Duration::ZERO,
+                Instant::now()
+            ),
+            Watch::Failed(_)
+        ));
+    }
+}

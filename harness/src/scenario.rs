@@ -1,0 +1,384 @@
+//! Scenario files (`scenarios/*.toml`): data, not code. Parsed strictly;
+//! every error names the file and the key.
+//!
+//! A scenario describes one machine, its network's DHCP profile, the boot
+//! artifacts, what the driver asks of the BMC, and what must be seen: serial
+//! markers in order, requests the boot servers answered, the Redfish state
+//! afterwards, and optionally a second start (`[then]`). Serial patterns in
+//! `expect.failure` mean the boot failed; with `expect = "fail"` the
+//! scenario passes only if such a failure is seen (not on a timeout).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Driver {
+    /// The real sushy library, as Ironic uses it.
+    Sushy,
+    /// Ironic's redfish-https / redfish-virtual-media request sequence in Rust.
+    IronicSequence,
+}
+
+impl Driver {
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::Sushy => "sushy",
+            Driver::IronicSequence => "ironic-sequence",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    Fail,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dhcp {
+    /// Addresses only.
+    Plain,
+    /// Answers the HTTPClient vendor class with option 60 and a bootfile URL.
+    Httpclient,
+    /// A bootfile URL but no option 60: the firmware must ignore the offer.
+    HttpclientWithoutVendorClass,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Image {
+    GrubMarkerEfi,
+    GrubMarkerIso,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    UefiHttp,
+    VirtualMedia,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Enabled {
+    Once,
+    Continuous,
+}
+
+impl Enabled {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enabled::Once => "Once",
+            Enabled::Continuous => "Continuous",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HttpBoot {
+    Firmware,
+    Vmedia,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(skip)]
+    pub name: String,
+    pub description: String,
+    #[serde(default = "default_drivers")]
+    pub drivers: Vec<Driver>,
+    #[serde(default = "default_outcome")]
+    pub expect: Outcome,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    #[serde(default)]
+    pub machine: Machine,
+    #[serde(default)]
+    pub emulator: Emulator,
+    #[serde(default)]
+    pub network: Network,
+    #[serde(default)]
+    pub artifacts: Vec<Artifact>,
+    pub boot: Boot,
+    #[serde(rename = "checks")]
+    pub checks: Checks,
+    pub then: Option<Then>,
+}
+
+fn default_drivers() -> Vec<Driver> {
+    vec![Driver::Sushy]
+}
+fn default_outcome() -> Outcome {
+    Outcome::Pass
+}
+fn default_timeout() -> u64 {
+    120
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    #[serde(default = "x86")]
+    pub arch: String,
+    #[serde(default = "uefi")]
+    pub firmware: String,
+    #[serde(default = "mem")]
+    pub memory_mib: u64,
+}
+
+fn x86() -> String {
+    "x86_64".into()
+}
+fn uefi() -> String {
+    "uefi".into()
+}
+fn mem() -> u64 {
+    1024
+}
+
+impl Default for Machine {
+    fn default() -> Self {
+        Machine {
+            arch: x86(),
+            firmware: uefi(),
+            memory_mib: mem(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Emulator {
+    #[serde(default = "firmware_mapping")]
+    pub http_boot: HttpBoot,
+}
+
+fn firmware_mapping() -> HttpBoot {
+    HttpBoot::Firmware
+}
+
+impl Default for Emulator {
+    fn default() -> Self {
+        Emulator {
+            http_boot: HttpBoot::Firmware,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    #[serde(default = "plain")]
+    pub dhcp: Dhcp,
+    /// Artifact offered as the DHCP bootfile URL.
+    pub bootfile: Option<String>,
+}
+
+fn plain() -> Dhcp {
+    Dhcp::Plain
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Network {
+            dhcp: Dhcp::Plain,
+            bootfile: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Artifact {
+    pub name: String,
+    pub image: Image,
+    pub marker: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Boot {
+    pub method: Method,
+    /// An artifact name, or a name that is not served (a 404). Absent with
+    /// uefi-http: `HttpBootUri: null`, the URL comes from DHCP.
+    pub uri: Option<String>,
+    #[serde(default = "once")]
+    pub enabled: Enabled,
+}
+
+fn once() -> Enabled {
+    Enabled::Once
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Serial lines that must appear, in this order.
+    #[serde(default)]
+    pub serial: Vec<String>,
+    /// Serial text that means the boot failed.
+    #[serde(default)]
+    pub failure: Vec<String>,
+    /// `METHOD /path` the boot server (machine side) must have answered.
+    #[serde(default)]
+    pub requests: Vec<String>,
+    /// `METHOD /path` the BMC-side server must have answered.
+    #[serde(default)]
+    pub bmc_requests: Vec<String>,
+    /// Redfish System properties by path (`Boot/BootSourceOverrideEnabled`).
+    #[serde(default)]
+    pub redfish: BTreeMap<String, String>,
+}
+
+/// A second start after the first boot ended, and what it must (not) do.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Then {
+    #[serde(default)]
+    pub serial: Vec<String>,
+    #[serde(default)]
+    pub requests_absent: Vec<String>,
+}
+
+impl Scenario {
+    pub fn load(path: &Path) -> Result<Scenario> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+        let mut s: Scenario = toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
+        s.name = path
+            .file_stem()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        s.validate()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        Ok(s)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.machine.arch != "x86_64" {
+            bail!(
+                "machine.arch: {:?} is not supported yet (only \"x86_64\")",
+                self.machine.arch
+            );
+        }
+        if self.machine.firmware != "uefi" {
+            bail!(
+                "machine.firmware: {:?} is not supported yet (only \"uefi\")",
+                self.machine.firmware
+            );
+        }
+        if self.drivers.is_empty() {
+            bail!("drivers: at least one driver");
+        }
+        let known = |n: &str| self.artifacts.iter().any(|a| a.name == n);
+        for (i, a) in self.artifacts.iter().enumerate() {
+            if a.name.contains('/') || a.name.is_empty() {
+                bail!("artifacts[{i}].name: {:?} is not a plain file name", a.name);
+            }
+        }
+        if let Some(b) = &self.network.bootfile {
+            if !known(b) {
+                bail!("network.bootfile: {b:?} is not one of the artifacts");
+            }
+            if self.network.dhcp == Dhcp::Plain {
+                bail!("network.bootfile: needs network.dhcp = \"httpclient\" or \"httpclient-without-vendor-class\"");
+            }
+        }
+        if self.boot.method == Method::VirtualMedia && self.boot.uri.is_none() {
+            bail!("boot.uri: virtual-media needs an image");
+        }
+        if self.checks.serial.is_empty() && self.checks.failure.is_empty() {
+            bail!("checks: give serial markers to wait for, or failure patterns");
+        }
+        if self.expect == Outcome::Fail && self.checks.failure.is_empty() {
+            bail!("checks.failure: a scenario expected to fail must say how the failure shows");
+        }
+        Ok(())
+    }
+
+    /// All scenarios in `dir`, sorted by name.
+    pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>> {
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .with_context(|| format!("read {}", dir.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        paths.sort();
+        paths.iter().map(|p| Scenario::load(p)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.toml");
+        std::fs::write(&p, text).unwrap();
+        Scenario::load(&p)
+    }
+
+    const OK: &str = r#"
+description = "x"
+[[artifacts]]
+name = "m.efi"
+image = "grub-marker-efi"
+marker = "m"
+[boot]
+method = "uefi-http"
+uri = "m.efi"
+[checks]
+serial = ["SHOAL-MARKER m"]
+"#;
+
+    #[test]
+    fn a_minimal_scenario_gets_defaults() {
+        let s = parse(OK).unwrap();
+        assert_eq!(
+            (s.drivers.clone(), s.expect, s.boot.enabled, s.timeout_secs),
+            (vec![Driver::Sushy], Outcome::Pass, Enabled::Once, 120)
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_and_key() {
+        let e = parse(&OK.replace("[boot]", "colour = 1\n[boot]"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("s.toml") && e.contains("colour"), "{e}");
+        let e = parse(&OK.replace("uefi-http", "carrier-pigeon"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("s.toml") && e.contains("carrier-pigeon"), "{e}");
+        let e = parse(&format!(
+            "{OK}\n[network]\ndhcp = \"httpclient\"\nbootfile = \"nope.efi\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("network.bootfile"), "{e}");
+        let e = parse(&OK.replace(
+            "description = \"x\"",
+            "description = \"x\"\nexpect = \"fail\"",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("checks.failure"), "{e}");
+    }
+
+    #[test]
+    fn the_shipped_scenarios_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let all = Scenario::load_dir(&dir).unwrap();
+        assert!(all.len() >= 6, "{} scenarios", all.len());
+    }
+}
