@@ -177,9 +177,13 @@ fn run_case(
         std::fs::create_dir_all(dir.join("www"))?;
         // Images first: building them needs no lab.
         for a in &s.artifacts {
+            let marker = a.marker.as_deref().unwrap_or_default();
             let built = match a.image {
-                Image::GrubMarkerEfi => crate::images::grub_marker("efi", &a.marker)?,
-                Image::GrubMarkerIso => crate::images::grub_marker("iso", &a.marker)?,
+                Image::GrubMarkerEfi => crate::images::grub_marker("efi", marker)?,
+                Image::GrubMarkerIso => crate::images::grub_marker("iso", marker)?,
+                Image::DeployRamdisk => {
+                    crate::images::build("deploy-ramdisk.sh", &["iso"], "deploy.iso")?
+                }
             };
             std::fs::copy(&built, dir.join("www").join(&a.name))?;
         }
@@ -256,6 +260,19 @@ fn run_case(
         for r in &s.checks.bmc_requests {
             if count(&dir.join("bmc-http.log"), r) == 0 {
                 problems.push(format!("the BMC never fetched {r:?}"));
+            }
+        }
+        if !s.checks.heartbeat.is_empty() {
+            let beats = std::fs::read_to_string(dir.join("heartbeat.log")).unwrap_or_default();
+            if beats.trim().is_empty() {
+                problems.push("the machine sent no heartbeat".into());
+            }
+            for line in beats.lines().filter(|l| !l.is_empty()) {
+                for want in &s.checks.heartbeat {
+                    if !line.contains(want.as_str()) {
+                        problems.push(format!("heartbeat {line:?} lacks {want:?}"));
+                    }
+                }
             }
         }
         if problems.is_empty() {

@@ -53,8 +53,13 @@ pub enum Dhcp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Image {
+    /// A grub EFI application printing `SHOAL-MARKER <marker>`.
     GrubMarkerEfi,
+    /// The same as a bootable ISO.
     GrubMarkerIso,
+    /// A Linux ramdisk ISO that reports its command line and boot path and
+    /// sends a heartbeat (vm-images/deploy-ramdisk.sh).
+    DeployRamdisk,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -199,7 +204,8 @@ impl Default for Network {
 pub struct Artifact {
     pub name: String,
     pub image: Image,
-    pub marker: String,
+    /// The marker text of the grub images.
+    pub marker: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -232,6 +238,9 @@ pub struct Checks {
     /// `METHOD /path` the BMC-side server must have answered.
     #[serde(default)]
     pub bmc_requests: Vec<String>,
+    /// Text every heartbeat the machine sent must contain.
+    #[serde(default)]
+    pub heartbeat: Vec<String>,
     /// Redfish System properties by path (`Boot/BootSourceOverrideEnabled`).
     #[serde(default)]
     pub redfish: BTreeMap<String, String>,
@@ -282,6 +291,10 @@ impl Scenario {
         for (i, a) in self.artifacts.iter().enumerate() {
             if a.name.contains('/') || a.name.is_empty() {
                 bail!("artifacts[{i}].name: {:?} is not a plain file name", a.name);
+            }
+            let grub = matches!(a.image, Image::GrubMarkerEfi | Image::GrubMarkerIso);
+            if grub != a.marker.is_some() {
+                bail!("artifacts[{i}].marker: grub marker images need one, other images take none");
             }
         }
         if let Some(b) = &self.network.bootfile {

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Builds a small Linux "deploy ramdisk" ISO for x86_64 UEFI machines from
+# Debian packages: Debian's kernel (linux-image-amd64) and busybox-static,
+# booted by grub from the ISO. Its /init prints
+#   SHOAL-MARKER deploy-ramdisk
+#   SHOAL-CMDLINE <kernel command line>
+#   SHOAL-BOOTPATH uefi-http | uefi-cd | uefi | bios   (from BootCurrent)
+# on the serial port, takes DHCP, POSTs a heartbeat (marker, boot path,
+# command line) to http://<DHCP server>:8080/heartbeat, like an agent
+# would, and powers off.
+#   deploy-ramdisk.sh iso OUT.iso
+# Needs apt (to fetch the kernel package), busybox-static, cpio, grub-common,
+# grub-efi-amd64-bin, xorriso, mtools; ci/test installs them.
+set -euo pipefail
+kind=${1:?iso} out=${2:?output file}
+[[ $kind == iso ]] || { echo "deploy-ramdisk.sh: only 'iso'" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+[[ -n $kpkg ]] || { echo "deploy-ramdisk.sh: cannot resolve linux-image-amd64 (apt-get update?)" >&2; exit 1; }
+apt-get download -q "$kpkg" >/dev/null 2>&1 || { echo "deploy-ramdisk.sh: apt-get download $kpkg failed" >&2; exit 1; }
+dpkg -x ./"$kpkg"_*.deb kernel
+kver=${kpkg#linux-image-}
+mods=kernel/lib/modules/$kver
+depmod -b kernel "$kver"  # the package ships no modules.dep
+
+mkdir -p root/bin root/mods iso/boot/grub
+cp /bin/busybox root/bin/busybox
+# virtio NICs, SATA CD-ROMs and efivarfs, with their dependencies, in load order.
+for m in virtio_pci virtio_net ahci sr_mod efivarfs; do
+    line=$(grep -E "(^|/)$m\.ko(\.[a-z]+)?:" "$mods/modules.dep")
+    deps=${line#*:}
+    for d in $(echo $deps | tr ' ' '\n' | tac) "${line%%:*}"; do
+        b=$(basename "$d")
+        if ! grep -qx "$b" root/mods/order 2>/dev/null; then
+            cp "$mods/$d" root/mods/ && echo "$b" >>root/mods/order
+        fi
+    done
+done
+
+cat >root/udhcpc.sh <<'SH'
+#!/bin/busybox sh
+case "$1" in
+    bound|renew)
+        ip addr add "$ip/${mask:-24}" dev "$interface"
+        echo "ip=$ip serverid=$serverid" >/tmp/dhcp ;;
+esac
+SH
+cat >root/init <<'SH'
+#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dev /tmp /sbin /usr/bin /usr/sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+echo "SHOAL-MARKER deploy-ramdisk"
+cmdline=$(cat /proc/cmdline)
+echo "SHOAL-CMDLINE $cmdline"
+while read -r m; do insmod "/mods/$m" 2>/dev/null; done </mods/order
+bootpath=bios
+g=8be4df61-93ca-11d2-aa0d-00e098032b8c
+if [ -d /sys/firmware/efi ]; then
+    bootpath=uefi
+    mount -t efivarfs efivarfs /sys/firmware/efi/efivars 2>/dev/null
+    cur=$(od -An -tx2 -j4 -N2 "/sys/firmware/efi/efivars/BootCurrent-$g" 2>/dev/null | tr -d ' \n' | tr a-f A-F)
+    while [ ${#cur} -lt 4 ]; do cur="0$cur"; done
+    # EFI_LOAD_OPTION after efivarfs' 4 attribute bytes: u32 attributes,
+    # u16 path length, then the UCS-2 description up to a NUL.
+    desc=""
+    for u in $(dd if="/sys/firmware/efi/efivars/Boot$cur-$g" bs=1 skip=10 count=160 2>/dev/null | od -An -v -tu2); do
+        [ "$u" = 0 ] && break
+        [ "$u" -lt 128 ] && desc="$desc$(printf "\\$(printf %03o "$u")")"
+    done
+    echo "SHOAL-BOOTCURRENT Boot$cur $desc"
+    # BootCurrent does not name the option that booted an ISO (OVMF reports
+    # another one), so the medium decides: an ISO the firmware HTTP-booted
+    # runs from a RAM disk, which the firmware publishes as an ACPI NFIT
+    # table; one from virtual media is on a CD-ROM drive.
+    sleep 1
+    if [ -e /sys/firmware/acpi/tables/NFIT ]; then
+        bootpath=uefi-http
+    elif ls /sys/block 2>/dev/null | grep -q '^sr'; then
+        bootpath=uefi-cd
+    fi
+fi
+echo "SHOAL-BOOTPATH $bootpath"
+ip link set lo up
+ip link set eth0 up
+udhcpc -i eth0 -n -q -t 10 -s /udhcpc.sh >/dev/null 2>&1
+if [ -f /tmp/dhcp ]; then
+    . /tmp/dhcp
+    echo "SHOAL-IP $ip server $serverid"
+    if wget -q -O /dev/null --post-data "marker=deploy-ramdisk bootpath=$bootpath cmdline=$cmdline" "http://$serverid:8080/heartbeat"; then
+        echo "SHOAL-HEARTBEAT sent"
+    else
+        echo "SHOAL-HEARTBEAT failed"
+    fi
+else
+    echo "SHOAL-DHCP failed"
+fi
+poweroff -f
+SH
+chmod +x root/init root/udhcpc.sh
+(cd root && find . | cpio -o -H newc --quiet | gzip -9) >iso/boot/initrd.gz
+cp kernel/boot/vmlinuz-"$kver" iso/boot/vmlinuz
+cat >iso/boot/grub/grub.cfg <<'CFG'
+serial --unit=0 --speed=115200
+terminal_output serial console
+set timeout=0
+linux /boot/vmlinuz console=ttyS0,115200 shoal.deploy=1 ipa-debug=1 quiet
+initrd /boot/initrd.gz
+boot
+CFG
+grub-mkrescue -o "$out" iso >grub.log 2>&1 || { cat grub.log >&2; exit 1; }
