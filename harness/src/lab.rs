@@ -41,7 +41,10 @@ impl Net {
 pub struct NetSpec {
     /// Raw dnsmasq options (`dhcp-option-force=...`), added to libvirt's.
     pub dnsmasq_options: Vec<String>,
+    /// Also fd00:5e:N::/64 with DHCPv6.
     pub ipv6: bool,
+    /// No DHCPv4 (the address stays, for the boot server).
+    pub no_dhcp4: bool,
 }
 
 pub struct Lab {
@@ -153,9 +156,14 @@ impl Lab {
             .as_ref()
             .map(|h| format!("<ip family='ipv6' address='{h}' prefix='64'><dhcp><range start='fd00:5e:{index:x}::100' end='fd00:5e:{index:x}::1ff'/></dhcp></ip>"))
             .unwrap_or_default();
+        let dhcp4 = if spec.no_dhcp4 {
+            String::new()
+        } else {
+            format!("<dhcp><range start='198.18.{index}.100' end='198.18.{index}.200'/></dhcp>")
+        };
         let xml = format!(
             "<network xmlns:dnsmasq='{DNSMASQ_NS}'><name>{name}</name><bridge name='{bridge}' stp='off'/>\
-             <ip address='{host}' netmask='255.255.255.0'><dhcp><range start='198.18.{index}.100' end='198.18.{index}.200'/></dhcp></ip>{v6}{opts}</network>"
+             <ip address='{host}' netmask='255.255.255.0'>{dhcp4}</ip>{v6}{opts}</network>"
         );
         std::fs::write(self.dir.join(format!("{name}.xml")), &xml)?;
         self.conn()
@@ -175,7 +183,24 @@ impl Lab {
     pub fn file_server(&mut self, net: &Net, root: &Path, log: &Path) -> Result<()> {
         let addr = SocketAddr::new(net.host.into(), BOOT_PORT);
         let listener = netns::bind_in(&self.ns, addr)?;
-        self.serve_on(listener, root, log)
+        self.serve_on(listener, root, log)?;
+        if let Some(h6) = &net.host6 {
+            // The address is usable once duplicate address detection is done.
+            let addr: SocketAddr = format!("[{h6}]:{BOOT_PORT}").parse()?;
+            let mut tries = 0;
+            let listener = loop {
+                match netns::bind_in(&self.ns, addr) {
+                    Ok(l) => break l,
+                    Err(_) if tries < 40 => {
+                        tries += 1;
+                        std::thread::sleep(Duration::from_millis(250));
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+            self.serve_on(listener, root, log)?;
+        }
+        Ok(())
     }
 
     /// Serves `root` on a loopback port of the host (for what the BMC itself

@@ -25,7 +25,16 @@ pub fn ip(args: &[&str]) -> Result<()> {
 
 pub fn create(ns: &str) -> Result<()> {
     ip(&["netns", "add", ns])?;
-    ip(&["netns", "exec", ns, "ip", "link", "set", "lo", "up"])
+    ip(&["netns", "exec", ns, "ip", "link", "set", "lo", "up"])?;
+    // Bridges without a VM yet have no carrier; without duplicate address
+    // detection their IPv6 addresses can be bound at once.
+    for key in [
+        "net.ipv6.conf.all.accept_dad=0",
+        "net.ipv6.conf.default.accept_dad=0",
+    ] {
+        ip(&["netns", "exec", ns, "sysctl", "-qw", key])?;
+    }
+    Ok(())
 }
 
 pub fn delete(ns: &str) {

@@ -144,6 +144,26 @@ fn start_emulator(
 fn net_spec(s: &Scenario, net_host: std::net::Ipv4Addr) -> NetSpec {
     let url = |f: &str| format!("http://{net_host}:{}/{f}", crate::lab::BOOT_PORT);
     let mut o = Vec::new();
+    if s.network.ipv6_only {
+        // DHCPv6: the bootfile URL (option 59) and the HTTPClient vendor
+        // class (option 16: enterprise 343, then "HTTPClient").
+        let index = net_host.octets()[2];
+        if let (Dhcp::Httpclient, Some(f)) = (s.network.dhcp, &s.network.bootfile) {
+            o.push(format!(
+                "dhcp-option=option6:bootfile-url,http://[fd00:5e:{index:x}::1]:{}/{f}",
+                crate::lab::BOOT_PORT
+            ));
+            o.push(
+                "dhcp-option-force=option6:16,00:00:01:57:00:0a:48:54:54:50:43:6c:69:65:6e:74"
+                    .into(),
+            );
+        }
+        return NetSpec {
+            dnsmasq_options: o,
+            ipv6: true,
+            no_dhcp4: true,
+        };
+    }
     match (s.network.dhcp, &s.network.bootfile) {
         (Dhcp::Httpclient, Some(f)) => {
             o.push("dhcp-vendorclass=set:efihttp,HTTPClient".to_string());
@@ -159,6 +179,7 @@ fn net_spec(s: &Scenario, net_host: std::net::Ipv4Addr) -> NetSpec {
     NetSpec {
         dnsmasq_options: o,
         ipv6: false,
+        no_dhcp4: false,
     }
 }
 

@@ -184,6 +184,9 @@ pub struct Network {
     pub dhcp: Dhcp,
     /// Artifact offered as the DHCP bootfile URL.
     pub bootfile: Option<String>,
+    /// DHCPv6 on fd00:5e:N::/64 (bootfile-url, option 59) and no DHCPv4.
+    #[serde(default)]
+    pub ipv6_only: bool,
 }
 
 fn plain() -> Dhcp {
@@ -195,6 +198,7 @@ impl Default for Network {
         Network {
             dhcp: Dhcp::Plain,
             bootfile: None,
+            ipv6_only: false,
         }
     }
 }
