@@ -130,8 +130,12 @@ pub fn registry_document(uri: &str) -> Value {
                 "AttributeName": a.name,
                 "DisplayName": a.name,
                 "ReadOnly": false,
-                "DefaultValue": a.default.to_json(),
             });
+            // An empty default is left out, as the schema asks of services.
+            let default = a.default.to_json();
+            if default != json!("") {
+                v["DefaultValue"] = default;
+            }
             match a.kind {
                 AttrKind::Enum(values) => {
                     v["Type"] = json!("Enumeration");

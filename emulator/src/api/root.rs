@@ -35,7 +35,7 @@ fn top_level() -> Vec<(&'static str, &'static str)> {
         ("Chassis", "/redfish/v1/Chassis"),
         ("SessionService", "/redfish/v1/SessionService"),
         ("AccountService", "/redfish/v1/AccountService"),
-        ("TaskService", "/redfish/v1/TaskService"),
+        ("Tasks", "/redfish/v1/TaskService"),
         ("Registries", "/redfish/v1/Registries"),
     ]
 }

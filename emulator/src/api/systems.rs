@@ -112,11 +112,9 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
             "LogicalProcessorCount": sys.cpus,
             "CoreCount": sys.cpus,
             "Model": processor_model(sys.arch),
-            "Status": { "State": "Enabled", "Health": "OK" },
         },
         "MemorySummary": {
             "TotalSystemMemoryGiB": sys.memory_mib as f64 / 1024.0,
-            "Status": { "State": "Enabled", "Health": "OK" },
         },
         "Boot": boot,
         "BootProgress": {
