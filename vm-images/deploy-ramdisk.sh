@@ -18,8 +18,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
-[[ -n $kpkg ]] || { echo "deploy-ramdisk.sh: cannot resolve linux-image-amd64 (apt-get update?)" >&2; exit 1; }
+resolve() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'; }
+kpkg=$(resolve)
+if [[ -z $kpkg && $EUID -eq 0 ]]; then
+    apt-get update -qq </dev/null >/dev/null 2>&1 || true  # package lists may be absent
+    kpkg=$(resolve)
+fi
+[[ -n $kpkg ]] || { echo "deploy-ramdisk.sh: cannot resolve linux-image-amd64 (run apt-get update)" >&2; exit 1; }
 apt-get download -q "$kpkg" >/dev/null 2>&1 || { echo "deploy-ramdisk.sh: apt-get download $kpkg failed" >&2; exit 1; }
 dpkg -x ./"$kpkg"_*.deb kernel
 kver=${kpkg#linux-image-}
