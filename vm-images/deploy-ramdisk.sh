@@ -109,6 +109,10 @@ poweroff -f
 SH
 chmod +x root/init root/udhcpc.sh
 (cd root && find . | cpio -o -H newc --quiet | gzip -9) >iso/boot/initrd.gz
+# A damaged initramfs only shows as a kernel panic in a VM: check it here.
+gzip -t iso/boot/initrd.gz
+[[ $(gzip -dc iso/boot/initrd.gz | od -An -c -N6 | tr -d " ") == 070701 ]] || { echo "deploy-ramdisk.sh: initramfs is not a newc cpio" >&2; exit 1; }
+gzip -dc iso/boot/initrd.gz | cpio -t --quiet | grep -x init >/dev/null || { echo "deploy-ramdisk.sh: initramfs has no /init" >&2; exit 1; }
 cp kernel/boot/vmlinuz-"$kver" iso/boot/vmlinuz
 cat >iso/boot/grub/grub.cfg <<'CFG'
 serial --unit=0 --speed=115200
