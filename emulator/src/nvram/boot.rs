@@ -138,6 +138,12 @@ pub fn load_options(store: &Varstore) -> Vec<(u16, LoadOption)> {
         .collect()
 }
 
+/// The URI of load option `n`, when it is a single URI node.
+pub fn option_uri(store: &Varstore, n: u16) -> Option<String> {
+    let (_, opt) = load_options(store).into_iter().find(|(m, _)| *m == n)?;
+    device_path_uri(&opt.device_path)
+}
+
 /// Shoal's option number: its existing entry, else the lowest free number.
 fn shoal_slot(store: &Varstore) -> u16 {
     let opts = load_options(store);

@@ -354,14 +354,7 @@ async fn uefi_http_writes_the_uri_boot_option_into_nvram() {
     api.reset(&sys, "On").await;
     let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
     let next = efiboot::boot_next(&store).expect("BootNext");
-    let (_, opt) = efiboot::load_options(&store)
-        .into_iter()
-        .find(|(n, _)| *n == next)
-        .unwrap();
-    assert_eq!(
-        efiboot::device_path_uri(&opt.device_path).as_deref(),
-        Some(uri)
-    );
+    assert_eq!(efiboot::option_uri(&store, next).as_deref(), Some(uri));
     assert_eq!(
         api.get(&sys).await.body["Boot"]["BootSourceOverrideEnabled"],
         "Disabled",
@@ -522,12 +515,5 @@ async fn qcow2_nvram_is_edited_through_qemu_img() {
     assert!(st.success());
     let store = Varstore::parse(std::fs::read(&raw).unwrap()).unwrap();
     let next = efiboot::boot_next(&store).expect("BootNext");
-    let (_, opt) = efiboot::load_options(&store)
-        .into_iter()
-        .find(|(n, _)| *n == next)
-        .unwrap();
-    assert_eq!(
-        efiboot::device_path_uri(&opt.device_path).as_deref(),
-        Some(uri)
-    );
+    assert_eq!(efiboot::option_uri(&store, next).as_deref(), Some(uri));
 }
