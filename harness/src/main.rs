@@ -3,6 +3,7 @@
 //! - `run [SCENARIO_DIR]`: runs `scenarios/*.toml` in a confined lab.
 //! - `doctor`: whether this host has what real-VM scenarios need.
 //! - `serve`: the boot file server on its own.
+//! - `conformance`: DMTF's four conformance tools against the emulator.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use shoal_harness::{lab, runner, scenario::Scenario};
+use shoal_harness::{conformance, lab, runner, scenario::Scenario};
 
 #[derive(Parser)]
 #[command(name = "shoal-harness", version, about)]
@@ -51,6 +52,31 @@ enum Command {
     },
     /// Check that this host can run real-VM scenarios.
     Doctor,
+    /// Run DMTF's service, protocol, use-case and interop (Ironic profile)
+    /// checks against the emulator (fake backend, HTTPS, sessions); fails
+    /// on any FAIL.
+    Conformance {
+        /// Reports, logs, summary.txt and junit.xml go here.
+        #[arg(
+            long,
+            env = "SHOAL_CONFORMANCE_OUT",
+            default_value = "shoal-artifacts/conformance"
+        )]
+        out: PathBuf,
+        /// The venv with the DMTF tools (default: $SHOAL_CONFORMANCE_VENV).
+        #[arg(long, env = "SHOAL_CONFORMANCE_VENV")]
+        venv: PathBuf,
+        /// The shoal-emulator binary; default: the one beside this program.
+        #[arg(long, env = "SHOAL_EMULATOR")]
+        emulator: Option<PathBuf>,
+        /// Only these tools (service-validator, protocol-validator,
+        /// use-case-checkers, interop-validator).
+        #[arg(long, value_delimiter = ',', value_parser = parse_tool)]
+        only: Vec<conformance::Tool>,
+        /// Limit per tool, in seconds.
+        #[arg(long, default_value_t = 1200)]
+        timeout_secs: u64,
+    },
     /// Serve a folder as the boot file server does.
     Serve {
         #[arg(long)]
@@ -60,6 +86,13 @@ enum Command {
         #[arg(long, default_value = "http.log")]
         log: PathBuf,
     },
+}
+
+fn parse_tool(s: &str) -> Result<conformance::Tool, String> {
+    conformance::Tool::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = conformance::Tool::ALL.iter().map(|t| t.name()).collect();
+        format!("unknown tool '{s}' (one of: {})", names.join(", "))
+    })
 }
 
 fn sibling(name: &str) -> Option<PathBuf> {
@@ -109,6 +142,41 @@ fn real_main() -> Result<ExitCode> {
                 eprintln!("{} requirement(s) missing for VM scenarios", missing.len());
                 Ok(ExitCode::FAILURE)
             }
+        }
+        Command::Conformance {
+            out,
+            venv,
+            emulator,
+            only,
+            timeout_secs,
+        } => {
+            let emulator = emulator
+                .or_else(|| sibling("shoal-emulator"))
+                .context("no shoal-emulator beside this program; pass --emulator")?;
+            let out = std::path::absolute(&out)?;
+            std::fs::create_dir_all(&out).with_context(|| format!("{}", out.display()))?;
+            let opts = conformance::Options {
+                emulator,
+                venv_bin: venv.join("bin"),
+                out: out.clone(),
+                tools: if only.is_empty() {
+                    conformance::Tool::ALL.to_vec()
+                } else {
+                    only
+                },
+                timeout: std::time::Duration::from_secs(timeout_secs),
+            };
+            let results = conformance::run(&opts)?;
+            let summary = conformance::summary(&results);
+            std::fs::write(out.join("summary.txt"), &summary)?;
+            std::fs::write(out.join("junit.xml"), conformance::junit(&results))?;
+            print!("{summary}");
+            eprintln!("conformance reports are in {}", out.display());
+            Ok(if results.iter().all(|r| r.passed()) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Command::Serve { dir, bind, log } => {
             let rt = tokio::runtime::Runtime::new()?;

@@ -5,15 +5,15 @@
 //! folder of every failed case (serial log, emulator log, HTTP logs, DHCP
 //! log, domain XML).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 
 use crate::driver::{Bmc, BootRequest};
+use crate::emulator::EmulatorProcess;
 use crate::lab::{wait_until, Lab, Net, NetSpec};
 use crate::scenario::{Dhcp, Driver, HttpBoot, Image, Method, Outcome, Scenario};
 
@@ -89,56 +89,32 @@ fn count(log: &Path, request: &str) -> usize {
     text.lines().filter(|l| l.starts_with(&needle)).count()
 }
 
-struct Emulator(Child);
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn start_emulator(
     opts: &Options,
     domain: &str,
     http_boot: HttpBoot,
     dir: &Path,
-) -> Result<(Emulator, String)> {
-    let log = std::fs::File::create(dir.join("emulator.log"))?;
-    let mut child = Command::new(&opts.emulator)
-        .args([
-            "--libvirt-uri",
-            crate::lab::SYSTEM_URI,
-            "--libvirt-domain",
-            domain,
-            "--port",
-            "0",
-        ])
-        .args([
-            "--http-boot",
-            match http_boot {
-                HttpBoot::Firmware => "firmware",
-                HttpBoot::Vmedia => "vmedia",
-            },
-        ])
-        .arg("--media-cache")
-        .arg(dir.join("media"))
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .with_context(|| format!("starting {}", opts.emulator.display()))?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
-    let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
-    if !url.starts_with("http") {
-        let _ = child.kill();
-        bail!(
-            "the emulator did not start; see {}",
-            dir.join("emulator.log").display()
-        );
-    }
-    Ok((Emulator(child), url))
+) -> Result<EmulatorProcess> {
+    let mut cmd = Command::new(&opts.emulator);
+    cmd.args([
+        "--libvirt-uri",
+        crate::lab::SYSTEM_URI,
+        "--libvirt-domain",
+        domain,
+        "--port",
+        "0",
+    ])
+    .args([
+        "--http-boot",
+        match http_boot {
+            HttpBoot::Firmware => "firmware",
+            HttpBoot::Vmedia => "vmedia",
+        },
+    ])
+    .arg("--media-cache")
+    .arg(dir.join("media"))
+    .env("RUST_LOG", "info");
+    EmulatorProcess::spawn(cmd, &dir.join("emulator.log"))
 }
 
 fn net_spec(s: &Scenario, net_host: std::net::Ipv4Addr) -> NetSpec {
@@ -231,9 +207,9 @@ fn run_case(
             .conn()
             .lookup_domain_by_name(&domain)?
             .uuid_string()?;
-        let (_emu, url) = start_emulator(opts, &domain, s.emulator.http_boot, &dir)?;
+        let emu = start_emulator(opts, &domain, s.emulator.http_boot, &dir)?;
         let bmc = Bmc {
-            url,
+            url: emu.url.clone(),
             system: id,
             python: opts.python.clone(),
         };

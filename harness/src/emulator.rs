@@ -1,0 +1,95 @@
+//! A `shoal-emulator` child process: started with `--port 0`, its URL read
+//! from the one line it prints once it accepts connections, stopped (by its
+//! own pid) when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+pub struct EmulatorProcess {
+    child: Child,
+    /// Base URL, e.g. `https://127.0.0.1:40123`.
+    pub url: String,
+}
+
+impl EmulatorProcess {
+    /// Spawns `cmd` (the emulator with its flags), logging stderr to `log`,
+    /// and waits for its `listening on URL` line.
+    pub fn spawn(mut cmd: Command, log: &Path) -> Result<EmulatorProcess> {
+        let program = cmd.get_program().to_string_lossy().into_owned();
+        let file = std::fs::File::create(log).with_context(|| format!("{}", log.display()))?;
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(file)
+            .stdin(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {program}"))?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
+        let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
+        if !url.starts_with("http") {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("the emulator did not start; see {}", log.display());
+        }
+        Ok(EmulatorProcess { child, url })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Resident set size in KiB, from `/proc/PID/status`.
+    pub fn rss_kib(&self) -> Option<u64> {
+        rss_kib(self.pid())
+    }
+
+    /// Whether the process has exited (and how), without waiting.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
+impl Drop for EmulatorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `VmRSS` of process `pid` in KiB.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_rss_is_read() {
+        let kib = rss_kib(std::process::id()).expect("VmRSS");
+        assert!(kib > 100, "{kib} KiB");
+    }
+
+    #[test]
+    fn a_program_that_prints_no_url_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo nothing here; echo oops >&2"]);
+        let err = EmulatorProcess::spawn(cmd, &dir.path().join("log"))
+            .err()
+            .expect("no URL");
+        assert!(err.to_string().contains("did not start"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("log")).unwrap(),
+            "oops\n"
+        );
+    }
+}
