@@ -483,7 +483,13 @@ impl AuthStore {
                 }
             })
             .count();
-        if admins_left == 0 {
+        let admins_before = accounts
+            .iter()
+            .filter(|b| b.role == Role::Administrator && b.enabled)
+            .count();
+        // Only the change that takes away the last administrator is refused
+        // (an open service may have none to begin with).
+        if admins_left == 0 && admins_before > 0 {
             return Err(AuthError::LastAdmin);
         }
         let credentials_changed =

@@ -67,6 +67,13 @@ pub enum ApiError {
     UnsupportedMediaType,
     #[error("service unavailable, retry in {0} s")]
     Unavailable(u32),
+    /// 501: a `$` query parameter Shoal does not implement.
+    #[error("query parameter {0} not supported")]
+    QueryUnsupported(String),
+    /// 412: a request header with a value the service cannot honour
+    /// (`OData-Version` other than 4.0).
+    #[error("invalid header {0}")]
+    HeaderInvalid(String),
     #[error("redirect to {location}")]
     Redirect {
         location: String,
@@ -94,6 +101,8 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::QueryUnsupported(_) => StatusCode::NOT_IMPLEMENTED,
+            ApiError::HeaderInvalid(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::Redirect {
                 permanent_method: true,
                 ..
@@ -118,6 +127,8 @@ impl ApiError {
             ApiError::Unavailable(s) => {
                 vec![Msg::new("ServiceTemporarilyUnavailable", &[&s.to_string()])]
             }
+            ApiError::QueryUnsupported(p) => vec![Msg::new("QueryParameterUnsupported", &[p])],
+            ApiError::HeaderInvalid(h) => vec![Msg::new("HeaderInvalid", &[h])],
             ApiError::Redirect { .. } => vec![],
             ApiError::Internal(_) => vec![Msg::new("InternalError", &[])],
         }

@@ -72,6 +72,14 @@ messages! {
     PreconditionFailed = ("Critical", 0, "The ETag supplied did not match the ETag required to change this resource.", "Try the operation again using the appropriate ETag.");
     PreconditionRequired = ("Critical", 0, "A precondition header or annotation is required to change this resource.", "Try the operation again using an If-Match or If-None-Match header and appropriate ETag.");
     ServiceTemporarilyUnavailable = ("Critical", 1, "The service is temporarily unavailable.  Retry in %1 seconds.", "Wait for the indicated retry duration and retry the operation.");
+    QueryNotSupportedOnResource = ("Warning", 0, "Querying is not supported on the requested resource.", "Remove the query parameters and resubmit the request if the operation failed.");
+    QueryNotSupportedOnOperation = ("Warning", 0, "Querying is not supported with the requested operation.", "Remove the query parameters and resubmit the request if the operation failed.");
+    QueryCombinationInvalid = ("Warning", 0, "Two or more query parameters in the request cannot be used together.", "Remove one or more of the query parameters and resubmit the request if the operation failed.");
+    QueryParameterValueTypeError = ("Warning", 2, "The value '%1' for the query parameter %2 is not a type that the parameter can accept.", "Correct the value for the query parameter in the request and resubmit the request if the operation failed.");
+    QueryParameterValueFormatError = ("Warning", 2, "The value '%1' for the parameter %2 is not a format that the parameter can accept.", "Correct the value for the query parameter in the request and resubmit the request if the operation failed.");
+    QueryParameterOutOfRange = ("Warning", 3, "The value '%1' for the query parameter %2 is out of range %3.", "Reduce the value for the query parameter to a value that is within range, such as a start or count value that is within bounds of the number of resources in a collection or a page that is within the range of valid pages.");
+    QueryParameterUnsupported = ("Warning", 1, "Query parameter '%1' is not supported.", "Correct or remove the query parameter and resubmit the request.");
+    HeaderInvalid = ("Critical", 1, "Header '%1' is invalid.", "Resubmit the request with a valid request header.");
     QueryNotSupported = ("Warning", 0, "Querying is not supported by the implementation.", "Remove the query parameters and resubmit the request if the operation failed.");
     ResetRequired = ("Warning", 2, "In order to apply changes, recovery of the resource '%1' must be performed with the reset type '%2'.", "Perform the recovery using the indicated reset type.");
 }

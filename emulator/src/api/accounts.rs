@@ -3,6 +3,7 @@
 //! password.
 
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
@@ -22,6 +23,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/redfish/v1/AccountService/Accounts",
             get(list).post(create),
+        )
+        .route(
+            "/redfish/v1/AccountService/Accounts/Members",
+            axum::routing::post(create),
         )
         .route(
             "/redfish/v1/AccountService/Accounts/{id}",
@@ -190,8 +195,12 @@ async fn patch(
     State(st): State<AppState>,
     Extension(me): Extension<Principal>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
+    // If-Match is checked against the account as it is under this lock,
+    // so of two writers holding the same ETag only the first succeeds.
+    let _guard = st.locks.lock(&format!("account:{id}")).await;
     let a = get_account(&st, &id)?;
     let own = me.username.as_deref() == Some(&a.username);
     let only_password = body
@@ -202,6 +211,7 @@ async fn patch(
         return Err(ApiError::Forbidden);
     }
     let current = account_json(&a);
+    json::check_if_match(&headers, &current, &GENERIC)?;
     validate_patch(&body, &current, &create_fields())?;
     let change = AccountChange {
         username: body
@@ -234,8 +244,13 @@ async fn patch(
     ))
 }
 
-async fn delete(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    get_account(&st, &id)?;
+async fn delete(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let _guard = st.locks.lock(&format!("account:{id}")).await;
+    json::check_if_match(&headers, &account_json(&get_account(&st, &id)?), &GENERIC)?;
     st.auth.delete_account(&id).map_err(|e| match e {
         AuthError::LastAdmin => ApiError::bad(Msg::new("ResourceCannotBeDeleted", &[])),
         other => auth_error(other, "Id", &id),

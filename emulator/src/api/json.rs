@@ -157,8 +157,25 @@ impl Resource {
     }
 }
 
+/// `Link: <…/ComputerSystem.v1_22_0.json>; rel=describedby` for a body's
+/// `@odata.type` (DSP0266 §8.2: the JSON schema that describes it).
+fn described_by(body: &Value) -> Option<HeaderValue> {
+    let t = body.get("@odata.type")?.as_str()?.strip_prefix('#')?;
+    // "#ComputerSystem.v1_22_0.ComputerSystem" → "ComputerSystem.v1_22_0";
+    // "#ComputerSystemCollection.ComputerSystemCollection" → unversioned.
+    let schema = match t.rsplit_once('.') {
+        Some((ns, _)) => ns,
+        None => t,
+    };
+    HeaderValue::from_str(&format!(
+        "<http://redfish.dmtf.org/schemas/v1/{schema}.json>; rel=describedby"
+    ))
+    .ok()
+}
+
 impl IntoResponse for Resource {
     fn into_response(self) -> Response {
+        let link = described_by(&self.body);
         let mut r = (self.status, axum::Json(self.body)).into_response();
         let h = r.headers_mut();
         h.insert(
@@ -170,6 +187,9 @@ impl IntoResponse for Resource {
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         if let Some(tag) = self.etag.and_then(|t| HeaderValue::from_str(&t).ok()) {
             h.insert(header::ETAG, tag);
+        }
+        if let Some(l) = link {
+            h.insert(header::LINK, l);
         }
         r
     }

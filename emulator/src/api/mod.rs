@@ -12,6 +12,7 @@ mod chassis;
 pub mod json;
 mod managers;
 pub mod metadata;
+pub mod query;
 mod root;
 mod secure_boot;
 mod sessions;
@@ -43,7 +44,8 @@ use crate::tasks::Tasks;
 
 pub use tasks::TASK_MONITOR_PREFIX;
 
-/// Per-system async locks serialising read-check-write sequences.
+/// Per-resource async locks serialising read-check-write sequences, keyed
+/// by system Id (accounts use `account:ID`).
 #[derive(Default)]
 pub struct SystemLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
 
@@ -199,7 +201,14 @@ pub fn app(state: AppState) -> Router {
         }
         req
     });
-    Router::new().fallback_service(normalized)
+    // The protocol layer (OData-Version, If-None-Match, query parameters)
+    // answers from the routed service, and fetches what `$expand`,
+    // `$filter` and `only` need through it.
+    let routed = Router::new().fallback_service(normalized);
+    Router::new().fallback_service(tower::service_fn(move |req: Request| {
+        let routed = routed.clone();
+        async move { Ok::<_, std::convert::Infallible>(query::handle(routed, req).await) }
+    }))
 }
 
 fn is_public(method: &Method, path: &str) -> bool {
@@ -207,7 +216,12 @@ fn is_public(method: &Method, path: &str) -> bool {
         path,
         "/redfish" | "/redfish/v1" | "/redfish/v1/" | "/redfish/v1/odata" | "/redfish/v1/$metadata"
     ) || path.starts_with("/redfish/v1/Schemas/")
-        || (*method == Method::POST && path == "/redfish/v1/SessionService/Sessions")
+        || (*method == Method::POST
+            && matches!(
+                path,
+                "/redfish/v1/SessionService/Sessions"
+                    | "/redfish/v1/SessionService/Sessions/Members"
+            ))
 }
 
 /// The privilege an operation needs before its handler runs. Handlers

@@ -51,10 +51,14 @@ async fn service_root(State(st): State<AppState>) -> Resource {
         "Vendor": "Shoal",
         "Product": "Shoal Redfish BMC emulator",
         "ProtocolFeaturesSupported": {
-            "ExpandQuery": { "ExpandAll": false, "Levels": false, "Links": false, "NoLinks": false },
-            "FilterQuery": false,
-            "SelectQuery": false,
-            "OnlyMemberQuery": false,
+            "ExpandQuery": {
+                "ExpandAll": true, "Levels": true, "Links": true, "NoLinks": true,
+                "MaxLevels": super::query::MAX_LEVELS,
+            },
+            "FilterQuery": true,
+            "SelectQuery": true,
+            "OnlyMemberQuery": true,
+            "TopSkipQuery": true,
             "ExcerptQuery": false,
             "DeepOperations": { "DeepPATCH": false, "DeepPOST": false },
         },

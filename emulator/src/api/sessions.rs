@@ -22,6 +22,11 @@ pub fn router() -> Router<AppState> {
             get(service).patch(patch_service),
         )
         .route("/redfish/v1/SessionService/Sessions", get(list).post(login))
+        // DSP0266 §6.4: a POST to a collection's Members is the same create.
+        .route(
+            "/redfish/v1/SessionService/Sessions/Members",
+            axum::routing::post(login),
+        )
         .route(
             "/redfish/v1/SessionService/Sessions/{id}",
             get(session).delete(logout),

@@ -4,6 +4,7 @@
 
 mod api_auth;
 mod api_boot;
+mod api_query;
 mod api_resources;
 mod binary;
 mod common;

@@ -1,0 +1,836 @@
+//! The protocol layer every request passes before routing: the request's
+//! `OData-Version`, conditional GET (`If-None-Match` → 304) and the query
+//! parameters of DSP0266 §7.3 (`only`, `$filter`, `$skip`, `$top`,
+//! `$expand`, `$select`), applied in the order the specification gives to
+//! the representation the resource handlers render.
+//!
+//! Queries are answered from the handlers' own responses: the request goes
+//! to the router without its query string, and expansion, filtering and
+//! `only` fetch the resources they need through the same router with the
+//! caller's credentials, so a query sees exactly what plain GETs would.
+//! A request without a query string costs two header lookups.
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde_json::{Map, Value};
+use tower::ServiceExt;
+
+use crate::error::{ApiError, Msg};
+
+/// Deepest `$levels` accepted (advertised as `ExpandQuery.MaxLevels`).
+pub const MAX_LEVELS: u32 = 6;
+/// Resources one query may fetch to answer it.
+const MAX_FETCHES: usize = 20_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expand {
+    /// `*`: every hyperlink.
+    All,
+    /// `.`: subordinate resources, not those under `Links`.
+    NoLinks,
+    /// `~`: only those under `Links`.
+    Links,
+}
+
+/// The query parameters of one request.
+#[derive(Debug, Default, PartialEq)]
+pub struct Query {
+    pub only: bool,
+    pub filter: Option<Filter>,
+    pub skip: Option<usize>,
+    pub top: Option<usize>,
+    pub expand: Option<(Expand, u32)>,
+    /// Property paths (`Boot/BootSourceOverrideTarget` → two segments).
+    pub select: Option<Vec<Vec<String>>>,
+}
+
+impl Query {
+    fn is_empty(&self) -> bool {
+        *self == Query::default()
+    }
+}
+
+fn format_error(value: &str, param: &str) -> ApiError {
+    ApiError::bad(Msg::new("QueryParameterValueFormatError", &[value, param]))
+}
+
+/// Parses a query string. Unknown parameters starting with `$` are 501
+/// (DSP0266: the service shall not ignore them); others are ignored.
+pub fn parse(raw: &str) -> Result<Query, ApiError> {
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(raw).map_err(|_| format_error(raw, "query string"))?;
+    let mut q = Query::default();
+    let mut seen = HashSet::new();
+    for (k, v) in &pairs {
+        if !seen.insert(k.as_str()) && (k.starts_with('$') || k == "only") {
+            return Err(ApiError::bad(Msg::new("QueryCombinationInvalid", &[])));
+        }
+        match k.as_str() {
+            "only" => {
+                if !v.is_empty() {
+                    return Err(format_error(v, "only"));
+                }
+                q.only = true;
+            }
+            "$filter" => q.filter = Some(Filter::parse(v).ok_or_else(|| format_error(v, k))?),
+            "$skip" | "$top" => {
+                let n: usize = v.parse().map_err(|_| {
+                    ApiError::bad(Msg::new("QueryParameterValueTypeError", &[v, k]))
+                })?;
+                if k == "$skip" {
+                    q.skip = Some(n);
+                } else {
+                    q.top = Some(n);
+                }
+            }
+            "$expand" => q.expand = Some(parse_expand(v)?),
+            "$select" => {
+                let paths: Vec<Vec<String>> = v
+                    .split(',')
+                    .map(|p| p.trim().split('/').map(str::to_string).collect())
+                    .collect();
+                let ok = paths.iter().all(|p: &Vec<String>| {
+                    p.iter().all(|s| {
+                        !s.is_empty()
+                            && s.chars()
+                                .all(|c| c.is_ascii_alphanumeric() || "_@.#".contains(c))
+                    })
+                });
+                if !ok {
+                    return Err(format_error(v, k));
+                }
+                q.select = Some(paths);
+            }
+            other if other.starts_with('$') => return Err(ApiError::QueryUnsupported(k.clone())),
+            _ => {}
+        }
+    }
+    if q.only && pairs.len() > 1 {
+        return Err(ApiError::bad(Msg::new("QueryCombinationInvalid", &[])));
+    }
+    Ok(q)
+}
+
+fn parse_expand(v: &str) -> Result<(Expand, u32), ApiError> {
+    let bad = || format_error(v, "$expand");
+    let mut chars = v.chars();
+    let kind = match chars.next() {
+        Some('*') => Expand::All,
+        Some('.') => Expand::NoLinks,
+        Some('~') => Expand::Links,
+        _ => return Err(bad()),
+    };
+    let rest = chars.as_str();
+    if rest.is_empty() {
+        return Ok((kind, 1));
+    }
+    let n = rest
+        .strip_prefix("($levels=")
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(bad)?;
+    let levels: u32 = n.parse().map_err(|_| bad())?;
+    if levels == 0 || levels > MAX_LEVELS {
+        return Err(ApiError::bad(Msg::new(
+            "QueryParameterOutOfRange",
+            &[n, "$expand", &format!("1-{MAX_LEVELS}")],
+        )));
+    }
+    Ok((kind, levels))
+}
+
+// ---------------------------------------------------------------- $filter
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
+    Path(Vec<String>),
+    Literal(Value),
+}
+
+/// A `$filter` expression (comparisons joined by `and`, `or`, `not`, in
+/// parentheses as needed).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    Cmp(Operand, Cmp, Operand),
+    And(Box<Filter>, Box<Filter>),
+    Or(Box<Filter>, Box<Filter>),
+    Not(Box<Filter>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Open,
+    Close,
+    Str(String),
+    Word(String),
+}
+
+fn tokens(s: &str) -> Option<Vec<Tok>> {
+    let mut out = Vec::new();
+    let mut it = s.chars().peekable();
+    while let Some(&c) = it.peek() {
+        match c {
+            ' ' | '\t' => {
+                it.next();
+            }
+            '(' => {
+                it.next();
+                out.push(Tok::Open);
+            }
+            ')' => {
+                it.next();
+                out.push(Tok::Close);
+            }
+            '\'' => {
+                it.next();
+                let mut lit = String::new();
+                loop {
+                    match it.next()? {
+                        // '' is an escaped quote inside a string literal.
+                        '\'' if it.peek() == Some(&'\'') => {
+                            it.next();
+                            lit.push('\'');
+                        }
+                        '\'' => break,
+                        ch => lit.push(ch),
+                    }
+                }
+                out.push(Tok::Str(lit));
+            }
+            _ => {
+                let mut w = String::new();
+                while let Some(&ch) = it.peek() {
+                    if matches!(ch, ' ' | '\t' | '(' | ')' | '\'') {
+                        break;
+                    }
+                    w.push(ch);
+                    it.next();
+                }
+                out.push(Tok::Word(w));
+            }
+        }
+    }
+    Some(out)
+}
+
+struct FilterParser {
+    toks: Vec<Tok>,
+    pos: usize,
+}
+
+impl FilterParser {
+    fn peek_word(&self, w: &str) -> bool {
+        matches!(self.toks.get(self.pos), Some(Tok::Word(x)) if x == w)
+    }
+
+    fn or(&mut self) -> Option<Filter> {
+        let mut left = self.and()?;
+        while self.peek_word("or") {
+            self.pos += 1;
+            left = Filter::Or(Box::new(left), Box::new(self.and()?));
+        }
+        Some(left)
+    }
+
+    fn and(&mut self) -> Option<Filter> {
+        let mut left = self.unary()?;
+        while self.peek_word("and") {
+            self.pos += 1;
+            left = Filter::And(Box::new(left), Box::new(self.unary()?));
+        }
+        Some(left)
+    }
+
+    fn unary(&mut self) -> Option<Filter> {
+        if self.peek_word("not") {
+            self.pos += 1;
+            return Some(Filter::Not(Box::new(self.unary()?)));
+        }
+        if self.toks.get(self.pos) == Some(&Tok::Open) {
+            self.pos += 1;
+            let inner = self.or()?;
+            if self.toks.get(self.pos) != Some(&Tok::Close) {
+                return None;
+            }
+            self.pos += 1;
+            return Some(inner);
+        }
+        let left = self.operand()?;
+        let op = match self.toks.get(self.pos)? {
+            Tok::Word(w) => match w.as_str() {
+                "eq" => Cmp::Eq,
+                "ne" => Cmp::Ne,
+                "gt" => Cmp::Gt,
+                "ge" => Cmp::Ge,
+                "lt" => Cmp::Lt,
+                "le" => Cmp::Le,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        self.pos += 1;
+        let right = self.operand()?;
+        Some(Filter::Cmp(left, op, right))
+    }
+
+    fn operand(&mut self) -> Option<Operand> {
+        let t = self.toks.get(self.pos)?.clone();
+        self.pos += 1;
+        match t {
+            Tok::Str(s) => Some(Operand::Literal(Value::String(s))),
+            Tok::Word(w) => Some(match w.as_str() {
+                "true" => Operand::Literal(Value::Bool(true)),
+                "false" => Operand::Literal(Value::Bool(false)),
+                "null" => Operand::Literal(Value::Null),
+                _ if w.starts_with(|c: char| c.is_ascii_digit() || c == '-') => {
+                    let n: f64 = w.parse().ok()?;
+                    Operand::Literal(serde_json::Number::from_f64(n).map(Value::Number)?)
+                }
+                _ if w
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_@.#/".contains(c)) =>
+                {
+                    Operand::Path(w.split('/').map(str::to_string).collect())
+                }
+                _ => return None,
+            }),
+            _ => None,
+        }
+    }
+}
+
+fn lookup<'a>(v: &'a Value, path: &[String]) -> &'a Value {
+    path.iter()
+        .try_fold(v, |cur, seg| cur.get(seg))
+        .unwrap_or(&Value::Null)
+}
+
+impl Filter {
+    pub fn parse(s: &str) -> Option<Filter> {
+        let mut p = FilterParser {
+            toks: tokens(s)?,
+            pos: 0,
+        };
+        let f = p.or()?;
+        (p.pos == p.toks.len()).then_some(f)
+    }
+
+    /// Whether resource `v` passes the filter.
+    pub fn matches(&self, v: &Value) -> bool {
+        match self {
+            Filter::And(a, b) => a.matches(v) && b.matches(v),
+            Filter::Or(a, b) => a.matches(v) || b.matches(v),
+            Filter::Not(a) => !a.matches(v),
+            Filter::Cmp(l, op, r) => {
+                let side = |o: &Operand| match o {
+                    Operand::Path(p) => lookup(v, p).clone(),
+                    Operand::Literal(x) => x.clone(),
+                };
+                compare(&side(l), *op, &side(r))
+            }
+        }
+    }
+}
+
+fn compare(a: &Value, op: Cmp, b: &Value) -> bool {
+    use std::cmp::Ordering;
+    let ord = match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64().partial_cmp(&y.as_f64()),
+        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+        (x, y) if x == y => Some(Ordering::Equal),
+        _ => None,
+    };
+    match op {
+        Cmp::Eq => ord == Some(Ordering::Equal),
+        Cmp::Ne => ord != Some(Ordering::Equal),
+        Cmp::Gt => ord == Some(Ordering::Greater),
+        Cmp::Ge => matches!(ord, Some(Ordering::Greater | Ordering::Equal)),
+        Cmp::Lt => ord == Some(Ordering::Less),
+        Cmp::Le => matches!(ord, Some(Ordering::Less | Ordering::Equal)),
+    }
+}
+
+// ---------------------------------------------------------------- $select
+
+/// Keeps the selected properties and the OData annotations a client needs
+/// to identify the resource (`@odata.id`, `@odata.type`, `@odata.context`,
+/// `@odata.etag`, which stays the whole resource's ETag).
+pub fn select(v: &Value, paths: &[Vec<String>]) -> Value {
+    let Some(obj) = v.as_object() else {
+        return v.clone();
+    };
+    let mut out = Map::new();
+    for k in ["@odata.context", "@odata.id", "@odata.type", "@odata.etag"] {
+        if let Some(x) = obj.get(k) {
+            out.insert(k.into(), x.clone());
+        }
+    }
+    for p in paths {
+        copy_path(obj, p, &mut out);
+    }
+    Value::Object(out)
+}
+
+fn copy_path(from: &Map<String, Value>, path: &[String], to: &mut Map<String, Value>) {
+    let Some((head, rest)) = path.split_first() else {
+        return;
+    };
+    let Some(v) = from.get(head) else {
+        return;
+    };
+    if rest.is_empty() {
+        to.insert(head.clone(), v.clone());
+        return;
+    }
+    if let Some(inner) = v.as_object() {
+        let slot = to
+            .entry(head.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(slot) = slot.as_object_mut() {
+            copy_path(inner, rest, slot);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the layer
+
+fn is_reference(v: &Value) -> Option<&str> {
+    match v.as_object() {
+        Some(o) if o.len() == 1 => o.get("@odata.id")?.as_str(),
+        _ => None,
+    }
+}
+
+/// Fetches resources through the router with the caller's credentials.
+struct Fetcher {
+    router: Router,
+    auth: HeaderMap,
+    fetched: usize,
+}
+
+impl Fetcher {
+    fn new(router: Router, headers: &HeaderMap) -> Fetcher {
+        let mut auth = HeaderMap::new();
+        for h in [header::AUTHORIZATION.as_str(), "x-auth-token"] {
+            if let Some(v) = headers.get(h) {
+                auth.insert(h.parse::<header::HeaderName>().expect("static"), v.clone());
+            }
+        }
+        Fetcher {
+            router,
+            auth,
+            fetched: 0,
+        }
+    }
+
+    async fn response(&mut self, uri: &str) -> Result<Response, ApiError> {
+        self.fetched += 1;
+        if self.fetched > MAX_FETCHES {
+            return Err(ApiError::bad(Msg::new(
+                "QueryParameterOutOfRange",
+                &[&MAX_FETCHES.to_string(), "$expand", "resources per query"],
+            )));
+        }
+        let mut req = Request::get(uri)
+            .body(Body::empty())
+            .map_err(|e| ApiError::Internal(format!("subrequest {uri}: {e}")))?;
+        *req.headers_mut() = self.auth.clone();
+        Ok(self
+            .router
+            .clone()
+            .oneshot(req)
+            .await
+            .unwrap_or_else(|e: Infallible| match e {}))
+    }
+
+    /// The JSON body of `uri`, or `None` when it does not answer 200 JSON.
+    async fn json(&mut self, uri: &str) -> Result<Option<Value>, ApiError> {
+        let resp = self.response(uri).await?;
+        Ok(json_of(resp).await.map(|(_, v)| v))
+    }
+
+    /// Replaces hyperlinks with the resources they name, `levels` deep.
+    async fn expand(
+        &mut self,
+        v: &mut Value,
+        kind: Expand,
+        levels: u32,
+        in_links: bool,
+        path: &mut Vec<String>,
+    ) -> Result<(), ApiError> {
+        if levels == 0 {
+            return Ok(());
+        }
+        if let Some(uri) = is_reference(v).map(str::to_string) {
+            let wanted = match kind {
+                Expand::All => true,
+                Expand::NoLinks => !in_links,
+                Expand::Links => in_links,
+            };
+            // A link back to a resource being expanded stays a link.
+            if wanted && !path.contains(&uri) {
+                if let Some(mut target) = self.json(&uri).await? {
+                    path.push(uri);
+                    Box::pin(self.expand_members(&mut target, kind, levels - 1, path)).await?;
+                    path.pop();
+                    *v = target;
+                }
+            }
+            return Ok(());
+        }
+        match v {
+            Value::Array(items) => {
+                for item in items {
+                    Box::pin(self.expand(item, kind, levels, in_links, path)).await?;
+                }
+            }
+            Value::Object(obj) => {
+                for (k, item) in obj.iter_mut() {
+                    if k.starts_with("@odata.") {
+                        continue;
+                    }
+                    let links = in_links || k == "Links";
+                    Box::pin(self.expand(item, kind, levels, links, path)).await?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Expands the hyperlinks inside a resource (not the resource itself).
+    async fn expand_members(
+        &mut self,
+        v: &mut Value,
+        kind: Expand,
+        levels: u32,
+        path: &mut Vec<String>,
+    ) -> Result<(), ApiError> {
+        if let Value::Object(obj) = v {
+            for (k, item) in obj.iter_mut() {
+                if k.starts_with("@odata.") {
+                    continue;
+                }
+                self.expand(item, kind, levels, k == "Links", path).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `(headers, body)` of a 200 JSON response; `None` for anything else.
+async fn json_of(resp: Response) -> Option<(axum::http::response::Parts, Value)> {
+    if resp.status() != StatusCode::OK {
+        return None;
+    }
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !is_json {
+        return None;
+    }
+    let (parts, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.ok()?;
+    let v = serde_json::from_slice(&bytes).ok()?;
+    Some((parts, v))
+}
+
+fn is_collection(v: &Value) -> bool {
+    v.get("Members").is_some_and(Value::is_array)
+}
+
+/// Answers a GET with a query from the unqueried representation.
+async fn answer(router: Router, req: Request, q: Query) -> Result<Response, ApiError> {
+    let headers = req.headers().clone();
+    let head = req.method() == Method::HEAD;
+    let (mut parts, body) = req.into_parts();
+    parts.uri = Uri::builder()
+        .path_and_query(parts.uri.path())
+        .build()
+        .map_err(|e| ApiError::Internal(format!("uri: {e}")))?;
+    // The handler sees a plain GET; HEAD is answered from it without body.
+    parts.method = Method::GET;
+    let resp = router
+        .clone()
+        .oneshot(Request::from_parts(parts, body))
+        .await
+        .unwrap_or_else(|e: Infallible| match e {});
+    if resp.status() != StatusCode::OK {
+        return Ok(resp);
+    }
+    let status = resp.status();
+    let Some((mut rparts, mut v)) = json_of(resp).await else {
+        return Err(ApiError::bad(Msg::new("QueryNotSupportedOnResource", &[])));
+    };
+    let collection = is_collection(&v);
+    let mut fetch = Fetcher::new(router, &headers);
+    if (q.only || q.filter.is_some() || q.skip.is_some() || q.top.is_some()) && !collection {
+        return Err(ApiError::bad(Msg::new("QueryNotSupportedOnResource", &[])));
+    }
+    if q.only {
+        let members = v["Members"].as_array().cloned().unwrap_or_default();
+        if let [only] = &members[..] {
+            if let Some(uri) = is_reference(only) {
+                let r = fetch.response(uri).await?;
+                return Ok(if head { strip_body(r) } else { r });
+            }
+        }
+    }
+    if let Some(f) = &q.filter {
+        let mut kept = Vec::new();
+        for m in v["Members"].as_array().cloned().unwrap_or_default() {
+            let body = match is_reference(&m) {
+                Some(uri) => fetch.json(uri).await?,
+                None => Some(m.clone()),
+            };
+            if body.as_ref().is_some_and(|b| f.matches(b)) {
+                kept.push(m);
+            }
+        }
+        v["Members@odata.count"] = Value::from(kept.len());
+        v["Members"] = Value::Array(kept);
+    }
+    if collection && (q.skip.is_some() || q.top.is_some()) {
+        let members = v["Members"].as_array().cloned().unwrap_or_default();
+        let page: Vec<Value> = members
+            .into_iter()
+            .skip(q.skip.unwrap_or(0))
+            .take(q.top.unwrap_or(usize::MAX))
+            .collect();
+        v["Members"] = Value::Array(page);
+    }
+    if let Some((kind, levels)) = q.expand {
+        let mut path = vec![v
+            .get("@odata.id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()];
+        fetch
+            .expand_members(&mut v, kind, levels, &mut path)
+            .await?;
+    }
+    if let Some(paths) = &q.select {
+        let expanded_members = collection
+            && v["Members"]
+                .as_array()
+                .is_some_and(|m| m.iter().all(|x| is_reference(x).is_none()));
+        if expanded_members {
+            if let Some(ms) = v["Members"].as_array_mut() {
+                for m in ms.iter_mut() {
+                    *m = select(m, paths);
+                }
+            }
+        } else {
+            v = select(&v, paths);
+        }
+    }
+    rparts.headers.remove(header::CONTENT_LENGTH);
+    let body = if head {
+        Body::empty()
+    } else {
+        Body::from(serde_json::to_vec(&v).unwrap_or_default())
+    };
+    let mut r = Response::from_parts(rparts, body);
+    *r.status_mut() = status;
+    Ok(r)
+}
+
+fn strip_body(r: Response) -> Response {
+    let (mut parts, _) = r.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::empty())
+}
+
+/// `If-None-Match` lists the response's ETag (or `*`): 304 Not Modified.
+fn not_modified(if_none_match: &HeaderValue, resp: &Response) -> bool {
+    let Some(tag) = resp
+        .headers()
+        .get(header::ETAG)
+        .and_then(|t| t.to_str().ok())
+    else {
+        return false;
+    };
+    let tag = tag.strip_prefix("W/").unwrap_or(tag);
+    if_none_match.to_str().is_ok_and(|list| {
+        list.split(',')
+            .map(str::trim)
+            .any(|v| v == "*" || v.strip_prefix("W/").unwrap_or(v) == tag)
+    })
+}
+
+/// The layer: wraps the routed service (`router`) and answers `req`.
+pub async fn handle(router: Router, req: Request) -> Response {
+    match handle_inner(router, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn handle_inner(router: Router, req: Request) -> Result<Response, ApiError> {
+    if let Some(v) = req.headers().get("OData-Version") {
+        // DSP0266 §8.1: a version the service does not support is 412.
+        if v.as_bytes() != b"4.0" {
+            return Err(ApiError::HeaderInvalid(format!(
+                "OData-Version: {}",
+                String::from_utf8_lossy(v.as_bytes())
+            )));
+        }
+    }
+    let conditional = match *req.method() {
+        Method::GET | Method::HEAD => req.headers().get(header::IF_NONE_MATCH).cloned(),
+        _ => None,
+    };
+    let query = match req.uri().query() {
+        Some(raw) if !raw.is_empty() => parse(raw)?,
+        _ => Query::default(),
+    };
+    let resp = if query.is_empty() {
+        router
+            .oneshot(req)
+            .await
+            .unwrap_or_else(|e: Infallible| match e {})
+    } else if matches!(*req.method(), Method::GET | Method::HEAD) {
+        answer(router, req, query).await?
+    } else {
+        return Err(ApiError::bad(Msg::new("QueryNotSupportedOnOperation", &[])));
+    };
+    if let Some(inm) = conditional {
+        if resp.status() == StatusCode::OK && not_modified(&inm, &resp) {
+            let mut r = StatusCode::NOT_MODIFIED.into_response();
+            for h in [header::ETAG, header::CACHE_CONTROL] {
+                if let Some(v) = resp.headers().get(&h) {
+                    r.headers_mut().insert(h, v.clone());
+                }
+            }
+            return Ok(r);
+        }
+    }
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn query_strings_parse() {
+        let q = parse("$expand=.($levels=2)&$select=Name,Boot/BootSourceOverrideTarget").unwrap();
+        assert_eq!(q.expand, Some((Expand::NoLinks, 2)));
+        assert_eq!(
+            q.select.unwrap(),
+            [
+                vec!["Name".to_string()],
+                vec!["Boot".into(), "BootSourceOverrideTarget".into()]
+            ]
+        );
+        assert!(parse("only").unwrap().only);
+        assert!(
+            parse("foo=bar").unwrap().is_empty(),
+            "non-$ unknowns are ignored"
+        );
+        assert!(matches!(
+            parse("$rpvunknown"),
+            Err(ApiError::QueryUnsupported(p)) if p == "$rpvunknown"
+        ));
+        for bad in [
+            "only=1",
+            "only&$top=1",
+            "$expand=+",
+            "$expand=*($levels=0)",
+            "$expand=*($levels=x)",
+            "$top=-1",
+            "$select=a,,b",
+            "$filter=Id eq",
+            "$top=1&$top=2",
+        ] {
+            assert!(
+                matches!(parse(bad), Err(ApiError::BadRequest(_))),
+                "{bad} should be a 400"
+            );
+        }
+    }
+
+    #[test]
+    fn filters_evaluate() {
+        let v = json!({"Id": "Operator", "Count": 3, "Status": {"State": "Enabled"}, "On": true});
+        let yes = [
+            "Id eq 'Operator'",
+            "not (Id eq 'ReadOnly')",
+            "Id eq 'ReadOnly' or Id eq 'Operator'",
+            "Count gt 2 and Count le 3",
+            "Status/State eq 'Enabled'",
+            "On eq true",
+            "Missing eq null",
+            "Id ne 'x'",
+            "'Operator' eq Id",
+        ];
+        for f in yes {
+            assert!(Filter::parse(f).unwrap().matches(&v), "{f}");
+        }
+        let no = [
+            "Id eq 'ReadOnly'",
+            "Count lt 3",
+            "not Id eq 'Operator'",
+            "Id gt 5",
+        ];
+        for f in no {
+            assert!(!Filter::parse(f).unwrap().matches(&v), "{f}");
+        }
+        assert_eq!(
+            Filter::parse("Name eq 'it''s'"),
+            Some(Filter::Cmp(
+                Operand::Path(vec!["Name".into()]),
+                Cmp::Eq,
+                Operand::Literal(json!("it's"))
+            ))
+        );
+        for bad in [
+            "",
+            "Id",
+            "Id eq 'x",
+            "(Id eq 'x'",
+            "Id like 'x'",
+            "Id eq 'x' and",
+        ] {
+            assert_eq!(Filter::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn select_keeps_identity_and_paths() {
+        let v = json!({
+            "@odata.id": "/r", "@odata.type": "#R.v1_0_0.R", "@odata.etag": "\"e\"",
+            "Name": "n", "Other": 1,
+            "Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}
+        });
+        let paths = vec![
+            vec!["Name".into()],
+            vec!["Boot".into(), "BootSourceOverrideTarget".into()],
+        ];
+        assert_eq!(
+            select(&v, &paths),
+            json!({
+                "@odata.id": "/r", "@odata.type": "#R.v1_0_0.R", "@odata.etag": "\"e\"",
+                "Name": "n", "Boot": {"BootSourceOverrideTarget": "Pxe"}
+            })
+        );
+    }
+}
