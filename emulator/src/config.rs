@@ -249,6 +249,7 @@ impl ConfigFile {
                         capacity_bytes: d.capacity_gib << 30,
                     })
                     .collect();
+                sys.storage = crate::storage::StorageState::jbod(&sys.disks);
             }
             if let Some(sb) = e.secure_boot {
                 if sb && mode != BootMode::Uefi {
@@ -309,7 +310,7 @@ pub fn normalize_mac(s: &str) -> Option<String> {
 pub fn default_system(name: &str) -> System {
     let uuid = Uuid::new_v5(&UUID_NAMESPACE, name.as_bytes());
     let h = Sha256::digest(name.as_bytes());
-    System {
+    let mut sys = System {
         id: uuid.hyphenated().to_string(),
         name: name.to_string(),
         uuid,
@@ -340,7 +341,10 @@ pub fn default_system(name: &str) -> System {
         asset_tag: String::new(),
         last_boot: None,
         profile: "generic".into(),
-    }
+        storage: crate::storage::StorageState::default(),
+    };
+    sys.storage = crate::storage::StorageState::jbod(&sys.disks);
+    sys
 }
 
 /// `n` default machines named `node-0` … `node-{n-1}`.

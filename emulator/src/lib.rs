@@ -14,6 +14,7 @@ pub mod nvram;
 pub mod profile;
 pub mod registry;
 pub mod server;
+pub mod storage;
 pub mod tasks;
 pub mod timefmt;
 

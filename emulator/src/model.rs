@@ -326,6 +326,9 @@ pub struct System {
     pub asset_tag: String,
     pub last_boot: Option<BootRecord>,
     pub profile: String,
+    /// RAID volumes over `disks` (fake backend; libvirt shows pass-through).
+    #[serde(default)]
+    pub storage: crate::storage::StorageState,
 }
 
 impl System {

@@ -64,6 +64,8 @@ pub const SCHEMAS: &[(&str, &str)] = &[
     ("SimpleStorageCollection", ""),
     ("Storage", "Storage.v1_15_0"),
     ("StorageCollection", ""),
+    ("StorageController", "StorageController.v1_7_0"),
+    ("StorageControllerCollection", ""),
     ("Task", "Task.v1_7_0"),
     ("TaskCollection", ""),
     ("TaskService", "TaskService.v1_2_0"),

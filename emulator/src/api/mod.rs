@@ -16,6 +16,7 @@ pub mod query;
 mod root;
 mod secure_boot;
 mod sessions;
+mod storage;
 mod system_parts;
 mod systems;
 mod tasks;
@@ -177,7 +178,8 @@ pub fn app(state: AppState) -> Router {
         r = r
             .merge(bios::router())
             .merge(secure_boot::router())
-            .merge(system_parts::router());
+            .merge(system_parts::router())
+            .merge(storage::router());
     }
     let inner = r
         .fallback(|uri: Uri| async move { ApiError::NotFound(uri.path().to_string()) })

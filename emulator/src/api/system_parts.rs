@@ -1,6 +1,6 @@
 //! The read-only inventory below a system: EthernetInterfaces, Processors,
-//! Memory, SimpleStorage, and Storage with its Drives and Volumes. All of
-//! it is derived from the machine's inventory (MACs, CPUs, memory, disks).
+//! Memory and SimpleStorage, derived from the machine's inventory (MACs,
+//! CPUs, memory, disks). Storage, with its RAID volumes, is `storage.rs`.
 
 use axum::extract::Path;
 use axum::http::Uri;
@@ -9,7 +9,7 @@ use axum::Router;
 use serde_json::{json, Value};
 
 use super::json::Resource;
-use super::{collection, link, AppState, Sys};
+use super::{collection, AppState, Sys};
 use crate::error::ApiError;
 use crate::model::System;
 
@@ -32,31 +32,17 @@ pub fn router() -> Router<AppState> {
             "/redfish/v1/Systems/{id}/SimpleStorage/{ctl}",
             get(simple_storage),
         )
-        .route("/redfish/v1/Systems/{id}/Storage", get(storages))
-        .route("/redfish/v1/Systems/{id}/Storage/{ctl}", get(storage))
-        .route(
-            "/redfish/v1/Systems/{id}/Storage/{ctl}/Drives/{drive}",
-            get(drive),
-        )
-        .route(
-            "/redfish/v1/Systems/{id}/Storage/{ctl}/Volumes",
-            get(volumes),
-        )
-        .route(
-            "/redfish/v1/Systems/{id}/Storage/{ctl}/Volumes/{vol}",
-            get(volume),
-        )
 }
 
-const OK: fn() -> Value = || json!({ "State": "Enabled", "Health": "OK" });
+pub(super) const OK: fn() -> Value = || json!({ "State": "Enabled", "Health": "OK" });
 /// The one storage controller every machine has.
-const CONTROLLER: &str = "1";
+pub(super) const CONTROLLER: &str = "1";
 
-fn base(sys: &System) -> String {
+pub(super) fn base(sys: &System) -> String {
     format!("/redfish/v1/Systems/{}", sys.id)
 }
 
-fn not_found(uri: &Uri) -> ApiError {
+pub(super) fn not_found(uri: &Uri) -> ApiError {
     ApiError::NotFound(uri.path().to_string())
 }
 
@@ -216,117 +202,6 @@ async fn simple_storage(
             "Id": CONTROLLER,
             "Name": "Simple Storage Controller",
             "Devices": devices,
-            "Status": OK(),
-        }),
-        "GET",
-    ))
-}
-
-async fn storages(Sys(sys): Sys) -> Result<Resource, ApiError> {
-    let b = format!("{}/Storage", base(&sys));
-    Ok(Resource::plain(
-        collection(
-            "StorageCollection",
-            &b,
-            "Storage Collection",
-            [format!("{b}/{CONTROLLER}")],
-        ),
-        "GET",
-    ))
-}
-
-async fn storage(
-    Sys(sys): Sys,
-    Path((_, ctl)): Path<(String, String)>,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    if ctl != CONTROLLER {
-        return Err(not_found(&uri));
-    }
-    let b = format!("{}/Storage/{CONTROLLER}", base(&sys));
-    let drives: Vec<Value> = sys
-        .disks
-        .iter()
-        .map(|d| link(&format!("{b}/Drives/{}", d.name)))
-        .collect();
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#Storage.v1_15_0.Storage",
-            "@odata.id": b,
-            "Id": CONTROLLER,
-            "Name": "Storage Controller",
-            "Drives@odata.count": drives.len(),
-            "Drives": drives,
-            "Volumes": link(&format!("{b}/Volumes")),
-            "Status": OK(),
-        }),
-        "GET",
-    ))
-}
-
-async fn drive(
-    Sys(sys): Sys,
-    Path((_, ctl, drive)): Path<(String, String, String)>,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    let d = sys
-        .disks
-        .iter()
-        .find(|d| d.name == drive)
-        .filter(|_| ctl == CONTROLLER)
-        .ok_or_else(|| not_found(&uri))?;
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#Drive.v1_17_0.Drive",
-            "@odata.id": format!("{}/Storage/{CONTROLLER}/Drives/{}", base(&sys), d.name),
-            "Id": d.name,
-            "Name": d.name,
-            "CapacityBytes": d.capacity_bytes,
-            "MediaType": "SSD",
-            "Protocol": "SATA",
-            "Status": OK(),
-        }),
-        "GET",
-    ))
-}
-
-async fn volumes(
-    Sys(sys): Sys,
-    Path((_, ctl)): Path<(String, String)>,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    if ctl != CONTROLLER {
-        return Err(not_found(&uri));
-    }
-    let b = format!("{}/Storage/{CONTROLLER}/Volumes", base(&sys));
-    let members = sys.disks.iter().map(|d| format!("{b}/{}", d.name));
-    Ok(Resource::plain(
-        collection("VolumeCollection", &b, "Volume Collection", members),
-        "GET",
-    ))
-}
-
-async fn volume(
-    Sys(sys): Sys,
-    Path((_, ctl, vol)): Path<(String, String, String)>,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    let d = sys
-        .disks
-        .iter()
-        .find(|d| d.name == vol)
-        .filter(|_| ctl == CONTROLLER)
-        .ok_or_else(|| not_found(&uri))?;
-    let b = format!("{}/Storage/{CONTROLLER}", base(&sys));
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#Volume.v1_9_0.Volume",
-            "@odata.id": format!("{b}/Volumes/{}", d.name),
-            "Id": d.name,
-            "Name": d.name,
-            "CapacityBytes": d.capacity_bytes,
-            "RAIDType": "None",
-            "Links": { "Drives": [link(&format!("{b}/Drives/{}", d.name))] },
             "Status": OK(),
         }),
         "GET",

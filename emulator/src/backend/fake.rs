@@ -22,6 +22,7 @@ use crate::model::{
     ResetType, System, SystemRef, SystemSettings,
 };
 use crate::model::{BootMode, BootOverride};
+use crate::storage::VolumeChange;
 
 /// Timing knobs, so that clients' polling code is exercised.
 #[derive(Debug, Clone, Default)]
@@ -71,6 +72,8 @@ impl Machine {
             _ => None,
         };
         let uefi = s.uefi();
+        // Volume changes staged OnReset apply as the controller starts.
+        s.storage.apply_pending();
         s.last_boot = Some(start_machine(
             &mut s.boot,
             &mut s.bios,
@@ -262,6 +265,15 @@ fn restore(sys: &mut System, old: &System) {
     sys.indicator = old.indicator;
     sys.asset_tag = old.asset_tag.clone();
     sys.last_boot = old.last_boot.clone();
+    // Volumes survive a restart only over the same drives.
+    let drives_exist = old.storage.volumes.iter().all(|v| {
+        v.drives
+            .iter()
+            .all(|d| sys.disks.iter().any(|x| &x.name == d))
+    });
+    if drives_exist && old.disks == sys.disks {
+        sys.storage = old.storage.clone();
+    }
     if !sys.arch.has_uefi() {
         sys.boot.mode = BootMode::Legacy;
     }
@@ -394,6 +406,21 @@ impl Backend for FakeBackend {
     async fn reset_bios(&self, id: &str) -> Result<()> {
         self.update(id, |m| {
             m.sys.bios.pending = crate::bios::defaults();
+            Ok(())
+        })
+    }
+
+    fn manages_volumes(&self) -> bool {
+        true
+    }
+
+    async fn change_volumes(&self, id: &str, change: VolumeChange, staged: bool) -> Result<()> {
+        self.update(id, |m| {
+            if staged {
+                m.sys.storage.pending.push(change);
+            } else {
+                m.sys.storage.apply(change);
+            }
             Ok(())
         })
     }

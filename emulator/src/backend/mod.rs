@@ -18,6 +18,7 @@ use crate::model::{
     BootOverride, MediaImage, MediaSlot, ResetKeysType, ResetType, System, SystemRef,
     SystemSettings,
 };
+use crate::storage::VolumeChange;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
@@ -102,6 +103,22 @@ pub trait Backend: Send + Sync + 'static {
     async fn reset_bios(&self, id: &str) -> Result<()>;
 
     async fn set_secure_boot(&self, id: &str, enable: bool) -> Result<()>;
+
+    /// Whether the machines' storage controllers take RAID volume changes
+    /// (the API offers POST/DELETE on volumes only then).
+    fn manages_volumes(&self) -> bool {
+        false
+    }
+
+    /// Creates or deletes a volume the API has checked (under the system's
+    /// lock), now or, `staged`, at the next start.
+    async fn change_volumes(&self, id: &str, change: VolumeChange, staged: bool) -> Result<()> {
+        let _ = (id, change, staged);
+        Err(BackendError::Invalid(Msg::new(
+            "ActionNotSupported",
+            &["Volume create/delete"],
+        )))
+    }
 
     async fn reset_secure_boot_keys(&self, id: &str, kind: ResetKeysType) -> Result<()>;
 

@@ -6,6 +6,7 @@ mod api_auth;
 mod api_boot;
 mod api_query;
 mod api_resources;
+mod api_storage;
 mod binary;
 mod common;
 #[cfg(feature = "libvirt")]

@@ -325,6 +325,41 @@ class Compat:
         expect(bios.attributes.get(BIOS_ATTR) == new,
                f'sushy reads {BIOS_ATTR} {bios.attributes.get(BIOS_ATTR)!r}')
 
+    def check_raid_volumes(self):
+        """Ironic's RAID interface: delete the pass-through volume, create
+        a volume at once, then delete it at the next reset (a TaskMonitor
+        that completes when the machine starts)."""
+        # Its own System object, as each Ironic call takes one: refreshing
+        # a cached one re-reads cached volumes, which 404 once deleted.
+        own = lambda: self.root.get_system(self.system.path)  # noqa: E731
+        storage = own().storage.get_members()[0]
+        volumes = storage.volumes
+        support = volumes.operation_apply_time_support
+        expect(support is not None and
+               'OnReset' in support.supported_values,
+               f'apply times {support and support.supported_values}')
+        drive = storage.drives[0]
+        for v in volumes.get_members():
+            v.delete()
+        volumes = own().storage.get_members()[0].volumes
+        expect(volumes.members_identities == (), f'left {volumes.members_identities}')
+        made = volumes.create({'RAIDType': 'RAID0', 'Name': 'os',
+                               'Links': {'Drives': [{'@odata.id': drive.path}]}})
+        expect(made is not None and made.raid_type == sushy.RAIDType.RAID0,
+               f'created {made and made.raid_type}')
+        expect(made.capacity_bytes == drive.capacity_bytes,
+               f'capacity {made.capacity_bytes}, drive {drive.capacity_bytes}')
+        monitor = made.delete(apply_time=sushy.APPLY_TIME_ON_RESET)
+        expect(monitor is not None, 'OnReset delete gave no task monitor')
+        left = self.get_json(volumes.path).get('Members')
+        expect(len(left) == 1, f'deleted before the reset: {left}')
+        self.power_cycle_to_on()
+        self.poll('staged delete applied',
+                  lambda: self.get_json(volumes.path).get('Members'),
+                  lambda m: m == [])
+        monitor.refresh()
+        expect(not monitor.is_processing, 'task still running after the reset')
+
     def check_bad_boot_target(self):
         before = self.boot()
         try:
@@ -386,6 +421,7 @@ class Compat:
         ('Pxe Continuous survives ForceRestart', check_continuous_survives_restart),
         ('virtual media insert and eject on Cd', check_virtual_media),
         ('BIOS set_attributes pending until reset', check_bios_pending_then_applied),
+        ('RAID volumes: delete, create, delete OnReset', check_raid_volumes),
         ('bad boot target is refused', check_bad_boot_target),
         ('close session removes it', check_close_session),
     ]

@@ -299,6 +299,7 @@ impl Inner {
             arch: f.arch,
             memory_mib: f.memory_mib,
             cpus: f.cpus,
+            storage: crate::storage::StorageState::jbod(&f.disks),
             disks: f.disks,
             nics: f.nics,
             power: Self::power(&dom)?,

@@ -1,0 +1,522 @@
+//! Storage below a system: the controller (with its RAID capabilities), its
+//! Drives, and its Volumes, which a client creates (POST) and deletes at
+//! once or at the next reset (`@Redfish.OperationApplyTime`), as Ironic's
+//! RAID interface does. Creation and deletion exist only where the backend
+//! manages volumes (the fake); elsewhere volumes are read-only.
+
+use axum::extract::{Path, State};
+use axum::http::Uri;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Map, Value};
+
+use super::json::{self, JsonObject, Resource};
+use super::system_parts::{base, not_found, CONTROLLER, OK};
+use super::{collection, created, link, AppState, Sys};
+use crate::error::{ApiError, Msg};
+use crate::model::System;
+use crate::storage::{Volume, VolumeChange, VolumeError, RAID_TYPES};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/redfish/v1/Systems/{id}/Storage", get(storages))
+        .route("/redfish/v1/Systems/{id}/Storage/{ctl}", get(storage))
+        .route(
+            "/redfish/v1/Systems/{id}/Storage/{ctl}/Controllers",
+            get(controllers),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/Storage/{ctl}/Controllers/{c}",
+            get(controller),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/Storage/{ctl}/Drives/{drive}",
+            get(drive),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/Storage/{ctl}/Volumes",
+            get(volumes).post(create_volume),
+        )
+        .route(
+            "/redfish/v1/Systems/{id}/Storage/{ctl}/Volumes/{vol}",
+            get(volume).delete(delete_volume),
+        )
+}
+
+/// The controller's one StorageController member.
+const CONTROLLER_MEMBER: &str = "0";
+const APPLY_TIME: &str = "@Redfish.OperationApplyTime";
+
+fn storage_uri(sys: &System) -> String {
+    format!("{}/Storage/{CONTROLLER}", base(sys))
+}
+
+fn check_controller(ctl: &str, uri: &Uri) -> Result<(), ApiError> {
+    if ctl == CONTROLLER {
+        Ok(())
+    } else {
+        Err(not_found(uri))
+    }
+}
+
+/// Where creating and deleting volumes is offered: the apply times.
+fn apply_time_support(st: &AppState) -> Option<Value> {
+    st.backend.manages_volumes().then(|| {
+        json!({
+            "@odata.type": "#Settings.v1_4_0.OperationApplyTimeSupport",
+            "SupportedValues": ["Immediate", "OnReset"],
+        })
+    })
+}
+
+async fn storages(Sys(sys): Sys) -> Result<Resource, ApiError> {
+    let b = format!("{}/Storage", base(&sys));
+    Ok(Resource::plain(
+        collection(
+            "StorageCollection",
+            &b,
+            "Storage Collection",
+            [format!("{b}/{CONTROLLER}")],
+        ),
+        "GET",
+    ))
+}
+
+async fn storage(
+    Sys(sys): Sys,
+    Path((_, ctl)): Path<(String, String)>,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    check_controller(&ctl, &uri)?;
+    let b = storage_uri(&sys);
+    let drives: Vec<Value> = sys
+        .disks
+        .iter()
+        .map(|d| link(&format!("{b}/Drives/{}", d.name)))
+        .collect();
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#Storage.v1_15_0.Storage",
+            "@odata.id": b,
+            "Id": CONTROLLER,
+            "Name": "Storage Subsystem",
+            "Drives@odata.count": drives.len(),
+            "Drives": drives,
+            "Volumes": link(&format!("{b}/Volumes")),
+            "Controllers": link(&format!("{b}/Controllers")),
+            "Status": OK(),
+        }),
+        "GET",
+    ))
+}
+
+async fn controllers(
+    Sys(sys): Sys,
+    Path((_, ctl)): Path<(String, String)>,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    check_controller(&ctl, &uri)?;
+    let b = format!("{}/Controllers", storage_uri(&sys));
+    Ok(Resource::plain(
+        collection(
+            "StorageControllerCollection",
+            &b,
+            "Storage Controller Collection",
+            [format!("{b}/{CONTROLLER_MEMBER}")],
+        ),
+        "GET",
+    ))
+}
+
+async fn controller(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    Path((_, ctl, c)): Path<(String, String, String)>,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    check_controller(&ctl, &uri)?;
+    if c != CONTROLLER_MEMBER {
+        return Err(not_found(&uri));
+    }
+    let raid: &[&str] = if st.backend.manages_volumes() {
+        RAID_TYPES
+    } else {
+        &["None"]
+    };
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#StorageController.v1_7_0.StorageController",
+            "@odata.id": format!("{}/Controllers/{CONTROLLER_MEMBER}", storage_uri(&sys)),
+            "Id": CONTROLLER_MEMBER,
+            "Name": "Shoal RAID Controller",
+            "Manufacturer": "Shoal",
+            "Model": "Virtual RAID Controller",
+            "SupportedRAIDTypes": raid,
+            "SupportedControllerProtocols": ["PCIe"],
+            "SupportedDeviceProtocols": ["SATA"],
+            "Status": OK(),
+        }),
+        "GET",
+    ))
+}
+
+async fn drive(
+    Sys(sys): Sys,
+    Path((_, ctl, drive)): Path<(String, String, String)>,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    check_controller(&ctl, &uri)?;
+    let d = sys
+        .disks
+        .iter()
+        .find(|d| d.name == drive)
+        .ok_or_else(|| not_found(&uri))?;
+    let b = storage_uri(&sys);
+    let volumes: Vec<Value> = sys
+        .storage
+        .volumes
+        .iter()
+        .filter(|v| v.drives.contains(&d.name))
+        .map(|v| link(&format!("{b}/Volumes/{}", v.id)))
+        .collect();
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#Drive.v1_17_0.Drive",
+            "@odata.id": format!("{b}/Drives/{}", d.name),
+            "Id": d.name,
+            "Name": d.name,
+            "CapacityBytes": d.capacity_bytes,
+            "MediaType": "SSD",
+            "Protocol": "SATA",
+            "Links": { "Volumes": volumes },
+            "Status": OK(),
+        }),
+        "GET",
+    ))
+}
+
+async fn volumes(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    Path((_, ctl)): Path<(String, String)>,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    check_controller(&ctl, &uri)?;
+    let b = format!("{}/Volumes", storage_uri(&sys));
+    let members = sys.storage.volumes.iter().map(|v| format!("{b}/{}", v.id));
+    let mut body = collection("VolumeCollection", &b, "Volume Collection", members);
+    let allow = match apply_time_support(&st) {
+        Some(support) => {
+            body["@Redfish.OperationApplyTimeSupport"] = support;
+            "GET, POST"
+        }
+        None => "GET",
+    };
+    Ok(Resource::plain(body, allow))
+}
+
+fn volume_json(sys: &System, v: &Volume) -> Value {
+    let b = storage_uri(sys);
+    json!({
+        "@odata.type": "#Volume.v1_9_0.Volume",
+        "@odata.id": format!("{b}/Volumes/{}", v.id),
+        "Id": v.id,
+        "Name": v.name,
+        "CapacityBytes": v.capacity_bytes,
+        "RAIDType": v.raid_type,
+        "Encrypted": false,
+        "Links": {
+            "Drives": v.drives.iter().map(|d| link(&format!("{b}/Drives/{d}"))).collect::<Vec<_>>(),
+        },
+        "Status": OK(),
+    })
+}
+
+async fn volume(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    Path((_, ctl, vol)): Path<(String, String, String)>,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    check_controller(&ctl, &uri)?;
+    let v = sys
+        .storage
+        .volumes
+        .iter()
+        .find(|v| v.id == vol)
+        .ok_or_else(|| not_found(&uri))?;
+    let mut body = volume_json(&sys, v);
+    let allow = match apply_time_support(&st) {
+        Some(support) => {
+            body["@Redfish.OperationApplyTimeSupport"] = support;
+            "GET, DELETE"
+        }
+        None => "GET",
+    };
+    Ok(Resource::new(body, st.profile(&sys), allow))
+}
+
+/// `@Redfish.OperationApplyTime`: whether the change waits for a reset.
+fn staged(body: &Map<String, Value>) -> Result<bool, ApiError> {
+    match body.get(APPLY_TIME) {
+        None => Ok(false),
+        Some(Value::String(s)) if s == "Immediate" => Ok(false),
+        Some(Value::String(s)) if s == "OnReset" => Ok(true),
+        Some(Value::String(s)) => Err(ApiError::bad(
+            Msg::new("PropertyValueNotInList", &[s, APPLY_TIME]).about(APPLY_TIME),
+        )),
+        Some(other) => Err(ApiError::bad(
+            Msg::new("PropertyValueTypeError", &[&json::shown(other), APPLY_TIME])
+                .about(APPLY_TIME),
+        )),
+    }
+}
+
+fn volume_error(e: VolumeError) -> ApiError {
+    let bad =
+        |id: &'static str, args: &[&str], prop: &str| ApiError::bad(Msg::new(id, args).about(prop));
+    match e {
+        VolumeError::RaidType(t) => bad("PropertyValueNotInList", &[&t, "RAIDType"], "RAIDType"),
+        VolumeError::NoDrive(d) => bad(
+            "PropertyValueNotInList",
+            &[&d, "Links/Drives"],
+            "Links/Drives",
+        ),
+        VolumeError::Duplicate(d) => bad(
+            "PropertyValueFormatError",
+            &[&d, "Links/Drives"],
+            "Links/Drives",
+        ),
+        VolumeError::DriveCount { .. } => bad(
+            "PropertyValueConflict",
+            &["Links/Drives", "RAIDType"],
+            "Links/Drives",
+        ),
+        VolumeError::Capacity { asked, .. } => bad(
+            "PropertyValueOutOfRange",
+            &[&asked.to_string(), "CapacityBytes"],
+            "CapacityBytes",
+        ),
+        e @ VolumeError::InUse { .. } => ApiError::Conflict(e.to_string()),
+        VolumeError::NoVolume(v) => ApiError::NotFound(v),
+    }
+}
+
+/// The deprecated `VolumeType` some clients still send, as a RAID type.
+fn raid_of_volume_type(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "RawDevice" => "None",
+        "NonRedundant" => "RAID0",
+        "Mirrored" => "RAID1",
+        "StripedWithParity" => "RAID5",
+        "SpannedMirrors" => "RAID10",
+        _ => return None,
+    })
+}
+
+/// The drive names a `Links/Drives` array names (URIs below this storage).
+fn drive_names(sys: &System, links: &Value) -> Result<Vec<String>, ApiError> {
+    let bad = |v: &Value| {
+        ApiError::bad(
+            Msg::new(
+                "PropertyValueFormatError",
+                &[&json::shown(v), "Links/Drives"],
+            )
+            .about("Links/Drives"),
+        )
+    };
+    let prefix = format!("{}/Drives/", storage_uri(sys));
+    let items = links.as_array().ok_or_else(|| bad(links))?;
+    items
+        .iter()
+        .map(|item| {
+            let uri = item
+                .get("@odata.id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| bad(item))?;
+            match uri.strip_prefix(&prefix) {
+                Some(name) if !name.is_empty() && !name.contains('/') => Ok(name.to_string()),
+                _ => Err(ApiError::bad(
+                    Msg::new("PropertyValueNotInList", &[uri, "Links/Drives"])
+                        .about("Links/Drives"),
+                )),
+            }
+        })
+        .collect()
+}
+
+/// The task that ends once a staged change has been applied (at a start).
+fn staged_task(st: &AppState, sys: &System, target: &str, change: VolumeChange) -> Response {
+    let backend = st.backend.clone();
+    let id = sys.id.clone();
+    let work = Box::pin(async move {
+        loop {
+            let now = backend.system(&id).await?;
+            if !now.storage.pending.contains(&change) {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    });
+    let task = st
+        .tasks
+        .spawn("Volume change at the next reset", target, work);
+    match st.tasks.get(&task) {
+        Some(t) => super::tasks::accepted(&t),
+        None => ApiError::Internal("task vanished".into()).into_response(),
+    }
+}
+
+async fn create_volume(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    Path((_, ctl)): Path<(String, String)>,
+    uri: Uri,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    check_controller(&ctl, &uri)?;
+    if !st.backend.manages_volumes() {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let mut problems = Vec::new();
+    for k in body.keys() {
+        let known = [
+            "RAIDType",
+            "VolumeType",
+            "CapacityBytes",
+            "Name",
+            "Encrypted",
+            "Links",
+            APPLY_TIME,
+        ];
+        if !known.contains(&k.as_str()) && !k.starts_with("@odata.") {
+            problems.push(Msg::new("PropertyUnknown", &[k]).about(k));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ApiError::BadRequest(problems));
+    }
+    let raid = match (body.get("RAIDType"), body.get("VolumeType")) {
+        (Some(Value::String(r)), _) => r.clone(),
+        (None, Some(Value::String(t))) => raid_of_volume_type(t)
+            .ok_or_else(|| {
+                ApiError::bad(
+                    Msg::new("PropertyValueNotInList", &[t, "VolumeType"]).about("VolumeType"),
+                )
+            })?
+            .to_string(),
+        (Some(v), _) | (None, Some(v)) => {
+            return Err(ApiError::bad(
+                Msg::new("PropertyValueTypeError", &[&json::shown(v), "RAIDType"])
+                    .about("RAIDType"),
+            ))
+        }
+        (None, None) => {
+            return Err(ApiError::bad(Msg::new(
+                "CreateFailedMissingReqProperties",
+                &["RAIDType"],
+            )))
+        }
+    };
+    let links = body
+        .get("Links")
+        .and_then(|l| l.get("Drives"))
+        .ok_or_else(|| {
+            ApiError::bad(Msg::new(
+                "CreateFailedMissingReqProperties",
+                &["Links/Drives"],
+            ))
+        })?;
+    let capacity = match body.get("CapacityBytes") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| {
+            ApiError::bad(
+                Msg::new(
+                    "PropertyValueTypeError",
+                    &[&json::shown(v), "CapacityBytes"],
+                )
+                .about("CapacityBytes"),
+            )
+        })?),
+    };
+    let name = match body.get("Name") {
+        None => None,
+        Some(Value::String(n)) if !n.is_empty() => Some(n.as_str()),
+        Some(v) => {
+            return Err(ApiError::bad(
+                Msg::new("PropertyValueFormatError", &[&json::shown(v), "Name"]).about("Name"),
+            ))
+        }
+    };
+    if let Some(e) = body.get("Encrypted") {
+        if e != &Value::Bool(false) {
+            return Err(ApiError::bad(
+                Msg::new("PropertyValueNotInList", &[&json::shown(e), "Encrypted"])
+                    .about("Encrypted"),
+            ));
+        }
+    }
+    let later = staged(&body)?;
+    // Planned and applied under the system's lock: no other change of the
+    // volumes comes between the check and the write.
+    let locked = st.locked(&sys).await?;
+    let sys = &locked.sys;
+    let drives = drive_names(sys, links)?;
+    let v = sys
+        .storage
+        .plan(&sys.disks, &raid, &drives, capacity, name)
+        .map_err(volume_error)?;
+    let location = format!("{}/Volumes/{}", storage_uri(sys), v.id);
+    tracing::info!(system = %sys.name, volume = %v.id, raid = %v.raid_type, staged = later, "create volume");
+    let change = VolumeChange::Create(v.clone());
+    st.backend
+        .change_volumes(&sys.id, change.clone(), later)
+        .await?;
+    if later {
+        return Ok(staged_task(&st, sys, &location, change));
+    }
+    Ok(created(&location, volume_json(sys, &v)))
+}
+
+async fn delete_volume(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    Path((_, ctl, vol)): Path<(String, String, String)>,
+    uri: Uri,
+    headers: axum::http::HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    check_controller(&ctl, &uri)?;
+    if !st.backend.manages_volumes() {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    if let Some(k) = body
+        .keys()
+        .find(|k| *k != APPLY_TIME && !k.starts_with("@odata."))
+    {
+        return Err(ApiError::bad(Msg::new("PropertyUnknown", &[k]).about(k)));
+    }
+    let later = staged(&body)?;
+    let locked = st.locked(&sys).await?;
+    let sys = &locked.sys;
+    if let Some(v) = sys.storage.volumes.iter().find(|v| v.id == vol) {
+        let mut current = volume_json(sys, v);
+        if let Some(support) = apply_time_support(&st) {
+            current["@Redfish.OperationApplyTimeSupport"] = support;
+        }
+        json::check_if_match(&headers, &current, locked.profile)?;
+    }
+    sys.storage
+        .check_delete(&vol)
+        .map_err(|_| not_found(&uri))?;
+    tracing::info!(system = %sys.name, volume = %vol, staged = later, "delete volume");
+    let change = VolumeChange::Delete(vol);
+    st.backend
+        .change_volumes(&sys.id, change.clone(), later)
+        .await?;
+    if later {
+        return Ok(staged_task(&st, sys, uri.path(), change));
+    }
+    Ok(json::no_content())
+}

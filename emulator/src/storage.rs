@@ -1,0 +1,286 @@
+//! RAID volumes of a machine's storage controller: which RAID levels exist,
+//! how many drives each needs, what capacity it yields, and the changes a
+//! client stages for the next reset (`@Redfish.OperationApplyTime:
+//! OnReset`) or applies at once.
+//!
+//! Every drive belongs to at most one volume. A machine starts with one
+//! pass-through volume (RAIDType `None`) per drive, as controllers in JBOD
+//! mode present them; Ironic's RAID interface deletes those and creates
+//! the volumes of its target configuration.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Disk;
+
+/// The RAID types Shoal's controller supports (DMTF `Volume.RAIDType`).
+pub const RAID_TYPES: &[&str] = &["RAID0", "RAID1", "RAID5", "RAID6", "RAID10", "None"];
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Volume {
+    pub id: String,
+    pub name: String,
+    pub raid_type: String,
+    pub capacity_bytes: u64,
+    /// Names of the member drives.
+    pub drives: Vec<String>,
+}
+
+/// One change to the set of volumes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VolumeChange {
+    Create(Volume),
+    Delete(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct StorageState {
+    pub volumes: Vec<Volume>,
+    /// Changes staged for the next start, in order.
+    #[serde(default)]
+    pub pending: Vec<VolumeChange>,
+}
+
+/// Why a volume cannot be created.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VolumeError {
+    #[error("RAID type {0} is not supported")]
+    RaidType(String),
+    #[error("drive {0} does not exist")]
+    NoDrive(String),
+    #[error("{raid} needs {needs} drives, got {got}")]
+    DriveCount {
+        raid: String,
+        needs: &'static str,
+        got: usize,
+    },
+    #[error("drive {0} is listed twice")]
+    Duplicate(String),
+    #[error("drive {drive} already belongs to volume {volume}")]
+    InUse { drive: String, volume: String },
+    #[error("{asked} bytes exceed the {max} the drives give")]
+    Capacity { asked: u64, max: u64 },
+    #[error("volume {0} does not exist")]
+    NoVolume(String),
+}
+
+impl StorageState {
+    /// One pass-through volume per drive, named after it.
+    pub fn jbod(disks: &[Disk]) -> StorageState {
+        StorageState {
+            volumes: disks
+                .iter()
+                .map(|d| Volume {
+                    id: d.name.clone(),
+                    name: d.name.clone(),
+                    raid_type: "None".into(),
+                    capacity_bytes: d.capacity_bytes,
+                    drives: vec![d.name.clone()],
+                })
+                .collect(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// The volumes as they will be once the staged changes apply.
+    fn projected(&self) -> Vec<Volume> {
+        let mut s = self.clone();
+        s.apply_pending();
+        s.volumes
+    }
+
+    /// Checks a new volume over `drives` against the drives and the volumes
+    /// (including those staged), and fills in its Id and capacity.
+    pub fn plan(
+        &self,
+        disks: &[Disk],
+        raid_type: &str,
+        drives: &[String],
+        capacity: Option<u64>,
+        name: Option<&str>,
+    ) -> Result<Volume, VolumeError> {
+        if !RAID_TYPES.contains(&raid_type) {
+            return Err(VolumeError::RaidType(raid_type.into()));
+        }
+        let mut sizes = Vec::new();
+        for (i, d) in drives.iter().enumerate() {
+            if drives[..i].contains(d) {
+                return Err(VolumeError::Duplicate(d.clone()));
+            }
+            let disk = disks
+                .iter()
+                .find(|x| &x.name == d)
+                .ok_or_else(|| VolumeError::NoDrive(d.clone()))?;
+            sizes.push(disk.capacity_bytes);
+        }
+        let n = drives.len();
+        let (ok, needs) = match raid_type {
+            "None" => (n == 1, "exactly 1"),
+            "RAID0" => (n >= 1, "at least 1"),
+            "RAID1" => (n >= 2, "at least 2"),
+            "RAID5" => (n >= 3, "at least 3"),
+            "RAID6" => (n >= 4, "at least 4"),
+            _ => (n >= 4 && n % 2 == 0, "an even number, at least 4,"),
+        };
+        if !ok {
+            return Err(VolumeError::DriveCount {
+                raid: raid_type.into(),
+                needs,
+                got: n,
+            });
+        }
+        let volumes = self.projected();
+        for d in drives {
+            if let Some(v) = volumes.iter().find(|v| v.drives.contains(d)) {
+                return Err(VolumeError::InUse {
+                    drive: d.clone(),
+                    volume: v.id.clone(),
+                });
+            }
+        }
+        let smallest = sizes.iter().copied().min().unwrap_or(0);
+        let n = n as u64;
+        let max = match raid_type {
+            "None" | "RAID0" => sizes.iter().sum(),
+            "RAID1" => smallest,
+            "RAID5" => (n - 1) * smallest,
+            "RAID6" => (n - 2) * smallest,
+            _ => n / 2 * smallest,
+        };
+        let capacity_bytes = match capacity {
+            Some(c) if c > max => return Err(VolumeError::Capacity { asked: c, max }),
+            Some(c) => c,
+            None => max,
+        };
+        // Ids are never reused while any volume, staged or not, has them.
+        let taken: Vec<&str> = volumes
+            .iter()
+            .map(|v| v.id.as_str())
+            .chain(self.volumes.iter().map(|v| v.id.as_str()))
+            .collect();
+        let id = (0..)
+            .map(|i| format!("Volume{i}"))
+            .find(|c| !taken.contains(&c.as_str()))
+            .expect("an unused id");
+        Ok(Volume {
+            name: name.map(str::to_string).unwrap_or_else(|| id.clone()),
+            id,
+            raid_type: raid_type.into(),
+            capacity_bytes,
+            drives: drives.to_vec(),
+        })
+    }
+
+    /// Whether volume `id` exists now or once the staged changes apply.
+    pub fn check_delete(&self, id: &str) -> Result<(), VolumeError> {
+        if self.projected().iter().any(|v| v.id == id) {
+            Ok(())
+        } else {
+            Err(VolumeError::NoVolume(id.into()))
+        }
+    }
+
+    /// Applies one change now.
+    pub fn apply(&mut self, change: VolumeChange) {
+        match change {
+            VolumeChange::Create(v) => self.volumes.push(v),
+            VolumeChange::Delete(id) => self.volumes.retain(|v| v.id != id),
+        }
+    }
+
+    /// Applies the staged changes (at a machine's start).
+    pub fn apply_pending(&mut self) {
+        for c in std::mem::take(&mut self.pending) {
+            self.apply(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disks(sizes: &[u64]) -> Vec<Disk> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| Disk {
+                name: format!("disk{i}"),
+                capacity_bytes: s,
+            })
+            .collect()
+    }
+
+    fn names(n: &[usize]) -> Vec<String> {
+        n.iter().map(|i| format!("disk{i}")).collect()
+    }
+
+    #[test]
+    fn capacity_follows_the_raid_level() {
+        let d = disks(&[100, 100, 100, 80]);
+        let empty = StorageState::default();
+        let cap = |raid: &str, n: &[usize]| {
+            empty
+                .plan(&d, raid, &names(n), None, None)
+                .map(|v| v.capacity_bytes)
+        };
+        assert_eq!(cap("RAID0", &[0, 1]), Ok(200));
+        assert_eq!(cap("RAID1", &[0, 3]), Ok(80));
+        assert_eq!(cap("RAID5", &[0, 1, 3]), Ok(160));
+        assert_eq!(cap("RAID6", &[0, 1, 2, 3]), Ok(160));
+        assert_eq!(cap("RAID10", &[0, 1, 2, 3]), Ok(160));
+        assert_eq!(cap("None", &[2]), Ok(100));
+        assert!(matches!(
+            cap("RAID5", &[0, 1]),
+            Err(VolumeError::DriveCount { .. })
+        ));
+        assert!(matches!(
+            cap("RAID10", &[0, 1, 2]),
+            Err(VolumeError::DriveCount { .. })
+        ));
+        assert_eq!(
+            cap("RAID3", &[0, 1, 2]),
+            Err(VolumeError::RaidType("RAID3".into()))
+        );
+        assert_eq!(
+            cap("RAID1", &[0, 9]),
+            Err(VolumeError::NoDrive("disk9".into()))
+        );
+        assert_eq!(
+            cap("RAID1", &[0, 0]),
+            Err(VolumeError::Duplicate("disk0".into()))
+        );
+        assert_eq!(
+            empty.plan(&d, "RAID1", &names(&[0, 1]), Some(101), None),
+            Err(VolumeError::Capacity {
+                asked: 101,
+                max: 100
+            })
+        );
+    }
+
+    #[test]
+    fn drives_in_use_and_staged_changes_are_respected() {
+        let d = disks(&[100, 100, 100]);
+        let mut s = StorageState::jbod(&d);
+        assert!(matches!(
+            s.plan(&d, "RAID1", &names(&[0, 1]), None, None),
+            Err(VolumeError::InUse { .. })
+        ));
+        // Deleting the pass-through volumes, staged, frees their drives
+        // for a staged RAID1; nothing changes before the start.
+        s.pending.push(VolumeChange::Delete("disk0".into()));
+        s.pending.push(VolumeChange::Delete("disk1".into()));
+        let v = s
+            .plan(&d, "RAID1", &names(&[0, 1]), None, Some("os"))
+            .unwrap();
+        assert_eq!((v.id.as_str(), v.name.as_str()), ("Volume0", "os"));
+        s.pending.push(VolumeChange::Create(v));
+        assert_eq!(s.volumes.len(), 3);
+        assert_eq!(s.check_delete("Volume0"), Ok(()));
+        assert!(s.check_delete("disk0").is_err(), "already going");
+        s.apply_pending();
+        let ids: Vec<&str> = s.volumes.iter().map(|v| v.id.as_str()).collect();
+        assert_eq!(ids, ["disk2", "Volume0"]);
+        assert!(s.pending.is_empty());
+    }
+}

@@ -1,0 +1,191 @@
+//! RAID volumes on the fake backend: creation checked against the drives
+//! and the RAID level, Immediate and OnReset apply times, errors that
+//! change nothing.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+use shoal_emulator::auth::AuthStore;
+use shoal_emulator::backend::fake::FakeOptions;
+use shoal_emulator::config::{default_system, FeatureSet};
+use shoal_emulator::model::Disk;
+use shoal_emulator::storage::StorageState;
+
+use crate::common::Api;
+
+/// One machine with three 100 GiB drives, in pass-through mode.
+fn api() -> (Api, String) {
+    let mut sys = default_system("raid-0");
+    sys.disks = (0..3)
+        .map(|i| Disk {
+            name: format!("disk{i}"),
+            capacity_bytes: 100 << 30,
+        })
+        .collect();
+    sys.storage = StorageState::jbod(&sys.disks);
+    let base = format!("/redfish/v1/Systems/{}/Storage/1", sys.id);
+    let api = Api::with(
+        vec![sys],
+        FakeOptions::default(),
+        AuthStore::open(),
+        FeatureSet::Full,
+    );
+    (api, base)
+}
+
+fn drives(base: &str, n: &[usize]) -> Value {
+    json!(n
+        .iter()
+        .map(|i| json!({"@odata.id": format!("{base}/Drives/disk{i}")}))
+        .collect::<Vec<_>>())
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v["Members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            m["@odata.id"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .into()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn controller_advertises_raid_and_apply_times() {
+    let (api, base) = api();
+    let s = api.get(&base).await;
+    let ctl = api
+        .get(s.body["Controllers"]["@odata.id"].as_str().unwrap())
+        .await;
+    let c = api
+        .get(ctl.body["Members"][0]["@odata.id"].as_str().unwrap())
+        .await;
+    assert_eq!(
+        c.body["SupportedRAIDTypes"],
+        json!(["RAID0", "RAID1", "RAID5", "RAID6", "RAID10", "None"])
+    );
+    let v = api.get(&format!("{base}/Volumes")).await;
+    assert_eq!(v.header("allow").as_deref(), Some("GET, POST"));
+    assert_eq!(
+        v.body["@Redfish.OperationApplyTimeSupport"]["SupportedValues"],
+        json!(["Immediate", "OnReset"])
+    );
+    assert_eq!(ids(&v.body), ["disk0", "disk1", "disk2"]);
+}
+
+#[tokio::test]
+async fn volumes_are_created_over_free_drives_only() {
+    let (api, base) = api();
+    let vols = format!("{base}/Volumes");
+    let create = |body: Value| api.post(&vols, body);
+    // The drives are taken by their pass-through volumes.
+    let r = create(json!({"RAIDType": "RAID1", "Links": {"Drives": drives(&base, &[0, 1])}})).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    for d in ["disk0", "disk1"] {
+        let r = api
+            .req(Method::DELETE, &format!("{vols}/{d}"), None, &[])
+            .await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+    }
+    let bad = [
+        (
+            json!({"RAIDType": "RAID5", "Links": {"Drives": drives(&base, &[0, 1])}}),
+            "PropertyValueConflict",
+        ),
+        (
+            json!({"RAIDType": "RAID7", "Links": {"Drives": drives(&base, &[0, 1])}}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"RAIDType": "RAID1", "Links": {"Drives": drives(&base, &[0, 7])}}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"RAIDType": "RAID1", "Links": {"Drives": drives(&base, &[0, 0])}}),
+            "PropertyValueFormatError",
+        ),
+        (
+            json!({"RAIDType": "RAID1", "CapacityBytes": 101u64 << 30, "Links": {"Drives": drives(&base, &[0, 1])}}),
+            "PropertyValueOutOfRange",
+        ),
+        (
+            json!({"RAIDType": "RAID1"}),
+            "CreateFailedMissingReqProperties",
+        ),
+        (
+            json!({"RAIDType": "RAID1", "Links": {"Drives": drives(&base, &[0, 1])}, "Bogus": 1}),
+            "PropertyUnknown",
+        ),
+        (
+            json!({"RAIDType": "RAID1", "Links": {"Drives": drives(&base, &[0, 1])}, "@Redfish.OperationApplyTime": "Later"}),
+            "PropertyValueNotInList",
+        ),
+    ];
+    for (body, id) in bad {
+        let r = create(body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(r.message_ids(), [id], "{body}");
+    }
+    assert_eq!(
+        ids(&api.get(&vols).await.body),
+        ["disk2"],
+        "nothing half-made"
+    );
+    // The deprecated VolumeType is understood too.
+    let r = create(json!({"VolumeType": "Mirrored", "Name": "os", "Links": {"Drives": drives(&base, &[0, 1])}})).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["RAIDType"], "RAID1");
+    assert_eq!(r.body["CapacityBytes"], 100u64 << 30);
+    assert_eq!(r.body["Name"], "os");
+    let loc = r.header("location").unwrap();
+    assert_eq!(
+        api.get(&loc).await.body["Links"]["Drives"],
+        drives(&base, &[0, 1])
+    );
+    let d0 = api.get(&format!("{base}/Drives/disk0")).await;
+    assert_eq!(d0.body["Links"]["Volumes"][0]["@odata.id"], loc.as_str());
+}
+
+#[tokio::test]
+async fn on_reset_changes_wait_for_the_next_start() {
+    let (api, base) = api();
+    let vols = format!("{base}/Volumes");
+    let later = json!({"@Redfish.OperationApplyTime": "OnReset"});
+    let r = api
+        .req(Method::DELETE, &format!("{vols}/disk2"), Some(later), &[])
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let monitor = r.header("location").unwrap();
+    let r = api
+        .post(
+            &vols,
+            json!({"RAIDType": "RAID0", "Links": {"Drives": drives(&base, &[2])},
+                            "@Redfish.OperationApplyTime": "OnReset"}),
+        )
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::ACCEPTED,
+        "the staged delete frees disk2: {}",
+        r.body
+    );
+    assert_eq!(ids(&api.get(&vols).await.body), ["disk0", "disk1", "disk2"]);
+    let r = api.get(&monitor).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "still waiting for a reset");
+    let sys = api.system(0).await;
+    api.reset(&sys, "On").await;
+    assert_eq!(
+        ids(&api.get(&vols).await.body),
+        ["disk0", "disk1", "Volume0"]
+    );
+    let done = api
+        .finish_task(&monitor, std::time::Duration::from_secs(5))
+        .await;
+    assert_eq!(done.status, StatusCode::NO_CONTENT);
+}
