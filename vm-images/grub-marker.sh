@@ -4,13 +4,15 @@
 #   grub-marker.sh efi OUT.efi MARKER   a standalone EFI application
 #   grub-marker.sh iso OUT.iso MARKER   a bootable ISO (grub-mkrescue)
 # The marker line printed is "SHOAL-MARKER <MARKER>". Needs grub-efi-amd64-bin
-# (and xorriso + mtools for the ISO); ci/test installs them.
+# (and xorriso + mtools for the ISO); ci/test installs them. The harness
+# runs recipes under a lock and publishes OUT itself when they succeed.
 set -euo pipefail
 kind=${1:?efi|iso} out=${2:?output file} marker=${3:?marker}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/boot/grub"
-cat >"$work/boot/grub/grub.cfg" <<CFG
+tree=$work/tree  # what the ISO holds; the build log stays outside it
+mkdir -p "$tree/boot/grub"
+cat >"$tree/boot/grub/grub.cfg" <<CFG
 serial --unit=0 --speed=115200
 terminal_output serial console
 echo "SHOAL-MARKER $marker"
@@ -19,14 +21,13 @@ halt
 CFG
 case $kind in
     efi)
-        grub-mkstandalone -O x86_64-efi -o "$out.tmp" \
+        grub-mkstandalone -O x86_64-efi -o "$out" \
             --install-modules="serial terminal echo sleep halt normal configfile test" \
             --modules="serial terminal" --locales= --fonts= --themes= \
-            "boot/grub/grub.cfg=$work/boot/grub/grub.cfg"
+            "boot/grub/grub.cfg=$tree/boot/grub/grub.cfg"
         ;;
     iso)
-        grub-mkrescue -o "$out.tmp" "$work" >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
+        grub-mkrescue -o "$out" "$tree" >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
         ;;
     *) echo "grub-marker.sh: unknown kind $kind" >&2; exit 2 ;;
 esac
-mv "$out.tmp" "$out"

@@ -20,7 +20,13 @@ pub fn recipes() -> PathBuf {
 
 /// Builds (or reuses) `recipe` with `args`, producing file `out_name`.
 pub fn build(recipe: &str, args: &[&str], out_name: &str) -> Result<PathBuf> {
-    let script = recipes().join(recipe);
+    build_in(&cache_root(), &recipes().join(recipe), args, out_name)
+}
+
+/// `build` with the cache folder and the recipe's path given. The recipe is
+/// run as `bash SCRIPT ARG0 OUT ARG1…`.
+fn build_in(cache: &Path, script: &Path, args: &[&str], out_name: &str) -> Result<PathBuf> {
+    let recipe = script.file_name().unwrap_or_default().to_string_lossy();
     let text = std::fs::read(&script).with_context(|| format!("recipe {}", script.display()))?;
     let mut h = Sha256::new();
     h.update(&text);
@@ -28,30 +34,98 @@ pub fn build(recipe: &str, args: &[&str], out_name: &str) -> Result<PathBuf> {
         h.update([0]);
         h.update(a.as_bytes());
     }
-    let dir = cache_root().join(hex::encode(&h.finalize()[..8]));
+    let dir = cache.join(hex::encode(&h.finalize()[..8]));
     let out = dir.join(out_name);
     if out.exists() {
         return Ok(out);
     }
     std::fs::create_dir_all(&dir)?;
+    // Cases running in parallel often need the same image: the first one
+    // builds it under an exclusive lock, the others wait and reuse it.
+    let lock = std::fs::File::create(dir.join(".lock"))?;
+    lock.lock()
+        .with_context(|| format!("locking {}", dir.display()))?;
+    if out.exists() {
+        return Ok(out);
+    }
     eprintln!(
         "  building image {recipe} {} -> {}",
         args.join(" "),
         out.display()
     );
+    // The recipe writes beside the result and the rename publishes it, so
+    // an interrupted build never leaves a file that looks finished.
+    let partial = dir.join(format!(".{out_name}.partial"));
+    let _ = std::fs::remove_file(&partial);
     let status = Command::new("bash")
-        .arg(&script)
+        .arg(script)
         .args(args.iter().take(1))
-        .arg(&out)
+        .arg(&partial)
         .args(args.iter().skip(1))
         .status()?;
-    if !status.success() || !out.exists() {
+    if !status.success() || !partial.exists() {
+        let _ = std::fs::remove_file(&partial);
         bail!("recipe {recipe} failed ({status})");
     }
+    std::fs::rename(&partial, &out)?;
     Ok(out)
 }
 
 /// The grub marker image (`efi` or `iso`) that prints `SHOAL-MARKER <marker>`.
 pub fn grub_marker(kind: &str, marker: &str) -> Result<PathBuf> {
     build("grub-marker.sh", &[kind, marker], &format!("marker.{kind}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parallel_builds_of_one_image_run_the_recipe_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let script = tmp.path().join("slow.sh");
+        let runs = tmp.path().join("runs");
+        std::fs::write(
+            &script,
+            format!(
+                "echo run >>{runs}\nprintf part >\"$2\"\nsleep 0.3\nprintf '%s' \"$1-$3\" >>\"$2\"\n",
+                runs = runs.display()
+            ),
+        )
+        .unwrap();
+        let cache = tmp.path().join("cache");
+        let outs: Vec<PathBuf> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| build_in(&cache, &script, &["a", "b"], "img").unwrap()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(outs.windows(2).all(|w| w[0] == w[1]));
+        assert_eq!(std::fs::read_to_string(&outs[0]).unwrap(), "parta-b");
+        assert_eq!(std::fs::read_to_string(&runs).unwrap(), "run\n");
+        // Another argument is another image.
+        let other = build_in(&cache, &script, &["a", "c"], "img").unwrap();
+        assert_ne!(other, outs[0]);
+    }
+
+    #[test]
+    fn a_failed_recipe_leaves_nothing_that_looks_built() {
+        let tmp = tempfile::tempdir().unwrap();
+        let script = tmp.path().join("fail.sh");
+        std::fs::write(&script, "printf half >\"$2\"\nexit 3\n").unwrap();
+        let cache = tmp.path().join("cache");
+        let err = build_in(&cache, &script, &["x"], "img").unwrap_err();
+        assert!(err.to_string().contains("fail.sh failed"), "{err}");
+        let dir = std::fs::read_dir(&cache)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec![".lock".to_string()]);
+    }
 }
