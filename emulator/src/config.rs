@@ -208,6 +208,14 @@ impl ConfigFile {
                     sys.nics.push(Nic { mac });
                 }
             }
+            if e.macs.is_empty() {
+                // A derived MAC has 24 bits of the name's hash: in a large
+                // inventory two names can share one, so derive again.
+                sys.nics[0].mac = (0..)
+                    .map(|k| derived_mac(&sys.name, k))
+                    .find(|m| !macs.contains(m))
+                    .expect("a free MAC");
+            }
             for (j, n) in sys.nics.iter().enumerate() {
                 if !macs.insert(n.mac.clone()) {
                     return Err(err(
@@ -304,12 +312,22 @@ pub fn normalize_mac(s: &str) -> Option<String> {
     Some(parts.join(":").to_ascii_lowercase())
 }
 
+/// The locally administered 52:54:00 MAC derived from `name` (attempt
+/// `k` > 0 when an earlier one is taken).
+fn derived_mac(name: &str, k: u32) -> String {
+    let h = if k == 0 {
+        Sha256::digest(name.as_bytes())
+    } else {
+        Sha256::digest(format!("{name}#{k}").as_bytes())
+    };
+    format!("52:54:00:{:02x}:{:02x}:{:02x}", h[0], h[1], h[2])
+}
+
 /// A UEFI x86_64 machine named `name`, with identity derived stably from the
 /// name (UUID v5, a locally administered 52:54:00 MAC), 4 GiB, 2 vCPUs and
 /// one 20 GiB disk, powered off.
 pub fn default_system(name: &str) -> System {
     let uuid = Uuid::new_v5(&UUID_NAMESPACE, name.as_bytes());
-    let h = Sha256::digest(name.as_bytes());
     let mut sys = System {
         id: uuid.hyphenated().to_string(),
         name: name.to_string(),
@@ -322,7 +340,7 @@ pub fn default_system(name: &str) -> System {
             capacity_bytes: 20 << 30,
         }],
         nics: vec![Nic {
-            mac: format!("52:54:00:{:02x}:{:02x}:{:02x}", h[0], h[1], h[2]),
+            mac: derived_mac(name, 0),
         }],
         power: PowerState::Off,
         boot: BootOverride::disabled(BootMode::Uefi),
@@ -349,8 +367,16 @@ pub fn default_system(name: &str) -> System {
 
 /// `n` default machines named `node-0` … `node-{n-1}`.
 pub fn fake_systems(n: usize) -> Vec<System> {
+    let mut macs = HashSet::new();
     (0..n)
-        .map(|i| default_system(&format!("node-{i}")))
+        .map(|i| {
+            let mut sys = default_system(&format!("node-{i}"));
+            sys.nics[0].mac = (0..)
+                .map(|k| derived_mac(&sys.name, k))
+                .find(|m| macs.insert(m.clone()))
+                .expect("a free MAC");
+            sys
+        })
         .collect()
 }
 
@@ -362,6 +388,23 @@ pub fn test_system(name: &str) -> System {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn derived_macs_stay_unique_in_large_inventories() {
+        // 24 bits of hash: 10,000 names collide with near certainty.
+        let fake = fake_systems(10_000);
+        let macs: HashSet<&str> = fake.iter().map(|s| s.nics[0].mac.as_str()).collect();
+        assert_eq!(macs.len(), 10_000);
+        let text: String = (0..10_000)
+            .map(|i| format!("[[systems]]\nname = \"n-{i}\"\n"))
+            .collect();
+        let from_file = systems(&text).unwrap();
+        let macs: HashSet<&str> = from_file.iter().map(|s| s.nics[0].mac.as_str()).collect();
+        assert_eq!(macs.len(), 10_000);
+        // An explicit duplicate is still an error.
+        let dup = "[[systems]]\nname = \"a\"\nmacs = [\"52:54:00:00:00:01\"]\n[[systems]]\nname = \"b\"\nmacs = [\"52:54:00:00:00:01\"]\n";
+        assert!(systems(dup).is_err());
+    }
 
     fn systems(text: &str) -> Result<Vec<System>, ConfigError> {
         ConfigFile::parse("inv.toml", text)?.systems("inv.toml")
