@@ -63,20 +63,27 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
     }
 }
 
-/// The opaque ETag value of a rendered resource (without quotes).
-pub fn etag_of(body: &Value) -> String {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    hex::encode(&Sha256::digest(&bytes)[..8])
+/// The opaque ETag value of serialized JSON (without quotes).
+fn tag_of_bytes(bytes: &[u8]) -> String {
+    hex::encode(&Sha256::digest(bytes)[..8])
 }
 
-/// The `ETag` header value in the profile's style, or none.
-pub fn etag_header(body: &Value, profile: &Profile) -> Option<String> {
-    let tag = etag_of(body);
-    match profile.etag {
+/// The opaque ETag value of a rendered resource (without quotes).
+pub fn etag_of(body: &Value) -> String {
+    tag_of_bytes(&serde_json::to_vec(body).unwrap_or_default())
+}
+
+fn styled(tag: &str, style: EtagStyle) -> Option<String> {
+    match style {
         EtagStyle::Strong => Some(format!("\"{tag}\"")),
         EtagStyle::Weak => Some(format!("W/\"{tag}\"")),
         EtagStyle::None => None,
     }
+}
+
+/// The `ETag` header value in the profile's style, or none.
+pub fn etag_header(body: &Value, profile: &Profile) -> Option<String> {
+    styled(&etag_of(body), profile.etag)
 }
 
 /// Checks `If-Match` against the current representation. Both the strong
@@ -119,23 +126,24 @@ pub fn check_if_match(
 
 /// A successful resource response: body with `@odata.etag`, and the ETag,
 /// OData-Version, Allow and Content-Type headers.
+///
+/// The body is serialized once: the ETag is the hash of those bytes (the
+/// representation without `@odata.etag`, as `etag_of` and `check_if_match`
+/// see it), and `@odata.etag` is spliced in as the object's first member.
 pub struct Resource {
     pub body: Value,
-    pub etag: Option<String>,
+    /// The ETag style, `None` for resources without an ETag.
+    etag: Option<EtagStyle>,
     pub allow: &'static str,
     pub status: StatusCode,
 }
 
 impl Resource {
     /// A resource whose ETag follows the profile.
-    pub fn new(mut body: Value, profile: &Profile, allow: &'static str) -> Self {
-        let etag = etag_header(&body, profile);
-        if let (Some(tag), Some(obj)) = (&etag, body.as_object_mut()) {
-            obj.insert("@odata.etag".into(), Value::String(tag.clone()));
-        }
+    pub fn new(body: Value, profile: &Profile, allow: &'static str) -> Self {
         Resource {
             body,
-            etag,
+            etag: (profile.etag != EtagStyle::None).then_some(profile.etag),
             allow,
             status: StatusCode::OK,
         }
@@ -155,6 +163,58 @@ impl Resource {
         self.status = status;
         self
     }
+
+    /// The bytes sent and the ETag header value.
+    fn render_body(&self) -> (Vec<u8>, Option<String>) {
+        let bytes = serde_json::to_vec(&self.body).unwrap_or_default();
+        let Some(tag) = self
+            .etag
+            .and_then(|style| styled(&tag_of_bytes(&bytes), style))
+        else {
+            return (bytes, None);
+        };
+        if !(self.body.is_object() && bytes.first() == Some(&b'{')) {
+            return (bytes, Some(tag));
+        }
+        let member = format!(
+            "\"@odata.etag\":{}",
+            serde_json::to_string(&tag).unwrap_or_default()
+        );
+        let mut out = Vec::with_capacity(bytes.len() + member.len() + 1);
+        out.push(b'{');
+        out.extend_from_slice(member.as_bytes());
+        if bytes.len() > 2 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&bytes[1..]);
+        (out, Some(tag))
+    }
+
+    /// The response's bytes and headers, ready to be sent (and sent again:
+    /// see `Rendered`).
+    pub fn render(&self) -> Rendered {
+        let link = described_by(&self.body);
+        let (bytes, etag) = self.render_body();
+        Rendered {
+            bytes: Bytes::from(bytes),
+            etag: etag.and_then(|t| HeaderValue::from_str(&t).ok()),
+            link,
+            allow: self.allow,
+            status: self.status,
+        }
+    }
+}
+
+/// A resource response in its final form. Cloning it is cheap (the body is
+/// shared), so a representation that has not changed can be answered again
+/// without building its JSON.
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    pub bytes: Bytes,
+    pub etag: Option<HeaderValue>,
+    link: Option<HeaderValue>,
+    allow: &'static str,
+    status: StatusCode,
 }
 
 /// `Link: <…/ComputerSystem.v1_22_0.json>; rel=describedby` for a body's
@@ -175,8 +235,13 @@ fn described_by(body: &Value) -> Option<HeaderValue> {
 
 impl IntoResponse for Resource {
     fn into_response(self) -> Response {
-        let link = described_by(&self.body);
-        let mut r = (self.status, axum::Json(self.body)).into_response();
+        self.render().into_response()
+    }
+}
+
+impl IntoResponse for Rendered {
+    fn into_response(self) -> Response {
+        let mut r = (self.status, self.bytes).into_response();
         let h = r.headers_mut();
         h.insert(
             header::CONTENT_TYPE,
@@ -185,10 +250,10 @@ impl IntoResponse for Resource {
         h.insert("OData-Version", HeaderValue::from_static("4.0"));
         h.insert(header::ALLOW, HeaderValue::from_static(self.allow));
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        if let Some(tag) = self.etag.and_then(|t| HeaderValue::from_str(&t).ok()) {
+        if let Some(tag) = self.etag {
             h.insert(header::ETAG, tag);
         }
-        if let Some(l) = link {
+        if let Some(l) = self.link {
             h.insert(header::LINK, l);
         }
         r
@@ -362,6 +427,23 @@ pub fn action_known(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_serialization_gives_body_etag_and_header() {
+        let body = serde_json::json!({"@odata.id": "/r", "Name": "n \"q\""});
+        let r = Resource::new(body.clone(), &crate::profile::GENERIC, "GET");
+        let (bytes, tag) = r.render_body();
+        let sent: Value = serde_json::from_slice(&bytes).unwrap();
+        let tag = tag.unwrap();
+        assert_eq!(tag, format!("\"{}\"", etag_of(&body)));
+        assert_eq!(sent["@odata.etag"], tag.as_str());
+        let mut without = sent.clone();
+        without.as_object_mut().unwrap().remove("@odata.etag");
+        assert_eq!(without, body);
+        let empty = Resource::new(serde_json::json!({}), &crate::profile::GENERIC, "GET");
+        let (bytes, _) = empty.render_body();
+        assert!(serde_json::from_slice::<Value>(&bytes).unwrap()["@odata.etag"].is_string());
+    }
     use serde_json::json;
 
     fn fields() -> Vec<Writable> {

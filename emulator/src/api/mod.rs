@@ -67,6 +67,8 @@ pub struct AppState {
     pub auth: Arc<AuthStore>,
     pub tasks: Arc<Tasks>,
     pub locks: Arc<SystemLocks>,
+    /// The last rendering of each System resource.
+    pub renders: Arc<systems::RenderCache>,
     pub features: FeatureSet,
     /// `ServiceRoot.UUID`, stable for a given inventory.
     pub service_uuid: Uuid,
@@ -84,6 +86,7 @@ impl AppState {
             auth: Arc::new(auth),
             tasks: Arc::new(Tasks::default()),
             locks: Arc::new(SystemLocks::default()),
+            renders: Arc::new(systems::RenderCache::default()),
             features,
             service_uuid,
         }
