@@ -122,17 +122,21 @@ fn net_spec(s: &Scenario, net_host: std::net::Ipv4Addr) -> NetSpec {
     let mut o = Vec::new();
     if s.network.ipv6_only {
         // DHCPv6: the bootfile URL (option 59) and the HTTPClient vendor
-        // class (option 16: enterprise 343, then "HTTPClient").
+        // class (option 16). OVMF takes an ADVERTISE as an HTTP offer only
+        // when option 16 has "HTTPClient" at offset 6, after the 4-byte
+        // enterprise number and the 2-byte length of the first class item
+        // (HttpBootDxe, HttpBootParseDhcp6Packet); it does not check the
+        // enterprise number. dnsmasq writes an option6:16 value as a list of
+        // items, each behind a 2-byte length, and has no way to write the
+        // raw enterprise number: the two-byte item "EN" stands in for it
+        // (a captured ADVERTISE showed a hex value sent as one text item).
         let index = net_host.octets()[2];
         if let (Dhcp::Httpclient, Some(f)) = (s.network.dhcp, &s.network.bootfile) {
             o.push(format!(
                 "dhcp-option=option6:bootfile-url,http://[fd00:5e:{index:x}::1]:{}/{f}",
                 crate::lab::BOOT_PORT
             ));
-            o.push(
-                "dhcp-option-force=option6:16,00:00:01:57:00:0a:48:54:54:50:43:6c:69:65:6e:74"
-                    .into(),
-            );
+            o.push("dhcp-option-force=option6:16,EN,HTTPClient".into());
         }
         return NetSpec {
             dnsmasq_options: o,
