@@ -27,7 +27,7 @@ pub fn build(recipe: &str, args: &[&str], out_name: &str) -> Result<PathBuf> {
 /// run as `bash SCRIPT ARG0 OUT ARG1…`.
 fn build_in(cache: &Path, script: &Path, args: &[&str], out_name: &str) -> Result<PathBuf> {
     let recipe = script.file_name().unwrap_or_default().to_string_lossy();
-    let text = std::fs::read(&script).with_context(|| format!("recipe {}", script.display()))?;
+    let text = std::fs::read(script).with_context(|| format!("recipe {}", script.display()))?;
     let mut h = Sha256::new();
     h.update(&text);
     for a in args {
@@ -43,8 +43,7 @@ fn build_in(cache: &Path, script: &Path, args: &[&str], out_name: &str) -> Resul
     // Cases running in parallel often need the same image: the first one
     // builds it under an exclusive lock, the others wait and reuse it.
     let lock = std::fs::File::create(dir.join(".lock"))?;
-    lock.lock()
-        .with_context(|| format!("locking {}", dir.display()))?;
+    lock_exclusive(&lock).with_context(|| format!("locking {}", dir.display()))?;
     if out.exists() {
         return Ok(out);
     }
@@ -69,6 +68,22 @@ fn build_in(cache: &Path, script: &Path, args: &[&str], out_name: &str) -> Resul
     }
     std::fs::rename(&partial, &out)?;
     Ok(out)
+}
+
+/// Blocks until this process holds `file`'s exclusive flock; closing the
+/// file releases it.
+fn lock_exclusive(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor this File owns for the whole call.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// The grub marker image (`efi` or `iso`) that prints `SHOAL-MARKER <marker>`.
