@@ -1,13 +1,16 @@
 //! `shoal-harness` as a library: the lab real VMs run in, the boot file
 //! server, image recipes, scenario files, the drivers that talk to the BMC,
-//! the runner, and the conformance run of DMTF's tools.
+//! the runner, the conformance run of DMTF's tools, and the benchmark
+//! against sushy-tools and nginx with its load generator.
 
+pub mod bench;
 pub mod conformance;
 pub mod driver;
 pub mod emulator;
 pub mod fileserver;
 pub mod images;
 pub mod lab;
+pub mod load;
 pub mod netns;
 pub mod runner;
 pub mod scenario;

@@ -4,6 +4,8 @@
 //! - `doctor`: whether this host has what real-VM scenarios need.
 //! - `serve`: the boot file server on its own.
 //! - `conformance`: DMTF's four conformance tools against the emulator.
+//! - `bench`: shoal beside sushy-tools and nginx, at scale, under a PATCH
+//!   storm and in a soak.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -11,7 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use shoal_harness::{conformance, lab, runner, scenario::Scenario};
+use shoal_harness::{bench, conformance, lab, runner, scenario::Scenario};
 
 #[derive(Parser)]
 #[command(name = "shoal-harness", version, about)]
@@ -76,6 +78,43 @@ enum Command {
         /// Limit per tool, in seconds.
         #[arg(long, default_value_t = 1200)]
         timeout_secs: u64,
+    },
+    /// Benchmark shoal-emulator (fake backend) against sushy-tools 2.2.0
+    /// (gunicorn, 2 workers x 2 threads) and nginx on loopback; prints the
+    /// table, scale, PATCH-storm and soak figures.
+    Bench {
+        /// Logs, configs and report.txt go here.
+        #[arg(long, env = "SHOAL_BENCH_OUT", default_value = "shoal-artifacts/bench")]
+        out: PathBuf,
+        /// Venv with sushy-tools and gunicorn (ci/requirements-bench.txt);
+        /// without it sushy-tools is left out.
+        #[arg(long, env = "SHOAL_BENCH_VENV")]
+        sushy_venv: Option<PathBuf>,
+        /// The nginx binary.
+        #[arg(long, default_value = "/usr/sbin/nginx")]
+        nginx: PathBuf,
+        /// Leave nginx out.
+        #[arg(long)]
+        no_nginx: bool,
+        /// The shoal-emulator binary; default: the one beside this program
+        /// (build with --release for figures worth quoting).
+        #[arg(long, env = "SHOAL_EMULATOR")]
+        emulator: Option<PathBuf>,
+        /// Systems in each service.
+        #[arg(long, default_value_t = 10)]
+        systems: usize,
+        /// Concurrent keep-alive clients.
+        #[arg(long, default_value_t = 64)]
+        clients: usize,
+        /// Seconds per table row.
+        #[arg(long, default_value_t = 10)]
+        duration_secs: u64,
+        /// Systems in the scale run.
+        #[arg(long, default_value_t = 10_000)]
+        scale_systems: usize,
+        /// Seconds of the soak.
+        #[arg(long, default_value_t = 300)]
+        soak_secs: u64,
     },
     /// Serve a folder as the boot file server does.
     Serve {
@@ -177,6 +216,53 @@ fn real_main() -> Result<ExitCode> {
             } else {
                 ExitCode::FAILURE
             })
+        }
+        Command::Bench {
+            out,
+            sushy_venv,
+            nginx,
+            no_nginx,
+            emulator,
+            systems,
+            clients,
+            duration_secs,
+            scale_systems,
+            soak_secs,
+        } => {
+            let emulator = emulator
+                .or_else(|| sibling("shoal-emulator"))
+                .context("no shoal-emulator beside this program; pass --emulator")?;
+            if !no_nginx && !nginx.exists() {
+                anyhow::bail!(
+                    "{} is missing (apt-get install nginx-light, or --no-nginx)",
+                    nginx.display()
+                );
+            }
+            if let Some(v) = &sushy_venv {
+                if !v.join("bin/gunicorn").exists() {
+                    anyhow::bail!(
+                        "{} has no gunicorn (pip install -r ci/requirements-bench.txt)",
+                        v.display()
+                    );
+                }
+            }
+            let out = std::path::absolute(&out)?;
+            let opts = bench::Options {
+                emulator,
+                sushy_venv,
+                nginx: (!no_nginx).then_some(nginx),
+                systems: systems.max(1),
+                clients: clients.max(1),
+                duration: std::time::Duration::from_secs(duration_secs.max(1)),
+                scale_systems: scale_systems.max(1),
+                soak: std::time::Duration::from_secs(soak_secs.max(1)),
+                out: out.clone(),
+            };
+            let report = bench::run(&opts)?;
+            std::fs::write(out.join("report.txt"), &report.text)?;
+            print!("{}", report.text);
+            eprintln!("bench logs and report.txt are in {}", out.display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Serve { dir, bind, log } => {
             let rt = tokio::runtime::Runtime::new()?;
