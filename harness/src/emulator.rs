@@ -82,7 +82,8 @@ mod tests {
     fn a_program_that_prints_no_url_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo nothing here; echo oops >&2"]);
+        // stderr first: the child is killed once its first stdout line is read.
+        cmd.args(["-c", "echo oops >&2; echo nothing here"]);
         let err = EmulatorProcess::spawn(cmd, &dir.path().join("log"))
             .err()
             .expect("no URL");
