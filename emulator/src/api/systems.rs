@@ -387,6 +387,9 @@ async fn patch_system(
         .update_system(&sys.id, boot.as_ref(), &settings)
         .await?;
     let sys = st.backend.system(&sys.id).await?;
+    // The state answered is the one this PATCH made; rendering it needs no
+    // lock, so the next writer to this system goes ahead meanwhile.
+    drop(locked);
     tracing::info!(system = %sys.name, boot = ?sys.boot, "system patched");
     Ok(system_view(&st, &sys).rendered.clone().into_response())
 }
