@@ -380,6 +380,11 @@ pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
         std::process::exit(130);
     });
     let total = cases.len();
+    // The slow cases (a long timeout says so) start first, so that the run
+    // does not end with one job working through a long case alone. Cases
+    // keep their numbers, and the summary their order.
+    let mut cases = cases;
+    cases.sort_by_key(|(_, s, _)| std::cmp::Reverse(s.timeout_secs));
     let queue = Arc::new(Mutex::new(cases.into_iter()));
     let results = Arc::new(Mutex::new(Vec::new()));
     std::thread::scope(|scope| {
