@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Builds the ppc64le (pseries) pieces of the petitboot path from Debian
+# ppc64el packages:
+#   ppc64le-netboot.sh kernel  OUT   Debian's ppc64el kernel (vmlinux, ELF)
+#   ppc64le-netboot.sh netboot OUT   the netboot initramfs: takes DHCP asking
+#       for options 209/210 (busybox udhcpc), runs pb-discover (petitboot's
+#       discovery, see petitboot/README.md) and kexecs what it finds
+#   ppc64le-netboot.sh payload OUT   the instance/deploy payload initramfs:
+#       prints "SHOAL-MARKER ppc64le-payload" and "SHOAL-CMDLINE <cmdline>",
+#       takes DHCP, POSTs a heartbeat to http://<DHCP server>:8080/heartbeat
+#       and powers off
+# The console is hvc0. Needs apt with the ppc64el architecture added (dpkg
+# --add-architecture ppc64el; ci/test does it), cpio and depmod (kmod).
+set -euo pipefail
+kind=${1:?kernel|netboot|payload} out=${2:?output file}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+resolve() { apt-cache depends linux-image-powerpc64le:ppc64el 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'; }
+kpkg=$(resolve)
+if [[ -z $kpkg && $EUID -eq 0 ]]; then
+    apt-get update -qq </dev/null >/dev/null 2>&1 || true
+    kpkg=$(resolve)
+fi
+[[ -n $kpkg ]] || { echo "ppc64le-netboot.sh: cannot resolve linux-image-powerpc64le:ppc64el (dpkg --add-architecture ppc64el; apt-get update)" >&2; exit 1; }
+kpkg=${kpkg%:ppc64el}
+kver=${kpkg#linux-image-}
+get() {  # PACKAGE...: download the ppc64el packages and unpack them into pkgs/
+    apt-get download -q "${@/%/:ppc64el}" >/dev/null 2>&1 || { echo "ppc64le-netboot.sh: apt-get download $* failed" >&2; exit 1; }
+    for p in "$@"; do dpkg -x ./"${p}"_*_ppc64el.deb pkgs; done
+}
+
+if [[ $kind == kernel ]]; then
+    get "$kpkg"
+    cp "pkgs/boot/vmlinux-$kver" "$out"
+    exit 0
+fi
+[[ $kind == netboot || $kind == payload ]] || { echo "ppc64le-netboot.sh: unknown kind $kind" >&2; exit 2; }
+
+get "$kpkg" busybox-static
+mods=pkgs/lib/modules/$kver
+depmod -b pkgs "$kver"  # the package ships no modules.dep
+mkdir -p root/bin root/mods root/lib64 root/lib/powerpc64le-linux-gnu
+cp pkgs/bin/busybox root/bin/busybox
+# The pseries NICs: ibmveth (spapr-vlan, libvirt's default there) and
+# virtio-net, with their dependencies in load order.
+for m in ibmveth virtio_pci virtio_net; do
+    line=$(grep -E "(^|/)$m\.ko(\.[a-z]+)?:" "$mods/modules.dep")
+    deps=${line#*:}
+    for d in $(echo $deps | tr ' ' '\n' | tac) "${line%%:*}"; do
+        b=$(basename "$d")
+        if ! grep -qx "$b" root/mods/order 2>/dev/null; then
+            cp "$mods/$d" root/mods/ && echo "$b" >>root/mods/order
+        fi
+    done
+done
+
+# What both initramfs share: mounts, modules, DHCP on the first NIC.
+cat >root/common.sh <<'SH'
+/bin/busybox mkdir -p /proc /sys /dev /tmp /sbin /usr/bin /usr/sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+while read -r m; do insmod "/mods/$m" 2>/dev/null; done </mods/order
+ip link set lo up
+iface=''
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    for n in /sys/class/net/*; do
+        case ${n##*/} in lo|sit*|tunl*) ;; *) iface=${n##*/}; break 2 ;; esac
+    done
+    sleep 0.5
+done
+SH
+cat >root/udhcpc.sh <<'SH'
+#!/bin/busybox sh
+# Saves the lease for /init and configures the interface.
+case "$1" in
+    bound|renew)
+        ip addr add "$ip/${mask:-24}" dev "$interface"
+        export -p | grep -E " (interface|ip|mask|siaddr|serverid|tftp|boot_file|bootfile|pxeconffile|pxepathprefix|reboottime)=" >/tmp/lease ;;
+esac
+SH
+
+if [[ $kind == netboot ]]; then
+    get kexec-tools libc6
+    cp pkgs/sbin/kexec root/bin/kexec
+    cp -L pkgs/lib/powerpc64le-linux-gnu/libc.so.6 root/lib/powerpc64le-linux-gnu/
+    cp -L pkgs/lib/powerpc64le-linux-gnu/ld64.so.2 root/lib/powerpc64le-linux-gnu/
+    ln -s ../lib/powerpc64le-linux-gnu/ld64.so.2 root/lib64/ld64.so.2
+    cp "$here/petitboot/pb-discover" root/bin/pb-discover
+    cat >root/init <<'SH'
+#!/bin/busybox sh
+. /common.sh
+echo "SHOAL-NETBOOT petitboot-compatible discovery on ${iface:-no NIC}"
+[ -n "$iface" ] || { echo "petitboot: no network interface"; poweroff -f; }
+ip link set "$iface" up
+# As petitboot's pb-udhcpc: options 209, 210 and 211 asked for by name.
+if udhcpc -i "$iface" -f -q -n -t 6 -T 2 -O pxeconffile -O pxepathprefix -O reboottime -s /udhcpc.sh >/dev/null 2>&1; then
+    . /tmp/lease
+    echo "petitboot: DHCP lease $ip on $interface from ${serverid:-?}"
+    sh /bin/pb-discover
+    echo "petitboot: boot failed (status $?)"
+else
+    echo "petitboot: no DHCP lease on $iface"
+fi
+poweroff -f
+SH
+else
+    cat >root/init <<'SH'
+#!/bin/busybox sh
+. /common.sh
+echo "SHOAL-MARKER ppc64le-payload"
+echo "SHOAL-CMDLINE $(cat /proc/cmdline)"
+if [ -n "$iface" ] && ip link set "$iface" up &&
+   udhcpc -i "$iface" -f -q -n -t 6 -T 2 -s /udhcpc.sh >/dev/null 2>&1; then
+    . /tmp/lease
+    if wget -q -O /dev/null --post-data "marker=ppc64le-payload cmdline=$(cat /proc/cmdline)" "http://$serverid:8080/heartbeat"; then
+        echo "SHOAL-HEARTBEAT sent"
+    else
+        echo "SHOAL-HEARTBEAT failed"
+    fi
+else
+    echo "SHOAL-DHCP failed"
+fi
+poweroff -f
+SH
+fi
+chmod +x root/init root/udhcpc.sh
+(cd root && find . | cpio -o -H newc --quiet | gzip -9) >initrd.gz
+gzip -t initrd.gz
+gzip -dc initrd.gz | cpio -t --quiet | grep -x init >/dev/null || { echo "ppc64le-netboot.sh: initramfs has no /init" >&2; exit 1; }
+cp initrd.gz "$out"
