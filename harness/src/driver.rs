@@ -35,6 +35,9 @@ pub struct Bmc {
 
 impl Bmc {
     pub fn boot(&self, driver: Driver, req: &BootRequest) -> Result<()> {
+        if req.method == Method::PowerOn {
+            return self.power_on(driver);
+        }
         match driver {
             Driver::Sushy => self.sushy(&self.sushy_args(req)),
             Driver::IronicSequence => IronicSequence::new(self)?.boot(req),
@@ -69,6 +72,7 @@ impl Bmc {
                     req.uri.clone().unwrap_or_default(),
                 ]);
             }
+            Method::PowerOn => a.push("power-on".into()),
         }
         a
     }
@@ -273,6 +277,7 @@ impl IronicSequence {
         let target = match req.method {
             Method::UefiHttp => "UefiHttp",
             Method::VirtualMedia => "Cd",
+            Method::PowerOn => return self.power_on(),
         };
         // Ironic's validation: the target must be offered.
         let allowed = sys["Boot"]["BootSourceOverrideTarget@Redfish.AllowableValues"]

@@ -45,6 +45,10 @@ pub struct NetSpec {
     pub ipv6: bool,
     /// No DHCPv4 (the address stays, for the boot server).
     pub no_dhcp4: bool,
+    /// dnsmasq's TFTP server serves this folder.
+    pub tftp_root: Option<PathBuf>,
+    /// Fixed DHCPv4 leases: (MAC, host number in the /24).
+    pub hosts: Vec<(String, u8)>,
 }
 
 pub struct Lab {
@@ -159,11 +163,23 @@ impl Lab {
         let dhcp4 = if spec.no_dhcp4 {
             String::new()
         } else {
-            format!("<dhcp><range start='198.18.{index}.100' end='198.18.{index}.200'/></dhcp>")
+            let hosts: String = spec
+                .hosts
+                .iter()
+                .map(|(mac, n)| format!("<host mac='{mac}' ip='198.18.{index}.{n}'/>"))
+                .collect();
+            format!(
+                "<dhcp><range start='198.18.{index}.100' end='198.18.{index}.200'/>{hosts}</dhcp>"
+            )
         };
+        let tftp = spec
+            .tftp_root
+            .as_ref()
+            .map(|r| format!("<tftp root='{}'/>", xml_escape(&r.display().to_string())))
+            .unwrap_or_default();
         let xml = format!(
             "<network xmlns:dnsmasq='{DNSMASQ_NS}'><name>{name}</name><bridge name='{bridge}' stp='off'/>\
-             <ip address='{host}' netmask='255.255.255.0'>{dhcp4}</ip>{v6}{opts}</network>"
+             <ip address='{host}' netmask='255.255.255.0'>{tftp}{dhcp4}</ip>{v6}{opts}</network>"
         );
         std::fs::write(self.dir.join(format!("{name}.xml")), &xml)?;
         self.conn()
@@ -245,6 +261,46 @@ impl Lab {
   </devices></domain>"#,
             net = net.name,
             serial = serial.display()
+        );
+        std::fs::write(self.dir.join(format!("{name}.domain.xml")), &xml)?;
+        let d = self
+            .conn()
+            .define_domain_xml(&xml)
+            .with_context(|| format!("define {name}"))?;
+        self.domains.push(name.to_string());
+        Ok(d.uuid_string()?)
+    }
+
+    /// Defines a ppc64le pseries domain whose firmware is the petitboot-like
+    /// netboot image (`kernel` + `initrd`, booted directly, as OpenPOWER
+    /// machines run petitboot from flash), with one spapr-vlan NIC on `net`
+    /// and its console (hvc0) writing `serial`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn define_pseries(
+        &mut self,
+        name: &str,
+        uuid: &str,
+        net: &Net,
+        mac: &str,
+        memory_mib: u64,
+        serial: &Path,
+        kernel: &Path,
+        initrd: &Path,
+    ) -> Result<String> {
+        let xml = format!(
+            r#"<domain type="qemu"><name>{name}</name><uuid>{uuid}</uuid><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
+  <os><type arch="ppc64le" machine="pseries">hvm</type>
+    <kernel>{kernel}</kernel><initrd>{initrd}</initrd><cmdline>console=hvc0 quiet</cmdline></os>
+  <on_poweroff>destroy</on_poweroff>
+  <devices>
+    <interface type="network"><source network="{net}"/><model type="spapr-vlan"/><mac address="{mac}"/></interface>
+    <serial type="file"><source path="{serial}"/><target port="0"/></serial>
+    <console type="file"><source path="{serial}"/><target type="serial" port="0"/></console>
+  </devices></domain>"#,
+            net = net.name,
+            serial = serial.display(),
+            kernel = kernel.display(),
+            initrd = initrd.display(),
         );
         std::fs::write(self.dir.join(format!("{name}.domain.xml")), &xml)?;
         let d = self

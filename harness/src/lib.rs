@@ -12,5 +12,6 @@ pub mod images;
 pub mod lab;
 pub mod load;
 pub mod netns;
+pub mod petitboot;
 pub mod runner;
 pub mod scenario;

@@ -15,7 +15,7 @@ use anyhow::{anyhow, bail, Result};
 use crate::driver::{Bmc, BootRequest};
 use crate::emulator::EmulatorProcess;
 use crate::lab::{wait_until, Lab, Net, NetSpec};
-use crate::scenario::{Dhcp, Driver, HttpBoot, Image, Method, Outcome, Scenario};
+use crate::scenario::{Dhcp, Driver, HttpBoot, Image, Method, Outcome, Protocol, Scenario};
 
 pub struct Options {
     pub jobs: usize,
@@ -142,6 +142,7 @@ fn net_spec(s: &Scenario, net_host: std::net::Ipv4Addr) -> NetSpec {
             dnsmasq_options: o,
             ipv6: true,
             no_dhcp4: true,
+            ..NetSpec::default()
         };
     }
     match (s.network.dhcp, &s.network.bootfile) {
@@ -158,9 +159,31 @@ fn net_spec(s: &Scenario, net_host: std::net::Ipv4Addr) -> NetSpec {
     }
     NetSpec {
         dnsmasq_options: o,
-        ipv6: false,
-        no_dhcp4: false,
+        ..NetSpec::default()
     }
+}
+
+/// The host number of a petitboot machine's fixed address in its /24.
+const PETITBOOT_HOST: u8 = 50;
+
+/// A ppc64le image from vm-images/ppc64le-netboot.sh.
+fn ppc64le(kind: &str, name: &str) -> Result<std::path::PathBuf> {
+    crate::images::build("ppc64le-netboot.sh", &[kind], name)
+}
+
+/// A stable UUID for a domain name, so that templates can name the machine
+/// before it is defined.
+fn domain_uuid(name: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let h = hex::encode(&Sha256::digest(name.as_bytes())[..16]);
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
 }
 
 /// Runs one case; `index` picks its network (198.18.index.0/24).
@@ -185,24 +208,66 @@ fn run_case(
                 Image::DeployRamdisk => {
                     crate::images::build("deploy-ramdisk.sh", &["iso"], "deploy.iso")?
                 }
+                Image::Ppc64leKernel => ppc64le("kernel", "vmlinux")?,
+                Image::Ppc64lePayload => ppc64le("payload", "payload.cpio.gz")?,
             };
             std::fs::copy(&built, dir.join("www").join(&a.name))?;
         }
         let host = std::net::Ipv4Addr::new(198, 18, index, 1);
         let domain = format!("shoal-{index}-{}", s.name);
         let serial = dir.join("serial.log");
+        let mac = format!("52:54:00:5e:{index:02x}:01");
+        let uuid = domain_uuid(&domain);
+        let mut spec = net_spec(s, host);
+        let mut serial_checks = s.checks.serial.clone();
+        let mut request_checks = s.checks.requests.clone();
+        let mut failure_checks = s.checks.failure.clone();
+        if let Some(p) = &s.petitboot {
+            // The machine gets a fixed address, so that the configuration
+            // can be named after it (the pxelinux IP probe).
+            let target = crate::petitboot::Target {
+                uuid: &uuid,
+                mac: &mac,
+                ip: std::net::Ipv4Addr::new(198, 18, index, PETITBOOT_HOST),
+                server: host,
+            };
+            let www = std::fs::canonicalize(dir.join("www"))?;
+            let names: Vec<&str> = s.artifacts.iter().map(|a| a.name.as_str()).collect();
+            spec.dnsmasq_options
+                .extend(crate::petitboot::prepare(p, &target, &www, &names)?);
+            for c in serial_checks
+                .iter_mut()
+                .chain(request_checks.iter_mut())
+                .chain(failure_checks.iter_mut())
+            {
+                *c = crate::petitboot::render(c, p, &target)?;
+            }
+            spec.hosts.push((mac.clone(), PETITBOOT_HOST));
+            if p.protocol == Protocol::Tftp {
+                spec.tftp_root = Some(www);
+            }
+        }
         let (net, bmc_url): (Net, String) = {
             let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
-            let net = lab.network(index, &net_spec(s, host))?;
+            let net = lab.network(index, &spec)?;
             lab.file_server(&net, &dir.join("www"), &dir.join("http.log"))?;
             let bmc_url = lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?;
-            lab.define_uefi(
-                &domain,
-                &net,
-                &format!("52:54:00:5e:{index:02x}:01"),
-                s.machine.memory_mib,
-                &serial,
-            )?;
+            if s.petitboot() {
+                let kernel = ppc64le("kernel", "vmlinux")?;
+                let netboot = ppc64le("netboot", "netboot.cpio.gz")?;
+                lab.define_pseries(
+                    &domain,
+                    &uuid,
+                    &net,
+                    &mac,
+                    s.machine.memory_mib,
+                    &serial,
+                    &kernel,
+                    &netboot,
+                )?;
+            } else {
+                lab.define_uefi(&domain, &net, &mac, s.machine.memory_mib, &serial)?;
+            }
             (net, bmc_url)
         };
         let id = lab
@@ -234,7 +299,7 @@ fn run_case(
         let t = Instant::now();
         bmc.boot(driver, &req)?;
         let limit = Duration::from_secs(s.timeout_secs);
-        let seen = watch(&serial, &s.checks.serial, &s.checks.failure, limit, t);
+        let seen = watch(&serial, &serial_checks, &failure_checks, limit, t);
         let mut problems = Vec::new();
         let to_marker = match (&seen, s.expect) {
             (Watch::Seen(d), Outcome::Pass) => Some(*d),
@@ -253,7 +318,7 @@ fn run_case(
                 None
             }
         };
-        for r in &s.checks.requests {
+        for r in &request_checks {
             if count(&dir.join("http.log"), r) == 0 {
                 problems.push(format!("the boot server never answered {r:?}"));
             }

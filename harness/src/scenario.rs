@@ -44,6 +44,8 @@ pub enum Outcome {
 pub enum Dhcp {
     /// Addresses only.
     Plain,
+    /// Options 209/210 and the TFTP server from `[petitboot]`.
+    Petitboot,
     /// Answers the HTTPClient vendor class with option 60 and a bootfile URL.
     Httpclient,
     /// A bootfile URL but no option 60: the firmware must ignore the offer.
@@ -60,6 +62,10 @@ pub enum Image {
     /// A Linux ramdisk ISO that reports its command line and boot path and
     /// sends a heartbeat (vm-images/deploy-ramdisk.sh).
     DeployRamdisk,
+    /// Debian's ppc64el kernel (vm-images/ppc64le-netboot.sh kernel).
+    Ppc64leKernel,
+    /// The ppc64le payload initramfs: marker, command line, heartbeat.
+    Ppc64lePayload,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -67,6 +73,8 @@ pub enum Image {
 pub enum Method {
     UefiHttp,
     VirtualMedia,
+    /// The driver only powers the machine on (its firmware decides).
+    PowerOn,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -112,6 +120,8 @@ pub struct Scenario {
     #[serde(default)]
     pub artifacts: Vec<Artifact>,
     pub boot: Boot,
+    /// What the DHCP server and the boot servers offer a petitboot machine.
+    pub petitboot: Option<Petitboot>,
     #[serde(rename = "checks")]
     pub checks: Checks,
     pub then: Option<Then>,
@@ -203,6 +213,37 @@ impl Default for Network {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Http,
+    Tftp,
+}
+
+/// Templates, rendered per case (also in the case's `checks.serial`,
+/// `checks.failure` and `checks.requests`): `{uuid}` (the machine's), `{mac}` (lower
+/// case with dashes), `{ip}`, `{iphex}` or `{iphex:N}` (the first N
+/// upper-case hex digits of the IPv4 address), `{server}` (the boot
+/// server's address) and `{base}` (`http://server:port` or `tftp://server`,
+/// after `protocol`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Petitboot {
+    /// Where the artifacts and the configuration are served.
+    pub protocol: Protocol,
+    /// DHCP option 209 (pxeconffile).
+    pub option_209: Option<String>,
+    /// DHCP option 210 (pxepathprefix).
+    pub option_210: Option<String>,
+    /// Where the configuration is written, relative to the served folder.
+    pub config_path: String,
+    /// A folder (relative to the served one) that gets a copy of every
+    /// artifact, as Ironic lays out `<uuid>/deploy_kernel`.
+    pub files_dir: Option<String>,
+    /// The pxelinux-style configuration.
+    pub config: String,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Artifact {
@@ -275,18 +316,34 @@ impl Scenario {
         Ok(s)
     }
 
+    /// An OpenPOWER machine booting through petitboot.
+    pub fn petitboot(&self) -> bool {
+        self.machine.firmware == "petitboot"
+    }
+
     fn validate(&self) -> Result<()> {
-        if self.machine.arch != "x86_64" {
-            bail!(
-                "machine.arch: {:?} is not supported yet (only \"x86_64\")",
+        match (self.machine.arch.as_str(), self.machine.firmware.as_str()) {
+            ("x86_64", "uefi") | ("ppc64le", "petitboot") => {}
+            ("x86_64" | "ppc64le", f) => bail!(
+                "machine.firmware: {f:?} does not go with machine.arch {:?} (x86_64: \"uefi\"; ppc64le: \"petitboot\")",
                 self.machine.arch
-            );
+            ),
+            (a, _) => bail!("machine.arch: {a:?} is not one of \"x86_64\", \"ppc64le\""),
         }
-        if self.machine.firmware != "uefi" {
-            bail!(
-                "machine.firmware: {:?} is not supported yet (only \"uefi\")",
-                self.machine.firmware
-            );
+        if self.petitboot() != self.petitboot.is_some() {
+            bail!("petitboot: a [petitboot] section goes with machine.firmware = \"petitboot\", and only there");
+        }
+        if self.petitboot() {
+            if self.boot.method != Method::PowerOn {
+                bail!("boot.method: petitboot machines take \"power-on\"");
+            }
+            if self.network.dhcp != Dhcp::Petitboot {
+                bail!("network.dhcp: petitboot machines take \"petitboot\"");
+            }
+        } else if matches!(self.boot.method, Method::PowerOn)
+            || self.network.dhcp == Dhcp::Petitboot
+        {
+            bail!("boot.method / network.dhcp: \"power-on\" and \"petitboot\" are for petitboot machines");
         }
         if self.drivers.is_empty() {
             bail!("drivers: at least one driver");
@@ -390,6 +447,31 @@ serial = ["SHOAL-MARKER m"]
         .unwrap_err()
         .to_string();
         assert!(e.contains("checks.failure"), "{e}");
+    }
+
+    #[test]
+    fn petitboot_machines_are_checked_as_a_whole() {
+        let pb = "[machine]\narch = \"ppc64le\"\nfirmware = \"petitboot\"\n[network]\ndhcp = \"petitboot\"\n\
+                  [petitboot]\nprotocol = \"tftp\"\nconfig_path = \"c\"\nconfig = \"x\"\n\
+                  [boot]\nmethod = \"power-on\"\n[checks]\nserial = [\"m\"]\n";
+        let s = parse(&format!("description = \"x\"\n{pb}")).unwrap();
+        assert!(s.petitboot());
+        let e = |text: String| parse(&text).unwrap_err().to_string();
+        let no_section = pb.replace(
+            "[petitboot]\nprotocol = \"tftp\"\nconfig_path = \"c\"\nconfig = \"x\"\n",
+            "",
+        );
+        assert!(e(format!("description = \"x\"\n{no_section}")).contains("[petitboot]"));
+        let uefi = pb
+            .replace("uefi", "x")
+            .replace("firmware = \"petitboot\"", "firmware = \"uefi\"");
+        assert!(e(format!("description = \"x\"\n{uefi}")).contains("machine.firmware"));
+        let http = pb.replace("power-on", "uefi-http");
+        assert!(e(format!("description = \"x\"\n{http}")).contains("boot.method"));
+        let arm = pb.replace("ppc64le", "riscv64");
+        assert!(e(format!("description = \"x\"\n{arm}")).contains("machine.arch"));
+        // And a UEFI machine cannot take the petitboot DHCP profile.
+        assert!(e(format!("{OK}\n[network]\ndhcp = \"petitboot\"\n")).contains("network.dhcp"));
     }
 
     #[test]
