@@ -12,6 +12,7 @@
 # Needs apt (to fetch the kernel package), busybox-static, cpio, grub-common,
 # grub-efi-amd64-bin, xorriso, mtools; ci/test installs them.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 kind=${1:?iso} out=${2:?output file}
 [[ $kind == iso ]] || { echo "deploy-ramdisk.sh: only 'iso'" >&2; exit 2; }
 work=$(mktemp -d)
@@ -34,16 +35,7 @@ depmod -b kernel "$kver"  # the package ships no modules.dep
 mkdir -p root/bin root/mods iso/boot/grub
 cp /bin/busybox root/bin/busybox
 # virtio NICs, SATA CD-ROMs and efivarfs, with their dependencies, in load order.
-for m in virtio_pci virtio_net ahci sr_mod efivarfs; do
-    line=$(grep -E "(^|/)$m\.ko(\.[a-z]+)?:" "$mods/modules.dep")
-    deps=${line#*:}
-    for d in $(echo $deps | tr ' ' '\n' | tac) "${line%%:*}"; do
-        b=$(basename "$d")
-        if ! grep -qx "$b" root/mods/order 2>/dev/null; then
-            cp "$mods/$d" root/mods/ && echo "$b" >>root/mods/order
-        fi
-    done
-done
+copy_modules "$mods" root/mods virtio_pci virtio_net ahci sr_mod efivarfs
 
 cat >root/udhcpc.sh <<'SH'
 #!/bin/busybox sh

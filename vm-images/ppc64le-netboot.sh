@@ -12,6 +12,7 @@
 # The console is hvc0. Needs apt with the ppc64el architecture added (dpkg
 # --add-architecture ppc64el; ci/test does it), cpio and depmod (kmod).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 kind=${1:?kernel|netboot|payload} out=${2:?output file}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
@@ -46,16 +47,7 @@ mkdir -p root/bin root/mods root/lib64 root/lib/powerpc64le-linux-gnu
 cp pkgs/bin/busybox root/bin/busybox
 # The pseries NICs: ibmveth (spapr-vlan, libvirt's default there) and
 # virtio-net, with their dependencies in load order.
-for m in ibmveth virtio_pci virtio_net; do
-    line=$(grep -E "(^|/)$m\.ko(\.[a-z]+)?:" "$mods/modules.dep")
-    deps=${line#*:}
-    for d in $(echo $deps | tr ' ' '\n' | tac) "${line%%:*}"; do
-        b=$(basename "$d")
-        if ! grep -qx "$b" root/mods/order 2>/dev/null; then
-            cp "$mods/$d" root/mods/ && echo "$b" >>root/mods/order
-        fi
-    done
-done
+copy_modules "$mods" root/mods ibmveth virtio_pci virtio_net
 
 # What both initramfs share: mounts, modules, DHCP on the first NIC.
 cat >root/common.sh <<'SH'

@@ -18,7 +18,9 @@ pub fn recipes() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../vm-images")
 }
 
-/// Builds (or reuses) `recipe` with `args`, producing file `out_name`.
+/// Builds (or reuses) `recipe` with `args`, producing file `out_name`. The
+/// cache key also covers what recipes share: every file of the recipes
+/// folder that is not itself a recipe (`lib.sh`, `petitboot/`, ...).
 pub fn build(recipe: &str, args: &[&str], out_name: &str) -> Result<PathBuf> {
     build_in(&cache_root(), &recipes().join(recipe), args, out_name)
 }
@@ -30,6 +32,14 @@ fn build_in(cache: &Path, script: &Path, args: &[&str], out_name: &str) -> Resul
     let text = std::fs::read(script).with_context(|| format!("recipe {}", script.display()))?;
     let mut h = Sha256::new();
     h.update(&text);
+    if let Some(folder) = script.parent() {
+        for (rel, bytes) in shared_files(folder)? {
+            h.update([0]);
+            h.update(rel.as_bytes());
+            h.update([0]);
+            h.update(&bytes);
+        }
+    }
     for a in args {
         h.update([0]);
         h.update(a.as_bytes());
@@ -70,6 +80,28 @@ fn build_in(cache: &Path, script: &Path, args: &[&str], out_name: &str) -> Resul
     Ok(out)
 }
 
+/// The files under `folder` that recipes share, by relative path, sorted:
+/// all but the top-level recipes (`*.sh` other than `lib.sh`).
+fn shared_files(folder: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) -> std::io::Result<()> {
+        for e in std::fs::read_dir(dir)? {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = format!("{rel}{name}");
+            if e.file_type()?.is_dir() {
+                walk(&e.path(), &format!("{path}/"), out)?;
+            } else if !(rel.is_empty() && name.ends_with(".sh") && name != "lib.sh") {
+                out.push((path, std::fs::read(e.path())?));
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(folder, "", &mut out).with_context(|| format!("reading {}", folder.display()))?;
+    out.sort();
+    Ok(out)
+}
+
 /// Blocks until this process holds `file`'s exclusive flock; closing the
 /// file releases it.
 fn lock_exclusive(file: &std::fs::File) -> std::io::Result<()> {
@@ -98,7 +130,8 @@ mod tests {
     #[test]
     fn parallel_builds_of_one_image_run_the_recipe_once() {
         let tmp = tempfile::tempdir().unwrap();
-        let script = tmp.path().join("slow.sh");
+        std::fs::create_dir(tmp.path().join("recipes")).unwrap();
+        let script = tmp.path().join("recipes/slow.sh");
         let runs = tmp.path().join("runs");
         std::fs::write(
             &script,
@@ -124,9 +157,32 @@ mod tests {
     }
 
     #[test]
+    fn shared_files_are_part_of_the_key_and_other_recipes_are_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("recipes");
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let script = dir.join("r.sh");
+        std::fs::write(&script, "cat \"$(dirname \"$0\")/data/x\" >\"$2\"\n").unwrap();
+        std::fs::write(dir.join("data/x"), "one").unwrap();
+        std::fs::write(dir.join("other.sh"), "# another recipe").unwrap();
+        let cache = tmp.path().join("cache");
+        let first = build_in(&cache, &script, &["a"], "out").unwrap();
+        assert_eq!(std::fs::read_to_string(&first).unwrap(), "one");
+        // Another recipe changes: same image.
+        std::fs::write(dir.join("other.sh"), "# changed").unwrap();
+        assert_eq!(build_in(&cache, &script, &["a"], "out").unwrap(), first);
+        // What the recipe uses changes: a new image with the new content.
+        std::fs::write(dir.join("data/x"), "two").unwrap();
+        let second = build_in(&cache, &script, &["a"], "out").unwrap();
+        assert_ne!(second, first);
+        assert_eq!(std::fs::read_to_string(&second).unwrap(), "two");
+    }
+
+    #[test]
     fn a_failed_recipe_leaves_nothing_that_looks_built() {
         let tmp = tempfile::tempdir().unwrap();
-        let script = tmp.path().join("fail.sh");
+        std::fs::create_dir(tmp.path().join("recipes")).unwrap();
+        let script = tmp.path().join("recipes/fail.sh");
         std::fs::write(&script, "printf half >\"$2\"\nexit 3\n").unwrap();
         let cache = tmp.path().join("cache");
         let err = build_in(&cache, &script, &["x"], "img").unwrap_err();

@@ -262,13 +262,7 @@ impl Lab {
             net = net.name,
             serial = serial.display()
         );
-        std::fs::write(self.dir.join(format!("{name}.domain.xml")), &xml)?;
-        let d = self
-            .conn()
-            .define_domain_xml(&xml)
-            .with_context(|| format!("define {name}"))?;
-        self.domains.push(name.to_string());
-        Ok(d.uuid_string()?)
+        self.define(name, &xml)
     }
 
     /// Defines a ppc64le pseries domain whose firmware is the petitboot-like
@@ -302,10 +296,15 @@ impl Lab {
             kernel = kernel.display(),
             initrd = initrd.display(),
         );
-        std::fs::write(self.dir.join(format!("{name}.domain.xml")), &xml)?;
+        self.define(name, &xml)
+    }
+
+    /// Defines domain `name` from `xml` (kept in the lab folder); its UUID.
+    fn define(&mut self, name: &str, xml: &str) -> Result<String> {
+        std::fs::write(self.dir.join(format!("{name}.domain.xml")), xml)?;
         let d = self
             .conn()
-            .define_domain_xml(&xml)
+            .define_domain_xml(xml)
             .with_context(|| format!("define {name}"))?;
         self.domains.push(name.to_string());
         Ok(d.uuid_string()?)
