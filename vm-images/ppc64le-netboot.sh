@@ -2,9 +2,15 @@
 # Builds the ppc64le (pseries) pieces of the petitboot path from Debian
 # ppc64el packages:
 #   ppc64le-netboot.sh kernel  OUT   Debian's ppc64el kernel (vmlinux, ELF)
-#   ppc64le-netboot.sh netboot OUT   the netboot initramfs: takes DHCP asking
-#       for options 209/210 (busybox udhcpc), runs pb-discover (petitboot's
-#       discovery, see petitboot/README.md) and kexecs what it finds
+#   ppc64le-netboot.sh netboot OUT   the netboot initramfs, standing in for
+#       petitboot: it follows the BMC's boot device override for this start
+#       (shoal.bootdev=network|disk|cdrom on its command line, as petitboot
+#       reads the IPMI boot flags), else its own order: disk, then network.
+#       Disk: a disk whose first sector starts "SHOAL-DISK-OS <name>" stands
+#       for an installed OS ("petitboot: booting from disk ...", then
+#       "SHOAL-MARKER disk-os <name>"). Network: DHCP asking for options
+#       209/210 (busybox udhcpc), pb-discover (petitboot's discovery, see
+#       petitboot/README.md) and kexec.
 #   ppc64le-netboot.sh payload OUT   the instance/deploy payload initramfs:
 #       prints "SHOAL-MARKER ppc64le-payload" and "SHOAL-CMDLINE <cmdline>",
 #       takes DHCP, POSTs a heartbeat to http://<DHCP server>:8080/heartbeat
@@ -48,6 +54,7 @@ cp pkgs/bin/busybox root/bin/busybox
 # The pseries NICs: ibmveth (spapr-vlan, libvirt's default there) and
 # virtio-net, with their dependencies in load order.
 copy_modules "$mods" root/mods ibmveth virtio_pci virtio_net
+[[ $kind == payload ]] || copy_modules "$mods" root/mods virtio_blk
 
 # What both initramfs share: mounts, modules, DHCP on the first NIC.
 cat >root/common.sh <<'SH'
@@ -87,17 +94,45 @@ if [[ $kind == netboot ]]; then
 #!/bin/busybox sh
 . /common.sh
 echo "SHOAL-NETBOOT petitboot-compatible discovery on ${iface:-no NIC}"
-[ -n "$iface" ] || { echo "petitboot: no network interface"; poweroff -f; }
-ip link set "$iface" up
-# As petitboot's pb-udhcpc: options 209, 210 and 211 asked for by name.
-if udhcpc -i "$iface" -f -q -n -t 6 -T 2 -O pxeconffile -O pxepathprefix -O reboottime -s /udhcpc.sh >/dev/null 2>&1; then
-    . /tmp/lease
-    echo "petitboot: DHCP lease $ip on $interface from ${serverid:-?}"
-    sh /bin/pb-discover
-    echo "petitboot: boot failed (status $?)"
-else
-    echo "petitboot: no DHCP lease on $iface"
-fi
+bootdev=$(sed -n 's/.*shoal\.bootdev=\([a-z]*\).*/\1/p' /proc/cmdline)
+
+disk_boot() {  # an installed OS on a disk: its first sector says so
+    for b in /sys/block/vd* /sys/block/sd*; do
+        [ -e "$b" ] || continue
+        dev=/dev/${b##*/}
+        [ -e "$dev" ] || mknod "$dev" b $(sed 's/:/ /' "$b/dev")
+        os=$(head -c 512 "$dev" 2>/dev/null | tr -d '\000' | sed -n 's/^SHOAL-DISK-OS //p' | head -n 1)
+        if [ -n "$os" ]; then
+            echo "petitboot: booting from disk $dev: $os"
+            echo "SHOAL-MARKER disk-os $os"
+            return 0
+        fi
+    done
+    echo "petitboot: no bootable disk"
+    return 1
+}
+
+net_boot() {
+    [ -n "$iface" ] || { echo "petitboot: no network interface"; return 1; }
+    ip link set "$iface" up
+    # As petitboot's pb-udhcpc: options 209, 210 and 211 asked for by name.
+    if udhcpc -i "$iface" -f -q -n -t 6 -T 2 -O pxeconffile -O pxepathprefix -O reboottime -s /udhcpc.sh >/dev/null 2>&1; then
+        . /tmp/lease
+        echo "petitboot: DHCP lease $ip on $interface from ${serverid:-?}"
+        sh /bin/pb-discover
+        echo "petitboot: boot failed (status $?)"
+    else
+        echo "petitboot: no DHCP lease on $iface"
+    fi
+    return 1
+}
+
+case $bootdev in
+    network) echo "petitboot: boot device network (set by the BMC)"; net_boot ;;
+    disk) echo "petitboot: boot device disk (set by the BMC)"; disk_boot ;;
+    cdrom) echo "petitboot: boot device cdrom (set by the BMC): no CD-ROM boot here" ;;
+    *) echo "petitboot: no boot device override: disk, then network"; disk_boot || net_boot ;;
+esac
 poweroff -f
 SH
 else

@@ -4,6 +4,7 @@ library, the way Ironic's redfish boot interfaces do, then powers on.
 
     sushy_boot.py --url URL --system ID uefi-http --enabled Once [--uri URL]
     sushy_boot.py --url URL --system ID virtual-media --uri URL
+    sushy_boot.py --url URL --system ID pxe --enabled Once
     sushy_boot.py --url URL --system ID power-on
 
 uefi-http without --uri sends HttpBootUri null (the URL comes from DHCP).
@@ -36,6 +37,8 @@ def main():
     u.add_argument('--uri')
     v = sub.add_parser('virtual-media')
     v.add_argument('--uri', required=True)
+    x = sub.add_parser('pxe')
+    x.add_argument('--enabled', choices=['Once', 'Continuous'], default='Once')
     sub.add_parser('power-on')
     a = p.parse_args()
 
@@ -49,7 +52,13 @@ def main():
             wait('power off', lambda: (system.refresh(), system.power_state)[1]
                  == sushy.PowerState.OFF)
         system.refresh()
-    if a.action == 'uefi-http':
+    if a.action == 'pxe':
+        # Ironic's pxe interface on a BIOS-mode (OpenPOWER) node.
+        system.set_system_boot_options(
+            target=sushy.BOOT_SOURCE_TARGET_PXE,
+            enabled={'Once': sushy.BOOT_SOURCE_ENABLED_ONCE,
+                     'Continuous': sushy.BOOT_SOURCE_ENABLED_CONTINUOUS}[a.enabled])
+    elif a.action == 'uefi-http':
         enabled = {'Once': sushy.BOOT_SOURCE_ENABLED_ONCE,
                    'Continuous': sushy.BOOT_SOURCE_ENABLED_CONTINUOUS}[a.enabled]
         system.set_system_boot_options(

@@ -73,6 +73,11 @@ impl Bmc {
                 ]);
             }
             Method::PowerOn => a.push("power-on".into()),
+            Method::Pxe => a.extend([
+                "pxe".into(),
+                "--enabled".into(),
+                req.enabled.as_str().into(),
+            ]),
         }
         a
     }
@@ -277,6 +282,7 @@ impl IronicSequence {
         let target = match req.method {
             Method::UefiHttp => "UefiHttp",
             Method::VirtualMedia => "Cd",
+            Method::Pxe => "Pxe",
             Method::PowerOn => return self.power_on(),
         };
         // Ironic's validation: the target must be offered.
@@ -295,11 +301,18 @@ impl IronicSequence {
         // Boot-mode sync.
         let (etag, sys) = self.get(&self.system)?;
         let mut etag = etag;
-        if sys["Boot"]["BootSourceOverrideMode"] != "UEFI" {
+        // The node's boot mode: UEFI for the UEFI boot paths; the pxe
+        // interface is driven here for OpenPOWER nodes, which are BIOS mode.
+        let mode = if req.method == Method::Pxe {
+            "Legacy"
+        } else {
+            "UEFI"
+        };
+        if sys["Boot"]["BootSourceOverrideMode"] != mode {
             let (s, _, body) = self.send(
                 "PATCH",
                 &self.system,
-                json!({"Boot": {"BootSourceOverrideMode": "UEFI"}}),
+                json!({"Boot": {"BootSourceOverrideMode": mode}}),
                 etag.as_deref(),
             )?;
             if s >= 300 {

@@ -268,7 +268,8 @@ impl Lab {
     /// Defines a ppc64le pseries domain whose firmware is the petitboot-like
     /// netboot image (`kernel` + `initrd`, booted directly, as OpenPOWER
     /// machines run petitboot from flash), with one spapr-vlan NIC on `net`
-    /// and its console (hvc0) writing `serial`.
+    /// and its console (hvc0) writing `serial`, and `disk` (raw) as a virtio
+    /// disk when given.
     #[allow(clippy::too_many_arguments)]
     pub fn define_pseries(
         &mut self,
@@ -280,13 +281,22 @@ impl Lab {
         serial: &Path,
         kernel: &Path,
         initrd: &Path,
+        disk: Option<&Path>,
     ) -> Result<String> {
+        let disk = disk
+            .map(|p| {
+                format!(
+                    r#"<disk type="file" device="disk"><driver name="qemu" type="raw"/><source file="{}"/><target dev="vda" bus="virtio"/></disk>"#,
+                    xml_escape(&p.display().to_string())
+                )
+            })
+            .unwrap_or_default();
         let xml = format!(
             r#"<domain type="qemu"><name>{name}</name><uuid>{uuid}</uuid><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
   <os><type arch="ppc64le" machine="pseries">hvm</type>
     <kernel>{kernel}</kernel><initrd>{initrd}</initrd><cmdline>console=hvc0 quiet</cmdline></os>
   <on_poweroff>destroy</on_poweroff>
-  <devices>
+  <devices>{disk}
     <interface type="network"><source network="{net}"/><model type="spapr-vlan"/><mac address="{mac}"/></interface>
     <serial type="file"><source path="{serial}"/><target port="0"/></serial>
     <console type="file"><source path="{serial}"/><target type="serial" port="0"/></console>

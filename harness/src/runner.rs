@@ -222,6 +222,7 @@ fn run_case(
         let mut serial_checks = s.checks.serial.clone();
         let mut request_checks = s.checks.requests.clone();
         let mut failure_checks = s.checks.failure.clone();
+        let mut then_checks = s.then.clone();
         if let Some(p) = &s.petitboot {
             // The machine gets a fixed address, so that the configuration
             // can be named after it (the pxelinux IP probe).
@@ -239,6 +240,11 @@ fn run_case(
                 .iter_mut()
                 .chain(request_checks.iter_mut())
                 .chain(failure_checks.iter_mut())
+                .chain(
+                    then_checks
+                        .iter_mut()
+                        .flat_map(|t| t.serial.iter_mut().chain(t.requests_absent.iter_mut())),
+                )
             {
                 *c = crate::petitboot::render(c, p, &target)?;
             }
@@ -255,6 +261,17 @@ fn run_case(
             if s.petitboot() {
                 let kernel = ppc64le("kernel", "vmlinux")?;
                 let netboot = ppc64le("netboot", "netboot.cpio.gz")?;
+                let disk = match &s.machine.disk_os {
+                    Some(os) => {
+                        // An installed OS, as far as petitboot can tell.
+                        let mut bytes = format!("SHOAL-DISK-OS {os}\n").into_bytes();
+                        bytes.resize(1 << 20, 0);
+                        let p = std::fs::canonicalize(&dir)?.join("disk.img");
+                        std::fs::write(&p, bytes)?;
+                        Some(p)
+                    }
+                    None => None,
+                };
                 lab.define_pseries(
                     &domain,
                     &uuid,
@@ -264,6 +281,7 @@ fn run_case(
                     &serial,
                     &kernel,
                     &netboot,
+                    disk.as_deref(),
                 )?;
             } else {
                 lab.define_uefi(&domain, &net, &mac, s.machine.memory_mib, &serial)?;
@@ -349,7 +367,7 @@ fn run_case(
                 }
             }
         }
-        if let (Some(then), true) = (&s.then, problems.is_empty()) {
+        if let (Some(then), true) = (&then_checks, problems.is_empty()) {
             let running = |d: &str| lab.lock().map(|l| l.is_running(d)).unwrap_or(false);
             if wait_until(Duration::from_secs(30), || !running(&domain)).is_none() {
                 problems.push("the machine did not power off after its boot".into());

@@ -75,6 +75,8 @@ pub enum Method {
     VirtualMedia,
     /// The driver only powers the machine on (its firmware decides).
     PowerOn,
+    /// The driver asks for a network boot (`Pxe`), then powers on.
+    Pxe,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -146,6 +148,9 @@ pub struct Machine {
     pub firmware: String,
     #[serde(default = "mem")]
     pub memory_mib: u64,
+    /// A disk with an installed OS of this name (petitboot machines: its
+    /// first sector reads `SHOAL-DISK-OS <name>`).
+    pub disk_os: Option<String>,
 }
 
 fn x86() -> String {
@@ -164,6 +169,7 @@ impl Default for Machine {
             arch: x86(),
             firmware: uefi(),
             memory_mib: mem(),
+            disk_os: None,
         }
     }
 }
@@ -334,8 +340,8 @@ impl Scenario {
             bail!("petitboot: a [petitboot] section goes with machine.firmware = \"petitboot\", and only there");
         }
         if self.petitboot() {
-            if self.boot.method != Method::PowerOn {
-                bail!("boot.method: petitboot machines take \"power-on\"");
+            if !matches!(self.boot.method, Method::PowerOn | Method::Pxe) {
+                bail!("boot.method: petitboot machines take \"power-on\" or \"pxe\"");
             }
             if self.network.dhcp != Dhcp::Petitboot {
                 bail!("network.dhcp: petitboot machines take \"petitboot\"");

@@ -186,6 +186,66 @@ async fn pxe_once_applies_to_one_start_and_continuous_stays() {
     assert!(!hv.xml(&id, true).contains("<loader"));
 }
 
+/// An OpenPOWER machine: a ppc64le pseries domain whose firmware is a
+/// petitboot image booted directly. Power architecture, no UEFI, and the
+/// BMC's override reaches petitboot on its command line for one start.
+#[tokio::test(flavor = "multi_thread")]
+async fn petitboot_machines_get_the_override_on_their_command_line() {
+    let hv = Hv::open();
+    let id = hv.define(
+        r#"<domain type="test"><name>power9-vm</name><memory unit="MiB">1024</memory><vcpu>1</vcpu>
+  <os><type arch="ppc64le" machine="pseries">hvm</type><kernel>/fw/vmlinux</kernel><initrd>/fw/netboot.cpio.gz</initrd><cmdline>console=hvc0 quiet</cmdline></os>
+  <devices>
+    <disk type="file" device="disk"><source file="/guest/power9.img"/><target dev="vda" bus="virtio"/></disk>
+    <interface type="network"><mac address="52:54:00:10:00:09"/><source network="default"/></interface>
+  </devices></domain>"#,
+    );
+    let api = api(&["power9-vm"]);
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let s = api.get(&sys).await.body;
+    let allowed = s["Boot"]["BootSourceOverrideTarget@Redfish.AllowableValues"].clone();
+    assert!(
+        allowed.as_array().unwrap().contains(&json!("Pxe")),
+        "{allowed}"
+    );
+    assert!(
+        !allowed.as_array().unwrap().contains(&json!("UefiHttp")),
+        "{allowed}"
+    );
+    assert_eq!(s["Boot"]["BootSourceOverrideMode"], "Legacy");
+    let cpu = api.get(&format!("{sys}/Processors/CPU0")).await.body;
+    assert_eq!(cpu["ProcessorArchitecture"], "Power", "{cpu}");
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    api.reset(&sys, "On").await;
+    let running = hv.xml(&id, false);
+    assert!(
+        running.contains("<cmdline>console=hvc0 quiet shoal.bootdev=network</cmdline>"),
+        "{running}"
+    );
+    let next = hv.xml(&id, true);
+    assert!(
+        next.contains("<cmdline>console=hvc0 quiet</cmdline>"),
+        "Once: {next}"
+    );
+
+    api.reset(&sys, "ForceOff").await;
+    api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Hdd", "BootSourceOverrideEnabled": "Continuous"}}))
+        .await;
+    api.reset(&sys, "On").await;
+    assert!(
+        hv.xml(&id, true).contains("shoal.bootdev=disk"),
+        "Continuous stays"
+    );
+}
+
 /// BootSourceOverrideMode and SecureBootEnable switch the firmware, chosen
 /// from QEMU's firmware descriptors, when the machine next starts.
 #[tokio::test(flavor = "multi_thread")]

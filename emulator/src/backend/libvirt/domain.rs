@@ -261,6 +261,46 @@ pub fn first_boot_device(d: &Element) -> Option<BootTarget> {
         .map(|(_, c)| c)
 }
 
+/// The kernel command-line word by which a petitboot machine learns the
+/// BMC's boot device override for one start (as OpenPOWER's petitboot reads
+/// the IPMI boot flags its BMC sets): `shoal.bootdev=network|disk|cdrom`.
+pub const BOOTDEV: &str = "shoal.bootdev=";
+
+/// Whether the domain's firmware is a petitboot image booted directly (an
+/// OpenPOWER machine: ppc64le, `<os><kernel>`). Its boot override goes to
+/// petitboot on the command line, not into device boot order alone.
+pub fn petitboot_firmware(d: &Element) -> bool {
+    let arch = d.at("os/type").and_then(|t| t.attr("arch"));
+    matches!(arch, Some("ppc64le" | "ppc64")) && d.at("os/kernel").is_some()
+}
+
+/// Sets (or, with `None`, removes) the `shoal.bootdev=` word of the
+/// domain's `<os><cmdline>`, keeping every other word.
+pub fn set_petitboot_bootdev(d: &mut Element, target: Option<BootTarget>) {
+    let Some(os) = d.child_mut("os") else {
+        return;
+    };
+    let old = os.child("cmdline").map(Element::text).unwrap_or_default();
+    let mut words: Vec<String> = old
+        .split_whitespace()
+        .filter(|w| !w.starts_with(BOOTDEV))
+        .map(str::to_string)
+        .collect();
+    let dev = match target {
+        Some(BootTarget::Pxe) => Some("network"),
+        Some(BootTarget::Hdd) => Some("disk"),
+        Some(BootTarget::Cd) => Some("cdrom"),
+        _ => None,
+    };
+    if let Some(dev) = dev {
+        words.push(format!("{BOOTDEV}{dev}"));
+    }
+    os.remove_where(|e| e.name == "cmdline");
+    if !words.is_empty() {
+        os.push(Element::new("cmdline").with_text(&words.join(" ")));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::xml::parse;
@@ -308,6 +348,34 @@ mod tests {
         let again = parse(&d.to_xml()).unwrap();
         assert_eq!(read_state(&again), Some(s));
         assert_eq!(again.child("metadata").unwrap().elements().count(), 1);
+    }
+
+    #[test]
+    fn petitboot_learns_the_override_on_its_command_line() {
+        let xml = r#"<domain><os><type arch="ppc64le" machine="pseries">hvm</type><kernel>/k</kernel><initrd>/i</initrd><cmdline>console=hvc0 quiet</cmdline></os><devices/></domain>"#;
+        let mut d = parse(xml).unwrap();
+        assert!(petitboot_firmware(&d));
+        assert!(!petitboot_firmware(&parse(XML).unwrap()));
+        set_petitboot_bootdev(&mut d, Some(BootTarget::Pxe));
+        assert_eq!(
+            d.at("os/cmdline").unwrap().text(),
+            "console=hvc0 quiet shoal.bootdev=network"
+        );
+        set_petitboot_bootdev(&mut d, Some(BootTarget::Hdd));
+        assert_eq!(
+            d.at("os/cmdline").unwrap().text(),
+            "console=hvc0 quiet shoal.bootdev=disk"
+        );
+        set_petitboot_bootdev(&mut d, None);
+        assert_eq!(d.at("os/cmdline").unwrap().text(), "console=hvc0 quiet");
+        let mut bare = parse(
+            r#"<domain><os><type arch="ppc64le">hvm</type><kernel>/k</kernel></os></domain>"#,
+        )
+        .unwrap();
+        set_petitboot_bootdev(&mut bare, Some(BootTarget::Cd));
+        assert_eq!(bare.at("os/cmdline").unwrap().text(), "shoal.bootdev=cdrom");
+        set_petitboot_bootdev(&mut bare, None);
+        assert!(bare.at("os/cmdline").is_none());
     }
 
     #[test]

@@ -460,6 +460,10 @@ impl Inner {
             )
         });
         domain::set_boot_order(&mut d, device_first);
+        let petitboot = domain::petitboot_firmware(&d);
+        if petitboot {
+            domain::set_petitboot_bootdev(&mut d, device_first);
+        }
         if f.uefi {
             self.prepare_nvram(&f, &s, target)?;
         }
@@ -483,6 +487,9 @@ impl Inner {
             // The running instance keeps the override's order; the next
             // start uses the normal one.
             domain::set_boot_order(&mut d, None);
+            if petitboot {
+                domain::set_petitboot_bootdev(&mut d, None);
+            }
             self.define(conn, &d)?;
         }
         tracing::info!(domain = %f.name, target = %booted, "powered on");
