@@ -463,11 +463,19 @@ pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
         std::process::exit(130);
     });
     let total = cases.len();
-    // The slow cases (a long timeout says so) start first, so that the run
-    // does not end with one job working through a long case alone. Cases
-    // keep their numbers, and the summary their order.
+    // The slow cases start first, so that the run does not end with one job
+    // working through a long case alone: slow as the last run on this
+    // machine measured, else as a long timeout suggests. Cases keep their
+    // numbers, and the summary their order.
+    let times = CaseTimes::load();
     let mut cases = cases;
-    cases.sort_by_key(|(_, s, _)| std::cmp::Reverse(s.timeout_secs));
+    cases.sort_by_key(|(_, s, d)| {
+        std::cmp::Reverse(
+            times
+                .expected(&s.name, *d)
+                .unwrap_or(s.timeout_secs as f64 / 2.0) as u64,
+        )
+    });
     let queue = Arc::new(Mutex::new(cases.into_iter()));
     let results = Arc::new(Mutex::new(Vec::new()));
     std::thread::scope(|scope| {
@@ -510,7 +518,57 @@ pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
         .into_inner()
         .map_err(|_| anyhow!("results lock"))?;
     results.sort_by_key(|(i, _)| *i);
-    Ok(results.into_iter().map(|(_, r)| r).collect())
+    let results: Vec<CaseResult> = results.into_iter().map(|(_, r)| r).collect();
+    times.save(&results);
+    Ok(results)
+}
+
+/// How long each case took when it last ran on this machine, kept beside
+/// the image cache (`$SHOAL_CACHE/case-times.tsv`: scenario, driver,
+/// seconds). Only for ordering: a missing or unreadable file changes
+/// nothing but the order.
+struct CaseTimes(std::collections::BTreeMap<(String, String), f64>);
+
+impl CaseTimes {
+    fn path() -> PathBuf {
+        crate::images::cache_root().with_file_name("case-times.tsv")
+    }
+
+    fn load() -> CaseTimes {
+        let text = std::fs::read_to_string(Self::path()).unwrap_or_default();
+        CaseTimes(
+            text.lines()
+                .filter_map(|l| {
+                    let mut f = l.split('\t');
+                    let (s, d, t) = (f.next()?, f.next()?, f.next()?.parse().ok()?);
+                    Some(((s.to_string(), d.to_string()), t))
+                })
+                .collect(),
+        )
+    }
+
+    fn expected(&self, scenario: &str, driver: Driver) -> Option<f64> {
+        self.0
+            .get(&(scenario.to_string(), driver.name().to_string()))
+            .copied()
+    }
+
+    fn save(mut self, results: &[CaseResult]) {
+        for r in results {
+            self.0.insert(
+                (r.scenario.clone(), r.driver.name().to_string()),
+                r.elapsed.as_secs_f64(),
+            );
+        }
+        let text: String = self
+            .0
+            .iter()
+            .map(|((s, d), t)| format!("{s}\t{d}\t{t:.1}\n"))
+            .collect();
+        let path = Self::path();
+        let _ = std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")));
+        let _ = std::fs::write(path, text);
+    }
 }
 
 /// The readable summary, ending with the `N passed, M failed` line.
@@ -580,6 +638,22 @@ pub fn junit(results: &[CaseResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn case_times_are_kept_per_scenario_and_driver() {
+        // nextest runs each test in a process of its own: the variable is ours.
+        let dir = tempfile::tempdir().unwrap();
+        std::env::set_var("SHOAL_CACHE", dir.path());
+        assert_eq!(CaseTimes::load().expected("a", Driver::Sushy), None);
+        let mut slow = r("a", true);
+        slow.elapsed = Duration::from_millis(81_240);
+        CaseTimes::load().save(&[slow, r("b", false)]);
+        let t = CaseTimes::load();
+        assert_eq!(t.expected("a", Driver::Sushy), Some(81.2));
+        assert_eq!(t.expected("a", Driver::IronicSequence), None);
+        assert!(t.expected("b", Driver::Sushy).is_some());
+        assert!(dir.path().join("case-times.tsv").exists());
+    }
 
     fn r(name: &str, passed: bool) -> CaseResult {
         CaseResult {
