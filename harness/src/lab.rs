@@ -70,6 +70,19 @@ pub const NEEDS: &[(&str, &str)] = &[
     ("/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf"),
 ];
 
+/// What ppc64le (petitboot) machines need on top of `NEEDS`; their images
+/// are built from ppc64el packages (`dpkg --add-architecture ppc64el`).
+pub const NEEDS_PPC64LE: &[(&str, &str)] = &[("/usr/bin/qemu-system-ppc64", "qemu-system-ppc")];
+
+/// What of `NEEDS_PPC64LE` is missing on this host.
+pub fn missing_ppc64le() -> Vec<String> {
+    NEEDS_PPC64LE
+        .iter()
+        .filter(|(p, _)| !Path::new(p).exists())
+        .map(|(p, pkg)| format!("{p} (Debian package {pkg})"))
+        .collect()
+}
+
 /// What is missing on this host (empty when the lab can run).
 pub fn missing() -> Vec<String> {
     NEEDS

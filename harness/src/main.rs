@@ -162,7 +162,7 @@ fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
         Command::Doctor => {
             let missing = lab::missing();
-            for (p, pkg) in lab::NEEDS {
+            for (p, pkg) in lab::NEEDS.iter().chain(lab::NEEDS_PPC64LE) {
                 let ok = Path::new(p).exists();
                 println!(
                     "{:<8} {p:<40} {}",
@@ -174,12 +174,20 @@ fn real_main() -> Result<ExitCode> {
                     }
                 );
             }
-            if missing.is_empty() {
-                println!("this host can run VM scenarios");
-                Ok(ExitCode::SUCCESS)
-            } else {
-                eprintln!("{} requirement(s) missing for VM scenarios", missing.len());
-                Ok(ExitCode::FAILURE)
+            let ppc64le = lab::missing_ppc64le();
+            match (missing.is_empty(), ppc64le.is_empty()) {
+                (true, true) => {
+                    println!("this host can run every VM scenario");
+                    Ok(ExitCode::SUCCESS)
+                }
+                (true, false) => {
+                    eprintln!("this host can run the x86_64 VM scenarios, not the ppc64le (petitboot) ones");
+                    Ok(ExitCode::FAILURE)
+                }
+                _ => {
+                    eprintln!("{} requirement(s) missing for VM scenarios", missing.len());
+                    Ok(ExitCode::FAILURE)
+                }
             }
         }
         Command::Conformance {

@@ -259,6 +259,13 @@ fn run_case(
             lab.file_server(&net, &dir.join("www"), &dir.join("http.log"))?;
             let bmc_url = lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?;
             if s.petitboot() {
+                let gone = crate::lab::missing_ppc64le();
+                if !gone.is_empty() {
+                    bail!(
+                        "this host cannot run ppc64le machines; missing: {}",
+                        gone.join(", ")
+                    );
+                }
                 let kernel = ppc64le("kernel", "vmlinux")?;
                 let netboot = ppc64le("netboot", "netboot.cpio.gz")?;
                 let disk = match &s.machine.disk_os {
