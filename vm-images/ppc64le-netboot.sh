@@ -51,9 +51,9 @@ mods=pkgs/lib/modules/$kver
 depmod -b pkgs "$kver"  # the package ships no modules.dep
 mkdir -p root/bin root/mods root/lib64 root/lib/powerpc64le-linux-gnu
 cp pkgs/bin/busybox root/bin/busybox
-# The pseries NICs: ibmveth (spapr-vlan, libvirt's default there) and
-# virtio-net, with their dependencies in load order.
-copy_modules "$mods" root/mods ibmveth virtio_pci virtio_net
+# The NICs: ibmveth (spapr-vlan, libvirt's default on pseries), virtio-net,
+# and e1000e (a PCIe NIC for powernv machines), with their dependencies.
+copy_modules "$mods" root/mods ibmveth virtio_pci virtio_net e1000e
 [[ $kind == payload ]] || copy_modules "$mods" root/mods virtio_blk
 
 # What both initramfs share: mounts, modules, DHCP on the first NIC.

@@ -1,6 +1,7 @@
-//! The ppc64le netboot image on a real pseries machine (QEMU, TCG): it takes
-//! DHCP, finds its pxelinux configuration by the MAC probe over TFTP, and
-//! kexecs the payload kernel with the label's arguments and BOOTIF.
+//! The ppc64le netboot image on real machines (QEMU, TCG): pseries, and
+//! powernv9 (OPAL firmware, skiboot, with a PCIe e1000e NIC). It takes DHCP,
+//! finds its pxelinux configuration by the MAC probe over TFTP, and kexecs
+//! the payload kernel with the label's arguments and BOOTIF.
 //!
 //! QEMU's own user-mode network serves DHCP and TFTP here (it sends no
 //! options 209/210; those run in the harness's scenarios), inside a network
@@ -60,6 +61,18 @@ fn build(kind: &str, name: &str) -> PathBuf {
 
 #[test]
 fn petitboot_discovery_kexecs_the_payload_on_pseries() {
+    netboot(&["-M", "pseries", "-nodefaults"], "spapr-vlan", "pseries");
+}
+
+#[test]
+fn petitboot_discovery_kexecs_the_payload_on_powernv9() {
+    // powernv's PCIe host bridges are defaults: no -nodefaults here.
+    netboot(&["-M", "powernv9"], "e1000e", "powernv9");
+}
+
+/// Boots the netboot image on `machine` with a `nic` on QEMU's user-mode
+/// network and checks the discovery and the payload on the serial port.
+fn netboot(machine: &[&str], nic: &str, what: &str) {
     let qemu = Path::new("/usr/bin/qemu-system-ppc64");
     if !required(
         qemu.exists(),
@@ -99,16 +112,8 @@ fn petitboot_discovery_kexecs_the_payload_on_pseries() {
     let mut child = Command::new("ip")
         .args(["netns", "exec", &ns.0])
         .arg(qemu)
-        .args([
-            "-M",
-            "pseries",
-            "-accel",
-            "tcg",
-            "-m",
-            "1024",
-            "-nographic",
-            "-nodefaults",
-        ])
+        .args(machine)
+        .args(["-accel", "tcg", "-m", "2048", "-nographic"])
         .arg("-serial")
         .arg(format!("file:{}", serial.display()))
         .args(["-monitor", "none", "-kernel"])
@@ -117,7 +122,7 @@ fn petitboot_discovery_kexecs_the_payload_on_pseries() {
         .arg(&netboot)
         .args(["-append", "console=hvc0 quiet", "-netdev"])
         .arg(format!("user,id=n0,tftp={}", tftp.display()))
-        .args(["-device", &format!("spapr-vlan,netdev=n0,mac={MAC}")])
+        .args(["-device", &format!("{nic},netdev=n0,mac={MAC}")])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -178,5 +183,5 @@ fn petitboot_discovery_kexecs_the_payload_on_pseries() {
         "the MAC file must win over default, {}",
         context()
     );
-    eprintln!("pseries: netboot to payload marker in {elapsed:.1?}");
+    eprintln!("{what}: netboot to payload marker in {elapsed:.1?}");
 }
