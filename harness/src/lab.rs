@@ -76,16 +76,17 @@ pub const NEEDS_PPC64LE: &[(&str, &str)] = &[("/usr/bin/qemu-system-ppc64", "qem
 
 /// What of `NEEDS_PPC64LE` is missing on this host.
 pub fn missing_ppc64le() -> Vec<String> {
-    NEEDS_PPC64LE
-        .iter()
-        .filter(|(p, _)| !Path::new(p).exists())
-        .map(|(p, pkg)| format!("{p} (Debian package {pkg})"))
-        .collect()
+    absent(NEEDS_PPC64LE)
 }
 
 /// What is missing on this host (empty when the lab can run).
 pub fn missing() -> Vec<String> {
-    NEEDS
+    absent(NEEDS)
+}
+
+/// The entries of `needs` whose file is absent, with their package.
+fn absent(needs: &[(&str, &str)]) -> Vec<String> {
+    needs
         .iter()
         .filter(|(p, _)| !Path::new(p).exists())
         .map(|(p, pkg)| format!("{p} (Debian package {pkg})"))
