@@ -8,9 +8,11 @@
 #       reads the IPMI boot flags), else its own order: disk, then network.
 #       Disk: a disk whose first sector starts "SHOAL-DISK-OS <name>" stands
 #       for an installed OS ("petitboot: booting from disk ...", then
-#       "SHOAL-MARKER disk-os <name>"). Network: DHCP asking for options
-#       209/210 (busybox udhcpc), pb-discover (petitboot's discovery, see
-#       petitboot/README.md) and kexec.
+#       "SHOAL-MARKER disk-os <name>"). Network: DHCPv4 asking for options
+#       209/210 (busybox udhcpc) and DHCPv6 asking for option 59 (dhcpcd:
+#       Debian's busybox has no udhcpc6) at once, the first lease wins;
+#       pb-discover (petitboot's discovery, see petitboot/README.md) and
+#       kexec.
 #   ppc64le-netboot.sh payload OUT   the instance/deploy payload initramfs:
 #       prints "SHOAL-MARKER ppc64le-payload" and "SHOAL-CMDLINE <cmdline>",
 #       takes DHCP, POSTs a heartbeat to http://<DHCP server>:8080/heartbeat
@@ -79,13 +81,34 @@ cat >root/udhcpc.sh <<'SH'
 case "$1" in
     bound|renew)
         ip addr add "$ip/${mask:-24}" dev "$interface"
-        export -p | grep -E " (interface|ip|mask|siaddr|serverid|tftp|boot_file|bootfile|pxeconffile|pxepathprefix|reboottime)=" >/tmp/lease ;;
+        export -p | grep -E " (interface|ip|mask|siaddr|serverid|tftp|boot_file|bootfile|pxeconffile|pxepathprefix|reboottime)=" >/tmp/lease.part
+        mv /tmp/lease.part /tmp/lease ;;
 esac
 SH
 
 if [[ $kind == netboot ]]; then
-    get kexec-tools libc6
+    get kexec-tools libc6 dhcpcd-base
     cp pkgs/sbin/kexec root/bin/kexec
+    cp pkgs/usr/sbin/dhcpcd root/bin/dhcpcd
+    # dhcpcd drops privileges to this user (privsep) and keeps its DUID here.
+    mkdir -p root/etc root/var/lib/dhcpcd root/run/dhcpcd root/usr/lib/dhcpcd
+    echo 'root:x:0:0:root:/:/bin/sh' >root/etc/passwd
+    echo 'dhcpcd:x:100:65534:dhcpcd:/usr/lib/dhcpcd:/bin/false' >>root/etc/passwd
+    echo 'root:x:0:' >root/etc/group
+    : >root/etc/dhcpcd.conf
+    cat >root/dhcpcd.sh <<'HOOK'
+#!/bin/busybox sh
+# dhcpcd's hook: saves a DHCPv6 lease for /init, named as udhcpc6 names it.
+case "$reason" in
+    BOUND6|REBOOT6)
+        {
+            echo "export interface='$interface'"
+            echo "export ipv6='${new_dhcp6_ia_na1_ia_addr1:-}'"
+            echo "export bootfile_url='${new_dhcp6_bootfile_url:-}'"
+        } >/tmp/lease6.part && mv /tmp/lease6.part /tmp/lease6 ;;
+esac
+HOOK
+    chmod +x root/dhcpcd.sh
     cp -L pkgs/lib/powerpc64le-linux-gnu/libc.so.6 root/lib/powerpc64le-linux-gnu/
     cp -L pkgs/lib/powerpc64le-linux-gnu/ld64.so.2 root/lib/powerpc64le-linux-gnu/
     ln -s ../lib/powerpc64le-linux-gnu/ld64.so.2 root/lib64/ld64.so.2
@@ -115,15 +138,32 @@ disk_boot() {  # an installed OS on a disk: its first sector says so
 net_boot() {
     [ -n "$iface" ] || { echo "petitboot: no network interface"; return 1; }
     ip link set "$iface" up
-    # As petitboot's pb-udhcpc: options 209, 210 and 211 asked for by name.
-    if udhcpc -i "$iface" -f -q -n -t 6 -T 2 -O pxeconffile -O pxepathprefix -O reboottime -s /udhcpc.sh >/dev/null 2>&1; then
+    # As petitboot's network.c: DHCPv4 asking for options 209, 210 and 211,
+    # and DHCPv6 asking for the bootfile URL (59), side by side.
+    udhcpc -i "$iface" -f -q -n -t 6 -T 2 -O pxeconffile -O pxepathprefix -O reboottime -s /udhcpc.sh >/dev/null 2>&1 &
+    v4=$!
+    dhcpcd -6 -B -1 -t 30 -o dhcp6_bootfile_url -c /dhcpcd.sh "$iface" >/tmp/dhcpcd.log 2>&1 &
+    v6=$!
+    n=0
+    while [ ! -e /tmp/lease ] && [ ! -e /tmp/lease6 ] && [ $n -lt 64 ]; do
+        sleep 0.5
+        n=$((n + 1))
+    done
+    if [ -e /tmp/lease ]; then
+        kill $v6 2>/dev/null
         . /tmp/lease
         echo "petitboot: DHCP lease $ip on $interface from ${serverid:-?}"
-        sh /bin/pb-discover
-        echo "petitboot: boot failed (status $?)"
+    elif [ -e /tmp/lease6 ]; then
+        kill $v4 2>/dev/null
+        . /tmp/lease6
+        echo "petitboot: DHCPv6 lease $ipv6 on $interface, bootfile-url ${bootfile_url:-none}"
     else
         echo "petitboot: no DHCP lease on $iface"
+        tail -n 5 /tmp/dhcpcd.log | sed 's/^/petitboot: dhcpcd: /'
+        return 1
     fi
+    sh /bin/pb-discover
+    echo "petitboot: boot failed (status $?)"
     return 1
 }
 

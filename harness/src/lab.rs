@@ -36,6 +36,11 @@ impl Net {
     }
 }
 
+/// The host's IPv6 address on network `index`: fd00:5e:N::1.
+pub fn host6(index: u8) -> std::net::Ipv6Addr {
+    std::net::Ipv6Addr::new(0xfd00, 0x5e, index.into(), 0, 0, 0, 0, 1)
+}
+
 /// What a network offers through DHCP.
 #[derive(Debug, Clone, Default)]
 pub struct NetSpec {
@@ -169,7 +174,7 @@ impl Lab {
             }
             opts.push_str("</dnsmasq:options>");
         }
-        let host6 = spec.ipv6.then(|| format!("fd00:5e:{index:x}::1"));
+        let host6 = spec.ipv6.then(|| host6(index).to_string());
         let v6 = host6
             .as_ref()
             .map(|h| format!("<ip family='ipv6' address='{h}' prefix='64'><dhcp><range start='fd00:5e:{index:x}::100' end='fd00:5e:{index:x}::1ff'/></dhcp></ip>"))

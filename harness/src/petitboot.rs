@@ -1,8 +1,8 @@
 //! A petitboot case's network side: the `[petitboot]` templates rendered
 //! for one machine, the configuration written where the scenario says, and
-//! the DHCP options (209, 210) that point the machine at it.
+//! the DHCP options (209, 210; 59 on IPv6) that point the machine at it.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -16,15 +16,21 @@ pub struct Target<'a> {
     /// `52:54:00:...`, lower case.
     pub mac: &'a str,
     pub ip: Ipv4Addr,
-    pub server: Ipv4Addr,
+    /// The boot server as the machine reaches it (IPv6 on IPv6-only
+    /// networks).
+    pub server: IpAddr,
 }
 
 /// `template` with the `{...}` placeholders of `Petitboot` filled in.
 pub fn render(template: &str, p: &Petitboot, t: &Target) -> Result<String> {
     let hex: String = t.ip.octets().iter().map(|o| format!("{o:02X}")).collect();
+    let host = match t.server {
+        IpAddr::V4(a) => a.to_string(),
+        IpAddr::V6(a) => format!("[{a}]"),
+    };
     let base = match p.protocol {
-        Protocol::Http => format!("http://{}:{BOOT_PORT}", t.server),
-        Protocol::Tftp => format!("tftp://{}", t.server),
+        Protocol::Http => format!("http://{host}:{BOOT_PORT}"),
+        Protocol::Tftp => format!("tftp://{host}"),
     };
     let mut out = String::new();
     let mut rest = template;
@@ -63,7 +69,7 @@ fn inside(key: &str, template: &str, p: &Petitboot, t: &Target) -> Result<String
 
 /// Writes the rendered configuration under `root` (the served folder),
 /// copies the `artifacts` found there into `files_dir`, and returns the
-/// dnsmasq options for 209 and 210.
+/// dnsmasq options for 209 and 210 (and DHCPv6's 59).
 pub fn prepare(p: &Petitboot, t: &Target, root: &Path, artifacts: &[&str]) -> Result<Vec<String>> {
     let path = root.join(inside("config_path", &p.config_path, p, t)?);
     if let Some(dir) = path.parent() {
@@ -84,6 +90,13 @@ pub fn prepare(p: &Petitboot, t: &Target, root: &Path, artifacts: &[&str]) -> Re
             opts.push(format!("dhcp-option-force={code},\"{}\"", render(v, p, t)?));
         }
     }
+    if let Some(v) = &p.bootfile_url {
+        // Sent only when the client asks for it, as petitboot's udhcpc6 does.
+        opts.push(format!(
+            "dhcp-option=option6:bootfile-url,{}",
+            render(v, p, t)?
+        ));
+    }
     Ok(opts)
 }
 
@@ -96,6 +109,7 @@ mod tests {
             protocol,
             option_209: Some("{uuid}/config".into()),
             option_210: Some("{base}/".into()),
+            bootfile_url: None,
             config_path: "pxelinux.cfg/{iphex:5}".into(),
             files_dir: Some("{uuid}".into()),
             config: "label x\nkernel {uuid}/k\nappend mac={mac} ip={ip}\n".into(),
@@ -107,7 +121,7 @@ mod tests {
             uuid: "u-1",
             mac: "52:54:00:5e:0a:01",
             ip: Ipv4Addr::new(198, 18, 10, 50),
-            server: Ipv4Addr::new(198, 18, 10, 1),
+            server: Ipv4Addr::new(198, 18, 10, 1).into(),
         }
     }
 
@@ -150,5 +164,28 @@ mod tests {
             ..p
         };
         assert!(prepare(&escape, &target(), Path::new("/nonexistent"), &[]).is_err());
+    }
+
+    #[test]
+    fn on_ipv6_the_bootfile_url_is_offered_and_the_base_has_brackets() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Petitboot {
+            option_209: None,
+            option_210: None,
+            bootfile_url: Some("{base}/{uuid}/config".into()),
+            config_path: "{uuid}/config".into(),
+            files_dir: None,
+            ..pb(Protocol::Http)
+        };
+        let t = Target {
+            server: "fd00:5e:a::1".parse().unwrap(),
+            ..target()
+        };
+        let opts = prepare(&p, &t, dir.path(), &[]).unwrap();
+        assert_eq!(
+            opts,
+            ["dhcp-option=option6:bootfile-url,http://[fd00:5e:a::1]:8080/u-1/config"]
+        );
+        assert!(dir.path().join("u-1/config").exists());
     }
 }

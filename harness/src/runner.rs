@@ -133,7 +133,8 @@ fn net_spec(s: &Scenario, net_host: std::net::Ipv4Addr) -> NetSpec {
         let index = net_host.octets()[2];
         if let (Dhcp::Httpclient, Some(f)) = (s.network.dhcp, &s.network.bootfile) {
             o.push(format!(
-                "dhcp-option=option6:bootfile-url,http://[fd00:5e:{index:x}::1]:{}/{f}",
+                "dhcp-option=option6:bootfile-url,http://[{}]:{}/{f}",
+                crate::lab::host6(index),
                 crate::lab::BOOT_PORT
             ));
             o.push("dhcp-option-force=option6:16,EN,HTTPClient".into());
@@ -230,7 +231,11 @@ fn run_case(
                 uuid: &uuid,
                 mac: &mac,
                 ip: std::net::Ipv4Addr::new(198, 18, index, PETITBOOT_HOST),
-                server: host,
+                server: if s.network.ipv6_only {
+                    crate::lab::host6(index).into()
+                } else {
+                    host.into()
+                },
             };
             let www = std::fs::canonicalize(dir.join("www"))?;
             let names: Vec<&str> = s.artifacts.iter().map(|a| a.name.as_str()).collect();

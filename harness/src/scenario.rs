@@ -241,6 +241,9 @@ pub struct Petitboot {
     pub option_209: Option<String>,
     /// DHCP option 210 (pxepathprefix).
     pub option_210: Option<String>,
+    /// DHCPv6 option 59 (bootfile-url), on `network.ipv6_only` networks,
+    /// where it takes the place of 209 and 210.
+    pub bootfile_url: Option<String>,
     /// Where the configuration is written, relative to the served folder.
     pub config_path: String,
     /// A folder (relative to the served one) that gets a copy of every
@@ -345,6 +348,21 @@ impl Scenario {
             }
             if self.network.dhcp != Dhcp::Petitboot {
                 bail!("network.dhcp: petitboot machines take \"petitboot\"");
+            }
+            if let Some(p) = &self.petitboot {
+                if self.network.ipv6_only {
+                    if p.bootfile_url.is_none() || p.option_209.is_some() || p.option_210.is_some()
+                    {
+                        bail!("petitboot.bootfile_url: an IPv6-only network offers the configuration through option 59 (bootfile_url), not 209/210");
+                    }
+                    if p.protocol != Protocol::Http {
+                        bail!(
+                            "petitboot.protocol: IPv6-only networks serve petitboot over \"http\""
+                        );
+                    }
+                } else if p.bootfile_url.is_some() {
+                    bail!("petitboot.bootfile_url: option 59 is DHCPv6's; it needs network.ipv6_only = true");
+                }
             }
         } else if matches!(self.boot.method, Method::PowerOn)
             || self.network.dhcp == Dhcp::Petitboot
@@ -478,6 +496,23 @@ serial = ["SHOAL-MARKER m"]
         assert!(e(format!("description = \"x\"\n{arm}")).contains("machine.arch"));
         // And a UEFI machine cannot take the petitboot DHCP profile.
         assert!(e(format!("{OK}\n[network]\ndhcp = \"petitboot\"\n")).contains("network.dhcp"));
+        // Option 59 goes with IPv6-only networks, over http, and 209/210 not.
+        let v6 = pb
+            .replace(
+                "dhcp = \"petitboot\"",
+                "dhcp = \"petitboot\"\nipv6_only = true",
+            )
+            .replace(
+                "protocol = \"tftp\"",
+                "protocol = \"http\"\nbootfile_url = \"{base}/c\"",
+            );
+        assert!(parse(&format!("description = \"x\"\n{v6}")).is_ok());
+        let v6_tftp = v6.replace("\"http\"", "\"tftp\"");
+        assert!(e(format!("description = \"x\"\n{v6_tftp}")).contains("petitboot.protocol"));
+        let v6_209 = v6.replace("config = ", "option_209 = \"c\"\nconfig = ");
+        assert!(e(format!("description = \"x\"\n{v6_209}")).contains("petitboot.bootfile_url"));
+        let v4_59 = v6.replace("ipv6_only = true", "");
+        assert!(e(format!("description = \"x\"\n{v4_59}")).contains("petitboot.bootfile_url"));
     }
 
     #[test]

@@ -360,3 +360,62 @@ fn no_server_at_all_is_reported() {
     assert!(r.log.contains("no tftp server"), "{}", r.log);
     assert!(r.fetched.is_empty());
 }
+
+#[test]
+fn a_dhcpv6_bootfile_url_is_the_config_when_no_server_is_named() {
+    // udhcpc6's lease: an address and option 59, no siaddr or server-id.
+    let r = discover(
+        &[
+            ("ipv6", "fd00:5e:1::150"),
+            ("bootfile_url", "http://[fd00:5e:1::1]:8080/u1/config"),
+        ],
+        &[
+            ("http://[fd00:5e:1::1]:8080/u1/config", CONFIG),
+            ("http://[fd00:5e:1::1]:8080/u1/deploy_kernel", "K"),
+            ("http://[fd00:5e:1::1]:8080/u1/deploy_ramdisk", "R"),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.log);
+    assert_eq!(
+        r.fetched,
+        [
+            "http://[fd00:5e:1::1]:8080/u1/config",
+            "http://[fd00:5e:1::1]:8080/u1/deploy_kernel",
+            "http://[fd00:5e:1::1]:8080/u1/deploy_ramdisk"
+        ]
+    );
+    assert!(
+        r.log.contains(
+            "petitboot: DHCPv6 bootfile-url (option 59): http://[fd00:5e:1::1]:8080/u1/config"
+        ),
+        "{}",
+        r.log
+    );
+}
+
+#[test]
+fn a_named_server_beats_the_dhcpv6_bootfile_url() {
+    // user_event_parse_conf_url looks at option 59 only without a host.
+    let r = discover(
+        &[
+            ("ip", "192.168.1.5"),
+            ("serverid", "10.0.0.9"),
+            ("bootfile_url", "http://[fd00:5e:1::1]:8080/u1/config"),
+        ],
+        &[
+            ("tftp://10.0.0.9/pxelinux.cfg/default", CONFIG),
+            ("tftp://10.0.0.9/deploy_kernel", "K"),
+            ("tftp://10.0.0.9/deploy_ramdisk", "R"),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.log);
+    assert_eq!(
+        r.fetched.first().map(String::as_str),
+        Some("tftp://10.0.0.9/pxelinux.cfg/01-52-54-00-ab-0c-01")
+    );
+    assert!(
+        !r.fetched.iter().any(|u| u.contains("fd00")),
+        "{:?}",
+        r.fetched
+    );
+}
