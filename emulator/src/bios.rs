@@ -89,6 +89,11 @@ pub const ATTRIBUTES: &[AttrDef] = &[
         default: DefaultValue::Str(""),
     },
     AttrDef {
+        name: "UrlBootFile",
+        kind: AttrKind::Str { max_len: 1024 },
+        default: DefaultValue::Str(""),
+    },
+    AttrDef {
         name: "AssetTagBios",
         kind: AttrKind::Str { max_len: 64 },
         default: DefaultValue::Str(""),

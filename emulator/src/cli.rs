@@ -11,6 +11,7 @@ use clap::Parser;
 use crate::backend::fake::FakeOptions;
 use crate::config::{self, ConfigError, ConfigFile, FeatureSet, HttpBootMapping};
 use crate::model::System;
+use crate::profile::{ProfileError, Profiles};
 
 /// A Redfish BMC emulator for many machines at once.
 #[derive(Debug, Parser)]
@@ -46,6 +47,16 @@ pub struct Cli {
     /// Which resources to serve.
     #[arg(long, env = "SHOAL_FEATURE_SET", value_enum)]
     pub feature_set: Option<FeatureSet>,
+    /// The BMC behaviour profile of every system whose inventory entry
+    /// names none (generic, openbmc, idrac9, idrac10, ilo5, ilo6,
+    /// supermicro-x12, ami-asrockrack, lenovo-xcc, or one of --profile-dir)
+    /// [default: generic].
+    #[arg(long, env = "SHOAL_PROFILE")]
+    pub profile: Option<String>,
+    /// A folder of user profiles (`*.toml`, the format of the built-in
+    /// ones in emulator/profiles/); one named like a built-in replaces it.
+    #[arg(long, env = "SHOAL_PROFILE_DIR")]
+    pub profile_dir: Option<PathBuf>,
     /// Keep the fake backend's state in this file across restarts.
     #[arg(long, env = "SHOAL_STATE_FILE")]
     pub state_file: Option<PathBuf>,
@@ -104,6 +115,8 @@ pub struct MediaSettings {
 pub enum BackendChoice {
     Fake,
     Libvirt {
+        /// The profile of every domain.
+        profile: String,
         uris: Vec<String>,
         allow: Vec<String>,
         http_boot: HttpBootMapping,
@@ -122,12 +135,17 @@ pub struct Settings {
     pub fake: FakeOptions,
     pub systems: Vec<System>,
     pub backend: BackendChoice,
+    pub profiles: Profiles,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error("--profile-dir: {0}")]
+    ProfileDir(ProfileError),
+    #[error("--profile: {0}")]
+    Profile(ProfileError),
     #[error("--fake-systems cannot be combined with a config file that lists [[systems]]")]
     BothInventories,
     #[error("--fake-systems must be at least 1")]
@@ -142,6 +160,15 @@ impl Cli {
             Some(p) => (p.display().to_string(), ConfigFile::load(p)?),
             None => (String::new(), ConfigFile::default()),
         };
+        let profile_dir = self.profile_dir.as_ref().or(cfg.profile_dir.as_ref());
+        let profiles =
+            Profiles::load(profile_dir.map(PathBuf::as_path)).map_err(CliError::ProfileDir)?;
+        let profile = self
+            .profile
+            .clone()
+            .or_else(|| cfg.profile.clone())
+            .unwrap_or_else(|| "generic".into());
+        profiles.get(&profile).map_err(CliError::Profile)?;
         let libvirt = !self.libvirt_uris.is_empty();
         if libvirt && (self.fake_systems.is_some() || !cfg.systems.is_empty()) {
             return Err(CliError::LibvirtAndFake);
@@ -149,9 +176,15 @@ impl Cli {
         let systems = match (cfg.systems.is_empty(), self.fake_systems) {
             _ if libvirt => Vec::new(),
             (false, Some(_)) => return Err(CliError::BothInventories),
-            (false, None) => cfg.systems(&file)?,
+            (false, None) => cfg.systems(&file, &profiles, &profile)?,
             (true, Some(0)) => return Err(CliError::NoSystems),
-            (true, n) => config::fake_systems(n.unwrap_or(2)),
+            (true, n) => {
+                let mut v = config::fake_systems(n.unwrap_or(2));
+                for s in &mut v {
+                    s.profile = profile.clone();
+                }
+                v
+            }
         };
         let (power_delay, media_delay) = cfg.fake_options();
         let tls = match (&self.ssl_certificate, &self.ssl_key, &cfg.tls) {
@@ -184,6 +217,7 @@ impl Cli {
             systems,
             backend: if libvirt {
                 BackendChoice::Libvirt {
+                    profile,
                     uris: self.libvirt_uris.clone(),
                     allow: self.libvirt_domains.clone(),
                     http_boot: self.http_boot,
@@ -198,6 +232,7 @@ impl Cli {
             } else {
                 BackendChoice::Fake
             },
+            profiles,
         })
     }
 }

@@ -16,7 +16,7 @@ use crate::model::{
     Arch, BiosState, BootMode, BootOverride, Disk, IndicatorLed, MediaState, Nic, PowerState,
     SecureBoot, System,
 };
-use crate::profile;
+use crate::profile::Profiles;
 
 /// Namespace of the name-derived system UUIDs (stable across runs).
 const UUID_NAMESPACE: Uuid = Uuid::from_u128(0x5b0a_1e00_5e0a_4c1b_9d3e_7a11_0c0f_fee0);
@@ -73,6 +73,10 @@ pub enum HttpBootMapping {
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
     pub feature_set: Option<FeatureSet>,
+    /// The profile of systems that name none (`--profile`).
+    pub profile: Option<String>,
+    /// User profiles (`--profile-dir`).
+    pub profile_dir: Option<PathBuf>,
     pub auth: Option<AuthSection>,
     pub tls: Option<TlsSection>,
     pub fake: Option<FakeSection>,
@@ -145,8 +149,14 @@ impl ConfigFile {
         })
     }
 
-    /// Validates the `[[systems]]` entries into machines.
-    pub fn systems(&self, file: &str) -> Result<Vec<System>, ConfigError> {
+    /// Validates the `[[systems]]` entries into machines; an entry without
+    /// a profile gets `default_profile`.
+    pub fn systems(
+        &self,
+        file: &str,
+        profiles: &Profiles,
+        default_profile: &str,
+    ) -> Result<Vec<System>, ConfigError> {
         let mut names = HashSet::new();
         let mut ids = HashSet::new();
         let mut macs = HashSet::new();
@@ -224,18 +234,13 @@ impl ConfigFile {
                     ));
                 }
             }
-            if let Some(p) = &e.profile {
-                if profile::by_name(p).is_none() {
-                    return Err(err(
-                        "profile",
-                        format!(
-                            "unknown profile {p:?}; known: {}",
-                            profile::NAMES.join(", ")
-                        ),
-                    ));
+            sys.profile = match &e.profile {
+                Some(p) => {
+                    profiles.get(p).map_err(|x| err("profile", x.to_string()))?;
+                    p.clone()
                 }
-                sys.profile = p.clone();
-            }
+                None => default_profile.to_string(),
+            };
             if let Some(m) = e.memory_mib {
                 if m == 0 {
                     return Err(err("memory_mib", "must be at least 1".into()));
@@ -407,7 +412,7 @@ mod tests {
     }
 
     fn systems(text: &str) -> Result<Vec<System>, ConfigError> {
-        ConfigFile::parse("inv.toml", text)?.systems("inv.toml")
+        ConfigFile::parse("inv.toml", text)?.systems("inv.toml", &Profiles::default(), "generic")
     }
 
     #[test]

@@ -10,15 +10,18 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use crate::backend::BackendError;
+use crate::profile::VendorMessage;
 use crate::registry;
 
 /// One Base registry message: id, arguments and the JSON pointer-ish
-/// property paths it relates to.
+/// property paths it relates to; or a vendor's own message (a profile's),
+/// which always follows a Base message saying the same.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Msg {
     pub id: &'static str,
     pub args: Vec<String>,
     pub related: Vec<String>,
+    vendor: Option<(&'static VendorMessage, String)>,
 }
 
 impl Msg {
@@ -27,6 +30,18 @@ impl Msg {
             id,
             args: args.iter().map(|s| s.to_string()).collect(),
             related: Vec::new(),
+            vendor: None,
+        }
+    }
+
+    /// A profile's vendor message; `{settings}` in its text becomes
+    /// `settings_uri`.
+    pub fn vendor(m: &'static VendorMessage, settings_uri: &str) -> Self {
+        Msg {
+            id: "",
+            args: Vec::new(),
+            related: Vec::new(),
+            vendor: Some((m, m.message.replace("{settings}", settings_uri))),
         }
     }
 
@@ -37,6 +52,21 @@ impl Msg {
     }
 
     pub fn render(&self) -> Value {
+        if let Some((m, text)) = &self.vendor {
+            let mut v = json!({
+                "@odata.type": "#Message.v1_1_1.Message",
+                "MessageId": m.id,
+                "Message": text,
+                "MessageArgs": [],
+                "MessageSeverity": m.severity,
+                "Severity": m.severity,
+                "Resolution": m.resolution,
+            });
+            if !self.related.is_empty() {
+                v["RelatedProperties"] = json!(self.related);
+            }
+            return v;
+        }
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
         registry::message(self.id, &args, &self.related)
     }

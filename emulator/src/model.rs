@@ -269,6 +269,31 @@ pub struct BootRecord {
     pub media: Option<String>,
 }
 
+/// The URI the firmware HTTP-boots at the next start: `Boot.HttpBootUri`
+/// when the BMC set one, else the firmware's own HTTP boot settings (the
+/// BIOS attributes that vendors without a writable HttpBootUri use, staged
+/// ones included since they take effect in that same start): Dell's
+/// `HttpDev1Uri` while `HttpDev1EnDis` is Enabled, then HPE's
+/// `UrlBootFile`. `None`: the URL comes from DHCP.
+pub fn http_boot_uri_at_start(boot: &BootOverride, bios: &BiosState) -> Option<String> {
+    if let Some(u) = &boot.http_boot_uri {
+        return Some(u.clone());
+    }
+    let attr = |name: &str| {
+        bios.pending
+            .get(name)
+            .or_else(|| bios.current.get(name))
+            .and_then(serde_json::Value::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    if attr("HttpDev1EnDis") == Some("Enabled") {
+        if let Some(u) = attr("HttpDev1Uri") {
+            return Some(u.to_string());
+        }
+    }
+    attr("UrlBootFile").map(str::to_string)
+}
+
 /// What a BMC does when its machine starts: staged BIOS settings take
 /// effect, the Secure Boot state is latched for this boot, a Once override
 /// is consumed, and the boot is recorded. `booted` is what the firmware was
@@ -282,6 +307,9 @@ pub fn start_machine(
     booted: BootTarget,
     media: Option<String>,
 ) -> BootRecord {
+    let uri = (booted == BootTarget::UefiHttp)
+        .then(|| http_boot_uri_at_start(boot, bios))
+        .flatten();
     let pending = std::mem::take(&mut bios.pending);
     bios.current.extend(pending);
     secure_boot.current_boot = secure_boot.enable && uefi && secure_boot.keys_enrolled;
@@ -289,9 +317,7 @@ pub fn start_machine(
         at: crate::timefmt::unix_now(),
         target: booted,
         mode: boot.mode,
-        uri: (booted == BootTarget::UefiHttp)
-            .then(|| boot.http_boot_uri.clone())
-            .flatten(),
+        uri,
         media,
     };
     *boot = boot.after_boot();
@@ -400,6 +426,39 @@ mod tests {
             ..b
         };
         assert_eq!(cont.after_boot(), cont);
+    }
+
+    #[test]
+    fn the_http_boot_uri_is_the_bmcs_else_the_firmwares_own_attributes() {
+        let mut boot = BootOverride::disabled(BootMode::Uefi);
+        let mut bios = BiosState::default();
+        assert_eq!(http_boot_uri_at_start(&boot, &bios), None);
+        // Dell: the URI counts only while the device is enabled; a staged
+        // value counts, since it applies in the same start.
+        bios.current
+            .insert("HttpDev1Uri".into(), serde_json::json!("http://h/dell.iso"));
+        assert_eq!(http_boot_uri_at_start(&boot, &bios), None);
+        bios.pending
+            .insert("HttpDev1EnDis".into(), serde_json::json!("Enabled"));
+        assert_eq!(
+            http_boot_uri_at_start(&boot, &bios).as_deref(),
+            Some("http://h/dell.iso")
+        );
+        // HPE: UrlBootFile, when the Dell device is off.
+        bios.pending
+            .insert("HttpDev1EnDis".into(), serde_json::json!("Disabled"));
+        bios.current
+            .insert("UrlBootFile".into(), serde_json::json!("http://h/hpe.efi"));
+        assert_eq!(
+            http_boot_uri_at_start(&boot, &bios).as_deref(),
+            Some("http://h/hpe.efi")
+        );
+        // The BMC's HttpBootUri wins over both.
+        boot.http_boot_uri = Some("http://h/bmc.efi".into());
+        assert_eq!(
+            http_boot_uri_at_start(&boot, &bios).as_deref(),
+            Some("http://h/bmc.efi")
+        );
     }
 
     #[test]

@@ -1,17 +1,31 @@
-//! Behaviour profiles: the per-system hook through which BMC quirks are
-//! expressed as data.
+//! Behaviour profiles: BMC quirks as data.
 //!
-//! Handlers never branch on a vendor; they ask the system's [`Profile`] (ETag
-//! style, If-Match policy, identity strings, which boot targets to offer).
-//! Only the neutral `generic` profile exists so far; vendor profiles add
-//! values here, not code in handlers.
+//! A profile is a TOML file (the built-in ones are `emulator/profiles/*.toml`,
+//! compiled in; `--profile-dir` adds a user's) read into [`Profile`], whose
+//! fields are the hooks handlers ask: identity strings and OEM blocks, the
+//! ETag style and If-Match policy, and how the Boot object behaves (where its
+//! AllowableValues are, a settings object and which Boot fields go there,
+//! Continuous refused, Mode or Enabled required, HttpBootUri absent). Handlers
+//! never test a vendor name. Each file cites, per behaviour, where it comes
+//! from (`[[sources]]`).
+//!
+//! Profiles are loaded once at start-up and live for the whole process
+//! (`&'static`), so a system's profile is a plain reference.
 
-use crate::model::BootTarget;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+
+use crate::model::{BootTarget, OverrideEnabled};
 
 /// How a BMC emits and compares ETags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
 pub enum EtagStyle {
     /// `ETag: "abc"`, compared strongly or weakly as the client asks.
+    #[default]
     Strong,
     /// `ETag: W/"abc"`.
     Weak,
@@ -19,44 +33,437 @@ pub enum EtagStyle {
     None,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Profile {
-    pub name: &'static str,
-    pub manufacturer: &'static str,
-    pub model: &'static str,
-    pub bios_version: &'static str,
-    pub bmc_firmware_version: &'static str,
-    pub etag: EtagStyle,
-    /// PATCH without If-Match is refused with 428.
-    pub if_match_required: bool,
-    /// Targets the BMC hides even when the machine could boot them.
-    pub hidden_boot_targets: &'static [BootTarget],
+/// Where the Boot object's `@Redfish.AllowableValues` annotations are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AllowableValues {
+    /// On the System, as the schema has it.
+    #[default]
+    System,
+    /// Only in the Boot object of the settings object.
+    Settings,
+    /// Nowhere.
+    Absent,
 }
 
-pub const GENERIC: Profile = Profile {
-    name: "generic",
-    manufacturer: "Shoal",
-    model: "Shoal Virtual Machine",
-    bios_version: "1.0.0",
-    bmc_firmware_version: env!("CARGO_PKG_VERSION"),
-    etag: EtagStyle::Strong,
-    if_match_required: false,
-    hidden_boot_targets: &[],
-};
+/// How the BMC treats `Boot.HttpBootUri` (UEFI systems).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum HttpBootUri {
+    /// Shown and writable.
+    #[default]
+    Writable,
+    /// Shown, but a PATCH of it is refused.
+    ReadOnly,
+    /// Not shown; a PATCH of it is refused as unknown. The URI then goes
+    /// through the firmware's own BIOS attributes.
+    Absent,
+}
 
-/// Profile names the emulator knows.
-pub const NAMES: &[&str] = &["generic"];
+/// A message of the vendor's own registry, sent after the Base message
+/// that says the same, as the vendor's firmware words it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VendorMessage {
+    /// The full `MessageId` (`IDRAC.2.9.SYS518`).
+    pub id: String,
+    pub message: String,
+    #[serde(default = "critical")]
+    pub severity: String,
+    #[serde(default = "no_resolution")]
+    pub resolution: String,
+}
 
-/// Looks up a built-in profile by name.
-pub fn by_name(name: &str) -> Option<&'static Profile> {
-    match name {
-        "generic" => Some(&GENERIC),
-        _ => None,
+fn critical() -> String {
+    "Critical".into()
+}
+
+fn no_resolution() -> String {
+    "None.".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Etag {
+    #[serde(default)]
+    pub style: EtagStyle,
+    /// PATCH without If-Match is refused with 428.
+    #[serde(default)]
+    pub if_match_required: bool,
+}
+
+/// A settings object (`@Redfish.Settings`) for the System's Boot fields.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsObject {
+    /// The path under the System (`Settings`, `Pending`, `SD`).
+    pub path: String,
+    /// Boot fields the settings object shows and takes; a PATCH of any
+    /// other Boot field there is refused.
+    #[serde(default)]
+    pub fields: Vec<String>,
+    /// When set, a PATCH of one of `fields` on the System itself is refused
+    /// with this message (the firmware wants them in the settings object).
+    pub refused_on_system: Option<VendorMessage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Boot {
+    #[serde(default)]
+    pub allowable_values: AllowableValues,
+    pub settings: Option<SettingsObject>,
+    /// `BootSourceOverrideEnabled: Continuous` is offered and taken.
+    #[serde(default = "yes")]
+    pub continuous: bool,
+    /// Every Boot PATCH must carry `BootSourceOverrideMode`.
+    #[serde(default)]
+    pub mode_required: bool,
+    /// Every Boot PATCH must carry `BootSourceOverrideEnabled`.
+    #[serde(default)]
+    pub enabled_required: bool,
+    #[serde(default)]
+    pub http_boot_uri: HttpBootUri,
+    /// Sent after the Base message when a PATCH of HttpBootUri is refused.
+    pub http_boot_uri_refusal: Option<VendorMessage>,
+    /// Targets the BMC hides even when the machine could boot them.
+    #[serde(default)]
+    pub hidden_targets: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Boot {
+    fn default() -> Self {
+        Boot {
+            allowable_values: AllowableValues::System,
+            settings: None,
+            continuous: true,
+            mode_required: false,
+            enabled_required: false,
+            http_boot_uri: HttpBootUri::Writable,
+            http_boot_uri_refusal: None,
+            hidden_targets: Vec::new(),
+        }
     }
 }
 
+/// `Oem` blocks, as the vendor's firmware shows them.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Oem {
+    pub system: Option<toml::Table>,
+    pub manager: Option<toml::Table>,
+}
+
+/// Where a behaviour of the profile was seen.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    pub behaviour: String,
+    /// A public bug, commit or source file.
+    pub reference: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    pub manufacturer: String,
+    pub model: String,
+    pub bios_version: String,
+    pub bmc_firmware_version: String,
+    #[serde(default)]
+    pub etag: Etag,
+    #[serde(default)]
+    pub boot: Boot,
+    #[serde(default)]
+    pub oem: Oem,
+    #[serde(default)]
+    pub sources: Vec<Source>,
+}
+
+/// Boot fields a settings object may carry.
+const BOOT_FIELDS: &[&str] = &[
+    "BootSourceOverrideTarget",
+    "BootSourceOverrideEnabled",
+    "BootSourceOverrideMode",
+    "HttpBootUri",
+    "UefiTargetBootSourceOverride",
+];
+
 impl Profile {
     pub fn offers(&self, target: BootTarget) -> bool {
-        !self.hidden_boot_targets.contains(&target)
+        !self
+            .boot
+            .hidden_targets
+            .iter()
+            .any(|t| t == target.as_str())
+    }
+
+    /// The override frequencies this BMC offers.
+    pub fn enabled_values(&self) -> Vec<&'static str> {
+        OverrideEnabled::ALL
+            .iter()
+            .filter(|e| self.boot.continuous || **e != OverrideEnabled::Continuous)
+            .map(|e| e.as_str())
+            .collect()
+    }
+
+    /// The settings object's path under the System, if there is one.
+    pub fn settings_path(&self) -> Option<&str> {
+        self.boot.settings.as_ref().map(|s| s.path.as_str())
+    }
+
+    /// Whether `field` (a Boot property) belongs to the settings object.
+    pub fn in_settings(&self, field: &str) -> bool {
+        self.boot
+            .settings
+            .as_ref()
+            .is_some_and(|s| s.fields.iter().any(|f| f == field))
+    }
+
+    /// Parses and checks a profile file's text; errors name the key.
+    pub fn parse(text: &str) -> Result<Profile, String> {
+        let p: Profile = toml::from_str(text).map_err(|e| e.to_string())?;
+        p.check()?;
+        Ok(p)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(format!(
+                "name: {:?} must be letters, digits, '-' or '_'",
+                self.name
+            ));
+        }
+        for (i, t) in self.boot.hidden_targets.iter().enumerate() {
+            if BootTarget::parse(t).is_none() {
+                return Err(format!(
+                    "boot.hidden_targets[{i}]: {t:?} is not a BootSourceOverrideTarget"
+                ));
+            }
+        }
+        match &self.boot.settings {
+            Some(s) => {
+                if s.path.is_empty()
+                    || !s
+                        .path
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '.')
+                {
+                    return Err(format!(
+                        "boot.settings.path: {:?} must be one path segment",
+                        s.path
+                    ));
+                }
+                for (i, f) in s.fields.iter().enumerate() {
+                    if !BOOT_FIELDS.contains(&f.as_str()) {
+                        return Err(format!(
+                            "boot.settings.fields[{i}]: {f:?} is not one of {}",
+                            BOOT_FIELDS.join(", ")
+                        ));
+                    }
+                }
+            }
+            None if self.boot.allowable_values == AllowableValues::Settings => {
+                return Err(
+                    "boot.allowable_values: \"settings\" needs a [boot.settings] object".into(),
+                );
+            }
+            None => {}
+        }
+        if self.boot.http_boot_uri != HttpBootUri::Writable && self.in_settings("HttpBootUri") {
+            return Err(
+                "boot.settings.fields: HttpBootUri is listed but boot.http_boot_uri is not \"writable\""
+                    .into(),
+            );
+        }
+        if self.sources.is_empty() && self.name != "generic" {
+            return Err("sources: a vendor profile cites where its behaviours come from".into());
+        }
+        Ok(())
+    }
+}
+
+/// The built-in profiles, in `emulator/profiles/`.
+const BUILTIN_FILES: &[(&str, &str)] = &[
+    ("generic.toml", include_str!("../profiles/generic.toml")),
+    ("openbmc.toml", include_str!("../profiles/openbmc.toml")),
+    ("idrac9.toml", include_str!("../profiles/idrac9.toml")),
+    ("idrac10.toml", include_str!("../profiles/idrac10.toml")),
+    ("ilo5.toml", include_str!("../profiles/ilo5.toml")),
+    ("ilo6.toml", include_str!("../profiles/ilo6.toml")),
+    (
+        "supermicro-x12.toml",
+        include_str!("../profiles/supermicro-x12.toml"),
+    ),
+    (
+        "ami-asrockrack.toml",
+        include_str!("../profiles/ami-asrockrack.toml"),
+    ),
+    (
+        "lenovo-xcc.toml",
+        include_str!("../profiles/lenovo-xcc.toml"),
+    ),
+];
+
+static BUILTIN: LazyLock<Vec<&'static Profile>> = LazyLock::new(|| {
+    BUILTIN_FILES
+        .iter()
+        .map(|(file, text)| {
+            let p = Profile::parse(text)
+                .unwrap_or_else(|e| panic!("built-in profile {file} is invalid: {e}"));
+            &*Box::leak(Box::new(p))
+        })
+        .collect()
+});
+
+/// The neutral profile.
+pub fn generic() -> &'static Profile {
+    BUILTIN[0]
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("{path}: {why}")]
+    File { path: PathBuf, why: String },
+    #[error("unknown profile {0:?}; known: {1}")]
+    Unknown(String, String),
+}
+
+/// The profiles a service knows: the built-in ones and a user's.
+#[derive(Debug, Clone)]
+pub struct Profiles(BTreeMap<String, &'static Profile>);
+
+impl Default for Profiles {
+    fn default() -> Self {
+        Profiles(BUILTIN.iter().map(|p| (p.name.clone(), *p)).collect())
+    }
+}
+
+impl Profiles {
+    /// The built-in profiles plus every `*.toml` in `dir` (a user profile
+    /// replaces a built-in one of the same name).
+    pub fn load(dir: Option<&Path>) -> Result<Profiles, ProfileError> {
+        let mut all = Profiles::default();
+        let Some(dir) = dir else { return Ok(all) };
+        let err = |path: &Path, why: String| ProfileError::File {
+            path: path.to_path_buf(),
+            why,
+        };
+        let entries = std::fs::read_dir(dir).map_err(|e| err(dir, e.to_string()))?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        for path in files {
+            let text = std::fs::read_to_string(&path).map_err(|e| err(&path, e.to_string()))?;
+            let p = Profile::parse(&text).map_err(|why| err(&path, why))?;
+            all.0.insert(p.name.clone(), Box::leak(Box::new(p)));
+        }
+        Ok(all)
+    }
+
+    pub fn get(&self, name: &str) -> Result<&'static Profile, ProfileError> {
+        self.0
+            .get(name)
+            .copied()
+            .ok_or_else(|| ProfileError::Unknown(name.to_string(), self.names().join(", ")))
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_profile_loads_and_the_issue_list_is_shipped() {
+        let all = Profiles::default();
+        for name in [
+            "generic",
+            "openbmc",
+            "idrac9",
+            "idrac10",
+            "ilo5",
+            "ilo6",
+            "supermicro-x12",
+            "ami-asrockrack",
+            "lenovo-xcc",
+        ] {
+            let p = all.get(name).unwrap();
+            assert_eq!(p.name, name);
+        }
+        assert_eq!(generic().name, "generic");
+        assert_eq!(generic().etag.style, EtagStyle::Strong);
+    }
+
+    #[test]
+    fn bad_profiles_are_refused_naming_the_key() {
+        let base = "name = \"x\"\ndescription = \"d\"\nmanufacturer = \"m\"\nmodel = \"m\"\n\
+                    bios_version = \"1\"\nbmc_firmware_version = \"1\"\n\
+                    [[sources]]\nbehaviour = \"b\"\nreference = \"r\"\n";
+        assert!(Profile::parse(base).is_ok());
+        let e =
+            Profile::parse(&format!("{base}[boot]\nhidden_targets = [\"Floppyy\"]\n")).unwrap_err();
+        assert!(e.contains("boot.hidden_targets[0]"), "{e}");
+        let e = Profile::parse(&format!("{base}[boot]\nallowable_values = \"settings\"\n"))
+            .unwrap_err();
+        assert!(e.contains("boot.allowable_values"), "{e}");
+        let e = Profile::parse(&format!(
+            "{base}[boot.settings]\npath = \"a/b\"\nfields = []\n"
+        ))
+        .unwrap_err();
+        assert!(e.contains("boot.settings.path"), "{e}");
+        let e = Profile::parse(&format!(
+            "{base}[boot.settings]\npath = \"SD\"\nfields = [\"Colour\"]\n"
+        ))
+        .unwrap_err();
+        assert!(e.contains("boot.settings.fields[0]"), "{e}");
+        let e = Profile::parse(&format!("{base}[etag]\nstyle = \"fuzzy\"\n")).unwrap_err();
+        assert!(e.contains("fuzzy"), "{e}");
+        let e = Profile::parse(&format!("{base}colour = 1\n")).unwrap_err();
+        assert!(e.contains("colour"), "{e}");
+        let e = Profile::parse(
+            &base.replace("[[sources]]\nbehaviour = \"b\"\nreference = \"r\"\n", ""),
+        )
+        .unwrap_err();
+        assert!(e.contains("sources"), "{e}");
+    }
+
+    #[test]
+    fn a_profile_dir_adds_and_replaces_and_errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = include_str!("../profiles/generic.toml")
+            .replace("name = \"generic\"", "name = \"mine\"");
+        std::fs::write(
+            dir.path().join("mine.toml"),
+            format!("{mine}\n[[sources]]\nbehaviour = \"b\"\nreference = \"r\"\n"),
+        )
+        .unwrap();
+        let all = Profiles::load(Some(dir.path())).unwrap();
+        assert_eq!(
+            all.get("mine").unwrap().manufacturer,
+            generic().manufacturer
+        );
+        assert!(all.get("idrac10").is_ok());
+        std::fs::write(dir.path().join("bad.toml"), "name = 1\n").unwrap();
+        let e = Profiles::load(Some(dir.path())).unwrap_err().to_string();
+        assert!(e.contains("bad.toml"), "{e}");
+        let e = all.get("nope").unwrap_err().to_string();
+        assert!(e.contains("nope") && e.contains("idrac10"), "{e}");
     }
 }

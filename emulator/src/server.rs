@@ -38,6 +38,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
         )),
         #[cfg(feature = "libvirt")]
         BackendChoice::Libvirt {
+            profile,
             uris,
             allow,
             http_boot,
@@ -45,6 +46,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
             media,
         } => {
             let opts = crate::backend::libvirt::LibvirtOptions {
+                profile: profile.clone(),
                 uris: uris.clone(),
                 allow: allow.clone(),
                 http_boot: *http_boot,
@@ -75,12 +77,10 @@ pub fn state(settings: &Settings) -> Result<AppState> {
         None => AuthStore::open(),
     };
     let backend = backend(settings)?;
-    Ok(AppState::new(
-        backend,
-        auth,
-        settings.feature_set,
-        service_uuid(settings),
-    ))
+    Ok(
+        AppState::new(backend, auth, settings.feature_set, service_uuid(settings))
+            .with_profiles(settings.profiles.clone()),
+    )
 }
 
 pub fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {

@@ -13,7 +13,6 @@ use super::json::{self, validate_patch, writable, JsonObject, Kind, Resource};
 use super::{collection, created, link, AppState};
 use crate::auth::{self, Account, AccountChange, AuthError, Principal, Privilege, Role};
 use crate::error::{ApiError, Msg};
-use crate::profile::GENERIC;
 
 const ACCOUNTS: &str = "/redfish/v1/AccountService/Accounts";
 
@@ -55,7 +54,7 @@ async fn service(State(st): State<AppState>) -> Resource {
             "Accounts": link(ACCOUNTS),
             "Roles": link("/redfish/v1/AccountService/Roles"),
         }),
-        &GENERIC,
+        crate::profile::generic(),
         "GET",
     )
 }
@@ -110,7 +109,7 @@ async fn account(
     }
     Ok(Resource::new(
         account_json(&a),
-        &GENERIC,
+        crate::profile::generic(),
         "GET, PATCH, DELETE",
     ))
 }
@@ -211,7 +210,7 @@ async fn patch(
         return Err(ApiError::Forbidden);
     }
     let current = account_json(&a);
-    json::check_if_match(&headers, &current, &GENERIC)?;
+    json::check_if_match(&headers, &current, crate::profile::generic())?;
     validate_patch(&body, &current, &create_fields())?;
     let change = AccountChange {
         username: body
@@ -239,7 +238,7 @@ async fn patch(
         .map_err(|e| auth_error(e, "Enabled", &id))?;
     Ok(Resource::new(
         account_json(&a),
-        &GENERIC,
+        crate::profile::generic(),
         "GET, PATCH, DELETE",
     ))
 }
@@ -250,7 +249,11 @@ async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let _guard = st.locks.lock(&format!("account:{id}")).await;
-    json::check_if_match(&headers, &account_json(&get_account(&st, &id)?), &GENERIC)?;
+    json::check_if_match(
+        &headers,
+        &account_json(&get_account(&st, &id)?),
+        crate::profile::generic(),
+    )?;
     st.auth.delete_account(&id).map_err(|e| match e {
         AuthError::LastAdmin => ApiError::bad(Msg::new("ResourceCannotBeDeleted", &[])),
         other => auth_error(other, "Id", &id),
@@ -286,7 +289,7 @@ async fn role(Path(id): Path<String>) -> Result<Resource, ApiError> {
             "IsPredefined": true,
             "AssignedPrivileges": r.privileges().iter().map(|p| p.as_str()).collect::<Vec<_>>(),
         }),
-        &GENERIC,
+        crate::profile::generic(),
         "GET",
     ))
 }

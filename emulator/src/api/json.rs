@@ -83,7 +83,7 @@ fn styled(tag: &str, style: EtagStyle) -> Option<String> {
 
 /// The `ETag` header value in the profile's style, or none.
 pub fn etag_header(body: &Value, profile: &Profile) -> Option<String> {
-    styled(&etag_of(body), profile.etag)
+    styled(&etag_of(body), profile.etag.style)
 }
 
 /// Checks `If-Match` against the current representation. Both the strong
@@ -94,7 +94,7 @@ pub fn check_if_match(
     current: &Value,
     profile: &Profile,
 ) -> Result<(), ApiError> {
-    if profile.etag == EtagStyle::None {
+    if profile.etag.style == EtagStyle::None {
         return Ok(());
     }
     let values: Vec<&str> = headers
@@ -106,7 +106,7 @@ pub fn check_if_match(
         .filter(|v| !v.is_empty())
         .collect();
     if values.is_empty() {
-        return if profile.if_match_required {
+        return if profile.etag.if_match_required {
             Err(ApiError::PreconditionRequired)
         } else {
             Ok(())
@@ -143,7 +143,7 @@ impl Resource {
     pub fn new(body: Value, profile: &Profile, allow: &'static str) -> Self {
         Resource {
             body,
-            etag: (profile.etag != EtagStyle::None).then_some(profile.etag),
+            etag: (profile.etag.style != EtagStyle::None).then_some(profile.etag.style),
             allow,
             status: StatusCode::OK,
         }
@@ -431,7 +431,7 @@ mod tests {
     #[test]
     fn one_serialization_gives_body_etag_and_header() {
         let body = serde_json::json!({"@odata.id": "/r", "Name": "n \"q\""});
-        let r = Resource::new(body.clone(), &crate::profile::GENERIC, "GET");
+        let r = Resource::new(body.clone(), crate::profile::generic(), "GET");
         let (bytes, tag) = r.render_body();
         let sent: Value = serde_json::from_slice(&bytes).unwrap();
         let tag = tag.unwrap();
@@ -440,7 +440,7 @@ mod tests {
         let mut without = sent.clone();
         without.as_object_mut().unwrap().remove("@odata.etag");
         assert_eq!(without, body);
-        let empty = Resource::new(serde_json::json!({}), &crate::profile::GENERIC, "GET");
+        let empty = Resource::new(serde_json::json!({}), crate::profile::generic(), "GET");
         let (bytes, _) = empty.render_body();
         assert!(serde_json::from_slice::<Value>(&bytes).unwrap()["@odata.etag"].is_string());
     }
@@ -517,7 +517,7 @@ mod tests {
     fn if_match_weak_and_strong() {
         let body = json!({"a": 1});
         let tag = etag_of(&body);
-        let p = crate::profile::GENERIC.clone();
+        let p = crate::profile::generic().clone();
         let h = |v: &str| {
             let mut m = HeaderMap::new();
             m.insert(header::IF_MATCH, HeaderValue::from_str(v).unwrap());
@@ -531,10 +531,8 @@ mod tests {
             Err(ApiError::PreconditionFailed)
         ));
         assert!(check_if_match(&HeaderMap::new(), &body, &p).is_ok());
-        let strict = Profile {
-            if_match_required: true,
-            ..p
-        };
+        let mut strict = p;
+        strict.etag.if_match_required = true;
         assert!(matches!(
             check_if_match(&HeaderMap::new(), &body, &strict),
             Err(ApiError::PreconditionRequired)

@@ -40,7 +40,7 @@ use crate::backend::Backend;
 use crate::config::FeatureSet;
 use crate::error::ApiError;
 use crate::model::System;
-use crate::profile::{self, Profile};
+use crate::profile::{self, Profile, Profiles};
 use crate::tasks::Tasks;
 
 pub use tasks::TASK_MONITOR_PREFIX;
@@ -72,6 +72,8 @@ pub struct AppState {
     pub features: FeatureSet,
     /// `ServiceRoot.UUID`, stable for a given inventory.
     pub service_uuid: Uuid,
+    /// The behaviour profiles systems may name.
+    pub profiles: Arc<Profiles>,
 }
 
 impl AppState {
@@ -89,7 +91,14 @@ impl AppState {
             renders: Arc::new(systems::RenderCache::default()),
             features,
             service_uuid,
+            profiles: Arc::new(Profiles::default()),
         }
+    }
+
+    /// The same state knowing `profiles` (built-in and user profiles).
+    pub fn with_profiles(mut self, profiles: Profiles) -> Self {
+        self.profiles = Arc::new(profiles);
+        self
     }
 
     /// Finds the system a URL names. A name (rather than the Id) answers
@@ -119,7 +128,11 @@ impl AppState {
     }
 
     pub fn profile(&self, sys: &System) -> &'static Profile {
-        profile::by_name(&sys.profile).unwrap_or(&profile::GENERIC)
+        // Inventories are checked against the profiles at start-up; a name
+        // only a state file from elsewhere could bring falls back.
+        self.profiles
+            .get(&sys.profile)
+            .unwrap_or_else(|_| profile::generic())
     }
 
     /// Takes the system's lock and re-reads it, for a read-check-write.

@@ -9,7 +9,6 @@ use serde_json::{json, Value};
 use super::json::Resource;
 use super::{collection, link, AppState};
 use crate::error::ApiError;
-use crate::profile::GENERIC;
 use crate::{bios, registry};
 
 pub fn router() -> Router<AppState> {
@@ -67,7 +66,7 @@ async fn service_root(State(st): State<AppState>) -> Resource {
     for (name, uri) in top_level() {
         body[name] = link(uri);
     }
-    Resource::new(body, &GENERIC, "GET")
+    Resource::new(body, crate::profile::generic(), "GET")
 }
 
 async fn odata() -> Resource {
@@ -135,7 +134,7 @@ async fn registry_file(
                 "Uri": format!("/redfish/v1/Registries/{id}/{id}"),
             }],
         }),
-        &GENERIC,
+        crate::profile::generic(),
         "GET",
     ))
 }
@@ -150,12 +149,12 @@ async fn registry(
         _ if !known => Err(ApiError::NotFound(uri)),
         registry::BASE_PREFIX => Ok(Resource::new(
             registry::registry_document(),
-            &GENERIC,
+            crate::profile::generic(),
             "GET",
         )),
         _ => Ok(Resource::new(
             bios::registry_document(&uri),
-            &GENERIC,
+            crate::profile::generic(),
             "GET",
         )),
     }

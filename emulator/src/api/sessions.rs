@@ -12,7 +12,6 @@ use super::json::{self, validate_patch, writable, JsonObject, Kind, Resource};
 use super::{collection, created, link, AppState};
 use crate::auth::{self, AuthError, Principal, Privilege, Session};
 use crate::error::{ApiError, Msg};
-use crate::profile::GENERIC;
 use crate::timefmt::rfc3339;
 
 pub fn router() -> Router<AppState> {
@@ -47,7 +46,7 @@ fn service_json(st: &AppState) -> Value {
 }
 
 async fn service(State(st): State<AppState>) -> Resource {
-    Resource::new(service_json(&st), &GENERIC, "GET, PATCH")
+    Resource::new(service_json(&st), crate::profile::generic(), "GET, PATCH")
 }
 
 async fn patch_service(
@@ -70,7 +69,11 @@ async fn patch_service(
     if let Some(t) = body.get("SessionTimeout").and_then(Value::as_u64) {
         st.auth.set_session_timeout(t);
     }
-    Ok(Resource::new(service_json(&st), &GENERIC, "GET, PATCH"))
+    Ok(Resource::new(
+        service_json(&st),
+        crate::profile::generic(),
+        "GET, PATCH",
+    ))
 }
 
 fn session_json(s: &Session) -> Value {

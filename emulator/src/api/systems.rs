@@ -20,7 +20,7 @@ use crate::model::{
     Arch, BootMode, BootOverride, BootTarget, IndicatorLed, OverrideEnabled, ResetType, System,
     SystemSettings,
 };
-use crate::profile::Profile;
+use crate::profile::{AllowableValues, HttpBootUri, Profile};
 use crate::timefmt::rfc3339_secs;
 
 const RESET: &str = "ComputerSystem.Reset";
@@ -39,6 +39,12 @@ pub fn router() -> Router<AppState> {
         .route(
             "/redfish/v1/Systems/{id}/ResetActionInfo",
             get(reset_action_info),
+        )
+        // A profile's settings object (`Settings`, `Pending`, `SD`); the
+        // static routes of the System's other parts win over this one.
+        .route(
+            "/redfish/v1/Systems/{id}/{settings}",
+            get(get_settings).patch(patch_settings),
         )
 }
 
@@ -82,14 +88,14 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     let base = format!("/redfish/v1/Systems/{}", sys.id);
     let mut boot = json!({
         "BootSourceOverrideTarget": sys.boot.target.as_str(),
-        "BootSourceOverrideTarget@Redfish.AllowableValues": allowed_targets(sys, profile),
         "BootSourceOverrideEnabled": sys.boot.enabled.as_str(),
-        "BootSourceOverrideEnabled@Redfish.AllowableValues": OverrideEnabled::ALL.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
         "BootSourceOverrideMode": sys.boot.mode.as_str(),
-        "BootSourceOverrideMode@Redfish.AllowableValues": allowed_modes(sys),
         "UefiTargetBootSourceOverride": sys.boot.uefi_target,
     });
-    if sys.arch.has_uefi() {
+    if profile.boot.allowable_values == AllowableValues::System {
+        add_allowable_values(&mut boot, sys, profile);
+    }
+    if sys.arch.has_uefi() && profile.boot.http_boot_uri != HttpBootUri::Absent {
         boot["HttpBootUri"] = json!(sys.boot.http_boot_uri);
     }
     let mut v = json!({
@@ -136,6 +142,15 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
             }
         },
     });
+    if let Some(path) = profile.settings_path() {
+        v["@Redfish.Settings"] = json!({
+            "@odata.type": "#Settings.v1_3_5.Settings",
+            "SettingsObject": link(&format!("{base}/{path}")),
+        });
+    }
+    if let Some(oem) = &profile.oem.system {
+        v["Oem"] = json!(oem);
+    }
     if v["BootProgress"]["LastStateTime"].is_null() {
         if let Some(bp) = v["BootProgress"].as_object_mut() {
             bp.remove("LastStateTime");
@@ -158,6 +173,53 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         }
     }
     v
+}
+
+/// The Boot object's `@Redfish.AllowableValues` annotations.
+fn add_allowable_values(boot: &mut Value, sys: &System, profile: &Profile) {
+    boot["BootSourceOverrideTarget@Redfish.AllowableValues"] = json!(allowed_targets(sys, profile));
+    boot["BootSourceOverrideEnabled@Redfish.AllowableValues"] = json!(profile.enabled_values());
+    boot["BootSourceOverrideMode@Redfish.AllowableValues"] = json!(allowed_modes(sys));
+}
+
+/// The profile's settings object for the System's Boot fields: the fields
+/// it takes, with their current values (a change made there applies to the
+/// override at once: it concerns the next boot either way), and the
+/// AllowableValues when the profile keeps them there.
+fn settings_json(sys: &System, profile: &Profile, path: &str) -> Value {
+    let system = system_boot_values(sys);
+    let mut boot = Map::new();
+    for f in profile.boot.settings.iter().flat_map(|s| &s.fields) {
+        if let Some(v) = system.get(f.as_str()) {
+            boot.insert(f.clone(), v.clone());
+        }
+    }
+    let mut boot = Value::Object(boot);
+    if profile.boot.allowable_values == AllowableValues::Settings {
+        add_allowable_values(&mut boot, sys, profile);
+    }
+    json!({
+        "@odata.type": "#ComputerSystem.v1_22_0.ComputerSystem",
+        "@odata.id": format!("/redfish/v1/Systems/{}/{path}", sys.id),
+        "Id": path,
+        "Name": format!("Pending settings of {}", sys.name),
+        "Boot": boot,
+    })
+}
+
+/// The Boot fields' current values, by name.
+fn system_boot_values(sys: &System) -> Map<String, Value> {
+    let v = json!({
+        "BootSourceOverrideTarget": sys.boot.target.as_str(),
+        "BootSourceOverrideEnabled": sys.boot.enabled.as_str(),
+        "BootSourceOverrideMode": sys.boot.mode.as_str(),
+        "UefiTargetBootSourceOverride": sys.boot.uefi_target,
+        "HttpBootUri": sys.boot.http_boot_uri,
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
 }
 
 fn processor_model(arch: Arch) -> &'static str {
@@ -256,7 +318,7 @@ fn writables(sys: &System, profile: &Profile) -> Vec<Writable> {
         ),
         writable(
             "Boot/BootSourceOverrideEnabled",
-            Kind::Enum(OverrideEnabled::ALL.iter().map(|e| e.as_str()).collect()),
+            Kind::Enum(profile.enabled_values()),
         ),
         writable(
             "Boot/BootSourceOverrideMode",
@@ -270,10 +332,47 @@ fn writables(sys: &System, profile: &Profile) -> Vec<Writable> {
         writable("LocationIndicatorActive", Kind::Bool),
         writable("AssetTag", Kind::Str),
     ];
-    if sys.arch.has_uefi() {
+    if sys.arch.has_uefi() && profile.boot.http_boot_uri == HttpBootUri::Writable {
         w.push(writable("Boot/HttpBootUri", Kind::NullableStr));
     }
     w
+}
+
+/// What a profile demands of any Boot PATCH (wherever it is sent): a
+/// refused HttpBootUri gets the vendor's message too; Mode or Enabled
+/// may be required.
+fn boot_patch_rules(
+    checked: Result<(), ApiError>,
+    boot: Option<&Map<String, Value>>,
+    profile: &'static Profile,
+) -> Result<(), ApiError> {
+    let vendor = profile.boot.http_boot_uri_refusal.as_ref();
+    let checked = match (checked, vendor) {
+        (Err(ApiError::BadRequest(mut msgs)), Some(m))
+            if boot.is_some_and(|b| b.contains_key("HttpBootUri")) =>
+        {
+            msgs.push(Msg::vendor(m, "").about("Boot/HttpBootUri"));
+            Err(ApiError::BadRequest(msgs))
+        }
+        (r, _) => r,
+    };
+    checked?;
+    let Some(boot) = boot else { return Ok(()) };
+    let mut missing = Vec::new();
+    for (required, field) in [
+        (profile.boot.mode_required, "BootSourceOverrideMode"),
+        (profile.boot.enabled_required, "BootSourceOverrideEnabled"),
+    ] {
+        if required && !boot.contains_key(field) {
+            let path = format!("Boot/{field}");
+            missing.push(Msg::new("PropertyMissing", &[&path]).about(&path));
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(missing))
+    }
 }
 
 /// Whether `s` is an absolute http or https URL with a host.
@@ -377,8 +476,31 @@ async fn patch_system(
     let (sys, profile) = (&locked.sys, locked.profile);
     let current = system_view(&st, sys);
     check_if_match(&headers, &current.json, profile)?;
-    validate_patch(&body, &current.json, &writables(sys, profile))?;
-    let boot = match body.get("Boot").and_then(Value::as_object) {
+    let boot_body = body.get("Boot").and_then(Value::as_object);
+    boot_patch_rules(
+        validate_patch(&body, &current.json, &writables(sys, profile)),
+        boot_body,
+        profile,
+    )?;
+    if let (Some(b), Some(s)) = (boot_body, &profile.boot.settings) {
+        if let Some(m) = &s.refused_on_system {
+            // The firmware takes these only in its settings object.
+            let uri = format!("/redfish/v1/Systems/{}/{}", sys.id, s.path);
+            let mut msgs: Vec<Msg> = b
+                .keys()
+                .filter(|k| profile.in_settings(k))
+                .map(|k| {
+                    let path = format!("Boot/{k}");
+                    Msg::new("PropertyNotWritable", &[&path]).about(&path)
+                })
+                .collect();
+            if !msgs.is_empty() {
+                msgs.push(Msg::vendor(m, &uri));
+                return Err(ApiError::BadRequest(msgs));
+            }
+        }
+    }
+    let boot = match boot_body {
         Some(b) => Some(merged_boot(sys, b)?),
         None => None,
     };
@@ -392,6 +514,72 @@ async fn patch_system(
     drop(locked);
     tracing::info!(system = %sys.name, boot = ?sys.boot, "system patched");
     Ok(system_view(&st, &sys).rendered.clone().into_response())
+}
+
+/// The settings object's path segment, or 404 when the system's profile
+/// has none by that name.
+fn settings_of(
+    st: &AppState,
+    sys: &System,
+    path: &str,
+    uri: &axum::http::Uri,
+) -> Result<&'static Profile, ApiError> {
+    let profile = st.profile(sys);
+    match profile.settings_path() {
+        Some(p) if p == path => Ok(profile),
+        _ => Err(ApiError::NotFound(uri.path().to_string())),
+    }
+}
+
+async fn get_settings(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    axum::extract::Path((_, path)): axum::extract::Path<(String, String)>,
+    uri: axum::http::Uri,
+) -> Result<Resource, ApiError> {
+    let profile = settings_of(&st, &sys, &path, &uri)?;
+    Ok(Resource::new(
+        settings_json(&sys, profile, &path),
+        profile,
+        "GET, PATCH",
+    ))
+}
+
+async fn patch_settings(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    axum::extract::Path((_, path)): axum::extract::Path<(String, String)>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    settings_of(&st, &sys, &path, &uri)?;
+    let locked = st.locked(&sys).await?;
+    let (sys, profile) = (&locked.sys, locked.profile);
+    let current = settings_json(sys, profile, &path);
+    check_if_match(&headers, &current, profile)?;
+    // Only the Boot fields the settings object lists are writable here.
+    let fields: Vec<Writable> = writables(sys, profile)
+        .into_iter()
+        .filter(|w| {
+            w.path
+                .strip_prefix("Boot/")
+                .is_some_and(|f| profile.in_settings(f))
+        })
+        .collect();
+    let boot_body = body.get("Boot").and_then(Value::as_object);
+    boot_patch_rules(validate_patch(&body, &current, &fields), boot_body, profile)?;
+    let boot = match boot_body {
+        Some(b) => merged_boot(sys, b)?,
+        None => sys.boot.clone(),
+    };
+    st.backend
+        .update_system(&sys.id, Some(&boot), &SystemSettings::default())
+        .await?;
+    let sys = st.backend.system(&sys.id).await?;
+    drop(locked);
+    tracing::info!(system = %sys.name, boot = ?sys.boot, settings = %path, "settings object patched");
+    Ok(Resource::new(settings_json(&sys, profile, &path), profile, "GET, PATCH").into_response())
 }
 
 async fn reset(
@@ -450,7 +638,7 @@ mod tests {
     fn render(renders: &Cell<u32>, tag: &str) -> (serde_json::Value, Rendered) {
         renders.set(renders.get() + 1);
         let body = serde_json::json!({"AssetTag": tag});
-        let r = Resource::new(body.clone(), &crate::profile::GENERIC, "GET").render();
+        let r = Resource::new(body.clone(), crate::profile::generic(), "GET").render();
         (body, r)
     }
 

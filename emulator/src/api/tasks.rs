@@ -41,7 +41,7 @@ async fn service() -> Resource {
             "Status": {"State": "Enabled", "Health": "OK"},
             "Tasks": link("/redfish/v1/TaskService/Tasks"),
         }),
-        &crate::profile::GENERIC,
+        crate::profile::generic(),
         "GET",
     )
 }

@@ -77,6 +77,27 @@ impl Api {
         Self::on_with(std::sync::Arc::new(backend), auth, features)
     }
 
+    /// An open, full-featured service whose one fake system (UEFI x86_64)
+    /// has the profile `name`, out of `profiles`.
+    #[allow(dead_code)]
+    pub fn profiled(name: &str, profiles: shoal_emulator::profile::Profiles) -> Self {
+        let mut systems = fake_systems(1);
+        systems[0].profile = name.to_string();
+        let backend = FakeBackend::new(systems, FakeOptions::default()).expect("backend");
+        let state = AppState::new(
+            std::sync::Arc::new(backend),
+            AuthStore::open(),
+            FeatureSet::Full,
+            uuid::Uuid::nil(),
+        )
+        .with_profiles(profiles);
+        Api {
+            router: app(state.clone()),
+            state,
+            auth: Vec::new(),
+        }
+    }
+
     /// An open, full-featured service in front of any backend.
     #[allow(dead_code)] // used by the libvirt tests only
     pub fn on(backend: std::sync::Arc<dyn shoal_emulator::backend::Backend>) -> Self {

@@ -63,6 +63,7 @@ impl Hv {
 
 fn api(allow: &[&str]) -> Api {
     let opts = LibvirtOptions {
+        profile: "generic".into(),
         uris: vec![URI.into()],
         allow: allow.iter().map(|s| s.to_string()).collect(),
         http_boot: HttpBootMapping::Firmware,

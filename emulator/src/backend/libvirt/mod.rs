@@ -50,6 +50,8 @@ use domain::{Facts, ShoalState};
 
 #[derive(Debug, Clone)]
 pub struct LibvirtOptions {
+    /// The behaviour profile of every domain.
+    pub profile: String,
     pub uris: Vec<String>,
     /// Only these domains (names or UUIDs) are systems; empty: all.
     pub allow: Vec<String>,
@@ -311,7 +313,7 @@ impl Inner {
             indicator: s.indicator,
             asset_tag: s.asset_tag,
             last_boot: s.last_boot,
-            profile: "generic".into(),
+            profile: self.opts.profile.clone(),
         })
     }
 
@@ -407,12 +409,8 @@ impl Inner {
                     OverrideEnabled::Continuous => efiboot::Persistence::Continuous,
                     _ => efiboot::Persistence::Once,
                 };
-                efiboot::set_http_boot(
-                    &mut store,
-                    s.boot.http_boot_uri.as_deref().unwrap_or(""),
-                    how,
-                )
-                .map(drop)
+                let uri = crate::model::http_boot_uri_at_start(&s.boot, &s.bios);
+                efiboot::set_http_boot(&mut store, uri.as_deref().unwrap_or(""), how).map(drop)
             }
             _ => efiboot::clear_http_boot(&mut store),
         };
@@ -428,29 +426,31 @@ impl Inner {
         if target == Some(BootTarget::UefiHttp) && self.opts.http_boot == HttpBootMapping::Vmedia {
             // sushy-tools' mapping: the URI's image goes into the CD-ROM and
             // the CD boots; without a URI the machine network-boots.
-            target = Some(match s.boot.http_boot_uri.clone() {
-                Some(uri) => {
-                    let image = MediaImage {
-                        image: uri,
-                        inserted: true,
-                        write_protected: true,
-                        transfer_protocol: None,
-                        transfer_method: None,
-                        user_name: None,
-                        password: None,
-                    };
-                    let path = media::fetch(&self.opts.media, &image, MediaSlot::Cd)?;
-                    media::set_cdrom(&mut d, f.arch, Some(&path));
-                    s.cd = crate::model::MediaState {
-                        image: Some(image.image),
-                        inserted: true,
-                        write_protected: true,
-                        ..Default::default()
-                    };
-                    BootTarget::Cd
-                }
-                None => BootTarget::Pxe,
-            });
+            target = Some(
+                match crate::model::http_boot_uri_at_start(&s.boot, &s.bios) {
+                    Some(uri) => {
+                        let image = MediaImage {
+                            image: uri,
+                            inserted: true,
+                            write_protected: true,
+                            transfer_protocol: None,
+                            transfer_method: None,
+                            user_name: None,
+                            password: None,
+                        };
+                        let path = media::fetch(&self.opts.media, &image, MediaSlot::Cd)?;
+                        media::set_cdrom(&mut d, f.arch, Some(&path));
+                        s.cd = crate::model::MediaState {
+                            image: Some(image.image),
+                            inserted: true,
+                            write_protected: true,
+                            ..Default::default()
+                        };
+                        BootTarget::Cd
+                    }
+                    None => BootTarget::Pxe,
+                },
+            );
         }
         let f = self.ensure_firmware(&mut d, &f, &s)?;
         let device_first = target.filter(|t| {

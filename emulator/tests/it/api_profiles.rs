@@ -1,0 +1,308 @@
+//! Vendor BMC profiles: each hook, as a client of that vendor's BMC sees it.
+
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+use shoal_emulator::model::BootTarget;
+use shoal_emulator::profile::Profiles;
+
+use crate::common::Api;
+
+fn api(profile: &str) -> Api {
+    Api::profiled(profile, Profiles::default())
+}
+
+fn target_once(target: &str) -> Value {
+    json!({"Boot": {"BootSourceOverrideTarget": target, "BootSourceOverrideEnabled": "Once"}})
+}
+
+#[tokio::test]
+async fn identity_and_oem_blocks_follow_the_profile() {
+    let api = api("idrac9");
+    let sys = api.system(0).await;
+    let s = api.get(&sys).await.body;
+    assert_eq!(s["Manufacturer"], "Dell Inc.");
+    assert_eq!(s["Model"], "PowerEdge R650");
+    assert_eq!(s["BiosVersion"], "1.13.2");
+    assert_eq!(
+        s["Oem"]["Dell"]["DellSystem"]["SystemGeneration"],
+        "15G Monolithic"
+    );
+    let m = api
+        .get(s["Links"]["ManagedBy"][0]["@odata.id"].as_str().unwrap())
+        .await;
+    assert_eq!(m.body["FirmwareVersion"], "7.00.00.181");
+    // The neutral profile has no Oem block.
+    let g = crate::common::Api::new(1);
+    let gs = g.system(0).await;
+    assert!(g.get(&gs).await.body.get("Oem").is_none());
+}
+
+#[tokio::test]
+async fn ilo_etags_are_weak_and_still_match() {
+    let api = api("ilo5");
+    let sys = api.system(0).await;
+    let tag = api.get(&sys).await.header("etag").unwrap();
+    assert!(tag.starts_with("W/\""), "{tag}");
+    let r = api
+        .req(
+            Method::PATCH,
+            &sys,
+            Some(target_once("Pxe")),
+            &[("If-Match", &tag)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = api
+        .req(
+            Method::PATCH,
+            &sys,
+            Some(target_once("Hdd")),
+            &[("If-Match", &tag)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::PRECONDITION_FAILED, "a stale tag");
+}
+
+#[tokio::test]
+async fn ilo_refuses_http_boot_uri_with_its_own_message_and_changes_nothing() {
+    for (profile, base) in [("ilo5", "PropertyUnknown"), ("ilo6", "PropertyNotWritable")] {
+        let api = api(profile);
+        let sys = api.system(0).await;
+        let shown = api.get(&sys).await.body["Boot"]
+            .get("HttpBootUri")
+            .is_some();
+        assert_eq!(
+            shown,
+            profile == "ilo6",
+            "{profile}: iLO 6 shows it, iLO 5 not"
+        );
+        let r = api
+            .patch(
+                &sys,
+                json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once", "HttpBootUri": "http://192.0.2.1/x.efi"}}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{profile}");
+        assert_eq!(
+            r.message_ids(),
+            [base, "PropertyNotWritableOrUnknown"],
+            "{profile}"
+        );
+        let vendor = &r.body["error"]["@Message.ExtendedInfo"][1]["MessageId"];
+        assert!(vendor.as_str().unwrap().starts_with("iLO.2."), "{vendor}");
+        // Nothing of the refused PATCH was applied.
+        assert_eq!(
+            api.get(&sys).await.body["Boot"]["BootSourceOverrideTarget"],
+            "None"
+        );
+    }
+}
+
+#[tokio::test]
+async fn idrac10_keeps_allowable_values_in_the_settings_object_only() {
+    let api = api("idrac10");
+    let sys = api.system(0).await;
+    let s = api.get(&sys).await.body;
+    assert!(s["Boot"]
+        .get("BootSourceOverrideTarget@Redfish.AllowableValues")
+        .is_none());
+    assert!(s["Boot"].get("HttpBootUri").is_none());
+    let settings = s["@Redfish.Settings"]["SettingsObject"]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(settings, format!("{sys}/Settings"));
+    let so = api.get(&settings).await;
+    assert_eq!(so.status, StatusCode::OK);
+    let allowed = so.body["Boot"]["BootSourceOverrideTarget@Redfish.AllowableValues"]
+        .as_array()
+        .unwrap();
+    assert!(allowed.contains(&json!("UefiHttp")));
+    assert!(so.body["Boot"].get("BootSourceOverrideTarget").is_none());
+    // Target and Enabled are refused there, and taken by the System.
+    let r = api.patch(&settings, target_once("Pxe")).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let r = api.patch(&sys, target_once("Pxe")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    // Other profiles have no such resource.
+    let g = crate::common::Api::new(1);
+    let gs = g.system(0).await;
+    assert_eq!(
+        g.get(&format!("{gs}/Settings")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        api.get(&format!("{sys}/SD")).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn ami_sends_boot_to_the_future_state_uri_with_mode_and_if_match() {
+    let api = api("ami-asrockrack");
+    let sys = api.system(0).await;
+    let sd = format!("{sys}/SD");
+    let body = json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once", "BootSourceOverrideMode": "UEFI"}});
+    // On the System: refused, pointing at the settings object.
+    let tag = api.get(&sys).await.header("etag").unwrap();
+    let r = api
+        .req(
+            Method::PATCH,
+            &sys,
+            Some(body.clone()),
+            &[("If-Match", &tag)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let ami = r.body["error"]["@Message.ExtendedInfo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["MessageId"] == "Ami.1.0.OperationSupportedInFutureStateURI")
+        .cloned()
+        .unwrap_or_else(|| panic!("{}", r.body));
+    assert!(ami["Message"].as_str().unwrap().contains(&sd), "{ami}");
+    // The settings object wants If-Match ...
+    let r = api.patch(&sd, body.clone()).await;
+    assert_eq!(r.status, StatusCode::PRECONDITION_REQUIRED);
+    let tag = api.get(&sd).await.header("etag").unwrap();
+    // ... and the Mode in every Boot PATCH.
+    let r = api
+        .req(
+            Method::PATCH,
+            &sd,
+            Some(target_once("Pxe")),
+            &[("If-Match", &tag)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(
+        r.message_ids()
+            .iter()
+            .any(|i| i.ends_with("PropertyMissing")),
+        "{:?}",
+        r.message_ids()
+    );
+    let r = api
+        .req(Method::PATCH, &sd, Some(body), &[("If-Match", &tag)])
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["Boot"]["BootSourceOverrideTarget"], "Pxe");
+    let b = &api.get(&sys).await.body["Boot"];
+    assert_eq!(b["BootSourceOverrideTarget"], "Pxe");
+    assert_eq!(b["BootSourceOverrideEnabled"], "Once");
+}
+
+#[tokio::test]
+async fn supermicro_wants_enabled_in_every_boot_patch() {
+    let api = api("supermicro-x12");
+    let sys = api.system(0).await;
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.message_ids().len(), 1);
+    assert!(r.message_ids()[0].ends_with("PropertyMissing"));
+    assert_eq!(
+        api.patch(&sys, target_once("Pxe")).await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn a_user_profile_can_refuse_continuous() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("strict.toml"),
+        r#"
+name = "strict"
+description = "refuses Continuous"
+manufacturer = "Example"
+model = "E1"
+bios_version = "1"
+bmc_firmware_version = "1"
+[boot]
+continuous = false
+[[sources]]
+behaviour = "Continuous refused"
+reference = "openstack/ironic redfish management: falls back to Once when Continuous is refused"
+"#,
+    )
+    .unwrap();
+    let api = Api::profiled("strict", Profiles::load(Some(dir.path())).unwrap());
+    let sys = api.system(0).await;
+    let s = api.get(&sys).await.body;
+    assert_eq!(
+        s["Boot"]["BootSourceOverrideEnabled@Redfish.AllowableValues"],
+        json!(["Disabled", "Once"])
+    );
+    let r = api
+        .patch(
+            &sys,
+            json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Continuous"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.message_ids()[0].ends_with("PropertyValueNotInList"));
+    assert_eq!(s["Manufacturer"], "Example");
+}
+
+#[tokio::test]
+async fn idrac_http_boot_goes_through_the_bios_attributes() {
+    let api = api("idrac9");
+    let sys = api.system(0).await;
+    // No HttpBootUri: sushy would refuse to send one (MissingAttributeError).
+    assert!(api.get(&sys).await.body["Boot"]
+        .get("HttpBootUri")
+        .is_none());
+    let r = api
+        .patch(
+            &format!("{sys}/Bios/Settings"),
+            json!({"Attributes": {"HttpDev1EnDis": "Enabled", "HttpDev1Uri": "http://192.0.2.1/dell.efi"}}),
+        )
+        .await;
+    assert!(r.status.is_success(), "{}", r.body);
+    assert_eq!(
+        api.patch(&sys, target_once("UefiHttp")).await.status,
+        StatusCode::OK
+    );
+    api.reset(&sys, "On").await;
+    let id = api.get(&sys).await.body["Id"].as_str().unwrap().to_string();
+    let rec = api
+        .state
+        .backend
+        .system(&id)
+        .await
+        .unwrap()
+        .last_boot
+        .unwrap();
+    assert_eq!(rec.target, BootTarget::UefiHttp);
+    assert_eq!(rec.uri.as_deref(), Some("http://192.0.2.1/dell.efi"));
+}
+
+#[tokio::test]
+async fn lenovo_takes_the_boot_override_in_its_pending_object() {
+    let api = api("lenovo-xcc");
+    let sys = api.system(0).await;
+    let pending = format!("{sys}/Pending");
+    let so = api.get(&pending).await.body;
+    assert_eq!(so["Boot"]["BootSourceOverrideTarget"], "None");
+    assert!(
+        so["Boot"].get("HttpBootUri").is_none(),
+        "not one of its fields"
+    );
+    let r = api.patch(&pending, target_once("Cd")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        api.get(&sys).await.body["Boot"]["BootSourceOverrideTarget"],
+        "Cd"
+    );
+    // HttpBootUri is not a field of /Pending: refused there.
+    let r = api
+        .patch(
+            &pending,
+            json!({"Boot": {"HttpBootUri": "http://192.0.2.1/x"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+}
