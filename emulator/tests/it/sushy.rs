@@ -49,3 +49,29 @@ fn sushy_drives_every_capability() {
     );
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
 }
+
+/// Each vendor profile, driven by real sushy the way Ironic asks it to:
+/// where sushy sends its Boot PATCH (System or settings object), which
+/// quirk makes it refuse or fail, and what the emulator then holds.
+#[test]
+fn sushy_meets_every_vendor_profile() {
+    let Some(python) = venv_program("python") else {
+        return;
+    };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sushy/profiles.py");
+    let mut failed = Vec::new();
+    for profile in shoal_emulator::profile::Profiles::default().names() {
+        let emu = Spawned::start(&["--fake-systems", "1", "--profile", profile]);
+        let out = Command::new(&python)
+            .args([script, "--url", &emu.url, "--profile", profile])
+            .output()
+            .expect("run profiles.py");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        println!("{stdout}");
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        if !out.status.success() || !stdout.contains("1 passed, 0 failed") {
+            failed.push(profile.to_string());
+        }
+    }
+    assert!(failed.is_empty(), "sushy against {failed:?} failed");
+}

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""What real sushy does against each vendor profile of a running emulator.
+
+    profiles.py --url http://127.0.0.1:PORT --profile NAME
+
+The emulator serves one system with that profile (`--profile NAME`). sushy
+drives the boot override the way Ironic asks it to; every request it sends
+is recorded, so a check can say where sushy sent its PATCH (the System or
+the settings object) and what the emulator did with it. Prints 'ok - ...'
+or 'not ok - ...: WHY' per check and one 'N passed, M failed' line; exits 1
+when a check failed.
+"""
+
+import argparse
+import sys
+import traceback
+from urllib.parse import urlparse
+
+import requests
+import sushy
+from sushy import exceptions as sushy_exc
+
+URI = 'http://192.0.2.1/boot.efi'
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def expect(cond, why):
+    if not cond:
+        raise CheckFailed(why)
+
+
+class Run:
+    def __init__(self, url):
+        self.url = url.rstrip('/')
+        self.root = sushy.Sushy(
+            self.url, auth=sushy.auth.BasicAuth(username='admin', password='x'))
+        self.requests = []
+        session = self.root._conn._session
+        session.hooks['response'].append(self._record)
+        self.http = requests.Session()
+        self.http.trust_env = False
+
+    def _record(self, rsp, *args, **kwargs):
+        self.requests.append((rsp.request.method, urlparse(rsp.request.url).path,
+                              rsp.status_code, rsp.request.headers.get('If-Match')))
+
+    def system(self):
+        path = self.root.get_system_collection().members_identities[0]
+        return self.root.get_system(path)
+
+    def get(self, path):
+        return self.http.get(self.url + path, timeout=10).json()
+
+    def patches(self):
+        return [(p, s, m) for (meth, p, s, m) in self.requests if meth == 'PATCH']
+
+    def boot(self):
+        return self.get(self.system().path)['Boot']
+
+    def reset_log(self):
+        self.requests = []
+
+
+def uefi_http_with_uri(r):
+    s = r.system()
+    s.set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_UEFI_HTTP,
+                              enabled=sushy.BOOT_SOURCE_ENABLED_ONCE,
+                              http_boot_uri=URI)
+
+
+def check_generic(r):
+    uefi_http_with_uri(r)
+    expect([p for p, _, _ in r.patches()] == [r.system().path], f'{r.patches()}')
+    b = r.boot()
+    expect((b['BootSourceOverrideTarget'], b['HttpBootUri']) == ('UefiHttp', URI), f'{b}')
+
+
+def check_openbmc(r):
+    s = r.system()
+    allowed = s.get_allowed_system_boot_source_values()
+    expect(sushy.BOOT_SOURCE_TARGET_UEFI_HTTP not in allowed, f'{allowed}')
+    try:
+        uefi_http_with_uri(r)
+    except sushy_exc.InvalidParameterValueError:
+        pass
+    else:
+        raise CheckFailed('sushy sent UefiHttp that the BMC does not offer')
+    expect(r.patches() == [], f'{r.patches()}')
+
+
+def bios_route(r, attributes):
+    """No HttpBootUri: sushy refuses the URI; the BIOS attributes carry it."""
+    try:
+        uefi_http_with_uri(r)
+    except sushy_exc.MissingAttributeError:
+        pass
+    else:
+        raise CheckFailed('sushy sent an HttpBootUri the BMC does not advertise')
+    expect(r.patches() == [], f'nothing is sent: {r.patches()}')
+    s = r.system()
+    s.bios.set_attributes(attributes)
+    r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_UEFI_HTTP,
+                                       enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
+    pending = r.get(s.path + '/Bios/Settings')['Attributes']
+    for k, v in attributes.items():
+        expect(pending.get(k) == v, f'{k}: {pending.get(k)!r}')
+    expect(r.boot()['BootSourceOverrideTarget'] == 'UefiHttp', f'{r.boot()}')
+
+
+def check_idrac9(r):
+    bios_route(r, {'HttpDev1EnDis': 'Enabled', 'HttpDev1Uri': URI})
+
+
+def check_idrac10(r):
+    s = r.system()
+    # The allowed values come from the settings object only.
+    allowed = s.get_allowed_system_boot_source_values()
+    expect(sushy.BOOT_SOURCE_TARGET_UEFI_HTTP in allowed, f'{allowed}')
+    expect('BootSourceOverrideTarget@Redfish.AllowableValues' not in r.boot(), 'on the System')
+    r.reset_log()
+    r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_PXE,
+                                       enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
+    # Target and Enabled are not settings-object fields: the System.
+    expect([p for p, _, _ in r.patches()] == [s.path], f'{r.patches()}')
+    expect(r.boot()['BootSourceOverrideTarget'] == 'Pxe', f'{r.boot()}')
+    r.reset_log()
+    bios_route(r, {'HttpDev1EnDis': 'Enabled', 'HttpDev1Uri': URI})
+
+
+def check_ilo5(r):
+    tag = r.http.get(r.url + r.system().path, timeout=10).headers.get('ETag', '')
+    expect(tag.startswith('W/'), f'ETag {tag!r}')
+    bios_route(r, {'UrlBootFile': URI})
+    # sushy's PATCH carried the weak tag, and the BMC took it.
+    sent = [m for (_, s, m) in r.patches() if s == 200 and m]
+    expect(any(m.startswith('W/') for m in sent), f'{r.patches()}')
+
+
+def check_ilo6(r):
+    # HttpBootUri is advertised (null), so sushy sends it and the BMC refuses.
+    try:
+        uefi_http_with_uri(r)
+    except sushy_exc.BadRequestError as e:
+        expect('PropertyNotWritableOrUnknown' in str(e), str(e))
+    else:
+        raise CheckFailed('the iLO 6 BMC took HttpBootUri')
+    expect(r.boot()['BootSourceOverrideTarget'] == 'None', 'nothing applied')
+    r.reset_log()
+    r.system().bios.set_attributes({'UrlBootFile': URI})
+    r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_UEFI_HTTP,
+                                       enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
+    expect(r.boot()['BootSourceOverrideTarget'] == 'UefiHttp', f'{r.boot()}')
+
+
+def check_supermicro_x12(r):
+    try:
+        r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_PXE)
+    except sushy_exc.BadRequestError as e:
+        expect('PropertyMissing' in str(e), str(e))
+    else:
+        raise CheckFailed('a Boot PATCH without Enabled was taken')
+    r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_PXE,
+                                       enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
+    expect(r.boot()['BootSourceOverrideTarget'] == 'Pxe', f'{r.boot()}')
+
+
+def check_ami_asrockrack(r):
+    s = r.system()
+    sd = s.path + '/SD'
+    # Without the Mode the future-state object refuses the override.
+    try:
+        s.set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_PXE,
+                                  enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
+    except sushy_exc.BadRequestError as e:
+        expect('PropertyMissing' in str(e), str(e))
+    else:
+        raise CheckFailed('a Boot PATCH without Mode was taken')
+    r.reset_log()
+    # As Ironic does for AMI: Target, Enabled and Mode together, which
+    # sushy sends to the settings object with that object's ETag.
+    r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_UEFI_HTTP,
+                                       enabled=sushy.BOOT_SOURCE_ENABLED_ONCE,
+                                       mode=sushy.BOOT_SOURCE_MODE_UEFI,
+                                       http_boot_uri=URI)
+    expect([(p, st) for p, st, _ in r.patches()] == [(sd, 200)], f'{r.patches()}')
+    expect(all(m for _, _, m in r.patches()), 'If-Match sent')
+    b = r.boot()
+    expect((b['BootSourceOverrideTarget'], b['HttpBootUri']) == ('UefiHttp', URI), f'{b}')
+
+
+def check_lenovo_xcc(r):
+    s = r.system()
+    r.reset_log()
+    s.set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_UEFI_HTTP,
+                              enabled=sushy.BOOT_SOURCE_ENABLED_ONCE,
+                              http_boot_uri=URI)
+    # Target and Enabled to /Pending, HttpBootUri to the System: two PATCHes.
+    paths = sorted(p for p, st, _ in r.patches() if st == 200)
+    expect(paths == sorted([s.path, s.path + '/Pending']), f'{r.patches()}')
+    b = r.boot()
+    expect((b['BootSourceOverrideTarget'], b['HttpBootUri']) == ('UefiHttp', URI), f'{b}')
+
+
+CHECKS = {
+    'generic': check_generic,
+    'openbmc': check_openbmc,
+    'idrac9': check_idrac9,
+    'idrac10': check_idrac10,
+    'ilo5': check_ilo5,
+    'ilo6': check_ilo6,
+    'supermicro-x12': check_supermicro_x12,
+    'ami-asrockrack': check_ami_asrockrack,
+    'lenovo-xcc': check_lenovo_xcc,
+}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('--url', required=True)
+    p.add_argument('--profile', required=True, choices=sorted(CHECKS))
+    a = p.parse_args()
+    r = Run(a.url)
+    try:
+        CHECKS[a.profile](r)
+    except Exception as e:  # noqa: BLE001 - reported, then counted
+        detail = e if isinstance(e, CheckFailed) else traceback.format_exc()
+        print(f'not ok - {a.profile}: {detail}')
+        for req in r.requests:
+            print(f'# {req}')
+        print('0 passed, 1 failed')
+        return 1
+    print(f'ok - {a.profile}')
+    print('1 passed, 0 failed')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
