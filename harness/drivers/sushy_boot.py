@@ -3,11 +3,14 @@
 library, the way Ironic's redfish boot interfaces do, then powers on.
 
     sushy_boot.py --url URL --system ID uefi-http --enabled Once [--uri URL]
+        [--bios NAME=VALUE ...]
     sushy_boot.py --url URL --system ID virtual-media --uri URL
     sushy_boot.py --url URL --system ID pxe --enabled Once
     sushy_boot.py --url URL --system ID power-on
 
 uefi-http without --uri sends HttpBootUri null (the URL comes from DHCP).
+--bios stages BIOS attributes first (the vendor route for the URI where the
+BMC has no writable HttpBootUri: HttpDev1Uri for iDRAC, UrlBootFile for iLO).
 Prints the Boot object the BMC reports afterwards, as JSON.
 """
 
@@ -35,6 +38,7 @@ def main():
     u = sub.add_parser('uefi-http')
     u.add_argument('--enabled', choices=['Once', 'Continuous'], default='Once')
     u.add_argument('--uri')
+    u.add_argument('--bios', action='append', default=[], metavar='NAME=VALUE')
     v = sub.add_parser('virtual-media')
     v.add_argument('--uri', required=True)
     x = sub.add_parser('pxe')
@@ -59,6 +63,9 @@ def main():
             enabled={'Once': sushy.BOOT_SOURCE_ENABLED_ONCE,
                      'Continuous': sushy.BOOT_SOURCE_ENABLED_CONTINUOUS}[a.enabled])
     elif a.action == 'uefi-http':
+        if a.bios:
+            system.bios.set_attributes(dict(kv.split('=', 1) for kv in a.bios))
+            system.refresh()
         enabled = {'Once': sushy.BOOT_SOURCE_ENABLED_ONCE,
                    'Continuous': sushy.BOOT_SOURCE_ENABLED_CONTINUOUS}[a.enabled]
         system.set_system_boot_options(

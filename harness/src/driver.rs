@@ -25,6 +25,9 @@ pub struct BootRequest {
     /// The image or boot URI; `None` for HttpBootUri null.
     pub uri: Option<String>,
     pub enabled: Enabled,
+    /// BIOS attributes staged before the override (the vendor route for
+    /// the URI); with them, the override carries no HttpBootUri.
+    pub bios: Vec<(String, String)>,
 }
 
 pub struct Bmc {
@@ -61,8 +64,13 @@ impl Bmc {
                     "--enabled".into(),
                     req.enabled.as_str().into(),
                 ]);
-                if let Some(u) = &req.uri {
-                    a.extend(["--uri".into(), u.clone()]);
+                if req.bios.is_empty() {
+                    if let Some(u) = &req.uri {
+                        a.extend(["--uri".into(), u.clone()]);
+                    }
+                }
+                for (k, v) in &req.bios {
+                    a.extend(["--bios".into(), format!("{k}={v}")]);
                 }
             }
             Method::VirtualMedia => {
@@ -295,6 +303,9 @@ impl IronicSequence {
             bail!("{target} is not in BootSourceOverrideTarget@Redfish.AllowableValues");
         }
         self.power_off()?;
+        if !req.bios.is_empty() {
+            self.stage_bios(&sys, &req.bios)?;
+        }
         if req.method == Method::VirtualMedia {
             self.insert_media(req.uri.as_deref().unwrap_or_default())?;
         }
@@ -324,7 +335,7 @@ impl IronicSequence {
         if sys["Boot"]["BootSourceOverrideEnabled"] != req.enabled.as_str() {
             boot["BootSourceOverrideEnabled"] = json!(req.enabled.as_str());
         }
-        if req.method == Method::UefiHttp {
+        if req.method == Method::UefiHttp && req.bios.is_empty() {
             boot["HttpBootUri"] = json!(req.uri);
         }
         let (s, _, body) = self.send(
@@ -337,6 +348,33 @@ impl IronicSequence {
             bail!("Boot PATCH: HTTP {s}: {body}");
         }
         self.power_on()
+    }
+
+    /// PATCHes the attributes into the BIOS settings object, found as
+    /// Ironic's drivers find it: `Bios`, then its `@Redfish.Settings`.
+    fn stage_bios(&self, sys: &Value, attrs: &[(String, String)]) -> Result<()> {
+        let bios = sys["Bios"]["@odata.id"]
+            .as_str()
+            .ok_or_else(|| anyhow!("the System has no Bios"))?
+            .to_string();
+        let (_, b) = self.get(&bios)?;
+        let settings = b["@Redfish.Settings"]["SettingsObject"]["@odata.id"]
+            .as_str()
+            .ok_or_else(|| anyhow!("{bios} has no @Redfish.Settings"))?
+            .to_string();
+        let (etag, _) = self.get(&settings)?;
+        let attributes: serde_json::Map<String, Value> =
+            attrs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        let (s, _, body) = self.send(
+            "PATCH",
+            &settings,
+            json!({ "Attributes": attributes }),
+            etag.as_deref(),
+        )?;
+        if s >= 300 {
+            bail!("BIOS settings PATCH: HTTP {s}: {body}");
+        }
+        Ok(())
     }
 
     fn insert_media(&self, image: &str) -> Result<()> {

@@ -92,10 +92,14 @@ fn count(log: &Path, request: &str) -> usize {
 fn start_emulator(
     opts: &Options,
     domain: &str,
-    http_boot: HttpBoot,
+    emulator: &crate::scenario::Emulator,
     dir: &Path,
 ) -> Result<EmulatorProcess> {
+    let http_boot = emulator.http_boot;
     let mut cmd = Command::new(&opts.emulator);
+    if let Some(p) = &emulator.profile {
+        cmd.args(["--profile", p]);
+    }
     cmd.args([
         "--libvirt-uri",
         crate::lab::SYSTEM_URI,
@@ -306,7 +310,7 @@ fn run_case(
             .conn()
             .lookup_domain_by_name(&domain)?
             .uuid_string()?;
-        let emu = start_emulator(opts, &domain, s.emulator.http_boot, &dir)?;
+        let emu = start_emulator(opts, &domain, &s.emulator, &dir)?;
         let bmc = Bmc {
             url: emu.url.clone(),
             system: id,
@@ -321,10 +325,17 @@ fn run_case(
                 format!("{}/{u}", net.boot_url())
             }
         });
+        let bios = s
+            .boot
+            .bios
+            .iter()
+            .map(|(k, v)| (k.clone(), v.replace("{uri}", uri.as_deref().unwrap_or(""))))
+            .collect();
         let req = BootRequest {
             method: s.boot.method,
             uri,
             enabled: s.boot.enabled,
+            bios,
         };
         let t = Instant::now();
         bmc.boot(driver, &req)?;

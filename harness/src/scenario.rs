@@ -179,6 +179,8 @@ impl Default for Machine {
 pub struct Emulator {
     #[serde(default = "firmware_mapping")]
     pub http_boot: HttpBoot,
+    /// The BMC profile (`--profile`): `idrac9`, `ilo5`, ...
+    pub profile: Option<String>,
 }
 
 fn firmware_mapping() -> HttpBoot {
@@ -189,6 +191,7 @@ impl Default for Emulator {
     fn default() -> Self {
         Emulator {
             http_boot: HttpBoot::Firmware,
+            profile: None,
         }
     }
 }
@@ -271,6 +274,12 @@ pub struct Boot {
     pub uri: Option<String>,
     #[serde(default = "once")]
     pub enabled: Enabled,
+    /// BIOS attributes the driver stages (`Bios/Settings`) before the boot
+    /// override, `{uri}` standing for the boot URI: the vendor route where
+    /// the BMC has no writable HttpBootUri (`HttpDev1Uri` for iDRAC,
+    /// `UrlBootFile` for iLO). The override then carries no HttpBootUri.
+    #[serde(default)]
+    pub bios: std::collections::BTreeMap<String, String>,
 }
 
 fn once() -> Enabled {
@@ -390,6 +399,18 @@ impl Scenario {
                 bail!("network.bootfile: needs network.dhcp = \"httpclient\" or \"httpclient-without-vendor-class\"");
             }
         }
+        if !self.boot.bios.is_empty() && self.boot.method != Method::UefiHttp {
+            bail!("boot.bios: BIOS attributes carry an HTTP boot URI; they go with boot.method = \"uefi-http\"");
+        }
+        if let Some(p) = &self.emulator.profile {
+            if p.is_empty()
+                || !p
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                bail!("emulator.profile: {p:?} is not a profile name");
+            }
+        }
         if self.boot.method == Method::VirtualMedia && self.boot.uri.is_none() {
             bail!("boot.uri: virtual-media needs an image");
         }
@@ -471,6 +492,17 @@ serial = ["SHOAL-MARKER m"]
         .unwrap_err()
         .to_string();
         assert!(e.contains("checks.failure"), "{e}");
+        let e = parse(&OK.replace(
+            "method = \"uefi-http\"",
+            "method = \"virtual-media\"\nbios = { UrlBootFile = \"{uri}\" }",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("boot.bios"), "{e}");
+        let e = parse(&format!("{OK}\n[emulator]\nprofile = \"../x\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("emulator.profile"), "{e}");
     }
 
     #[test]
