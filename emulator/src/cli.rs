@@ -57,6 +57,13 @@ pub struct Cli {
     /// ones in emulator/profiles/); one named like a built-in replaces it.
     #[arg(long, env = "SHOAL_PROFILE_DIR")]
     pub profile_dir: Option<PathBuf>,
+    /// Gives every system a BMC endpoint of its own: the first listens on
+    /// this address, the next on the following IPv4 address, same port
+    /// (127.0.1.1:8000, 127.0.1.2:8000, ...: all of 127.0.0.0/8 is
+    /// loopback), each with its own service root, sessions and accounts.
+    /// Adds to the config's [[endpoints]].
+    #[arg(long, env = "SHOAL_ENDPOINT_PER_SYSTEM")]
+    pub endpoint_per_system: Option<SocketAddr>,
     /// Keep the fake backend's state in this file across restarts.
     #[arg(long, env = "SHOAL_STATE_FILE")]
     pub state_file: Option<PathBuf>,
@@ -125,6 +132,15 @@ pub enum BackendChoice {
     },
 }
 
+/// Where endpoints of their own are, beside the main service root.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointPlan {
+    /// From the config: `(key for errors, entry)`.
+    pub listed: Vec<(String, config::EndpointEntry)>,
+    /// `--endpoint-per-system`: the first address.
+    pub per_system: Option<SocketAddr>,
+}
+
 /// Everything the server runs with, validated.
 #[derive(Debug)]
 pub struct Settings {
@@ -136,6 +152,7 @@ pub struct Settings {
     pub systems: Vec<System>,
     pub backend: BackendChoice,
     pub profiles: Profiles,
+    pub endpoints: EndpointPlan,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -233,6 +250,15 @@ impl Cli {
                 BackendChoice::Fake
             },
             profiles,
+            endpoints: EndpointPlan {
+                listed: cfg
+                    .endpoints
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (format!("{file}: endpoints[{i}]"), e.clone()))
+                    .collect(),
+                per_system: self.endpoint_per_system,
+            },
         })
     }
 }

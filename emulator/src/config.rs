@@ -82,6 +82,18 @@ pub struct ConfigFile {
     pub fake: Option<FakeSection>,
     #[serde(default)]
     pub systems: Vec<SystemEntry>,
+    /// BMC endpoints of their own (the rest share the main service root).
+    #[serde(default)]
+    pub endpoints: Vec<EndpointEntry>,
+}
+
+/// A BMC endpoint of its own: listen address, service root, sessions and
+/// accounts, for these systems (names, or Ids).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointEntry {
+    pub listen: std::net::SocketAddr,
+    pub systems: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]

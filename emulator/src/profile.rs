@@ -158,6 +158,17 @@ pub struct Oem {
     pub manager: Option<toml::Table>,
 }
 
+/// The fixed resource Ids of the vendor's BMC, used where a system has an
+/// endpoint of its own (`System.Embedded.1`, `iDRAC.Embedded.1`; `1`;
+/// `Self`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ids {
+    pub system: String,
+    pub manager: String,
+    pub chassis: String,
+}
+
 /// Where a behaviour of the profile was seen.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -176,6 +187,8 @@ pub struct Profile {
     pub model: String,
     pub bios_version: String,
     pub bmc_firmware_version: String,
+    /// Resource Ids on an endpoint of its own; without them, the UUID.
+    pub ids: Option<Ids>,
     #[serde(default)]
     pub etag: Etag,
     #[serde(default)]
@@ -244,6 +257,21 @@ impl Profile {
                 "name: {:?} must be letters, digits, '-' or '_'",
                 self.name
             ));
+        }
+        if let Some(ids) = &self.ids {
+            for (key, v) in [
+                ("ids.system", &ids.system),
+                ("ids.manager", &ids.manager),
+                ("ids.chassis", &ids.chassis),
+            ] {
+                if v.is_empty()
+                    || !v
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_')
+                {
+                    return Err(format!("{key}: {v:?} is not a usable resource Id"));
+                }
+            }
         }
         for (i, t) in self.boot.hidden_targets.iter().enumerate() {
             if BootTarget::parse(t).is_none() {

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use crate::api::{app, AppState};
 use crate::auth::AuthStore;
 use crate::backend::fake::FakeBackend;
+use crate::backend::view::{Member, View};
 use crate::backend::Backend;
 use crate::cli::{BackendChoice, Settings};
 
@@ -70,17 +71,131 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
     }
 }
 
-/// The application state for these settings.
+/// The application state for these settings: the main service root's,
+/// over the whole backend.
 pub fn state(settings: &Settings) -> Result<AppState> {
-    let auth = match &settings.auth_file {
+    let backend = backend(settings)?;
+    Ok(AppState::new(
+        backend,
+        auth_store(settings)?,
+        settings.feature_set,
+        service_uuid(settings),
+    )
+    .with_profiles(settings.profiles.clone()))
+}
+
+/// Accounts and sessions: each endpoint has its own, from the same file.
+fn auth_store(settings: &Settings) -> Result<AuthStore> {
+    Ok(match &settings.auth_file {
         Some(p) => AuthStore::from_htpasswd(p)?,
         None => AuthStore::open(),
+    })
+}
+
+/// One listening service: its address and state.
+pub struct Endpoint {
+    pub listen: SocketAddr,
+    pub state: AppState,
+}
+
+/// Splits the systems between the main service root and the endpoints of
+/// their own (`[[endpoints]]`, `--endpoint-per-system`). Every system is in
+/// one service; an endpoint of one system whose profile has fixed Ids
+/// shows them. Without endpoints, the main state is returned as it is.
+pub async fn endpoints(settings: &Settings, main: AppState) -> Result<Vec<Endpoint>> {
+    let plan = &settings.endpoints;
+    let mut all = vec![Endpoint {
+        listen: settings.listen,
+        state: main.clone(),
+    }];
+    if plan.listed.is_empty() && plan.per_system.is_none() {
+        return Ok(all);
+    }
+    let backend = main.backend.clone();
+    let refs = backend.systems().await?;
+    let mut groups: Vec<(String, SocketAddr, Vec<crate::model::SystemRef>)> = Vec::new();
+    let mut taken = std::collections::HashSet::new();
+    for (key, e) in &plan.listed {
+        let mut members = Vec::new();
+        for (j, name) in e.systems.iter().enumerate() {
+            let r = backend
+                .find(name)
+                .await?
+                .with_context(|| format!("{key}.systems[{j}]: no system {name:?}"))?;
+            if !taken.insert(r.id.clone()) {
+                anyhow::bail!("{key}.systems[{j}]: {name:?} already has an endpoint");
+            }
+            members.push(r);
+        }
+        if members.is_empty() {
+            anyhow::bail!("{key}.systems: an endpoint serves at least one system");
+        }
+        groups.push((key.clone(), e.listen, members));
+    }
+    if let Some(first) = plan.per_system {
+        let std::net::IpAddr::V4(v4) = first.ip() else {
+            anyhow::bail!("--endpoint-per-system: {first} is not an IPv4 address");
+        };
+        let mut n = u32::from(v4);
+        for r in refs.iter().filter(|r| !taken.contains(&r.id)) {
+            let addr = SocketAddr::new(std::net::Ipv4Addr::from(n).into(), first.port());
+            groups.push((
+                format!("--endpoint-per-system ({})", r.name),
+                addr,
+                vec![r.clone()],
+            ));
+            n = n
+                .checked_add(1)
+                .context("--endpoint-per-system: out of IPv4 addresses")?;
+        }
+        taken.extend(refs.iter().map(|r| r.id.clone()));
+    }
+    let member = |r: &crate::model::SystemRef, id: String| Member {
+        id,
+        inner: r.id.clone(),
+        name: r.name.clone(),
     };
-    let backend = backend(settings)?;
-    Ok(
-        AppState::new(backend, auth, settings.feature_set, service_uuid(settings))
-            .with_profiles(settings.profiles.clone()),
-    )
+    let rest: Vec<Member> = refs
+        .iter()
+        .filter(|r| !taken.contains(&r.id))
+        .map(|r| member(r, r.id.clone()))
+        .collect();
+    all[0].state.backend = Arc::new(View::new(backend.clone(), rest));
+    for (key, listen, refs) in groups {
+        let fixed = match refs.as_slice() {
+            [one] => {
+                let sys = backend.system(&one.id).await?;
+                main.profile(&sys).ids.clone()
+            }
+            _ => None,
+        };
+        let members = refs
+            .iter()
+            .map(|r| {
+                let id = fixed.as_ref().map_or(r.id.clone(), |f| f.system.clone());
+                member(r, id)
+            })
+            .collect::<Vec<_>>();
+        let mut h = Sha256::new();
+        for r in &refs {
+            h.update(r.id.as_bytes());
+        }
+        let d = h.finalize();
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&d[..16]);
+        let mut state = AppState::new(
+            Arc::new(View::new(backend.clone(), members)),
+            auth_store(settings).with_context(|| key.clone())?,
+            settings.feature_set,
+            uuid::Builder::from_random_bytes(b).into_uuid(),
+        )
+        .with_profiles((*main.profiles).clone());
+        if let Some(f) = fixed {
+            state = state.with_fixed_ids(f);
+        }
+        all.push(Endpoint { listen, state });
+    }
+    Ok(all)
 }
 
 pub fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
@@ -119,38 +234,86 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-/// Runs the emulator until a shutdown signal.
+/// Runs the emulator until a shutdown signal: the main service root and
+/// each endpoint of its own.
 pub async fn run(settings: Settings) -> Result<()> {
-    let state = state(&settings)?;
-    let backend = state.backend.clone();
-    let router = app(state);
-    let std_listener = std::net::TcpListener::bind(settings.listen)
-        .with_context(|| format!("cannot listen on {}", settings.listen))?;
-    std_listener.set_nonblocking(true)?;
-    let addr: SocketAddr = std_listener.local_addr()?;
+    let main = state(&settings)?;
+    let backend = main.backend.clone();
+    let endpoints = endpoints(&settings, main).await?;
     let scheme = if settings.tls.is_some() {
         "https"
     } else {
         "http"
     };
-    tracing::info!(
-        systems = backend.systems().await?.len(),
-        backend = backend.kind(),
-        feature_set = ?settings.feature_set,
-        auth = settings.auth_file.is_some(),
-        "Redfish service on {scheme}://{addr}/redfish/v1/"
-    );
-    // One machine-readable line on stdout, for scripts and tests.
-    println!("shoal-emulator listening on {scheme}://{addr}");
-    match &settings.tls {
-        Some((cert, key)) => {
-            let cfg = axum_server::tls_rustls::RustlsConfig::from_config(Arc::new(tls_config(
-                cert, key,
-            )?));
+    let tls = match &settings.tls {
+        Some((cert, key)) => Some(axum_server::tls_rustls::RustlsConfig::from_config(
+            Arc::new(tls_config(cert, key)?),
+        )),
+        None => None,
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut servers = tokio::task::JoinSet::new();
+    for (i, e) in endpoints.into_iter().enumerate() {
+        let std_listener = std::net::TcpListener::bind(e.listen)
+            .with_context(|| format!("cannot listen on {}", e.listen))?;
+        std_listener.set_nonblocking(true)?;
+        let addr: SocketAddr = std_listener.local_addr()?;
+        let systems = e.state.backend.systems().await?;
+        tracing::info!(
+            systems = systems.len(),
+            backend = backend.kind(),
+            feature_set = ?settings.feature_set,
+            auth = settings.auth_file.is_some(),
+            "Redfish service on {scheme}://{addr}/redfish/v1/"
+        );
+        // Machine-readable lines on stdout, for scripts and tests: the main
+        // service first, then one per endpoint with its systems' names.
+        // A closed stdout (a reader that took the first line) is no error.
+        let line = if i == 0 {
+            format!("shoal-emulator listening on {scheme}://{addr}")
+        } else {
+            let names: Vec<&str> = systems.iter().map(|s| s.name.as_str()).collect();
+            format!(
+                "shoal-emulator endpoint {} on {scheme}://{addr}",
+                names.join(",")
+            )
+        };
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        }
+        servers.spawn(serve(
+            std_listener,
+            app(e.state),
+            tls.clone(),
+            stop_rx.clone(),
+        ));
+    }
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    while let Some(done) = servers.join_next().await {
+        done??;
+    }
+    backend.flush().await?;
+    Ok(())
+}
+
+/// Serves one router until `stop` turns true.
+async fn serve(
+    std_listener: std::net::TcpListener,
+    router: axum::Router,
+    tls: Option<axum_server::tls_rustls::RustlsConfig>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<()> {
+    match tls {
+        Some(cfg) => {
             let handle = axum_server::Handle::new();
             let h = handle.clone();
             tokio::spawn(async move {
-                shutdown_signal().await;
+                let _ = stop.wait_for(|s| *s).await;
                 h.graceful_shutdown(Some(Duration::from_secs(5)));
             });
             axum_server::from_tcp_rustls(std_listener, cfg)
@@ -161,10 +324,11 @@ pub async fn run(settings: Settings) -> Result<()> {
         None => {
             let listener = tokio::net::TcpListener::from_std(std_listener)?;
             axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown_signal())
+                .with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
                 .await?;
         }
     }
-    backend.flush().await?;
     Ok(())
 }

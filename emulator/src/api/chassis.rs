@@ -31,12 +31,12 @@ pub fn router() -> Router<AppState> {
 }
 
 async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
-    let members = st
-        .backend
-        .systems()
-        .await?
-        .into_iter()
-        .map(|s| format!("/redfish/v1/Chassis/{}", s.id));
+    let members = st.backend.systems().await?.into_iter().map(|s| {
+        format!(
+            "/redfish/v1/Chassis/{}",
+            st.fixed.as_ref().map_or(&s.id, |f| &f.chassis)
+        )
+    });
     Ok(Resource::plain(
         collection(
             "ChassisCollection",
@@ -48,12 +48,12 @@ async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
     ))
 }
 
-fn chassis_json(sys: &System, profile: &Profile) -> Value {
-    let base = format!("/redfish/v1/Chassis/{}", sys.id);
+fn chassis_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
+    let base = format!("/redfish/v1/Chassis/{}", st.chassis_id(sys));
     json!({
         "@odata.type": "#Chassis.v1_25_0.Chassis",
         "@odata.id": base,
-        "Id": sys.id,
+        "Id": st.chassis_id(sys),
         "Name": format!("Chassis of {}", sys.name),
         "ChassisType": "RackMount",
         "Manufacturer": profile.manufacturer,
@@ -68,7 +68,7 @@ fn chassis_json(sys: &System, profile: &Profile) -> Value {
         "EnvironmentMetrics": link(&format!("{base}/EnvironmentMetrics")),
         "Links": {
             "ComputerSystems": [link(&format!("/redfish/v1/Systems/{}", sys.id))],
-            "ManagedBy": [link(&format!("/redfish/v1/Managers/{}", sys.id))],
+            "ManagedBy": [link(&format!("/redfish/v1/Managers/{}", st.manager_id(sys)))],
         },
     })
 }
@@ -76,7 +76,7 @@ fn chassis_json(sys: &System, profile: &Profile) -> Value {
 async fn chassis(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
     Ok(Resource::new(
-        chassis_json(&sys, profile),
+        chassis_json(&st, &sys, profile),
         profile,
         "GET, PATCH",
     ))
@@ -90,7 +90,7 @@ async fn patch_chassis(
 ) -> Result<Resource, ApiError> {
     let locked = st.locked(&sys).await?;
     let (sys, profile) = (&locked.sys, locked.profile);
-    let current = chassis_json(sys, profile);
+    let current = chassis_json(&st, sys, profile);
     check_if_match(&headers, &current, profile)?;
     let fields = [
         writable(
@@ -124,7 +124,7 @@ async fn patch_chassis(
         .await?;
     let sys = st.backend.system(&sys.id).await?;
     Ok(Resource::new(
-        chassis_json(&sys, profile),
+        chassis_json(&st, &sys, profile),
         profile,
         "GET, PATCH",
     ))
@@ -148,8 +148,8 @@ fn temperature(sys: &System) -> f64 {
     }
 }
 
-async fn power(Sys(sys): Sys) -> Result<Resource, ApiError> {
-    let base = format!("/redfish/v1/Chassis/{}/Power", sys.id);
+async fn power(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
+    let base = format!("/redfish/v1/Chassis/{}/Power", st.chassis_id(&sys));
     Ok(Resource::plain(
         json!({
             "@odata.type": "#Power.v1_7_1.Power",
@@ -178,8 +178,8 @@ async fn power(Sys(sys): Sys) -> Result<Resource, ApiError> {
     ))
 }
 
-async fn thermal(Sys(sys): Sys) -> Result<Resource, ApiError> {
-    let base = format!("/redfish/v1/Chassis/{}/Thermal", sys.id);
+async fn thermal(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
+    let base = format!("/redfish/v1/Chassis/{}/Thermal", st.chassis_id(&sys));
     let rpm = if sys.power == PowerState::On { 5200 } else { 0 };
     Ok(Resource::plain(
         json!({
@@ -210,11 +210,11 @@ async fn thermal(Sys(sys): Sys) -> Result<Resource, ApiError> {
     ))
 }
 
-async fn environment(Sys(sys): Sys) -> Result<Resource, ApiError> {
+async fn environment(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     Ok(Resource::plain(
         json!({
             "@odata.type": "#EnvironmentMetrics.v1_3_0.EnvironmentMetrics",
-            "@odata.id": format!("/redfish/v1/Chassis/{}/EnvironmentMetrics", sys.id),
+            "@odata.id": format!("/redfish/v1/Chassis/{}/EnvironmentMetrics", st.chassis_id(&sys)),
             "Id": "EnvironmentMetrics",
             "Name": "Chassis Environment Metrics",
             "TemperatureCelsius": { "Reading": temperature(&sys) },

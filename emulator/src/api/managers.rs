@@ -21,12 +21,12 @@ pub fn router() -> Router<AppState> {
 }
 
 async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
-    let members = st
-        .backend
-        .systems()
-        .await?
-        .into_iter()
-        .map(|s| format!("/redfish/v1/Managers/{}", s.id));
+    let members = st.backend.systems().await?.into_iter().map(|s| {
+        format!(
+            "/redfish/v1/Managers/{}",
+            st.fixed.as_ref().map_or(&s.id, |f| &f.manager)
+        )
+    });
     Ok(Resource::plain(
         collection(
             "ManagerCollection",
@@ -40,11 +40,12 @@ async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
 
 /// The manager's `ServiceEntryPointUUID`: the service root's UUID.
 fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
-    let base = format!("/redfish/v1/Managers/{}", sys.id);
+    let id = st.manager_id(sys);
+    let base = format!("/redfish/v1/Managers/{id}");
     let mut v = json!({
         "@odata.type": "#Manager.v1_19_0.Manager",
         "@odata.id": base,
-        "Id": sys.id,
+        "Id": id,
         "Name": format!("Manager for {}", sys.name),
         "Description": "Baseboard management controller",
         "ManagerType": "BMC",
@@ -59,7 +60,7 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "Status": { "State": "Enabled", "Health": "OK" },
         "Links": {
             "ManagerForServers": [link(&format!("/redfish/v1/Systems/{}", sys.id))],
-            "ManagerForChassis": [link(&format!("/redfish/v1/Chassis/{}", sys.id))],
+            "ManagerForChassis": [link(&format!("/redfish/v1/Chassis/{}", st.chassis_id(sys)))],
         },
     });
     if st.features.vmedia() {

@@ -74,6 +74,9 @@ pub struct AppState {
     pub service_uuid: Uuid,
     /// The behaviour profiles systems may name.
     pub profiles: Arc<Profiles>,
+    /// On an endpoint of one system whose profile fixes them: the Ids of
+    /// its Manager and Chassis (the System's is the backend view's).
+    pub fixed: Option<Arc<profile::Ids>>,
 }
 
 impl AppState {
@@ -92,7 +95,24 @@ impl AppState {
             features,
             service_uuid,
             profiles: Arc::new(Profiles::default()),
+            fixed: None,
         }
+    }
+
+    /// The same state serving one system under a profile's fixed Ids.
+    pub fn with_fixed_ids(mut self, ids: profile::Ids) -> Self {
+        self.fixed = Some(Arc::new(ids));
+        self
+    }
+
+    /// The Id of the Manager of `sys`.
+    pub fn manager_id<'a>(&'a self, sys: &'a System) -> &'a str {
+        self.fixed.as_ref().map_or(&sys.id, |f| &f.manager)
+    }
+
+    /// The Id of the Chassis of `sys`.
+    pub fn chassis_id<'a>(&'a self, sys: &'a System) -> &'a str {
+        self.fixed.as_ref().map_or(&sys.id, |f| &f.chassis)
     }
 
     /// The same state knowing `profiles` (built-in and user profiles).
@@ -105,6 +125,25 @@ impl AppState {
     /// with a redirect to the same URL under the Id, as sushy-tools does;
     /// GET and HEAD get 301, other methods 308 so that they are repeated.
     pub async fn resolve(&self, id: &str, uri: &Uri, method: &Method) -> Result<System, ApiError> {
+        // Under fixed Ids a Manager or Chassis has its own Id, no other.
+        let id = match &self.fixed {
+            Some(f) => {
+                let path = uri.path();
+                let own = if path.starts_with("/redfish/v1/Managers/") {
+                    Some(&f.manager)
+                } else if path.starts_with("/redfish/v1/Chassis/") {
+                    Some(&f.chassis)
+                } else {
+                    None
+                };
+                match own {
+                    Some(own) if own == id => f.system.as_str(),
+                    Some(_) => return Err(ApiError::NotFound(path.to_string())),
+                    None => id,
+                }
+            }
+            None => id,
+        };
         match self.backend.find(id).await? {
             None => Err(ApiError::NotFound(uri.path().to_string())),
             Some(r) if r.id != id => {

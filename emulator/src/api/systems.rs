@@ -131,8 +131,8 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
             "LastStateTime": sys.last_boot.as_ref().map(|b| rfc3339_secs(b.at)),
         },
         "Links": {
-            "Chassis": [link(&format!("/redfish/v1/Chassis/{}", sys.id))],
-            "ManagedBy": [link(&format!("/redfish/v1/Managers/{}", sys.id))],
+            "Chassis": [link(&format!("/redfish/v1/Chassis/{}", st.chassis_id(sys)))],
+            "ManagedBy": [link(&format!("/redfish/v1/Managers/{}", st.manager_id(sys)))],
         },
         "Actions": {
             "#ComputerSystem.Reset": {

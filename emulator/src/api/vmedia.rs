@@ -31,17 +31,17 @@ pub fn router() -> Router<AppState> {
     r
 }
 
-/// `Managers` or `Systems`, whichever the request came through.
-fn root_of(uri: &Uri) -> &'static str {
+/// `Systems/{id}` or `Managers/{id}`, whichever the request came through.
+fn owner_of(st: &AppState, sys: &System, uri: &Uri) -> String {
     if uri.path().starts_with("/redfish/v1/Systems/") {
-        "Systems"
+        format!("Systems/{}", sys.id)
     } else {
-        "Managers"
+        format!("Managers/{}", st.manager_id(sys))
     }
 }
 
-async fn list(Sys(sys): Sys, uri: Uri) -> Result<Resource, ApiError> {
-    let base = format!("/redfish/v1/{}/{}/VirtualMedia", root_of(&uri), sys.id);
+async fn list(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Resource, ApiError> {
+    let base = format!("/redfish/v1/{}/VirtualMedia", owner_of(&st, &sys, &uri));
     let members = MediaSlot::ALL.iter().map(|s| format!("{base}/{s}"));
     Ok(Resource::plain(
         collection(
@@ -58,9 +58,9 @@ fn slot_of(slot: &str, uri: &Uri) -> Result<MediaSlot, ApiError> {
     MediaSlot::parse(slot).ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
 }
 
-fn media_json(sys: &System, slot: MediaSlot, root: &str) -> Value {
+fn media_json(sys: &System, slot: MediaSlot, owner: &str) -> Value {
     let m = sys.media(slot);
-    let base = format!("/redfish/v1/{root}/{}/VirtualMedia/{slot}", sys.id);
+    let base = format!("/redfish/v1/{owner}/VirtualMedia/{slot}");
     let (types, name) = match slot {
         MediaSlot::Cd => (vec!["CD", "DVD"], "Virtual CD"),
         MediaSlot::Floppy => (vec!["Floppy", "USBStick"], "Virtual Removable Media"),
@@ -101,7 +101,7 @@ async fn member(
     let slot = slot_of(&slot, &uri)?;
     let profile = st.profile(&sys);
     Ok(Resource::new(
-        media_json(&sys, slot, root_of(&uri)),
+        media_json(&sys, slot, &owner_of(&st, &sys, &uri)),
         profile,
         "GET",
     ))
@@ -188,9 +188,8 @@ async fn insert(
         )));
     }
     let target = format!(
-        "/redfish/v1/{}/{}/VirtualMedia/{slot}",
-        root_of(&uri),
-        sys.id
+        "/redfish/v1/{}/VirtualMedia/{slot}",
+        owner_of(&st, &sys, &uri)
     );
     tracing::info!(system = %sys.name, %slot, image = %image.image, "insert media");
     match st.backend.insert_media(&sys.id, slot, image).await? {

@@ -8,6 +8,7 @@
 pub mod fake;
 #[cfg(feature = "libvirt")]
 pub mod libvirt;
+pub mod view;
 
 use std::collections::BTreeMap;
 

@@ -168,3 +168,170 @@ fn config_file_inventory_is_served() {
     assert_eq!(s["MemorySummary"]["TotalSystemMemoryGiB"], 2.0);
     assert!(s.get("Bios").is_none(), "vmedia feature set has no BIOS");
 }
+
+/// A rack of BMCs in one process: two systems with endpoints of their own
+/// (each on its own loopback address, with its own service root, sessions
+/// and the profile's fixed Ids), the third on the main service root.
+#[test]
+fn endpoints_of_their_own_are_separate_bmcs() {
+    let dir = tempfile::tempdir().unwrap();
+    let pw = htpasswd(dir.path(), "admin", "rack-pw", 4);
+    let cfg = dir.path().join("rack.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[auth]
+htpasswd = "{}"
+[[systems]]
+name = "dell"
+profile = "idrac10"
+[[systems]]
+name = "hpe"
+profile = "ilo5"
+[[systems]]
+name = "plain"
+[[endpoints]]
+listen = "127.0.1.1:0"
+systems = ["dell"]
+[[endpoints]]
+listen = "127.0.1.2:0"
+systems = ["hpe"]
+"#,
+            pw.display()
+        ),
+    )
+    .unwrap();
+    let (emu, lines) = Spawned::start_lines(&["--config", cfg.to_str().unwrap()], 3);
+    let url_of = |line: &str| line.rsplit(' ').next().unwrap().to_string();
+    assert!(
+        lines[1].starts_with("shoal-emulator endpoint dell on http://127.0.1.1:"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].starts_with("shoal-emulator endpoint hpe on http://127.0.1.2:"),
+        "{lines:?}"
+    );
+    let (dell, hpe) = (url_of(&lines[1]), url_of(&lines[2]));
+    let get = |base: &str, path: &str| curl(&["-u", "admin:rack-pw", &format!("{base}{path}")]);
+
+    // Each service root shows only its own systems.
+    let (_, _, main) = get(&emu.url, "/redfish/v1/Systems");
+    assert_eq!(main["Members@odata.count"], 1);
+    let (_, _, d) = get(&dell, "/redfish/v1/Systems");
+    assert_eq!(
+        d["Members"][0]["@odata.id"],
+        "/redfish/v1/Systems/System.Embedded.1"
+    );
+    let (code, _, sys) = get(&dell, "/redfish/v1/Systems/System.Embedded.1");
+    assert_eq!(code, 200);
+    assert_eq!(sys["Name"], "dell");
+    assert_eq!(
+        sys["Links"]["ManagedBy"][0]["@odata.id"],
+        "/redfish/v1/Managers/iDRAC.Embedded.1"
+    );
+    let (code, _, mgr) = get(&dell, "/redfish/v1/Managers/iDRAC.Embedded.1");
+    assert_eq!(code, 200, "{mgr}");
+    assert_eq!(mgr["Id"], "iDRAC.Embedded.1");
+    let (code, _, vm) = get(&dell, "/redfish/v1/Managers/iDRAC.Embedded.1/VirtualMedia");
+    assert_eq!(code, 200);
+    assert!(vm["Members"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .starts_with("/redfish/v1/Managers/iDRAC.Embedded.1/VirtualMedia/"));
+    assert_eq!(get(&dell, "/redfish/v1/Managers/System.Embedded.1").0, 404);
+    let (_, _, h) = get(&hpe, "/redfish/v1/Systems/1");
+    assert_eq!(
+        (h["Name"].as_str(), h["Manufacturer"].as_str()),
+        (Some("hpe"), Some("HPE"))
+    );
+    // The dell system is nowhere else.
+    assert_eq!(get(&hpe, "/redfish/v1/Systems/System.Embedded.1").0, 404);
+
+    // Sessions are the endpoint's own.
+    let (code, headers, _) = curl(&[
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        r#"{"UserName":"admin","Password":"rack-pw"}"#,
+        &format!("{dell}/redfish/v1/SessionService/Sessions"),
+    ]);
+    assert_eq!(code, 201);
+    let token = header(&headers, "X-Auth-Token").unwrap();
+    let with_token = |base: &str| {
+        curl(&[
+            "-H",
+            &format!("X-Auth-Token: {token}"),
+            &format!("{base}/redfish/v1/Systems"),
+        ])
+        .0
+    };
+    assert_eq!(with_token(&dell), 200);
+    assert_eq!(with_token(&hpe), 401);
+    assert_eq!(with_token(&emu.url), 401);
+    // A change through the endpoint reaches its machine.
+    let (code, _, _) = curl(&[
+        "-u",
+        "admin:rack-pw",
+        "-X",
+        "PATCH",
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        r#"{"AssetTag":"rack-1"}"#,
+        &format!("{dell}/redfish/v1/Systems/System.Embedded.1"),
+    ]);
+    assert_eq!(code, 200);
+    assert_eq!(
+        get(&dell, "/redfish/v1/Systems/System.Embedded.1").2["AssetTag"],
+        "rack-1"
+    );
+}
+
+#[test]
+fn endpoint_per_system_counts_up_the_loopback_addresses() {
+    let (emu, lines) = Spawned::start_lines(
+        &[
+            "--fake-systems",
+            "3",
+            "--profile",
+            "ami-asrockrack",
+            "--endpoint-per-system",
+            "127.0.2.1:0",
+        ],
+        4,
+    );
+    for (i, line) in lines[1..].iter().enumerate() {
+        let url = line.rsplit(' ').next().unwrap();
+        assert!(
+            url.starts_with(&format!("http://127.0.2.{}:", i + 1)),
+            "{lines:?}"
+        );
+        let (code, _, s) = curl(&[&format!("{url}/redfish/v1/Systems/Self")]);
+        assert_eq!(code, 200);
+        assert_eq!(s["Name"], format!("node-{i}"));
+    }
+    let (_, _, main) = curl(&[&format!("{}/redfish/v1/Systems", emu.url)]);
+    assert_eq!(main["Members@odata.count"], 0);
+}
+
+#[test]
+fn endpoint_mistakes_stop_the_start_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("bad.toml");
+    std::fs::write(
+        &cfg,
+        "[[systems]]\nname = \"a\"\n[[endpoints]]\nlisten = \"127.0.1.9:0\"\nsystems = [\"b\"]\n",
+    )
+    .unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args(["--port", "0", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("endpoints[0].systems[0]") && err.contains("\"b\""),
+        "{err}"
+    );
+}

@@ -218,6 +218,12 @@ pub struct Spawned {
 
 impl Spawned {
     pub fn start(args: &[&str]) -> Self {
+        Self::start_lines(args, 1).0
+    }
+
+    /// Starts the binary and reads its first `n` stdout lines (the main
+    /// service's, then one per endpoint of its own).
+    pub fn start_lines(args: &[&str], n: usize) -> (Self, Vec<String>) {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
             .args(["--port", "0"])
             .args(args)
@@ -227,13 +233,16 @@ impl Spawned {
             .spawn()
             .expect("spawn shoal-emulator");
         let stdout = child.stdout.take().unwrap();
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read banner");
-        let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
-        assert!(url.starts_with("http"), "unexpected banner {line:?}");
-        Spawned { child, url }
+        let mut reader = BufReader::new(stdout);
+        let mut lines = Vec::new();
+        for _ in 0..n {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("read banner");
+            lines.push(line.trim().to_string());
+        }
+        let url = lines[0].rsplit(' ').next().unwrap_or("").to_string();
+        assert!(url.starts_with("http"), "unexpected banner {lines:?}");
+        (Spawned { child, url }, lines)
     }
 
     /// SIGTERM, then wait: the emulator flushes its state on the way out.

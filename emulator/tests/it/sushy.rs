@@ -52,7 +52,9 @@ fn sushy_drives_every_capability() {
 
 /// Each vendor profile, driven by real sushy the way Ironic asks it to:
 /// where sushy sends its Boot PATCH (System or settings object), which
-/// quirk makes it refuse or fail, and what the emulator then holds.
+/// quirk makes it refuse or fail, and what the emulator then holds. Each
+/// runs on a BMC endpoint of its own, so with the vendor's fixed Ids
+/// (`Systems/System.Embedded.1`, `Systems/1`, `Systems/Self`).
 #[test]
 fn sushy_meets_every_vendor_profile() {
     let Some(python) = venv_program("python") else {
@@ -60,12 +62,26 @@ fn sushy_meets_every_vendor_profile() {
     };
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sushy/profiles.py");
     let mut failed = Vec::new();
-    for profile in shoal_emulator::profile::Profiles::default().names() {
-        let emu = Spawned::start(&["--fake-systems", "1", "--profile", profile]);
-        let out = Command::new(&python)
-            .args([script, "--url", &emu.url, "--profile", profile])
-            .output()
-            .expect("run profiles.py");
+    let profiles = shoal_emulator::profile::Profiles::default();
+    for profile in profiles.names() {
+        let (_emu, lines) = Spawned::start_lines(
+            &[
+                "--fake-systems",
+                "1",
+                "--profile",
+                profile,
+                "--endpoint-per-system",
+                "127.0.3.1:0",
+            ],
+            2,
+        );
+        let url = lines[1].rsplit(' ').next().unwrap();
+        let mut cmd = Command::new(&python);
+        cmd.args([script, "--url", url, "--profile", profile]);
+        if let Some(ids) = &profiles.get(profile).unwrap().ids {
+            cmd.args(["--system-id", &ids.system]);
+        }
+        let out = cmd.output().expect("run profiles.py");
         let stdout = String::from_utf8_lossy(&out.stdout);
         println!("{stdout}");
         eprintln!("{}", String::from_utf8_lossy(&out.stderr));

@@ -221,9 +221,13 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument('--url', required=True)
     p.add_argument('--profile', required=True, choices=sorted(CHECKS))
+    p.add_argument('--system-id', help='the Id the system must have (fixed Ids)')
     a = p.parse_args()
     r = Run(a.url)
     try:
+        if a.system_id:
+            path = r.system().path
+            expect(path == '/redfish/v1/Systems/' + a.system_id, f'system at {path}')
         CHECKS[a.profile](r)
     except Exception as e:  # noqa: BLE001 - reported, then counted
         detail = e if isinstance(e, CheckFailed) else traceback.format_exc()
