@@ -18,7 +18,26 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    raise_open_file_limit();
     let cli = shoal_emulator::cli::Cli::parse();
     let settings = cli.settings()?;
     shoal_emulator::server::run(settings).await
+}
+
+/// A rack of endpoints needs a listener each plus its clients' connections:
+/// the soft limit on open files (often 1024) goes up to the hard one.
+fn raise_open_file_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                tracing::warn!("could not raise the open-file limit");
+            }
+        }
+    }
 }
