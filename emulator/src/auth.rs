@@ -384,6 +384,15 @@ impl AuthStore {
         before != sessions.len()
     }
 
+    /// Drops every session (a BMC reboot, an expiry forced by a fault);
+    /// returns how many there were.
+    pub fn drop_all_sessions(&self) -> usize {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let n = sessions.len();
+        sessions.clear();
+        n
+    }
+
     fn drop_sessions_of(&self, username: &str) {
         self.sessions
             .lock()

@@ -64,6 +64,13 @@ pub struct Cli {
     /// Adds to the config's [[endpoints]].
     #[arg(long, env = "SHOAL_ENDPOINT_PER_SYSTEM")]
     pub endpoint_per_system: Option<SocketAddr>,
+    /// Serve the admin endpoint (fault injection at runtime, apart from the
+    /// Redfish tree) on this address; needs --admin-token.
+    #[arg(long, env = "SHOAL_ADMIN_LISTEN", requires = "admin_token")]
+    pub admin_listen: Option<SocketAddr>,
+    /// The bearer token the admin endpoint requires.
+    #[arg(long, env = "SHOAL_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
     /// Keep the fake backend's state in this file across restarts.
     #[arg(long, env = "SHOAL_STATE_FILE")]
     pub state_file: Option<PathBuf>,
@@ -153,6 +160,10 @@ pub struct Settings {
     pub backend: BackendChoice,
     pub profiles: Profiles,
     pub endpoints: EndpointPlan,
+    /// Faults injected from the start.
+    pub faults: crate::faults::FaultConfig,
+    /// The admin endpoint: address and bearer token.
+    pub admin: Option<(SocketAddr, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,6 +174,10 @@ pub enum CliError {
     ProfileDir(ProfileError),
     #[error("--profile: {0}")]
     Profile(ProfileError),
+    #[error("{0}: faults.{1}")]
+    Faults(String, String),
+    #[error("--admin-token: must not be empty")]
+    EmptyAdminToken,
     #[error("--fake-systems cannot be combined with a config file that lists [[systems]]")]
     BothInventories,
     #[error("--fake-systems must be at least 1")]
@@ -186,6 +201,15 @@ impl Cli {
             .or_else(|| cfg.profile.clone())
             .unwrap_or_else(|| "generic".into());
         profiles.get(&profile).map_err(CliError::Profile)?;
+        let faults = cfg.faults.clone().unwrap_or_default();
+        faults
+            .check()
+            .map_err(|why| CliError::Faults(file.clone(), why))?;
+        let admin = match (self.admin_listen, &self.admin_token) {
+            (Some(_), Some(t)) if t.trim().is_empty() => return Err(CliError::EmptyAdminToken),
+            (Some(a), Some(t)) => Some((a, t.trim().to_string())),
+            _ => None,
+        };
         let libvirt = !self.libvirt_uris.is_empty();
         if libvirt && (self.fake_systems.is_some() || !cfg.systems.is_empty()) {
             return Err(CliError::LibvirtAndFake);
@@ -259,6 +283,8 @@ impl Cli {
                     .collect(),
                 per_system: self.endpoint_per_system,
             },
+            faults,
+            admin,
         })
     }
 }

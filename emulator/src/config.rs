@@ -85,6 +85,8 @@ pub struct ConfigFile {
     /// BMC endpoints of their own (the rest share the main service root).
     #[serde(default)]
     pub endpoints: Vec<EndpointEntry>,
+    /// Injected faults from the start (the admin endpoint changes them).
+    pub faults: Option<crate::faults::FaultConfig>,
 }
 
 /// A BMC endpoint of its own: listen address, service root, sessions and

@@ -111,6 +111,9 @@ pub enum ApiError {
     },
     #[error("internal error: {0}")]
     Internal(String),
+    /// A failure injected by a fault rule, with its status and messages.
+    #[error("injected fault: HTTP {0}")]
+    Injected(StatusCode, Vec<Msg>),
 }
 
 impl ApiError {
@@ -139,6 +142,7 @@ impl ApiError {
             } => StatusCode::PERMANENT_REDIRECT,
             ApiError::Redirect { .. } => StatusCode::MOVED_PERMANENTLY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Injected(s, _) => *s,
         }
     }
 
@@ -161,6 +165,7 @@ impl ApiError {
             ApiError::HeaderInvalid(h) => vec![Msg::new("HeaderInvalid", &[h])],
             ApiError::Redirect { .. } => vec![],
             ApiError::Internal(_) => vec![Msg::new("InternalError", &[])],
+            ApiError::Injected(_, m) => m.clone(),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! seam, the Redfish API and the server that runs it. `main.rs` only parses
 //! the command line and calls [`server::run`].
 
+pub mod admin;
 pub mod api;
 pub mod auth;
 pub mod backend;
@@ -9,6 +10,7 @@ pub mod bios;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod faults;
 pub mod model;
 pub mod nvram;
 pub mod profile;

@@ -150,6 +150,22 @@ impl Default for Boot {
     }
 }
 
+/// How the vendor's BMC says it is busy: the error an injected failure
+/// carries (`faults.rs`), and which clients know to retry.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Busy {
+    pub status: u16,
+    #[serde(flatten)]
+    pub message: VendorMessage,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Errors {
+    pub busy: Option<Busy>,
+}
+
 /// `Oem` blocks, as the vendor's firmware shows them.
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -193,6 +209,8 @@ pub struct Profile {
     pub etag: Etag,
     #[serde(default)]
     pub boot: Boot,
+    #[serde(default)]
+    pub errors: Errors,
     #[serde(default)]
     pub oem: Oem,
     #[serde(default)]
@@ -314,6 +332,14 @@ impl Profile {
                 "boot.settings.fields: HttpBootUri is listed but boot.http_boot_uri is not \"writable\""
                     .into(),
             );
+        }
+        if let Some(b) = &self.errors.busy {
+            if !(400..=599).contains(&b.status) {
+                return Err(format!(
+                    "errors.busy.status: {} is not an HTTP error status (400-599)",
+                    b.status
+                ));
+            }
         }
         if self.sources.is_empty() && self.name != "generic" {
             return Err("sources: a vendor profile cites where its behaviours come from".into());

@@ -18,6 +18,7 @@ use crate::backend::fake::FakeBackend;
 use crate::backend::view::{Member, View};
 use crate::backend::Backend;
 use crate::cli::{BackendChoice, Settings};
+use crate::faults::Faults;
 
 /// The service root UUID: stable for a given set of systems.
 fn service_uuid(settings: &Settings) -> Uuid {
@@ -81,7 +82,8 @@ pub fn state(settings: &Settings) -> Result<AppState> {
         settings.feature_set,
         service_uuid(settings),
     )
-    .with_profiles(settings.profiles.clone()))
+    .with_profiles(settings.profiles.clone())
+    .with_faults(Arc::new(Faults::new(settings.faults.clone()))))
 }
 
 /// Accounts and sessions: each endpoint has its own, from the same file.
@@ -109,6 +111,14 @@ pub async fn endpoints(settings: &Settings, main: AppState) -> Result<Vec<Endpoi
         state: main.clone(),
     }];
     if plan.listed.is_empty() && plan.per_system.is_none() {
+        let names = main
+            .backend
+            .systems()
+            .await?
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        main.faults.register(names, main.auth.clone());
         return Ok(all);
     }
     let backend = main.backend.clone();
@@ -160,6 +170,10 @@ pub async fn endpoints(settings: &Settings, main: AppState) -> Result<Vec<Endpoi
         .filter(|r| !taken.contains(&r.id))
         .map(|r| member(r, r.id.clone()))
         .collect();
+    main.faults.register(
+        rest.iter().map(|m| m.name.clone()).collect(),
+        main.auth.clone(),
+    );
     all[0].state.backend = Arc::new(View::new(backend.clone(), rest));
     for (key, listen, refs) in groups {
         let fixed = match refs.as_slice() {
@@ -189,7 +203,13 @@ pub async fn endpoints(settings: &Settings, main: AppState) -> Result<Vec<Endpoi
             settings.feature_set,
             uuid::Builder::from_random_bytes(b).into_uuid(),
         )
-        .with_profiles((*main.profiles).clone());
+        .with_profiles((*main.profiles).clone())
+        .with_faults(main.faults.clone())
+        .with_endpoint_systems(refs.iter().map(|r| r.name.clone()).collect());
+        main.faults.register(
+            refs.iter().map(|r| r.name.clone()).collect(),
+            state.auth.clone(),
+        );
         if let Some(f) = fixed {
             state = state.with_fixed_ids(f);
         }
@@ -239,6 +259,7 @@ async fn shutdown_signal() {
 pub async fn run(settings: Settings) -> Result<()> {
     let main = state(&settings)?;
     let backend = main.backend.clone();
+    let faults = main.faults.clone();
     let endpoints = endpoints(&settings, main).await?;
     let scheme = if settings.tls.is_some() {
         "https"
@@ -289,6 +310,21 @@ pub async fn run(settings: Settings) -> Result<()> {
             tls.clone(),
             stop_rx.clone(),
         ));
+    }
+    if let Some((listen, token)) = &settings.admin {
+        let std_listener = std::net::TcpListener::bind(listen)
+            .with_context(|| format!("--admin-listen: cannot listen on {listen}"))?;
+        std_listener.set_nonblocking(true)?;
+        let addr = std_listener.local_addr()?;
+        tracing::info!("admin endpoint on {scheme}://{addr}/shoal/v1/");
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "shoal-emulator admin on {scheme}://{addr}")
+                .and_then(|()| out.flush());
+        }
+        let router = crate::admin::router(faults, token);
+        servers.spawn(serve(std_listener, router, tls.clone(), stop_rx.clone()));
     }
     tokio::spawn(async move {
         shutdown_signal().await;

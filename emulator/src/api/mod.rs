@@ -38,7 +38,8 @@ use uuid::Uuid;
 use crate::auth::{AuthStore, Principal, Privilege};
 use crate::backend::Backend;
 use crate::config::FeatureSet;
-use crate::error::ApiError;
+use crate::error::{ApiError, Msg};
+use crate::faults::{Decision, Faults};
 use crate::model::System;
 use crate::profile::{self, Profile, Profiles};
 use crate::tasks::Tasks;
@@ -77,6 +78,11 @@ pub struct AppState {
     /// On an endpoint of one system whose profile fixes them: the Ids of
     /// its Manager and Chassis (the System's is the backend view's).
     pub fixed: Option<Arc<profile::Ids>>,
+    /// The process's injected faults.
+    pub faults: Arc<Faults>,
+    /// On an endpoint of its own: the names of its systems (what a fault
+    /// aimed at them hits, service root included).
+    pub endpoint_systems: Option<Arc<Vec<String>>>,
 }
 
 impl AppState {
@@ -96,7 +102,21 @@ impl AppState {
             service_uuid,
             profiles: Arc::new(Profiles::default()),
             fixed: None,
+            faults: Arc::new(Faults::default()),
+            endpoint_systems: None,
         }
+    }
+
+    /// The same state sharing the process's faults.
+    pub fn with_faults(mut self, faults: Arc<Faults>) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// The same state as an endpoint of its own serving these systems.
+    pub fn with_endpoint_systems(mut self, names: Vec<String>) -> Self {
+        self.endpoint_systems = Some(Arc::new(names));
+        self
     }
 
     /// The same state serving one system under a profile's fixed Ids.
@@ -241,6 +261,7 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(axum::extract::DefaultBodyLimit::max(json::MAX_BODY))
+        .layer(middleware::from_fn_with_state(state.clone(), inject_faults))
         .with_state(state);
     // Trailing slashes are common in clients (`/redfish/v1/Systems/`); the
     // URI is normalised before routing, so this wraps the inner router.
@@ -266,6 +287,95 @@ pub fn app(state: AppState) -> Router {
         let routed = routed.clone();
         async move { Ok::<_, std::convert::Infallible>(query::handle(routed, req).await) }
     }))
+}
+
+/// The systems a request concerns, by name: the one its path names, else
+/// those of the endpoint it reached (none on the shared service root).
+async fn request_systems(st: &AppState, path: &str) -> Vec<String> {
+    let mut segs = path.trim_start_matches("/redfish/v1/").split('/');
+    if let (Some(kind @ ("Systems" | "Managers" | "Chassis")), Some(id)) =
+        (segs.next(), segs.next())
+    {
+        let id = match &st.fixed {
+            Some(f) if kind != "Systems" && (id == f.manager || id == f.chassis) => {
+                f.system.as_str()
+            }
+            _ => id,
+        };
+        if let Ok(Some(r)) = st.backend.find(id).await {
+            return vec![r.name];
+        }
+    }
+    st.endpoint_systems
+        .as_ref()
+        .map(|v| v.as_ref().clone())
+        .unwrap_or_default()
+}
+
+/// The error a failing fault answers with: the status asked for, else the
+/// profile's busy error (iDRAC's SYS518, ...), else 500; the Base message
+/// for the status, and the vendor's when its status is the one sent.
+async fn injected_error(st: &AppState, systems: &[String], status: Option<u16>) -> ApiError {
+    let mut busy = None;
+    if let Some(name) = systems.first() {
+        if let Ok(Some(r)) = st.backend.find(name).await {
+            if let Ok(sys) = st.backend.system(&r.id).await {
+                busy = st.profile(&sys).errors.busy.as_ref();
+            }
+        }
+    }
+    let code = status.or(busy.map(|b| b.status)).unwrap_or(500);
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut msgs = vec![match code {
+        503 => Msg::new("ServiceTemporarilyUnavailable", &["1"]),
+        409 => Msg::new("ResourceInUse", &[]),
+        500..=599 => Msg::new("InternalError", &[]),
+        _ => Msg::new("GeneralError", &[]),
+    }];
+    if let Some(b) = busy.filter(|b| b.status == code) {
+        msgs.push(Msg::vendor(&b.message, ""));
+    }
+    ApiError::Injected(status, msgs)
+}
+
+/// A body that fails at once: the server closes the connection without
+/// a complete answer, as a BMC that drops it.
+struct Dropped;
+
+impl axum::body::HttpBody for Dropped {
+    type Data = axum::body::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::task::Poll::Ready(Some(Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionAborted,
+            "connection dropped by an injected fault",
+        ))))
+    }
+}
+
+async fn inject_faults(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    if !st.faults.active() {
+        return next.run(req).await;
+    }
+    let path = req.uri().path().to_string();
+    let systems = request_systems(&st, &path).await;
+    let (latency, decision) = st.faults.decide(req.method().as_str(), &path, &systems);
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    match decision {
+        Decision::Pass => next.run(req).await,
+        Decision::Unavailable(secs) => ApiError::Unavailable(secs).into_response(),
+        Decision::Fail(status) => injected_error(&st, &systems, status).await.into_response(),
+        Decision::Drop => {
+            tracing::debug!(%path, "fault: connection dropped");
+            Response::new(axum::body::Body::new(Dropped))
+        }
+    }
 }
 
 fn is_public(method: &Method, path: &str) -> bool {

@@ -605,6 +605,21 @@ async fn reset(
             ])
         })?,
     };
+    // A slow power transition (an injected fault): accepted now, carried
+    // out later, as a BMC whose host takes its time.
+    let delay = st.faults.power_delay(std::slice::from_ref(&sys.name));
+    if !delay.is_zero() {
+        tracing::info!(system = %sys.name, %reset, ?delay, "reset accepted; takes effect later (fault)");
+        let st = st.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _guard = st.locks.lock(&sys.id).await;
+            if let Err(e) = st.backend.reset(&sys.id, reset).await {
+                tracing::warn!(system = %sys.name, %reset, error = %e, "delayed reset failed");
+            }
+        });
+        return Ok(json::no_content());
+    }
     let _guard = st.locks.lock(&sys.id).await;
     st.backend.reset(&sys.id, reset).await?;
     tracing::info!(system = %sys.name, %reset, "reset");

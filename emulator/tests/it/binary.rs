@@ -335,3 +335,175 @@ fn endpoint_mistakes_stop_the_start_naming_the_key() {
         "{err}"
     );
 }
+
+/// The admin endpoint drives fault injection at runtime: errors with the
+/// vendor's busy body, dropped connections, a BMC reboot, latency and slow
+/// power transitions; it has its own token and checks what it is given.
+#[test]
+fn the_admin_endpoint_injects_faults() {
+    let (emu, lines) = Spawned::start_lines(
+        &[
+            "--fake-systems",
+            "2",
+            "--profile",
+            "idrac9",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--admin-token",
+            "adm-tok",
+        ],
+        2,
+    );
+    let admin = lines[1].rsplit(' ').next().unwrap().to_string();
+    assert!(
+        lines[1].starts_with("shoal-emulator admin on http://127.0.0.1:"),
+        "{lines:?}"
+    );
+    let faults = format!("{admin}/shoal/v1/faults");
+    let put = |body: &str| {
+        curl(&[
+            "-X",
+            "PUT",
+            "-H",
+            "Authorization: Bearer adm-tok",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            body,
+            &faults,
+        ])
+    };
+    // Its own auth; bad rules are refused naming the key.
+    assert_eq!(curl(&[&faults]).0, 401);
+    assert_eq!(curl(&["-H", "Authorization: Bearer wrong", &faults]).0, 401);
+    let (code, _, e) = put(r#"{"rules": [{"error_rate": 2}]}"#);
+    assert_eq!(code, 400);
+    assert!(
+        e["error"].as_str().unwrap().contains("rules[0].error_rate"),
+        "{e}"
+    );
+
+    let systems = curl(&[&format!("{}/redfish/v1/Systems", emu.url)]).2;
+    let sys = |i: usize| {
+        format!(
+            "{}{}",
+            emu.url,
+            systems["Members"][i]["@odata.id"].as_str().unwrap()
+        )
+    };
+    let patch = |url: &str| {
+        curl(&[
+            "-X",
+            "PATCH",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            r#"{"AssetTag":"x"}"#,
+            url,
+        ])
+    };
+    // Every PATCH of node-0 fails as a busy iDRAC does; node-1 is untouched.
+    let (code, _, _) = put(
+        r#"{"seed": 1, "rules": [{"systems": ["node-0"], "methods": ["PATCH"], "error_rate": 1.0}]}"#,
+    );
+    assert_eq!(code, 200);
+    let (code, _, body) = patch(&sys(0));
+    assert_eq!(code, 503);
+    let ids: Vec<&str> = body["error"]["@Message.ExtendedInfo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["MessageId"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&"IDRAC.2.8.SYS518"), "{ids:?}");
+    assert_eq!(patch(&sys(1)).0, 200);
+    assert_eq!(curl(&[&sys(0)]).0, 200, "GETs pass");
+
+    // Dropped connections: no answer at all.
+    put(r#"{"rules": [{"path": "/redfish/v1/Systems", "drop_rate": 1.0}]}"#);
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            &format!("{}/redfish/v1/Systems", emu.url),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "curl got an answer from a dropped connection"
+    );
+    assert_eq!(curl(&[&format!("{}/redfish/v1", emu.url)]).0, 200);
+
+    // Latency is added.
+    put(r#"{"rules": [{"latency_ms": 400}]}"#);
+    let t = std::time::Instant::now();
+    assert_eq!(curl(&[&format!("{}/redfish/v1", emu.url)]).0, 200);
+    assert!(t.elapsed() >= std::time::Duration::from_millis(400));
+
+    // A slow power transition: accepted at once, carried out later.
+    put(r#"{"rules": [{"systems": ["node-1"], "power_delay_ms": 1500}]}"#);
+    let (code, _, _) = curl(&[
+        "-X",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        r#"{"ResetType":"On"}"#,
+        &format!("{}/Actions/ComputerSystem.Reset", sys(1)),
+    ]);
+    assert_eq!(code, 204);
+    assert_eq!(curl(&[&sys(1)]).2["PowerState"], "Off");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while curl(&[&sys(1)]).2["PowerState"] != "On" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the delayed power-on never came"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+
+    // A BMC reboot: 503 with Retry-After, then back.
+    let (code, _, _) = curl(&[
+        "-X",
+        "DELETE",
+        "-H",
+        "Authorization: Bearer adm-tok",
+        &faults,
+    ]);
+    assert_eq!(code, 200);
+    let (code, _, state) = curl(&[
+        "-X",
+        "POST",
+        "-H",
+        "Authorization: Bearer adm-tok",
+        "-d",
+        r#"{"seconds": 2}"#,
+        &format!("{faults}/reboot"),
+    ]);
+    assert_eq!(code, 200, "{state}");
+    let (code, headers, _) = curl(&[&format!("{}/redfish/v1", emu.url)]);
+    assert_eq!(code, 503);
+    assert!(header(&headers, "Retry-After").is_some());
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    assert_eq!(curl(&[&format!("{}/redfish/v1", emu.url)]).0, 200);
+}
+
+#[test]
+fn faults_in_the_config_are_checked_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("f.toml");
+    std::fs::write(
+        &cfg,
+        "[faults]\nseed = 3\n[[faults.rules]]\ndrop_rate = 1.5\n",
+    )
+    .unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args(["--port", "0", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("faults.rules[0].drop_rate"), "{err}");
+}

@@ -1,0 +1,157 @@
+//! The admin endpoint: Shoal's own control API, apart from the Redfish
+//! tree (its own listener, `--admin-listen`) and with its own auth (a
+//! bearer token, `--admin-token`). It drives fault injection at runtime:
+//!
+//! - `GET /shoal/v1/faults`: the rules, their seed and the BMC reboots in
+//!   progress;
+//! - `PUT /shoal/v1/faults`: replaces the rules (`{"seed": N, "rules": [...]}`,
+//!   the format of the config's `[faults]`), restarting the generator;
+//! - `DELETE /shoal/v1/faults`: no rules, no reboots;
+//! - `POST /shoal/v1/faults/reboot` `{"seconds": N, "systems": [...]}`: the
+//!   BMCs of those systems (all when none) answer 503 for N seconds and
+//!   lose their sessions;
+//! - `POST /shoal/v1/faults/expire-sessions` `{"systems": [...]}`: their
+//!   sessions are dropped (clients must log in again).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::faults::{FaultConfig, Faults};
+
+#[derive(Clone)]
+struct Admin {
+    faults: Arc<Faults>,
+    token: Arc<str>,
+}
+
+fn error(status: StatusCode, why: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": why.into() }))).into_response()
+}
+
+/// A JSON body (none reads as `{}`), or what is wrong with it.
+fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let text = if bytes.is_empty() {
+        b"{}".as_slice()
+    } else {
+        bytes
+    };
+    serde_json::from_slice(text).map_err(|e| e.to_string())
+}
+
+fn state_json(f: &Faults) -> Value {
+    let outages: Vec<Value> = f
+        .outages()
+        .into_iter()
+        .map(|(systems, secs)| json!({ "systems": systems, "seconds_left": secs }))
+        .collect();
+    json!({ "faults": f.config(), "reboots": outages })
+}
+
+async fn get_faults(State(a): State<Admin>) -> Response {
+    Json(state_json(&a.faults)).into_response()
+}
+
+async fn put_faults(State(a): State<Admin>, bytes: axum::body::Bytes) -> Response {
+    let cfg: FaultConfig = match body(&bytes) {
+        Ok(c) => c,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    };
+    if let Err(why) = cfg.check() {
+        return error(StatusCode::BAD_REQUEST, why);
+    }
+    tracing::info!(rules = cfg.rules.len(), seed = cfg.seed, "faults replaced");
+    a.faults.replace(cfg);
+    Json(state_json(&a.faults)).into_response()
+}
+
+async fn delete_faults(State(a): State<Admin>) -> Response {
+    a.faults.clear();
+    tracing::info!("faults cleared");
+    Json(state_json(&a.faults)).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Reboot {
+    seconds: u64,
+    #[serde(default)]
+    systems: Vec<String>,
+}
+
+async fn reboot(State(a): State<Admin>, bytes: axum::body::Bytes) -> Response {
+    let r: Reboot = match body(&bytes) {
+        Ok(r) => r,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    };
+    if r.seconds > 3600 {
+        return error(StatusCode::BAD_REQUEST, "seconds: at most 3600");
+    }
+    tracing::info!(systems = ?r.systems, seconds = r.seconds, "BMC reboot (fault)");
+    a.faults.reboot(r.systems, r.seconds);
+    Json(state_json(&a.faults)).into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expire {
+    #[serde(default)]
+    systems: Vec<String>,
+}
+
+async fn expire_sessions(State(a): State<Admin>, bytes: axum::body::Bytes) -> Response {
+    let e: Expire = match body(&bytes) {
+        Ok(e) => e,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    };
+    let n = a.faults.expire_sessions(&e.systems);
+    tracing::info!(systems = ?e.systems, sessions = n, "sessions expired (fault)");
+    Json(json!({ "expired": n })).into_response()
+}
+
+async fn bearer(State(a): State<Admin>, req: Request, next: Next) -> Response {
+    let ok = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| constant_time_eq(t.trim().as_bytes(), a.token.as_bytes()));
+    if !ok {
+        let mut r = error(StatusCode::UNAUTHORIZED, "a bearer token is required");
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer realm=\"shoal-admin\""),
+        );
+        return r;
+    }
+    next.run(req).await
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The admin service over `faults`, for holders of `token`.
+pub fn router(faults: Arc<Faults>, token: &str) -> Router {
+    let a = Admin {
+        faults,
+        token: Arc::from(token),
+    };
+    Router::new()
+        .route(
+            "/shoal/v1/faults",
+            get(get_faults).put(put_faults).delete(delete_faults),
+        )
+        .route("/shoal/v1/faults/reboot", post(reboot))
+        .route("/shoal/v1/faults/expire-sessions", post(expire_sessions))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such admin resource") })
+        .layer(middleware::from_fn_with_state(a.clone(), bearer))
+        .with_state(a)
+}
