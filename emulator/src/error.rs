@@ -111,9 +111,9 @@ pub enum ApiError {
     },
     #[error("internal error: {0}")]
     Internal(String),
-    /// A failure injected by a fault rule, with its status and messages.
-    #[error("injected fault: HTTP {0}")]
-    Injected(StatusCode, Vec<Msg>),
+    /// A status with its messages: an injected fault, a vendor's refusal.
+    #[error("HTTP {0}")]
+    Status(StatusCode, Vec<Msg>),
 }
 
 impl ApiError {
@@ -142,7 +142,7 @@ impl ApiError {
             } => StatusCode::PERMANENT_REDIRECT,
             ApiError::Redirect { .. } => StatusCode::MOVED_PERMANENTLY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::Injected(s, _) => *s,
+            ApiError::Status(s, _) => *s,
         }
     }
 
@@ -165,7 +165,7 @@ impl ApiError {
             ApiError::HeaderInvalid(h) => vec![Msg::new("HeaderInvalid", &[h])],
             ApiError::Redirect { .. } => vec![],
             ApiError::Internal(_) => vec![Msg::new("InternalError", &[])],
-            ApiError::Injected(_, m) => m.clone(),
+            ApiError::Status(_, m) => m.clone(),
         }
     }
 }

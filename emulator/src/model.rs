@@ -94,6 +94,22 @@ redfish_enum!(
     }
 );
 
+impl ResetType {
+    /// Whether this reset leaves a machine that was `before` starting (so
+    /// its firmware in POST).
+    pub fn starts(self, before: PowerState) -> bool {
+        match self {
+            ResetType::On
+            | ResetType::ForceOn
+            | ResetType::ForceRestart
+            | ResetType::GracefulRestart
+            | ResetType::PowerCycle => true,
+            ResetType::PushPowerButton => before == PowerState::Off,
+            ResetType::ForceOff | ResetType::GracefulShutdown | ResetType::Nmi => false,
+        }
+    }
+}
+
 redfish_enum!(
     /// `BootSourceOverrideTarget`.
     BootTarget {
@@ -113,6 +129,9 @@ redfish_enum!(
         RemoteDrive = "RemoteDrive",
         UefiBootNext = "UefiBootNext",
         Recovery = "Recovery",
+        // Supermicro's name for the virtual CD (not in the DMTF enum;
+        // offered only by profiles that have it).
+        UsbCd = "UsbCd",
     }
 );
 
@@ -205,6 +224,8 @@ impl BootOverride {
     pub fn effective_target(&self) -> Option<BootTarget> {
         match (self.enabled, self.target) {
             (OverrideEnabled::Disabled, _) | (_, BootTarget::None) => None,
+            // The virtual CD, attached over USB: the CD to the machine.
+            (_, BootTarget::UsbCd) => Some(BootTarget::Cd),
             (_, t) => Some(t),
         }
     }

@@ -150,6 +150,58 @@ impl Default for Boot {
     }
 }
 
+/// Transient states after power actions.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Power {
+    /// After a power-on the host is in POST this long, and a Boot PATCH is
+    /// refused (400) meanwhile, with `post_refusal` after the Base message
+    /// (iLO).
+    #[serde(default)]
+    pub post_secs: u64,
+    pub post_refusal: Option<VendorMessage>,
+    /// After a power action the BMC refuses another this long with a 409
+    /// (and `busy_refusal`, when the vendor's message is known) (iDRAC 10).
+    #[serde(default)]
+    pub busy_secs: u64,
+    pub busy_refusal: Option<VendorMessage>,
+}
+
+/// InsertMedia parameters a profile may refuse or require.
+const INSERT_PARAMS: &[&str] = &[
+    "Inserted",
+    "WriteProtected",
+    "TransferProtocolType",
+    "TransferMethod",
+    "UserName",
+    "Password",
+];
+
+/// Virtual media quirks.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct VirtualMedia {
+    /// `UsbCd` is offered as a boot target and boots the virtual CD
+    /// (Supermicro).
+    #[serde(default)]
+    pub usb_cd: bool,
+    /// InsertMedia parameters refused when present (Supermicro refuses
+    /// `Inserted` and `WriteProtected`).
+    #[serde(default)]
+    pub insert_refuses: Vec<String>,
+    /// InsertMedia parameters required (NVIDIA DGX: `UserName`,
+    /// `Password`).
+    #[serde(default)]
+    pub insert_requires: Vec<String>,
+    /// EjectMedia without a JSON body is refused (iLO wants `{}`).
+    #[serde(default)]
+    pub eject_needs_body: bool,
+    /// No Insert/Eject actions: media is inserted and ejected by a PATCH of
+    /// the VirtualMedia resource (Lenovo).
+    #[serde(default)]
+    pub insert_by_patch: bool,
+}
+
 /// How the vendor's BMC says it is busy: the error an injected failure
 /// carries (`faults.rs`), and which clients know to retry.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -209,6 +261,10 @@ pub struct Profile {
     pub etag: Etag,
     #[serde(default)]
     pub boot: Boot,
+    #[serde(default)]
+    pub power: Power,
+    #[serde(default)]
+    pub vmedia: VirtualMedia,
     #[serde(default)]
     pub errors: Errors,
     #[serde(default)]
@@ -332,6 +388,19 @@ impl Profile {
                 "boot.settings.fields: HttpBootUri is listed but boot.http_boot_uri is not \"writable\""
                     .into(),
             );
+        }
+        for (key, list) in [
+            ("vmedia.insert_refuses", &self.vmedia.insert_refuses),
+            ("vmedia.insert_requires", &self.vmedia.insert_requires),
+        ] {
+            for (i, p) in list.iter().enumerate() {
+                if !INSERT_PARAMS.contains(&p.as_str()) {
+                    return Err(format!(
+                        "{key}[{i}]: {p:?} is not one of {}",
+                        INSERT_PARAMS.join(", ")
+                    ));
+                }
+            }
         }
         if let Some(b) = &self.errors.busy {
             if !(400..=599).contains(&b.status) {

@@ -31,6 +31,19 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let body = OptionalJsonObject::from_request(req, state).await?;
+        Ok(JsonObject(body.0.unwrap_or_default()))
+    }
+}
+
+/// A JSON object body, or `None` when there is no body at all (for BMCs
+/// that tell the two apart).
+pub struct OptionalJsonObject(pub Option<Map<String, Value>>);
+
+impl<S: Send + Sync> FromRequest<S> for OptionalJsonObject {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         // JSON is required; curl's default form type is let through because
         // operators type `curl -d '{...}'` at BMCs, which accept it.
         if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
@@ -53,10 +66,10 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
             return Err(ApiError::PayloadTooLarge);
         }
         if bytes.iter().all(|b| b.is_ascii_whitespace()) {
-            return Ok(JsonObject(Map::new()));
+            return Ok(OptionalJsonObject(None));
         }
         match serde_json::from_slice::<Value>(&bytes) {
-            Ok(Value::Object(m)) => Ok(JsonObject(m)),
+            Ok(Value::Object(m)) => Ok(OptionalJsonObject(Some(m))),
             Ok(_) => Err(ApiError::bad(Msg::new("UnrecognizedRequestBody", &[]))),
             Err(_) => Err(ApiError::bad(Msg::new("MalformedJSON", &[]))),
         }

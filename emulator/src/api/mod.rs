@@ -83,6 +83,9 @@ pub struct AppState {
     /// On an endpoint of its own: the names of its systems (what a fault
     /// aimed at them hits, service root included).
     pub endpoint_systems: Option<Arc<Vec<String>>>,
+    /// The last power action of each system, for profiles whose BMC is
+    /// busy or whose host is in POST for a while after one.
+    pub power_clock: Arc<systems::PowerClock>,
 }
 
 impl AppState {
@@ -104,6 +107,7 @@ impl AppState {
             fixed: None,
             faults: Arc::new(Faults::default()),
             endpoint_systems: None,
+            power_clock: Arc::new(systems::PowerClock::default()),
         }
     }
 
@@ -335,7 +339,7 @@ async fn injected_error(st: &AppState, systems: &[String], status: Option<u16>) 
     if let Some(b) = busy.filter(|b| b.status == code) {
         msgs.push(Msg::vendor(&b.message, ""));
     }
-    ApiError::Injected(status, msgs)
+    ApiError::Status(status, msgs)
 }
 
 /// A body that fails at once: the server closes the connection without

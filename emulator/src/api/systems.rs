@@ -66,9 +66,38 @@ async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
     ))
 }
 
+/// When each system last had a power action, and whether it started it.
+#[derive(Default)]
+pub struct PowerClock(std::sync::Mutex<HashMap<String, (std::time::Instant, bool)>>);
+
+impl PowerClock {
+    fn record(&self, id: &str, started: bool) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string(), (std::time::Instant::now(), started));
+    }
+
+    /// The last action, if it was less than `secs` ago (and, with
+    /// `started`, a start).
+    fn within(&self, id: &str, secs: u64, started: bool) -> bool {
+        secs > 0
+            && self
+                .0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(id)
+                .is_some_and(|(at, s)| (!started || *s) && at.elapsed().as_secs() < secs)
+    }
+}
+
 /// Boot targets offered for this system under its profile.
 pub fn allowed_targets(sys: &System, profile: &Profile) -> Vec<&'static str> {
-    sys.boot_targets()
+    let mut targets = sys.boot_targets();
+    if profile.vmedia.usb_cd {
+        targets.push(BootTarget::UsbCd);
+    }
+    targets
         .into_iter()
         .filter(|t| profile.offers(*t))
         .map(BootTarget::as_str)
@@ -482,6 +511,22 @@ async fn patch_system(
         boot_body,
         profile,
     )?;
+    if boot_body.is_some()
+        && st
+            .power_clock
+            .within(&sys.id, profile.power.post_secs, true)
+    {
+        // The host is in POST: this firmware takes no boot change now.
+        let mut msgs = vec![Msg::new("ResourceInUse", &[])];
+        msgs.extend(
+            profile
+                .power
+                .post_refusal
+                .iter()
+                .map(|m| Msg::vendor(m, "")),
+        );
+        return Err(ApiError::Status(axum::http::StatusCode::BAD_REQUEST, msgs));
+    }
     if let (Some(b), Some(s)) = (boot_body, &profile.boot.settings) {
         if let Some(m) = &s.refused_on_system {
             // The firmware takes these only in its settings object.
@@ -605,10 +650,28 @@ async fn reset(
             ])
         })?,
     };
+    let profile = st.profile(&sys);
+    if st
+        .power_clock
+        .within(&sys.id, profile.power.busy_secs, false)
+    {
+        // Still busy with the last power action: this BMC says 409.
+        let mut msgs = vec![Msg::new("ResourceInUse", &[])];
+        msgs.extend(
+            profile
+                .power
+                .busy_refusal
+                .iter()
+                .map(|m| Msg::vendor(m, "")),
+        );
+        return Err(ApiError::Status(axum::http::StatusCode::CONFLICT, msgs));
+    }
+    let started = reset.starts(sys.power);
     // A slow power transition (an injected fault): accepted now, carried
     // out later, as a BMC whose host takes its time.
     let delay = st.faults.power_delay(std::slice::from_ref(&sys.name));
     if !delay.is_zero() {
+        st.power_clock.record(&sys.id, started);
         tracing::info!(system = %sys.name, %reset, ?delay, "reset accepted; takes effect later (fault)");
         let st = st.clone();
         tokio::spawn(async move {
@@ -622,6 +685,7 @@ async fn reset(
     }
     let _guard = st.locks.lock(&sys.id).await;
     st.backend.reset(&sys.id, reset).await?;
+    st.power_clock.record(&sys.id, started);
     tracing::info!(system = %sys.name, %reset, "reset");
     Ok(json::no_content())
 }

@@ -10,7 +10,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::json::{self, JsonObject, Resource};
+use super::json::{self, JsonObject, OptionalJsonObject, Resource};
 use super::{collection, AppState, Sys};
 use crate::backend::Completion;
 use crate::error::{ApiError, Msg};
@@ -24,7 +24,7 @@ pub fn router() -> Router<AppState> {
     for root in ["Managers", "Systems"] {
         r = r
             .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia"), get(list))
-            .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}"), get(member))
+            .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}"), get(member).patch(patch_member))
             .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/VirtualMedia.InsertMedia"), post(insert))
             .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/VirtualMedia.EjectMedia"), post(eject));
     }
@@ -58,7 +58,7 @@ fn slot_of(slot: &str, uri: &Uri) -> Result<MediaSlot, ApiError> {
     MediaSlot::parse(slot).ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
 }
 
-fn media_json(sys: &System, slot: MediaSlot, owner: &str) -> Value {
+fn media_json(sys: &System, slot: MediaSlot, owner: &str, by_patch: bool) -> Value {
     let m = sys.media(slot);
     let base = format!("/redfish/v1/{owner}/VirtualMedia/{slot}");
     let (types, name) = match slot {
@@ -70,7 +70,7 @@ fn media_json(sys: &System, slot: MediaSlot, owner: &str) -> Value {
         .as_deref()
         .and_then(|i| i.rsplit('/').next())
         .filter(|n| !n.is_empty());
-    json!({
+    let mut v = json!({
         "@odata.type": "#VirtualMedia.v1_6_0.VirtualMedia",
         "@odata.id": base,
         "Id": slot.as_str(),
@@ -85,11 +85,14 @@ fn media_json(sys: &System, slot: MediaSlot, owner: &str) -> Value {
         "TransferMethod": m.transfer_method.map(|p| p.as_str()),
         "UserName": m.user_name,
         "Status": { "State": "Enabled", "Health": "OK" },
-        "Actions": {
+    });
+    if !by_patch {
+        v["Actions"] = json!({
             "#VirtualMedia.InsertMedia": { "target": format!("{base}/Actions/{INSERT}") },
             "#VirtualMedia.EjectMedia": { "target": format!("{base}/Actions/{EJECT}") },
-        },
-    })
+        });
+    }
+    v
 }
 
 async fn member(
@@ -100,15 +103,103 @@ async fn member(
 ) -> Result<Resource, ApiError> {
     let slot = slot_of(&slot, &uri)?;
     let profile = st.profile(&sys);
+    let by_patch = profile.vmedia.insert_by_patch;
     Ok(Resource::new(
-        media_json(&sys, slot, &owner_of(&st, &sys, &uri)),
+        media_json(&sys, slot, &owner_of(&st, &sys, &uri), by_patch),
         profile,
-        "GET",
+        if by_patch { "GET, PATCH" } else { "GET" },
     ))
+}
+
+/// Insert and eject by PATCH, for profiles without the actions (Lenovo):
+/// `{"Image": URL, "Inserted": true, ...}` attaches (without `Inserted:
+/// true` the image is not attached, as on that firmware), `{"Image": null,
+/// "Inserted": false}` detaches.
+async fn patch_member(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    Path((_, slot)): Path<(String, String)>,
+    uri: Uri,
+    headers: axum::http::HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let slot = slot_of(&slot, &uri)?;
+    let profile = st.profile(&sys);
+    if !profile.vmedia.insert_by_patch {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let _guard = st.locks.lock(&sys.id).await;
+    let sys = st.backend.system(&sys.id).await?;
+    let owner = owner_of(&st, &sys, &uri);
+    let current = media_json(&sys, slot, &owner, true);
+    json::check_if_match(&headers, &current, profile)?;
+    if body.is_empty() {
+        return Err(ApiError::bad(Msg::new("EmptyJSON", &[])));
+    }
+    let detach = body.get("Image").is_some_and(Value::is_null)
+        || body.get("Inserted") == Some(&Value::Bool(false));
+    if detach {
+        for k in body.keys() {
+            if !matches!(k.as_str(), "Image" | "Inserted") {
+                return Err(ApiError::bad(Msg::new("PropertyUnknown", &[k]).about(k)));
+            }
+        }
+        st.backend.eject_media(&sys.id, slot).await?;
+        tracing::info!(system = %sys.name, %slot, "eject media (PATCH)");
+    } else {
+        let image = parse_media(&body, "VirtualMedia", false)?;
+        if body.get("Inserted") == Some(&Value::Bool(true)) {
+            if sys.media(slot).inserted {
+                return Err(ApiError::Conflict(format!(
+                    "{slot} of {} already holds media",
+                    sys.name
+                )));
+            }
+            tracing::info!(system = %sys.name, %slot, image = %image.image, "insert media (PATCH)");
+            if let Completion::Running(work) = st.backend.insert_media(&sys.id, slot, image).await?
+            {
+                // No task monitor on this route: the PATCH answers when done.
+                work.await?;
+            }
+        }
+    }
+    let sys = st.backend.system(&sys.id).await?;
+    Ok(Resource::new(media_json(&sys, slot, &owner, true), profile, "GET, PATCH").into_response())
 }
 
 /// Validates InsertMedia's parameters into a `MediaImage`.
 fn parse_insert(body: &serde_json::Map<String, Value>) -> Result<MediaImage, ApiError> {
+    parse_media(body, INSERT, true)
+}
+
+/// The media parameters of InsertMedia (`action`) or of a PATCH of the
+/// VirtualMedia resource (messages name `what`).
+fn parse_media(
+    body: &serde_json::Map<String, Value>,
+    what: &str,
+    action: bool,
+) -> Result<MediaImage, ApiError> {
+    if !action {
+        for k in body.keys() {
+            if !matches!(
+                k.as_str(),
+                "Image"
+                    | "Inserted"
+                    | "WriteProtected"
+                    | "TransferProtocolType"
+                    | "TransferMethod"
+                    | "UserName"
+                    | "Password"
+            ) {
+                return Err(ApiError::bad(Msg::new("PropertyUnknown", &[k]).about(k)));
+            }
+        }
+        if body.get("Image").and_then(Value::as_str).is_none() {
+            return Err(ApiError::bad(
+                Msg::new("PropertyMissing", &["Image"]).about("Image"),
+            ));
+        }
+    }
     json::action_known(
         body,
         &[
@@ -121,24 +212,24 @@ fn parse_insert(body: &serde_json::Map<String, Value>) -> Result<MediaImage, Api
             "Password",
             "MediaType",
         ],
-        INSERT,
+        what,
     )?;
-    let image = json::action_str(body, "Image", INSERT)?
-        .ok_or_else(|| ApiError::bad(Msg::new("ActionParameterMissing", &[INSERT, "Image"])))?;
+    let image = json::action_str(body, "Image", what)?
+        .ok_or_else(|| ApiError::bad(Msg::new("ActionParameterMissing", &[what, "Image"])))?;
     let scheme = image.split_once("://").map(|(s, _)| s.to_ascii_uppercase());
     let from_url = scheme.as_deref().and_then(TransferProtocol::parse);
     if from_url.is_none() || image.len() < 8 || image.chars().any(char::is_whitespace) {
         return Err(ApiError::bad(Msg::new(
             "ActionParameterValueFormatError",
-            &[image, "Image", INSERT],
+            &[image, "Image", what],
         )));
     }
-    let protocol = match json::action_str(body, "TransferProtocolType", INSERT)? {
+    let protocol = match json::action_str(body, "TransferProtocolType", what)? {
         None => None,
         Some(p) => Some(TransferProtocol::parse(p).ok_or_else(|| {
             ApiError::bad(Msg::new(
                 "ActionParameterValueNotInList",
-                &[p, "TransferProtocolType", INSERT],
+                &[p, "TransferProtocolType", what],
             ))
         })?),
     };
@@ -146,27 +237,27 @@ fn parse_insert(body: &serde_json::Map<String, Value>) -> Result<MediaImage, Api
         if p != u {
             return Err(ApiError::bad(Msg::new(
                 "ActionParameterValueFormatError",
-                &[image, "Image", INSERT],
+                &[image, "Image", what],
             )));
         }
     }
-    let method = match json::action_str(body, "TransferMethod", INSERT)? {
+    let method = match json::action_str(body, "TransferMethod", what)? {
         None => None,
         Some(m) => Some(TransferMethod::parse(m).ok_or_else(|| {
             ApiError::bad(Msg::new(
                 "ActionParameterValueNotInList",
-                &[m, "TransferMethod", INSERT],
+                &[m, "TransferMethod", what],
             ))
         })?),
     };
     Ok(MediaImage {
         image: image.to_string(),
-        inserted: json::action_bool(body, "Inserted", INSERT)?.unwrap_or(true),
-        write_protected: json::action_bool(body, "WriteProtected", INSERT)?.unwrap_or(true),
+        inserted: json::action_bool(body, "Inserted", what)?.unwrap_or(true),
+        write_protected: json::action_bool(body, "WriteProtected", what)?.unwrap_or(true),
         transfer_protocol: protocol.or(from_url),
         transfer_method: method,
-        user_name: json::action_str(body, "UserName", INSERT)?.map(str::to_string),
-        password: json::action_str(body, "Password", INSERT)?.map(str::to_string),
+        user_name: json::action_str(body, "UserName", what)?.map(str::to_string),
+        password: json::action_str(body, "Password", what)?.map(str::to_string),
     })
 }
 
@@ -178,6 +269,28 @@ async fn insert(
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     let slot = slot_of(&slot, &uri)?;
+    let profile = st.profile(&sys);
+    if profile.vmedia.insert_by_patch {
+        return Err(ApiError::NotFound(uri.path().to_string()));
+    }
+    let mut refused: Vec<Msg> = profile
+        .vmedia
+        .insert_refuses
+        .iter()
+        .filter(|p| body.contains_key(p.as_str()))
+        .map(|p| Msg::new("ActionParameterNotSupported", &[p, INSERT]).about(p))
+        .collect();
+    refused.extend(
+        profile
+            .vmedia
+            .insert_requires
+            .iter()
+            .filter(|p| !body.contains_key(p.as_str()))
+            .map(|p| Msg::new("ActionParameterMissing", &[INSERT, p]).about(p)),
+    );
+    if !refused.is_empty() {
+        return Err(ApiError::BadRequest(refused));
+    }
     let image = parse_insert(&body)?;
     let _guard = st.locks.lock(&sys.id).await;
     let sys = st.backend.system(&sys.id).await?;
@@ -210,9 +323,19 @@ async fn eject(
     Sys(sys): Sys,
     Path((_, slot)): Path<(String, String)>,
     uri: Uri,
-    JsonObject(body): JsonObject,
+    OptionalJsonObject(body): OptionalJsonObject,
 ) -> Result<Response, ApiError> {
     let slot = slot_of(&slot, &uri)?;
+    let profile = st.profile(&sys);
+    if profile.vmedia.insert_by_patch {
+        return Err(ApiError::NotFound(uri.path().to_string()));
+    }
+    // iLO wants the action's (empty) JSON object.
+    let body = match body {
+        Some(b) => b,
+        None if profile.vmedia.eject_needs_body => return Err(ApiError::UnsupportedMediaType),
+        None => serde_json::Map::new(),
+    };
     json::action_known(&body, &[], EJECT)?;
     let _guard = st.locks.lock(&sys.id).await;
     st.backend.eject_media(&sys.id, slot).await?;

@@ -306,3 +306,195 @@ async fn lenovo_takes_the_boot_override_in_its_pending_object() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
+
+fn cd_of(sys: &str) -> String {
+    format!("{sys}/VirtualMedia/Cd")
+}
+
+#[tokio::test]
+async fn ilo_refuses_boot_changes_while_the_host_is_in_post() {
+    let api = api("ilo5");
+    let sys = api.system(0).await;
+    api.reset(&sys, "On").await;
+    let r = api.patch(&sys, target_once("Pxe")).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.message_ids(),
+        ["ResourceInUse", "UnableToModifyDuringSystemPOST"]
+    );
+    // Other properties are fine, and so is Boot once the host is off.
+    assert_eq!(
+        api.patch(&sys, json!({"AssetTag": "a"})).await.status,
+        StatusCode::OK
+    );
+    api.reset(&sys, "ForceOff").await;
+    assert_eq!(
+        api.patch(&sys, target_once("Pxe")).await.status,
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn idrac10_answers_409_to_a_power_action_while_busy() {
+    let api = api("idrac10");
+    let sys = api.system(0).await;
+    api.reset(&sys, "On").await;
+    let r = api
+        .post(
+            &format!("{sys}/Actions/ComputerSystem.Reset"),
+            json!({"ResetType": "ForceOff"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    assert_eq!(r.message_ids(), ["ResourceInUse"]);
+}
+
+#[tokio::test]
+async fn supermicro_offers_usbcd_and_refuses_inserted_on_insert_media() {
+    let api = api("supermicro-x12");
+    let sys = api.system(0).await;
+    let allowed = api.get(&sys).await.body["Boot"]
+        ["BootSourceOverrideTarget@Redfish.AllowableValues"]
+        .clone();
+    assert!(
+        allowed.as_array().unwrap().contains(&json!("UsbCd")),
+        "{allowed}"
+    );
+    let insert = format!("{}/Actions/VirtualMedia.InsertMedia", cd_of(&sys));
+    let r = api
+        .post(
+            &insert,
+            json!({"Image": "http://192.0.2.1/a.iso", "Inserted": true, "WriteProtected": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.message_ids(),
+        ["ActionParameterNotSupported", "ActionParameterNotSupported"]
+    );
+    assert_eq!(
+        api.get(&cd_of(&sys)).await.body["Inserted"],
+        false,
+        "nothing applied"
+    );
+    let r = api
+        .post(&insert, json!({"Image": "http://192.0.2.1/a.iso"}))
+        .await;
+    assert!(r.status.is_success(), "{}", r.body);
+    // UsbCd boots the virtual CD.
+    assert_eq!(
+        api.patch(&sys, target_once("UsbCd")).await.status,
+        StatusCode::OK
+    );
+    api.reset(&sys, "On").await;
+    let id = api.get(&sys).await.body["Id"].as_str().unwrap().to_string();
+    let rec = api
+        .state
+        .backend
+        .system(&id)
+        .await
+        .unwrap()
+        .last_boot
+        .unwrap();
+    assert_eq!(rec.target, BootTarget::Cd);
+    assert_eq!(rec.media.as_deref(), Some("http://192.0.2.1/a.iso"));
+}
+
+#[tokio::test]
+async fn ami_wants_credentials_on_insert_media() {
+    let api = api("ami-asrockrack");
+    let sys = api.system(0).await;
+    let insert = format!("{}/Actions/VirtualMedia.InsertMedia", cd_of(&sys));
+    let r = api
+        .post(&insert, json!({"Image": "http://192.0.2.1/a.iso"}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.message_ids(),
+        ["ActionParameterMissing", "ActionParameterMissing"]
+    );
+    let r = api
+        .post(
+            &insert,
+            json!({"Image": "http://192.0.2.1/a.iso", "UserName": "none", "Password": "none"}),
+        )
+        .await;
+    assert!(r.status.is_success(), "{}", r.body);
+}
+
+#[tokio::test]
+async fn ilo_wants_a_json_body_on_eject() {
+    let api = api("ilo5");
+    let sys = api.system(0).await;
+    let cd = cd_of(&sys);
+    api.post(
+        &format!("{cd}/Actions/VirtualMedia.InsertMedia"),
+        json!({"Image": "http://192.0.2.1/a.iso"}),
+    )
+    .await;
+    let eject = format!("{cd}/Actions/VirtualMedia.EjectMedia");
+    let r = api.req(Method::POST, &eject, None, &[]).await;
+    assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(api.get(&cd).await.body["Inserted"], true);
+    let r = api.post(&eject, json!({})).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(api.get(&cd).await.body["Inserted"], false);
+}
+
+#[tokio::test]
+async fn lenovo_inserts_and_ejects_media_by_patch() {
+    let api = api("lenovo-xcc");
+    let sys = api.system(0).await;
+    let cd = cd_of(&sys);
+    let m = api.get(&cd).await;
+    assert!(m.body.get("Actions").is_none());
+    assert_eq!(m.header("allow").as_deref(), Some("GET, PATCH"));
+    let r = api
+        .post(
+            &format!("{cd}/Actions/VirtualMedia.InsertMedia"),
+            json!({"Image": "http://192.0.2.1/a.iso"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // Without Inserted: true nothing is attached, as on that firmware.
+    let r = api
+        .patch(&cd, json!({"Image": "http://192.0.2.1/a.iso"}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["Inserted"], false);
+    let r = api
+        .patch(
+            &cd,
+            json!({"Image": "http://192.0.2.1/a.iso", "Inserted": true, "WriteProtected": true}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, &r.body["Inserted"]),
+        (StatusCode::OK, &json!(true)),
+        "{}",
+        r.body
+    );
+    let r = api
+        .patch(&cd, json!({"Image": null, "Inserted": false}))
+        .await;
+    assert_eq!(
+        (r.status, &r.body["Inserted"]),
+        (StatusCode::OK, &json!(false))
+    );
+    // Bad input is refused whole.
+    let r = api
+        .patch(&cd, json!({"Image": "no url", "Inserted": true}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    let r = api.patch(&cd, json!({"Colour": 1})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    // Other profiles keep the resource read-only.
+    let g = crate::common::Api::new(1);
+    let gs = g.system(0).await;
+    assert_eq!(
+        g.patch(&cd_of(&gs), json!({"Image": "http://192.0.2.1/a.iso"}))
+            .await
+            .status,
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+}

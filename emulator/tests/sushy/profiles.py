@@ -64,6 +64,30 @@ class Run:
         self.requests = []
 
 
+ISO = 'http://192.0.2.1/boot.iso'
+
+
+def virtual_cd(r):
+    s = r.system()
+    manager = s.managers[0]
+    return next(m for m in manager.virtual_media.get_members()
+                if sushy.VIRTUAL_MEDIA_CD in m.media_types)
+
+
+def media_round_trip(r):
+    """sushy inserts and ejects; returns the requests it took."""
+    r.reset_log()
+    cd = virtual_cd(r)
+    cd.insert_media(ISO)
+    cd = virtual_cd(r)
+    expect(cd.inserted and cd.image == ISO, f'inserted {cd.inserted} {cd.image}')
+    cd.eject_media()
+    cd = virtual_cd(r)
+    expect(not cd.inserted, 'still inserted after eject')
+    return [(m, p.rsplit('/', 1)[-1], st) for (m, p, st, _) in r.requests
+            if m in ('POST', 'PATCH')]
+
+
 def uefi_http_with_uri(r):
     s = r.system()
     s.set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_UEFI_HTTP,
@@ -128,6 +152,15 @@ def check_idrac10(r):
     expect(r.boot()['BootSourceOverrideTarget'] == 'Pxe', f'{r.boot()}')
     r.reset_log()
     bios_route(r, {'HttpDev1EnDis': 'Enabled', 'HttpDev1Uri': URI})
+    # A second power action while the first is in progress: 409, which
+    # sushy leaves to its caller (Ironic retries it).
+    r.system().reset_system(sushy.RESET_ON)
+    try:
+        r.system().reset_system(sushy.RESET_FORCE_OFF)
+    except sushy_exc.HTTPError as e:
+        expect(e.status_code == 409, f'{e.status_code}: {e}')
+    else:
+        raise CheckFailed('a power action while busy was taken')
 
 
 def check_ilo5(r):
@@ -137,6 +170,21 @@ def check_ilo5(r):
     # sushy's PATCH carried the weak tag, and the BMC took it.
     sent = [m for (_, s, m) in r.patches() if s == 200 and m]
     expect(any(m.startswith('W/') for m in sent), f'{r.patches()}')
+    # Eject without a body is refused; sushy sends {} again.
+    reqs = media_round_trip(r)
+    expect(reqs == [('POST', 'VirtualMedia.InsertMedia', 204),
+                    ('POST', 'VirtualMedia.EjectMedia', 415),
+                    ('POST', 'VirtualMedia.EjectMedia', 204)], f'{reqs}')
+    # In POST after a power-on, a boot change is refused; sushy does not
+    # retry that one.
+    r.system().reset_system(sushy.RESET_ON)
+    try:
+        r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_PXE,
+                                           enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
+    except sushy_exc.BadRequestError as e:
+        expect('UnableToModifyDuringSystemPOST' in str(e), str(e))
+    else:
+        raise CheckFailed('a boot change was taken during POST')
 
 
 def check_ilo6(r):
@@ -156,6 +204,15 @@ def check_ilo6(r):
 
 
 def check_supermicro_x12(r):
+    # sushy leaves Inserted/WriteProtected out at their defaults, which
+    # this BMC refuses.
+    reqs = media_round_trip(r)
+    expect(reqs == [('POST', 'VirtualMedia.InsertMedia', 204),
+                    ('POST', 'VirtualMedia.EjectMedia', 204)], f'{reqs}')
+    # Cd becomes UsbCd on Supermicro.
+    r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_CD,
+                                       enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
+    expect(r.boot()['BootSourceOverrideTarget'] == 'UsbCd', f'{r.boot()}')
     try:
         r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_PXE)
     except sushy_exc.BadRequestError as e:
@@ -168,6 +225,11 @@ def check_supermicro_x12(r):
 
 
 def check_ami_asrockrack(r):
+    # Credentials are demanded; sushy retries with none/none.
+    reqs = media_round_trip(r)
+    expect(reqs == [('POST', 'VirtualMedia.InsertMedia', 400),
+                    ('POST', 'VirtualMedia.InsertMedia', 204),
+                    ('POST', 'VirtualMedia.EjectMedia', 204)], f'{reqs}')
     s = r.system()
     sd = s.path + '/SD'
     # Without the Mode the future-state object refuses the override.
@@ -192,6 +254,9 @@ def check_ami_asrockrack(r):
 
 
 def check_lenovo_xcc(r):
+    # No actions: sushy inserts and ejects by PATCH.
+    reqs = media_round_trip(r)
+    expect(reqs == [('PATCH', 'Cd', 200), ('PATCH', 'Cd', 200)], f'{reqs}')
     s = r.system()
     r.reset_log()
     s.set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_UEFI_HTTP,
