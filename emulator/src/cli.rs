@@ -49,7 +49,8 @@ pub struct Cli {
     pub feature_set: Option<FeatureSet>,
     /// The BMC behaviour profile of every system whose inventory entry
     /// names none (generic, openbmc, idrac9, idrac10, ilo5, ilo6,
-    /// supermicro-x12, ami-asrockrack, lenovo-xcc, or one of --profile-dir)
+    /// supermicro-x12, ami-asrockrack, lenovo-xcc, no-allowable-values, or
+    /// one of --profile-dir)
     /// [default: generic].
     #[arg(long, env = "SHOAL_PROFILE")]
     pub profile: Option<String>,

@@ -437,6 +437,10 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
         "lenovo-xcc.toml",
         include_str!("../profiles/lenovo-xcc.toml"),
     ),
+    (
+        "no-allowable-values.toml",
+        include_str!("../profiles/no-allowable-values.toml"),
+    ),
 ];
 
 static BUILTIN: LazyLock<Vec<&'static Profile>> = LazyLock::new(|| {
@@ -526,6 +530,7 @@ mod tests {
             "supermicro-x12",
             "ami-asrockrack",
             "lenovo-xcc",
+            "no-allowable-values",
         ] {
             let p = all.get(name).unwrap();
             assert_eq!(p.name, name);

@@ -293,11 +293,23 @@ impl IronicSequence {
             Method::Pxe => "Pxe",
             Method::PowerOn => return self.power_on(),
         };
-        // Ironic's validation: the target must be offered.
-        let allowed = sys["Boot"]["BootSourceOverrideTarget@Redfish.AllowableValues"]
+        // Ironic's validation: the target must be offered. sushy reads the
+        // annotation from the settings object when the System has none;
+        // without either, Ironic's check fails (a TypeError there).
+        const ALLOWED: &str = "BootSourceOverrideTarget@Redfish.AllowableValues";
+        let from_settings = match sys["Boot"].get(ALLOWED) {
+            Some(_) => None,
+            None => match sys["@Redfish.Settings"]["SettingsObject"]["@odata.id"].as_str() {
+                Some(uri) => Some(self.get(uri)?.1),
+                None => None,
+            },
+        };
+        let allowed = from_settings
+            .as_ref()
+            .map_or(&sys["Boot"][ALLOWED], |so| &so["Boot"][ALLOWED])
             .as_array()
             .ok_or_else(|| {
-                anyhow!("the BMC gives no BootSourceOverrideTarget@Redfish.AllowableValues")
+                anyhow!("the BMC gives no {ALLOWED}, on the System or in its settings object (Ironic's redfish-https validation fails here with a TypeError)")
             })?;
         if !allowed.iter().any(|v| v == target) {
             bail!("{target} is not in BootSourceOverrideTarget@Redfish.AllowableValues");

@@ -10,6 +10,7 @@ mod api_resources;
 mod api_storage;
 mod binary;
 mod common;
+mod drivers;
 #[cfg(feature = "libvirt")]
 mod libvirt;
 mod nvram;
