@@ -3,7 +3,7 @@
 library, the way Ironic's redfish boot interfaces do, then powers on.
 
     sushy_boot.py --url URL --system ID uefi-http --enabled Once [--uri URL]
-        [--bios NAME=VALUE ...]
+        [--bios NAME=VALUE ...] [--mode UEFI]
     sushy_boot.py --url URL --system ID virtual-media --uri URL
     sushy_boot.py --url URL --system ID pxe --enabled Once
     sushy_boot.py --url URL --system ID power-on
@@ -39,6 +39,7 @@ def main():
     u.add_argument('--enabled', choices=['Once', 'Continuous'], default='Once')
     u.add_argument('--uri')
     u.add_argument('--bios', action='append', default=[], metavar='NAME=VALUE')
+    u.add_argument('--mode', choices=['UEFI'], help='also send BootSourceOverrideMode')
     v = sub.add_parser('virtual-media')
     v.add_argument('--uri', required=True)
     x = sub.add_parser('pxe')
@@ -70,7 +71,8 @@ def main():
                    'Continuous': sushy.BOOT_SOURCE_ENABLED_CONTINUOUS}[a.enabled]
         system.set_system_boot_options(
             target=sushy.BOOT_SOURCE_TARGET_UEFI_HTTP, enabled=enabled,
-            http_boot_uri=a.uri)
+            http_boot_uri=a.uri,
+            mode=sushy.BOOT_SOURCE_MODE_UEFI if a.mode else None)
     elif a.action == 'virtual-media':
         manager = system.managers[0]
         cd = next(m for m in manager.virtual_media.get_members()

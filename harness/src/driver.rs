@@ -28,6 +28,8 @@ pub struct BootRequest {
     /// BIOS attributes staged before the override (the vendor route for
     /// the URI); with them, the override carries no HttpBootUri.
     pub bios: Vec<(String, String)>,
+    /// The override also carries BootSourceOverrideMode.
+    pub with_mode: bool,
 }
 
 pub struct Bmc {
@@ -71,6 +73,9 @@ impl Bmc {
                 }
                 for (k, v) in &req.bios {
                     a.extend(["--bios".into(), format!("{k}={v}")]);
+                }
+                if req.with_mode {
+                    a.extend(["--mode".into(), "UEFI".into()]);
                 }
             }
             Method::VirtualMedia => {
@@ -214,22 +219,37 @@ impl IronicSequence {
         body: Value,
         if_match: Option<&str>,
     ) -> Result<(u16, Option<String>, String)> {
+        self.send_raw(method, path, Some(body), if_match)
+    }
+
+    /// `send`, where `None` is a request without a body.
+    fn send_raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        if_match: Option<&str>,
+    ) -> Result<(u16, Option<String>, String)> {
         let url = self.url(path);
         let mut req = match method {
             "PATCH" => self.agent.patch(&url),
             _ => self.agent.post(&url),
         }
-        .header("Content-Type", "application/json")
         .header("OData-Version", "4.0");
+        if body.is_some() {
+            req = req.header("Content-Type", "application/json");
+        }
         if let Some(t) = &self.token {
             req = req.header("X-Auth-Token", t);
         }
         if let Some(e) = if_match {
             req = req.header("If-Match", e);
         }
-        let mut resp = req
-            .send(body.to_string())
-            .with_context(|| format!("{method} {url}"))?;
+        let mut resp = match body {
+            Some(b) => req.send(b.to_string()),
+            None => req.send_empty(),
+        }
+        .with_context(|| format!("{method} {url}"))?;
         let location = resp
             .headers()
             .get("Location")
@@ -311,6 +331,15 @@ impl IronicSequence {
             .ok_or_else(|| {
                 anyhow!("the BMC gives no {ALLOWED}, on the System or in its settings object (Ironic's redfish-https validation fails here with a TypeError)")
             })?;
+        // sushy's Supermicro rule: the virtual CD boots only as UsbCd.
+        let supermicro = sys["Manufacturer"]
+            .as_str()
+            .is_some_and(|m| m.eq_ignore_ascii_case("supermicro"));
+        let target = if target == "Cd" && supermicro && allowed.iter().any(|v| v == "UsbCd") {
+            "UsbCd"
+        } else {
+            target
+        };
         if !allowed.iter().any(|v| v == target) {
             bail!("{target} is not in BootSourceOverrideTarget@Redfish.AllowableValues");
         }
@@ -322,8 +351,7 @@ impl IronicSequence {
             self.insert_media(req.uri.as_deref().unwrap_or_default())?;
         }
         // Boot-mode sync.
-        let (etag, sys) = self.get(&self.system)?;
-        let mut etag = etag;
+        let (_, sys) = self.get(&self.system)?;
         // The node's boot mode: UEFI for the UEFI boot paths; the pxe
         // interface is driven here for OpenPOWER nodes, which are BIOS mode.
         let mode = if req.method == Method::Pxe {
@@ -332,17 +360,10 @@ impl IronicSequence {
             "UEFI"
         };
         if sys["Boot"]["BootSourceOverrideMode"] != mode {
-            let (s, _, body) = self.send(
-                "PATCH",
-                &self.system,
-                json!({"Boot": {"BootSourceOverrideMode": mode}}),
-                etag.as_deref(),
-            )?;
-            if s >= 300 {
-                bail!("boot mode PATCH: HTTP {s}: {body}");
-            }
-            etag = self.get(&self.system)?.0;
+            self.patch_boot(&sys, json!({"BootSourceOverrideMode": mode}))
+                .context("boot mode PATCH")?;
         }
+        let (_, sys) = self.get(&self.system)?;
         let mut boot = json!({"BootSourceOverrideTarget": target});
         if sys["Boot"]["BootSourceOverrideEnabled"] != req.enabled.as_str() {
             boot["BootSourceOverrideEnabled"] = json!(req.enabled.as_str());
@@ -350,16 +371,41 @@ impl IronicSequence {
         if req.method == Method::UefiHttp && req.bios.is_empty() {
             boot["HttpBootUri"] = json!(req.uri);
         }
-        let (s, _, body) = self.send(
-            "PATCH",
-            &self.system,
-            json!({ "Boot": boot }),
-            etag.as_deref(),
-        )?;
-        if s >= 300 {
-            bail!("Boot PATCH: HTTP {s}: {body}");
+        if req.with_mode {
+            boot["BootSourceOverrideMode"] = json!(mode);
         }
+        self.patch_boot(&sys, boot).context("Boot PATCH")?;
         self.power_on()
+    }
+
+    /// sushy's `set_system_boot_options`: each Boot field goes to the
+    /// settings object when that object shows it, the rest to the System,
+    /// each PATCH with the If-Match of its own resource.
+    fn patch_boot(&self, sys: &Value, fields: Value) -> Result<()> {
+        let settings = sys["@Redfish.Settings"]["SettingsObject"]["@odata.id"].as_str();
+        let shown = match settings {
+            Some(uri) => self.get(uri)?.1["Boot"].clone(),
+            None => Value::Null,
+        };
+        let (mut to_settings, mut to_system) = (serde_json::Map::new(), serde_json::Map::new());
+        for (k, v) in fields.as_object().cloned().unwrap_or_default() {
+            if shown.get(&k).is_some() {
+                to_settings.insert(k, v);
+            } else {
+                to_system.insert(k, v);
+            }
+        }
+        for (uri, part) in [(settings, to_settings), (Some(self.system.as_str()), to_system)] {
+            let Some(uri) = uri.filter(|_| !part.is_empty()) else {
+                continue;
+            };
+            let (etag, _) = self.get(uri)?;
+            let (s, _, body) = self.send("PATCH", uri, json!({ "Boot": part }), etag.as_deref())?;
+            if s >= 300 {
+                bail!("PATCH {uri}: HTTP {s}: {body}");
+            }
+        }
+        Ok(())
     }
 
     /// PATCHes the attributes into the BIOS settings object, found as
@@ -416,23 +462,61 @@ impl IronicSequence {
             }
         }
         let (cd, media) = cd.ok_or_else(|| anyhow!("no CD virtual media"))?;
+        // As sushy: the actions where the BMC has them, else a PATCH of the
+        // resource (Lenovo).
+        let actions = media.get("Actions").is_some();
         if media["Inserted"] == true {
-            let eject = media["Actions"]["#VirtualMedia.EjectMedia"]["target"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            self.send("POST", &eject, json!({}), None)?;
+            if actions {
+                let eject = media["Actions"]["#VirtualMedia.EjectMedia"]["target"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                // No body first; iLO wants `{}` and says so with 400/415.
+                let (s, _, _) = self.send_raw("POST", &eject, None, None)?;
+                if s == 400 || s == 415 {
+                    self.send("POST", &eject, json!({}), None)?;
+                }
+            } else {
+                let (etag, _) = self.get(&cd)?;
+                self.send(
+                    "PATCH",
+                    &cd,
+                    json!({"Image": null, "Inserted": false}),
+                    etag.as_deref(),
+                )?;
+            }
+        }
+        if !actions {
+            let (etag, _) = self.get(&cd)?;
+            let (s, _, body) = self.send(
+                "PATCH",
+                &cd,
+                json!({"Image": image, "Inserted": true, "WriteProtected": true}),
+                etag.as_deref(),
+            )?;
+            if s >= 300 {
+                bail!("VirtualMedia PATCH: HTTP {s}: {body}");
+            }
+            let (_, media) = self.get(&cd)?;
+            if media["Inserted"] != true {
+                bail!("the CD reports no media after the PATCH");
+            }
+            return Ok(());
         }
         let insert = media["Actions"]["#VirtualMedia.InsertMedia"]["target"]
             .as_str()
             .unwrap_or_default()
             .to_string();
-        let (s, location, body) = self.send(
-            "POST",
-            &insert,
-            json!({"Image": image, "Inserted": true, "WriteProtected": true}),
-            None,
-        )?;
+        // sushy leaves Inserted and WriteProtected out at their defaults
+        // (Supermicro refuses them) and adds credentials when the BMC says
+        // they are missing (NVIDIA DGX).
+        let mut params = json!({"Image": image});
+        let (mut s, mut location, mut body) = self.send("POST", &insert, params.clone(), None)?;
+        if s == 400 && body.contains("ActionParameterMissing") && body.contains("UserName") {
+            params["UserName"] = json!("none");
+            params["Password"] = json!("none");
+            (s, location, body) = self.send("POST", &insert, params, None)?;
+        }
         match (s, location) {
             (202, Some(monitor)) => {
                 let deadline = Instant::now() + Duration::from_secs(300);

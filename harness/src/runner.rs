@@ -336,6 +336,7 @@ fn run_case(
             uri,
             enabled: s.boot.enabled,
             bios,
+            with_mode: s.boot.with_mode,
         };
         let t = Instant::now();
         bmc.boot(driver, &req)?;

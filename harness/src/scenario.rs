@@ -280,6 +280,10 @@ pub struct Boot {
     /// `UrlBootFile` for iLO). The override then carries no HttpBootUri.
     #[serde(default)]
     pub bios: std::collections::BTreeMap<String, String>,
+    /// The override also carries BootSourceOverrideMode (some BMCs demand
+    /// it in every Boot PATCH).
+    #[serde(default)]
+    pub with_mode: bool,
 }
 
 fn once() -> Enabled {

@@ -33,6 +33,7 @@ fn boot_with(profile: &str, bios: &[(&str, &str)]) -> anyhow::Result<serde_json:
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            with_mode: false,
         },
     )?;
     Ok(curl_json(&format!("{}/redfish/v1/Systems/{id}", emu.url)))
