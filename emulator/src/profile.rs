@@ -90,6 +90,10 @@ pub struct Etag {
     /// PATCH without If-Match is refused with 428.
     #[serde(default)]
     pub if_match_required: bool,
+    /// If-Match is compared strongly (RFC 9110): a weak tag, even the one
+    /// the BMC sent, gets 412 (sushy then retries with the strong form).
+    #[serde(default)]
+    pub strict_if_match: bool,
 }
 
 /// A settings object (`@Redfish.Settings`) for the System's Boot fields.

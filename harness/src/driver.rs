@@ -378,6 +378,28 @@ impl IronicSequence {
         self.power_on()
     }
 
+    /// A PATCH with the If-Match of the resource's ETag, retried as sushy's
+    /// connector does on 412: with the strong form of a weak tag, then
+    /// without If-Match.
+    fn patch_resource(&self, uri: &str, body: Value) -> Result<(u16, String)> {
+        let (etag, _) = self.get(uri)?;
+        let mut tries = vec![etag.clone()];
+        if let Some(e) = &etag {
+            if let Some(strong) = e.strip_prefix("W/") {
+                tries.push(Some(strong.to_string()));
+            }
+            tries.push(None);
+        }
+        let last = tries.len() - 1;
+        for (i, tag) in tries.iter().enumerate() {
+            let (s, _, b) = self.send("PATCH", uri, body.clone(), tag.as_deref())?;
+            if s != 412 || i == last {
+                return Ok((s, b));
+            }
+        }
+        unreachable!("the last try returns")
+    }
+
     /// sushy's `set_system_boot_options`: each Boot field goes to the
     /// settings object when that object shows it, the rest to the System,
     /// each PATCH with the If-Match of its own resource.
@@ -395,12 +417,14 @@ impl IronicSequence {
                 to_system.insert(k, v);
             }
         }
-        for (uri, part) in [(settings, to_settings), (Some(self.system.as_str()), to_system)] {
+        for (uri, part) in [
+            (settings, to_settings),
+            (Some(self.system.as_str()), to_system),
+        ] {
             let Some(uri) = uri.filter(|_| !part.is_empty()) else {
                 continue;
             };
-            let (etag, _) = self.get(uri)?;
-            let (s, _, body) = self.send("PATCH", uri, json!({ "Boot": part }), etag.as_deref())?;
+            let (s, body) = self.patch_resource(uri, json!({ "Boot": part }))?;
             if s >= 300 {
                 bail!("PATCH {uri}: HTTP {s}: {body}");
             }
@@ -420,15 +444,9 @@ impl IronicSequence {
             .as_str()
             .ok_or_else(|| anyhow!("{bios} has no @Redfish.Settings"))?
             .to_string();
-        let (etag, _) = self.get(&settings)?;
         let attributes: serde_json::Map<String, Value> =
             attrs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-        let (s, _, body) = self.send(
-            "PATCH",
-            &settings,
-            json!({ "Attributes": attributes }),
-            etag.as_deref(),
-        )?;
+        let (s, body) = self.patch_resource(&settings, json!({ "Attributes": attributes }))?;
         if s >= 300 {
             bail!("BIOS settings PATCH: HTTP {s}: {body}");
         }
@@ -477,22 +495,13 @@ impl IronicSequence {
                     self.send("POST", &eject, json!({}), None)?;
                 }
             } else {
-                let (etag, _) = self.get(&cd)?;
-                self.send(
-                    "PATCH",
-                    &cd,
-                    json!({"Image": null, "Inserted": false}),
-                    etag.as_deref(),
-                )?;
+                self.patch_resource(&cd, json!({"Image": null, "Inserted": false}))?;
             }
         }
         if !actions {
-            let (etag, _) = self.get(&cd)?;
-            let (s, _, body) = self.send(
-                "PATCH",
+            let (s, body) = self.patch_resource(
                 &cd,
                 json!({"Image": image, "Inserted": true, "WriteProtected": true}),
-                etag.as_deref(),
             )?;
             if s >= 300 {
                 bail!("VirtualMedia PATCH: HTTP {s}: {body}");

@@ -12,12 +12,24 @@ pub struct EmulatorProcess {
     child: Child,
     /// Base URL, e.g. `https://127.0.0.1:40123`.
     pub url: String,
+    /// The URLs of its endpoints of their own (`spawn_endpoints`).
+    pub endpoints: Vec<String>,
 }
 
 impl EmulatorProcess {
     /// Spawns `cmd` (the emulator with its flags), logging stderr to `log`,
     /// and waits for its `listening on URL` line.
-    pub fn spawn(mut cmd: Command, log: &Path) -> Result<EmulatorProcess> {
+    pub fn spawn(cmd: Command, log: &Path) -> Result<EmulatorProcess> {
+        Self::spawn_endpoints(cmd, log, 0)
+    }
+
+    /// `spawn`, then reads the `endpoints` lines that follow the main one
+    /// (`shoal-emulator endpoint NAMES on URL`).
+    pub fn spawn_endpoints(
+        mut cmd: Command,
+        log: &Path,
+        endpoints: usize,
+    ) -> Result<EmulatorProcess> {
         let program = cmd.get_program().to_string_lossy().into_owned();
         let file = std::fs::File::create(log).with_context(|| format!("{}", log.display()))?;
         let mut child = cmd
@@ -26,15 +38,25 @@ impl EmulatorProcess {
             .stdin(Stdio::null())
             .spawn()
             .with_context(|| format!("starting {program}"))?;
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
-        let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
-        if !url.starts_with("http") {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("the emulator did not start; see {}", log.display());
+        let mut out = BufReader::new(child.stdout.take().expect("piped"));
+        let mut urls = Vec::with_capacity(endpoints + 1);
+        for _ in 0..=endpoints {
+            let mut line = String::new();
+            out.read_line(&mut line)?;
+            let url = line.trim().rsplit(' ').next().unwrap_or("").to_string();
+            if !url.starts_with("http") {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("the emulator did not start; see {}", log.display());
+            }
+            urls.push(url);
         }
-        Ok(EmulatorProcess { child, url })
+        let url = urls.remove(0);
+        Ok(EmulatorProcess {
+            child,
+            url,
+            endpoints: urls,
+        })
     }
 
     pub fn pid(&self) -> u32 {

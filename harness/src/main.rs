@@ -112,6 +112,9 @@ enum Command {
         /// Systems in the scale run.
         #[arg(long, default_value_t = 10_000)]
         scale_systems: usize,
+        /// BMC endpoints of their own in the rack run.
+        #[arg(long, default_value_t = 1000)]
+        rack_endpoints: usize,
         /// Seconds of the soak.
         #[arg(long, default_value_t = 300)]
         soak_secs: u64,
@@ -235,6 +238,7 @@ fn real_main() -> Result<ExitCode> {
             clients,
             duration_secs,
             scale_systems,
+            rack_endpoints,
             soak_secs,
         } => {
             let emulator = emulator
@@ -263,6 +267,7 @@ fn real_main() -> Result<ExitCode> {
                 clients: clients.max(1),
                 duration: std::time::Duration::from_secs(duration_secs.max(1)),
                 scale_systems: scale_systems.max(1),
+                rack_endpoints: rack_endpoints.max(1),
                 soak: std::time::Duration::from_secs(soak_secs.max(1)),
                 out: out.clone(),
             };

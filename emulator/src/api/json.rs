@@ -101,7 +101,9 @@ pub fn etag_header(body: &Value, profile: &Profile) -> Option<String> {
 
 /// Checks `If-Match` against the current representation. Both the strong
 /// and the weak form of the current tag match (RFC 9110 weak comparison is
-/// what BMCs in the field apply to PATCH), as does `*`.
+/// what most BMCs in the field apply to PATCH), as does `*`; a profile with
+/// `strict_if_match` compares strongly, as RFC 9110 has If-Match do, so a
+/// weak tag never matches.
 pub fn check_if_match(
     headers: &HeaderMap,
     current: &Value,
@@ -126,7 +128,11 @@ pub fn check_if_match(
         };
     }
     let tag = etag_of(current);
+    let strict = profile.etag.strict_if_match;
     let matches = values.iter().any(|v| {
+        if strict && v.starts_with("W/") {
+            return false;
+        }
         let v: &str = v.strip_prefix("W/").unwrap_or(v);
         v == "*" || v.trim_matches('"') == tag
     });

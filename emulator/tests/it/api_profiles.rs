@@ -38,11 +38,12 @@ async fn identity_and_oem_blocks_follow_the_profile() {
 }
 
 #[tokio::test]
-async fn ilo_etags_are_weak_and_still_match() {
+async fn ilo_etags_are_weak_and_if_match_compares_strongly() {
     let api = api("ilo5");
     let sys = api.system(0).await;
     let tag = api.get(&sys).await.header("etag").unwrap();
     assert!(tag.starts_with("W/\""), "{tag}");
+    // Its own weak tag back is 412 (RFC 9110: If-Match compares strongly).
     let r = api
         .req(
             Method::PATCH,
@@ -51,13 +52,23 @@ async fn ilo_etags_are_weak_and_still_match() {
             &[("If-Match", &tag)],
         )
         .await;
+    assert_eq!(r.status, StatusCode::PRECONDITION_FAILED);
+    let strong = tag.trim_start_matches("W/").to_string();
+    let r = api
+        .req(
+            Method::PATCH,
+            &sys,
+            Some(target_once("Pxe")),
+            &[("If-Match", &strong)],
+        )
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let r = api
         .req(
             Method::PATCH,
             &sys,
             Some(target_once("Hdd")),
-            &[("If-Match", &tag)],
+            &[("If-Match", &strong)],
         )
         .await;
     assert_eq!(r.status, StatusCode::PRECONDITION_FAILED, "a stale tag");

@@ -45,6 +45,8 @@ pub struct Options {
     pub clients: usize,
     pub duration: Duration,
     pub scale_systems: usize,
+    /// BMC endpoints of their own in the rack run.
+    pub rack_endpoints: usize,
     pub soak: Duration,
     pub out: PathBuf,
 }
@@ -309,6 +311,66 @@ pub fn scale(opts: &Options) -> Result<(String, f64)> {
     Ok((text, rss_idle.max(rss_after) as f64 / 1024.0))
 }
 
+/// A rack of BMCs in one process: `rack_endpoints` iDRAC endpoints, one
+/// system each, each on its own loopback address (127.0.8.1, ...): the
+/// time until all listen, RSS, and one GET of each BMC's System in turn
+/// (as a driver polling its fleet does).
+pub fn rack(opts: &Options) -> Result<String> {
+    let n = opts.rack_endpoints;
+    progress(&format!("shoal with {n} BMC endpoints of their own ..."));
+    let mut cmd = std::process::Command::new(&opts.emulator);
+    cmd.args(["--port", "0", "--fake-systems", &n.to_string()])
+        .args([
+            "--profile",
+            "idrac9",
+            "--endpoint-per-system",
+            "127.0.8.1:0",
+        ])
+        .env("RUST_LOG", "warn");
+    let started = Instant::now();
+    let emu = crate::emulator::EmulatorProcess::spawn_endpoints(
+        cmd,
+        &opts.out.join("shoal-rack.log"),
+        n,
+    )?;
+    let up = started.elapsed();
+    let rss_idle = emu.rss_kib().unwrap_or(0);
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut lat = Vec::with_capacity(n);
+    let sweep = Instant::now();
+    for url in &emu.endpoints {
+        let t = Instant::now();
+        let resp = agent
+            .get(&format!("{url}/redfish/v1/Systems/System.Embedded.1"))
+            .call()?;
+        if resp.status().as_u16() != 200 {
+            bail!("{url}: HTTP {}", resp.status().as_u16());
+        }
+        lat.push(t.elapsed());
+    }
+    let sweep = sweep.elapsed();
+    let rss_after = emu.rss_kib().unwrap_or(0);
+    lat.sort();
+    let pct = |q: f64| {
+        lat.get(((lat.len() as f64 * q) as usize).min(lat.len().saturating_sub(1)))
+            .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+    };
+    Ok(format!(
+        "{n} BMC endpoints (idrac9, one system each, own address) in one process: up in {:.2} s; \
+         RSS {:.1} MiB idle, {:.1} MiB after a sweep\n\
+         one GET System.Embedded.1 on each, in turn (a new connection each): {:.2} s in all, p50 {:.2} ms, p99 {:.2} ms\n",
+        up.as_secs_f64(),
+        rss_idle as f64 / 1024.0,
+        rss_after as f64 / 1024.0,
+        sweep.as_secs_f64(),
+        pct(0.5),
+        pct(0.99),
+    ))
+}
+
 /// Counter increments with If-Match on one system's AssetTag from
 /// `writers` concurrent clients while `clients` others GET at full load.
 /// Every 2xx PATCH was applied to the value it read: the final value must
@@ -474,6 +536,7 @@ pub fn run(opts: &Options) -> Result<Report> {
     text.push('\n');
     let (scale_text, rss_mib) = scale(opts)?;
     text.push_str(&scale_text);
+    text.push_str(&rack(opts)?);
     text.push_str(&storm(opts)?);
     text.push_str(&soak(opts)?);
     text.push('\n');
