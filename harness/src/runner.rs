@@ -219,7 +219,7 @@ fn run_case(
             std::fs::copy(&built, dir.join("www").join(&a.name))?;
         }
         let host = std::net::Ipv4Addr::new(198, 18, index, 1);
-        let domain = format!("shoal-{index}-{}", s.name);
+        let domain = domain_name(index, &s.name);
         let serial = dir.join("serial.log");
         let mac = format!("52:54:00:5e:{index:02x}:01");
         let uuid = domain_uuid(&domain);
@@ -450,6 +450,11 @@ fn run_case(
     }
 }
 
+/// The libvirt domain of case number `index` of scenario `name`.
+fn domain_name(index: u8, name: &str) -> String {
+    format!("shoal-{index}-{name}")
+}
+
 /// Network indexes for second attempts (cases use 1 to 250).
 static SPARE_INDEX: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(251);
 
@@ -477,6 +482,7 @@ fn run_again(
     opts: &Options,
     s: &Scenario,
     d: Driver,
+    first_index: u8,
     first: CaseResult,
     why: &str,
 ) -> CaseResult {
@@ -484,6 +490,10 @@ fn run_again(
     let Some(dir) = first.artifacts.clone().filter(|_| index >= 251) else {
         return first;
     };
+    // The hung machine goes first: it holds its serial log open.
+    if let Ok(l) = lab.lock() {
+        l.power_off(&domain_name(first_index, &s.name));
+    }
     let kept = dir.with_file_name(format!("{}-{}-first-attempt", s.name, d.name()));
     let _ = std::fs::remove_dir_all(&kept);
     if std::fs::rename(&dir, &kept).is_err() {
@@ -573,7 +583,7 @@ pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
                     eprintln!("[{}/{total}] {} ({}) ...", i + 1, s.name, d.name());
                     let mut r = run_case(&lab, opts, s, d, (i + 1) as u8);
                     if let Some(why) = platform_stop(&r) {
-                        r = run_again(&lab, opts, s, d, r, why);
+                        r = run_again(&lab, opts, s, d, (i + 1) as u8, r, why);
                     }
                     eprintln!(
                         "[{}/{total}] {} ({}) {} in {:.1} s: {}{}",
