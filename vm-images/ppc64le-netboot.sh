@@ -9,9 +9,8 @@
 #       Disk: a disk whose first sector starts "SHOAL-DISK-OS <name>" stands
 #       for an installed OS ("petitboot: booting from disk ...", then
 #       "SHOAL-MARKER disk-os <name>"). Network: DHCPv4 asking for options
-#       209/210 (busybox udhcpc) and DHCPv6 asking for option 59 (dhcpcd:
-#       Debian's busybox has no udhcpc6) at once, the first lease wins;
-#       pb-discover (petitboot's discovery, see petitboot/README.md) and
+#       209/210 (busybox udhcpc), else DHCPv6 asking for option 59 (dhcpcd:
+#       Debian's busybox has no udhcpc6); pb-discover (petitboot's discovery, see petitboot/README.md) and
 #       kexec.
 #   ppc64le-netboot.sh payload OUT   the instance/deploy payload initramfs:
 #       prints "SHOAL-MARKER ppc64le-payload" and "SHOAL-CMDLINE <cmdline>",
@@ -138,23 +137,14 @@ disk_boot() {  # an installed OS on a disk: its first sector says so
 net_boot() {
     [ -n "$iface" ] || { echo "petitboot: no network interface"; return 1; }
     ip link set "$iface" up
-    # As petitboot's network.c: DHCPv4 asking for options 209, 210 and 211,
-    # and DHCPv6 asking for the bootfile URL (59), side by side.
-    udhcpc -i "$iface" -f -q -n -t 6 -T 2 -O pxeconffile -O pxepathprefix -O reboottime -s /udhcpc.sh >/dev/null 2>&1 &
-    v4=$!
-    dhcpcd -6 -B -1 -t 30 -o dhcp6_bootfile_url -c /dhcpcd.sh "$iface" >/tmp/dhcpcd.log 2>&1 &
-    v6=$!
-    n=0
-    while [ ! -e /tmp/lease ] && [ ! -e /tmp/lease6 ] && [ $n -lt 64 ]; do
-        sleep 0.5
-        n=$((n + 1))
-    done
-    if [ -e /tmp/lease ]; then
-        kill $v6 2>/dev/null
+    # As petitboot's pb-udhcpc: options 209, 210 and 211 asked for by name.
+    # Then DHCPv6 asking for the bootfile URL (59), as petitboot's udhcpc6
+    # does; only when DHCPv4 gave nothing, since a dhcpcd left running
+    # beside the v4 boot made the later kexec hang now and then.
+    if udhcpc -i "$iface" -f -q -n -t 6 -T 2 -O pxeconffile -O pxepathprefix -O reboottime -s /udhcpc.sh >/dev/null 2>&1; then
         . /tmp/lease
         echo "petitboot: DHCP lease $ip on $interface from ${serverid:-?}"
-    elif [ -e /tmp/lease6 ]; then
-        kill $v4 2>/dev/null
+    elif dhcpcd -6 -B -1 -t 30 -o dhcp6_bootfile_url -c /dhcpcd.sh "$iface" >/tmp/dhcpcd.log 2>&1 && [ -e /tmp/lease6 ]; then
         . /tmp/lease6
         echo "petitboot: DHCPv6 lease $ipv6 on $interface, bootfile-url ${bootfile_url:-none}"
     else
