@@ -336,6 +336,17 @@ impl Lab {
     /// Defines domain `name` from `xml` (kept in the lab folder); its UUID.
     fn define(&mut self, name: &str, xml: &str) -> Result<String> {
         std::fs::write(self.dir.join(format!("{name}.domain.xml")), xml)?;
+        // A run that was killed before its lab stopped leaves its domains
+        // defined; this lab's names are its own, so such a leftover goes.
+        if !self.domains.iter().any(|d| d == name) {
+            if let Ok(old) = self.conn().lookup_domain_by_name(name) {
+                eprintln!("lab: removing domain {name}, which a killed run left behind");
+                if old.is_active().unwrap_or(false) {
+                    let _ = old.destroy();
+                }
+                let _ = old.undefine_flags(virt::sys::VIR_DOMAIN_UNDEFINE_NVRAM);
+            }
+        }
         let d = self
             .conn()
             .define_domain_xml(xml)
