@@ -171,8 +171,9 @@ pub struct Power {
     pub busy_refusal: Option<VendorMessage>,
 }
 
-/// InsertMedia parameters a profile may refuse or require.
-const INSERT_PARAMS: &[&str] = &[
+/// InsertMedia's parameters besides `Image` (what a profile may refuse or
+/// require, and what a PATCH of a VirtualMedia resource may set).
+pub const INSERT_PARAMS: &[&str] = &[
     "Inserted",
     "WriteProtected",
     "TransferProtocolType",

@@ -181,16 +181,7 @@ fn parse_media(
 ) -> Result<MediaImage, ApiError> {
     if !action {
         for k in body.keys() {
-            if !matches!(
-                k.as_str(),
-                "Image"
-                    | "Inserted"
-                    | "WriteProtected"
-                    | "TransferProtocolType"
-                    | "TransferMethod"
-                    | "UserName"
-                    | "Password"
-            ) {
+            if k != "Image" && !crate::profile::INSERT_PARAMS.contains(&k.as_str()) {
                 return Err(ApiError::bad(Msg::new("PropertyUnknown", &[k]).about(k)));
             }
         }
