@@ -256,6 +256,10 @@ pub struct Source {
 pub struct Profile {
     pub name: String,
     pub description: String,
+    /// `ServiceRoot.Vendor`: what clients key vendor quirks on (Ironic's
+    /// `detect_vendor` reads it before the System's Manufacturer).
+    #[serde(default = "default_vendor")]
+    pub vendor: String,
     pub manufacturer: String,
     pub model: String,
     pub bios_version: String,
@@ -276,6 +280,10 @@ pub struct Profile {
     pub oem: Oem,
     #[serde(default)]
     pub sources: Vec<Source>,
+}
+
+fn default_vendor() -> String {
+    "Shoal".into()
 }
 
 /// Boot fields a settings object may carry.

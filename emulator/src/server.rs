@@ -104,23 +104,24 @@ pub struct Endpoint {
 /// their own (`[[endpoints]]`, `--endpoint-per-system`). Every system is in
 /// one service; an endpoint of one system whose profile has fixed Ids
 /// shows them. Without endpoints, the main state is returned as it is.
-pub async fn endpoints(settings: &Settings, main: AppState) -> Result<Vec<Endpoint>> {
+pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<Endpoint>> {
     let plan = &settings.endpoints;
+    if plan.listed.is_empty() && plan.per_system.is_none() {
+        let refs = main.backend.systems().await?;
+        main.vendor = vendor_of(&main, &refs).await?;
+        main.faults.register(
+            refs.into_iter().map(|r| r.name).collect(),
+            main.auth.clone(),
+        );
+        return Ok(vec![Endpoint {
+            listen: settings.listen,
+            state: main,
+        }]);
+    }
     let mut all = vec![Endpoint {
         listen: settings.listen,
         state: main.clone(),
     }];
-    if plan.listed.is_empty() && plan.per_system.is_none() {
-        let names = main
-            .backend
-            .systems()
-            .await?
-            .into_iter()
-            .map(|r| r.name)
-            .collect();
-        main.faults.register(names, main.auth.clone());
-        return Ok(all);
-    }
     let backend = main.backend.clone();
     let refs = backend.systems().await?;
     let mut groups: Vec<(String, SocketAddr, Vec<crate::model::SystemRef>)> = Vec::new();
@@ -175,6 +176,12 @@ pub async fn endpoints(settings: &Settings, main: AppState) -> Result<Vec<Endpoi
         main.auth.clone(),
     );
     all[0].state.backend = Arc::new(View::new(backend.clone(), rest));
+    let rest_refs: Vec<_> = refs
+        .iter()
+        .filter(|r| !taken.contains(&r.id))
+        .cloned()
+        .collect();
+    all[0].state.vendor = vendor_of(&main, &rest_refs).await?;
     for (key, listen, refs) in groups {
         let fixed = match refs.as_slice() {
             [one] => {
@@ -213,9 +220,30 @@ pub async fn endpoints(settings: &Settings, main: AppState) -> Result<Vec<Endpoi
         if let Some(f) = fixed {
             state = state.with_fixed_ids(f);
         }
+        state.vendor = vendor_of(&main, &refs).await?;
         all.push(Endpoint { listen, state });
     }
     Ok(all)
+}
+
+/// The `ServiceRoot.Vendor` of a service with these systems: their
+/// profile's when they share one, as a real BMC (one vendor's) has; else,
+/// and with no systems, the generic profile's.
+async fn vendor_of(state: &AppState, refs: &[crate::model::SystemRef]) -> Result<Arc<str>> {
+    let mut vendor: Option<&str> = None;
+    for r in refs {
+        let v = state
+            .profile(&state.backend.system(&r.id).await?)
+            .vendor
+            .as_str();
+        if vendor.is_some_and(|seen| seen != v) {
+            return Ok(crate::profile::generic().vendor.as_str().into());
+        }
+        vendor = Some(v);
+    }
+    Ok(vendor
+        .unwrap_or(crate::profile::generic().vendor.as_str())
+        .into())
 }
 
 pub fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {

@@ -86,6 +86,9 @@ pub struct AppState {
     /// The last power action of each system, for profiles whose BMC is
     /// busy or whose host is in POST for a while after one.
     pub power_clock: Arc<systems::PowerClock>,
+    /// `ServiceRoot.Vendor`: the profile's of the systems this service
+    /// serves, when they share one (`server::endpoints`).
+    pub vendor: Arc<str>,
 }
 
 impl AppState {
@@ -108,6 +111,7 @@ impl AppState {
             faults: Arc::new(Faults::default()),
             endpoint_systems: None,
             power_clock: Arc::new(systems::PowerClock::default()),
+            vendor: profile::generic().vendor.as_str().into(),
         }
     }
 

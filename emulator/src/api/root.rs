@@ -47,7 +47,7 @@ async fn service_root(State(st): State<AppState>) -> Resource {
         "Name": "Shoal Redfish Service",
         "RedfishVersion": "1.20.0",
         "UUID": st.service_uuid.hyphenated().to_string(),
-        "Vendor": "Shoal",
+        "Vendor": &*st.vendor,
         "Product": "Shoal Redfish BMC emulator",
         "ProtocolFeaturesSupported": {
             "ExpandQuery": {

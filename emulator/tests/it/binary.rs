@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::common::{certificate, htpasswd, Spawned};
 
@@ -247,6 +247,13 @@ systems = ["hpe"]
     );
     // The dell system is nowhere else.
     assert_eq!(get(&hpe, "/redfish/v1/Systems/System.Embedded.1").0, 404);
+    // Each service root names its BMC's vendor (what Ironic keys its
+    // vendor quirks on); the main one serves a generic system.
+    let vendor = |base: &str| get(base, "/redfish/v1/").2["Vendor"].clone();
+    assert_eq!(
+        (vendor(&dell), vendor(&hpe), vendor(&emu.url)),
+        (json!("Dell"), json!("HPE"), json!("Shoal"))
+    );
 
     // Sessions are the endpoint's own.
     let (code, headers, _) = curl(&[
