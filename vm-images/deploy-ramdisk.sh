@@ -9,12 +9,14 @@
 # command line) to http://<DHCP server>:8080/heartbeat, like an agent
 # would, and powers off.
 #   deploy-ramdisk.sh iso OUT.iso
+#   deploy-ramdisk.sh kernel OUT      (the kernel alone, for network boot)
+#   deploy-ramdisk.sh initrd OUT      (the initramfs alone)
 # Needs apt (to fetch the kernel package), busybox-static, cpio, grub-common,
 # grub-efi-amd64-bin, xorriso, mtools; ci/test installs them.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-kind=${1:?iso} out=${2:?output file}
-[[ $kind == iso ]] || { echo "deploy-ramdisk.sh: only 'iso'" >&2; exit 2; }
+kind=${1:?iso, kernel or initrd} out=${2:?output file}
+[[ $kind == @(iso|kernel|initrd) ]] || { echo "deploy-ramdisk.sh: 'iso', 'kernel' or 'initrd', not '$kind'" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -106,6 +108,10 @@ gzip -t iso/boot/initrd.gz
 [[ $(gzip -dc iso/boot/initrd.gz | od -An -c -N6 | tr -d " ") == 070701 ]] || { echo "deploy-ramdisk.sh: initramfs is not a newc cpio" >&2; exit 1; }
 gzip -dc iso/boot/initrd.gz | cpio -t --quiet | grep -x init >/dev/null || { echo "deploy-ramdisk.sh: initramfs has no /init" >&2; exit 1; }
 cp kernel/boot/vmlinuz-"$kver" iso/boot/vmlinuz
+case $kind in
+    kernel) cp iso/boot/vmlinuz "$out"; exit 0 ;;
+    initrd) cp iso/boot/initrd.gz "$out"; exit 0 ;;
+esac
 cat >iso/boot/grub/grub.cfg <<'CFG'
 serial --unit=0 --speed=115200
 terminal_output serial console

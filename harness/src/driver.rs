@@ -46,6 +46,7 @@ impl Bmc {
         match driver {
             Driver::Sushy => self.sushy(&self.sushy_args(req)),
             Driver::IronicSequence => IronicSequence::new(self)?.boot(req),
+            Driver::Ironic => bail!("Ironic talks to the BMC itself (crate::ironic)"),
         }
     }
 
@@ -54,6 +55,7 @@ impl Bmc {
         match driver {
             Driver::Sushy => self.sushy(&["power-on".to_string()]),
             Driver::IronicSequence => IronicSequence::new(self)?.power_on(),
+            Driver::Ironic => bail!("Ironic powers its nodes on itself (crate::ironic)"),
         }
     }
 

@@ -51,6 +51,10 @@ enum Command {
         /// Python of the venv with sushy (default: $SHOAL_TEST_VENV/bin/python).
         #[arg(long, env = "SHOAL_PYTHON")]
         python: Option<PathBuf>,
+        /// The venv with Ironic, for scenarios of the `ironic` driver
+        /// (ci/test builds it from ci/requirements-ironic.txt).
+        #[arg(long, env = "SHOAL_IRONIC_VENV")]
+        ironic_venv: Option<PathBuf>,
     },
     /// Check that this host can run real-VM scenarios.
     Doctor,
@@ -291,6 +295,7 @@ fn real_main() -> Result<ExitCode> {
             keep_passed,
             emulator,
             python,
+            ironic_venv,
         } => {
             let mut scenarios = Scenario::load_dir(&dir)?;
             if let Some(f) = &filter {
@@ -318,6 +323,7 @@ fn real_main() -> Result<ExitCode> {
                 artifacts: artifacts.clone(),
                 emulator,
                 python,
+                ironic_venv,
                 keep_passed,
             };
             let results = runner::run(&scenarios, &opts)?;

@@ -22,6 +22,8 @@ pub struct Options {
     pub artifacts: PathBuf,
     pub emulator: PathBuf,
     pub python: Option<PathBuf>,
+    /// The venv with Ironic (the `ironic` driver).
+    pub ironic_venv: Option<PathBuf>,
     pub keep_passed: bool,
 }
 
@@ -45,6 +47,8 @@ enum Watch {
     /// A failure pattern appeared.
     Failed(String),
     TimedOut(String),
+    /// The driver failed before the machine booted (Ironic's error).
+    Driver(String),
 }
 
 fn watch(
@@ -83,9 +87,15 @@ fn watch(
     }
 }
 
+/// How many requests the log shows of `request` (`METHOD /path`); a
+/// trailing `*` matches any rest of the path (`GET /redfish/boot-*`, where
+/// Ironic names the file after the node).
 fn count(log: &Path, request: &str) -> usize {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let needle = format!("{request} ");
+    let needle = match request.strip_suffix('*') {
+        Some(prefix) => prefix.to_string(),
+        None => format!("{request} "),
+    };
     text.lines().filter(|l| l.starts_with(&needle)).count()
 }
 
@@ -94,9 +104,19 @@ fn start_emulator(
     domain: &str,
     emulator: &crate::scenario::Emulator,
     dir: &Path,
+    ns: Option<&str>,
 ) -> Result<EmulatorProcess> {
     let http_boot = emulator.http_boot;
-    let mut cmd = Command::new(&opts.emulator);
+    // Inside the lab's namespace (for Ironic there) it listens on the
+    // namespace's loopback.
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(&opts.emulator);
+            c
+        }
+        None => Command::new(&opts.emulator),
+    };
     if let Some(p) = &emulator.profile {
         cmd.args(["--profile", p]);
     }
@@ -168,6 +188,20 @@ fn net_spec(s: &Scenario, net_host: std::net::Ipv4Addr) -> NetSpec {
     }
 }
 
+/// iPXE for UEFI machines, from Debian's ipxe package.
+const IPXE_SNPONLY: &str = "/usr/lib/ipxe/snponly.efi";
+/// Debian's network grub for UEFI.
+const GRUB_NETBOOT: &str = "/usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed";
+
+/// A boot file a Debian package installs.
+fn packaged(path: &str, package: &str) -> Result<PathBuf> {
+    let p = PathBuf::from(path);
+    if !p.exists() {
+        bail!("{path} is missing (Debian package {package}; ci/test installs it)");
+    }
+    Ok(p)
+}
+
 /// The host number of a petitboot machine's fixed address in its /24.
 const PETITBOOT_HOST: u8 = 50;
 
@@ -213,6 +247,14 @@ fn run_case(
                 Image::DeployRamdisk => {
                     crate::images::build("deploy-ramdisk.sh", &["iso"], "deploy.iso")?
                 }
+                Image::DeployKernel => {
+                    crate::images::build("deploy-ramdisk.sh", &["kernel"], "vmlinuz")?
+                }
+                Image::DeployInitrd => {
+                    crate::images::build("deploy-ramdisk.sh", &["initrd"], "initrd.gz")?
+                }
+                Image::IpxeSnponly => packaged(IPXE_SNPONLY, "ipxe")?,
+                Image::GrubNetbootEfi => packaged(GRUB_NETBOOT, "grub-efi-amd64-signed")?,
                 Image::Ppc64leKernel => ppc64le("kernel", "vmlinux")?,
                 Image::Ppc64lePayload => ppc64le("payload", "payload.cpio.gz")?,
             };
@@ -224,6 +266,25 @@ fn run_case(
         let mac = format!("52:54:00:5e:{index:02x}:01");
         let uuid = domain_uuid(&domain);
         let mut spec = net_spec(s, host);
+        let ironic = driver == Driver::Ironic;
+        let layout = ironic
+            .then(|| -> Result<crate::ironic::Layout> {
+                let case = std::fs::canonicalize(&dir)?;
+                Ok(crate::ironic::Layout {
+                    dir: case.join("ironic"),
+                    www: case.join("www"),
+                    http_url: format!("http://{host}:{}", crate::lab::BOOT_PORT),
+                    tftp_server: host.to_string(),
+                    api_port: 16000 + u16::from(index),
+                })
+            })
+            .transpose()?;
+        if let Some(l) = &layout {
+            std::fs::create_dir_all(l.hostsdir())?;
+            std::fs::create_dir_all(l.optsdir())?;
+            spec.dnsmasq_options.extend(l.dnsmasq_options());
+            spec.tftp_root = Some(l.www.clone());
+        }
         let mut serial_checks = s.checks.serial.clone();
         let mut request_checks = s.checks.requests.clone();
         let mut failure_checks = s.checks.failure.clone();
@@ -266,7 +327,8 @@ fn run_case(
             let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
             let net = lab.network(index, &spec)?;
             lab.file_server(&net, &dir.join("www"), &dir.join("http.log"))?;
-            let bmc_url = lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?;
+            let bmc_url =
+                lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"), ironic)?;
             if s.petitboot() {
                 let gone = crate::lab::missing_ppc64le();
                 if !gone.is_empty() {
@@ -310,38 +372,88 @@ fn run_case(
             .conn()
             .lookup_domain_by_name(&domain)?
             .uuid_string()?;
-        let emu = start_emulator(opts, &domain, &s.emulator, &dir)?;
+        let ns = lab.lock().map_err(|_| anyhow!("lab lock"))?.ns.clone();
+        let emu = start_emulator(opts, &domain, &s.emulator, &dir, ironic.then_some(&ns))?;
+        let limit = Duration::from_secs(s.timeout_secs);
+        let mut ironic_service = None;
+        let mut expected_error = None;
+        let t = Instant::now();
+        let seen = if let (Some(l), Some(node)) = (&layout, &s.ironic) {
+            let venv = opts.ironic_venv.as_deref().ok_or_else(|| {
+                anyhow!("the ironic driver needs the Ironic venv (--ironic-venv or SHOAL_IRONIC_VENV; ci/test builds it)")
+            })?;
+            let svc = crate::ironic::Ironic::start(&ns, venv, l)?;
+            let mut args = vec![
+                "enroll".to_string(),
+                "--name".into(),
+                domain.clone(),
+                "--bmc".into(),
+                emu.url.clone(),
+                "--system".into(),
+                id.clone(),
+                "--mac".into(),
+                mac.clone(),
+                "--boot-interface".into(),
+                node.boot_interface.clone(),
+            ];
+            for (k, v) in &node.properties {
+                args.extend(["--property".into(), format!("{k}={v}")]);
+            }
+            svc.node(&strs(&args), Duration::from_secs(300))?;
+            let t = Instant::now();
+            let deployed = svc.node(&strs(&deploy_args(&domain, &node.instance, l)), limit);
+            let seen = match (deployed, &node.expect_error) {
+                (Ok(_), None) => watch(&serial, &serial_checks, &failure_checks, limit, t),
+                (Err(e), Some(want)) if format!("{e:#}").contains(want.as_str()) => {
+                    expected_error = Some(format!("{e:#}"));
+                    Watch::Seen(t.elapsed())
+                }
+                (Err(e), _) => Watch::Driver(format!("{e:#}")),
+                (Ok(_), Some(want)) => Watch::Driver(format!(
+                    "the node became active, but this scenario expects Ironic to fail with {want:?}"
+                )),
+            };
+            ironic_service = Some(svc);
+            seen
+        } else {
+            let boot = s
+                .boot
+                .as_ref()
+                .ok_or_else(|| anyhow!("scenario without [boot]"))?;
+            let bmc = Bmc {
+                url: emu.url.clone(),
+                system: id.clone(),
+                python: opts.python.clone(),
+            };
+            let bmc_side =
+                boot.method == Method::VirtualMedia || s.emulator.http_boot == HttpBoot::Vmedia;
+            let uri = boot.uri.as_ref().map(|u| {
+                if bmc_side {
+                    format!("{bmc_url}/{u}")
+                } else {
+                    format!("{}/{u}", net.boot_url())
+                }
+            });
+            let bios = boot
+                .bios
+                .iter()
+                .map(|(k, v)| (k.clone(), v.replace("{uri}", uri.as_deref().unwrap_or(""))))
+                .collect();
+            let req = BootRequest {
+                method: boot.method,
+                uri,
+                enabled: boot.enabled,
+                bios,
+                with_mode: boot.with_mode,
+            };
+            bmc.boot(driver, &req)?;
+            watch(&serial, &serial_checks, &failure_checks, limit, t)
+        };
         let bmc = Bmc {
             url: emu.url.clone(),
             system: id,
             python: opts.python.clone(),
         };
-        let bmc_side =
-            s.boot.method == Method::VirtualMedia || s.emulator.http_boot == HttpBoot::Vmedia;
-        let uri = s.boot.uri.as_ref().map(|u| {
-            if bmc_side {
-                format!("{bmc_url}/{u}")
-            } else {
-                format!("{}/{u}", net.boot_url())
-            }
-        });
-        let bios = s
-            .boot
-            .bios
-            .iter()
-            .map(|(k, v)| (k.clone(), v.replace("{uri}", uri.as_deref().unwrap_or(""))))
-            .collect();
-        let req = BootRequest {
-            method: s.boot.method,
-            uri,
-            enabled: s.boot.enabled,
-            bios,
-            with_mode: s.boot.with_mode,
-        };
-        let t = Instant::now();
-        bmc.boot(driver, &req)?;
-        let limit = Duration::from_secs(s.timeout_secs);
-        let seen = watch(&serial, &serial_checks, &failure_checks, limit, t);
         let mut problems = Vec::new();
         let to_marker = match (&seen, s.expect) {
             (Watch::Seen(d), Outcome::Pass) => Some(*d),
@@ -355,22 +467,24 @@ fn run_case(
                 None
             }
             (Watch::Failed(_), Outcome::Fail) => Some(t.elapsed()),
-            (Watch::TimedOut(why), _) => {
+            (Watch::TimedOut(why) | Watch::Driver(why), _) => {
                 problems.push(why.clone());
                 None
             }
         };
-        for r in &request_checks {
+        // When Ironic failed before the machine booted, that is the news.
+        let booted = !matches!(seen, Watch::Driver(_)) && expected_error.is_none();
+        for r in request_checks.iter().filter(|_| booted) {
             if count(&dir.join("http.log"), r) == 0 {
                 problems.push(format!("the boot server never answered {r:?}"));
             }
         }
-        for r in &s.checks.bmc_requests {
+        for r in s.checks.bmc_requests.iter().filter(|_| booted) {
             if count(&dir.join("bmc-http.log"), r) == 0 {
                 problems.push(format!("the BMC never fetched {r:?}"));
             }
         }
-        if !s.checks.heartbeat.is_empty() {
+        if booted && !s.checks.heartbeat.is_empty() {
             let beats = std::fs::read_to_string(dir.join("heartbeat.log")).unwrap_or_default();
             if beats.trim().is_empty() {
                 problems.push("the machine sent no heartbeat".into());
@@ -405,7 +519,7 @@ fn run_case(
                 bmc.power_on(driver)?;
                 match watch(&serial, &then.serial, &[], limit, t2) {
                     Watch::Seen(_) => {}
-                    Watch::Failed(f) | Watch::TimedOut(f) => {
+                    Watch::Failed(f) | Watch::TimedOut(f) | Watch::Driver(f) => {
                         problems.push(format!("second start: {f}"))
                     }
                 }
@@ -418,12 +532,30 @@ fn run_case(
                 }
             }
         }
+        if let (Some(svc), Some(node), Some(l)) = (&ironic_service, &s.ironic, &layout) {
+            if problems.is_empty() && node.expect_error.is_none() {
+                ironic_after_deploy(
+                    svc,
+                    node,
+                    l,
+                    &domain,
+                    &dir,
+                    &serial,
+                    &failure_checks,
+                    limit,
+                    &mut problems,
+                );
+            }
+        }
         if let Some(xml) = lab.lock().ok().and_then(|l| l.domain_xml(&domain)) {
             let _ = std::fs::write(dir.join("domain.xml"), xml);
         }
         let ok = problems.is_empty();
         let detail = if ok {
             match seen {
+                _ if expected_error.is_some() => {
+                    format!("failed as expected: {}", expected_error.unwrap_or_default())
+                }
                 Watch::Failed(f) => format!("failed as expected: {f:?}"),
                 _ => "booted as expected".into(),
             }
@@ -447,6 +579,90 @@ fn run_case(
         elapsed: start.elapsed(),
         to_marker,
         artifacts,
+    }
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// `ironic_node.py deploy` for node `name` with `instance` (rendered).
+fn deploy_args(
+    name: &str,
+    instance: &std::collections::BTreeMap<String, String>,
+    l: &crate::ironic::Layout,
+) -> Vec<String> {
+    let mut args = vec!["deploy".to_string(), "--name".into(), name.to_string()];
+    for (k, v) in instance {
+        args.extend([
+            "--instance".into(),
+            format!("{k}={}", crate::ironic::render(v, l)),
+        ]);
+    }
+    args
+}
+
+/// After a deploy that booted as expected: undeploy (back to
+/// `available`), then the switch to another boot interface and its deploy
+/// when the scenario asks for one.
+#[allow(clippy::too_many_arguments)]
+fn ironic_after_deploy(
+    svc: &crate::ironic::Ironic,
+    node: &crate::scenario::IronicNode,
+    l: &crate::ironic::Layout,
+    domain: &str,
+    dir: &Path,
+    serial: &Path,
+    failure: &[String],
+    limit: Duration,
+    problems: &mut Vec<String>,
+) {
+    let undeploy = ["undeploy", "--name", domain];
+    if let Err(e) = svc.node(&undeploy, limit) {
+        problems.push(format!("undeploy: {e:#}"));
+        return;
+    }
+    let Some(sw) = &node.switch else { return };
+    let set = [
+        "set-boot-interface",
+        "--name",
+        domain,
+        "--boot-interface",
+        sw.boot_interface.as_str(),
+    ];
+    if let Err(e) = svc.node(&set, limit) {
+        problems.push(format!("switching to {}: {e:#}", sw.boot_interface));
+        return;
+    }
+    let log = dir.join("http.log");
+    let before: Vec<usize> = sw.requests.iter().map(|r| count(&log, r)).collect();
+    let t = Instant::now();
+    if let Err(e) = svc.node(&strs(&deploy_args(domain, &sw.instance, l)), limit) {
+        problems.push(format!("deploy through {}: {e:#}", sw.boot_interface));
+        return;
+    }
+    match watch(serial, &sw.serial, failure, limit, t) {
+        Watch::Seen(_) => {}
+        Watch::Failed(f) => problems.push(format!(
+            "deploy through {}: the machine reported {f:?}",
+            sw.boot_interface
+        )),
+        Watch::TimedOut(f) | Watch::Driver(f) => {
+            problems.push(format!("deploy through {}: {f}", sw.boot_interface))
+        }
+    }
+    for (r, b) in sw.requests.iter().zip(before) {
+        if count(&log, r) <= b {
+            problems.push(format!(
+                "deploy through {}: the boot server never answered {r:?}",
+                sw.boot_interface
+            ));
+        }
+    }
+    if problems.is_empty() {
+        if let Err(e) = svc.node(&undeploy, limit) {
+            problems.push(format!("second undeploy: {e:#}"));
+        }
     }
 }
 
@@ -795,6 +1011,21 @@ mod tests {
             j.contains("&quot;404 &lt;Not Found&gt;&quot; (artifacts: /tmp/a)"),
             "{j}"
         );
+    }
+
+    #[test]
+    fn request_checks_match_whole_paths_or_a_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("http.log");
+        std::fs::write(
+            &log,
+            "GET /redfish/boot-3f2a.iso 200 1024\nGET /deploy.iso 200 9\n",
+        )
+        .unwrap();
+        assert_eq!(count(&log, "GET /deploy.iso"), 1);
+        assert_eq!(count(&log, "GET /deploy"), 0, "a path is matched whole");
+        assert_eq!(count(&log, "GET /redfish/boot-*"), 1);
+        assert_eq!(count(&log, "HEAD /redfish/boot-*"), 0);
     }
 
     #[test]

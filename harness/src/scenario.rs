@@ -21,6 +21,8 @@ pub enum Driver {
     Sushy,
     /// Ironic's redfish-https / redfish-virtual-media request sequence in Rust.
     IronicSequence,
+    /// OpenStack Ironic itself, standalone, through its API (`[ironic]`).
+    Ironic,
 }
 
 impl Driver {
@@ -28,6 +30,7 @@ impl Driver {
         match self {
             Driver::Sushy => "sushy",
             Driver::IronicSequence => "ironic-sequence",
+            Driver::Ironic => "ironic",
         }
     }
 }
@@ -62,6 +65,17 @@ pub enum Image {
     /// A Linux ramdisk ISO that reports its command line and boot path and
     /// sends a heartbeat (vm-images/deploy-ramdisk.sh).
     DeployRamdisk,
+    /// That ramdisk's kernel alone (for network boot).
+    DeployKernel,
+    /// That ramdisk's initramfs alone.
+    DeployInitrd,
+    /// iPXE's EFI build that drives the firmware's NIC (Debian's ipxe
+    /// package, /usr/lib/ipxe/snponly.efi).
+    IpxeSnponly,
+    /// Debian's signed network grub (grub-efi-amd64-signed,
+    /// grubnetx64.efi.signed), the bootloader Ironic's docs name for its
+    /// `http` and `pxe` interfaces on UEFI.
+    GrubNetbootEfi,
     /// Debian's ppc64el kernel (vm-images/ppc64le-netboot.sh kernel).
     Ppc64leKernel,
     /// The ppc64le payload initramfs: marker, command line, heartbeat.
@@ -121,7 +135,10 @@ pub struct Scenario {
     pub network: Network,
     #[serde(default)]
     pub artifacts: Vec<Artifact>,
-    pub boot: Boot,
+    /// What the driver asks of the BMC; absent for Ironic, which decides.
+    pub boot: Option<Boot>,
+    /// The Ironic node: boot interface, instance_info, expectations.
+    pub ironic: Option<IronicNode>,
     /// What the DHCP server and the boot servers offer a petitboot machine.
     pub petitboot: Option<Petitboot>,
     #[serde(rename = "checks")]
@@ -323,6 +340,49 @@ pub struct Then {
     pub requests_absent: Vec<String>,
 }
 
+/// Ironic's boot interfaces the harness drives.
+pub const IRONIC_BOOT_INTERFACES: &[&str] = &[
+    "redfish-https",
+    "redfish-virtual-media",
+    "http",
+    "http-ipxe",
+    "pxe",
+];
+
+/// How Ironic deploys the machine (the `ramdisk` deploy interface): the
+/// node's boot interface and properties, its instance_info, and what must
+/// come of it. Values may name `{http}`, Ironic's `[deploy] http_url` (the
+/// boot server on the machine's network, serving the artifacts).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IronicNode {
+    pub boot_interface: String,
+    /// instance_info: `boot_iso`, or `kernel` and `ramdisk`, and
+    /// `ramdisk_kernel_arguments`.
+    pub instance: BTreeMap<String, String>,
+    /// Node properties (`capabilities = "boot_mode:bios"`, `cpu_arch`).
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+    /// The deploy must fail, and Ironic's error (last_error, or the API's
+    /// refusal) must contain this text.
+    pub expect_error: Option<String>,
+    /// After the deploy and undeploy: the node switches to another boot
+    /// interface and deploys again.
+    pub switch: Option<IronicSwitch>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IronicSwitch {
+    pub boot_interface: String,
+    pub instance: BTreeMap<String, String>,
+    /// Serial lines the second deploy must show, in order.
+    pub serial: Vec<String>,
+    /// `METHOD /path` the boot server must answer during the second deploy.
+    #[serde(default)]
+    pub requests: Vec<String>,
+}
+
 impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario> {
         let text =
@@ -352,11 +412,20 @@ impl Scenario {
             ),
             (a, _) => bail!("machine.arch: {a:?} is not one of \"x86_64\", \"ppc64le\""),
         }
-        if self.petitboot() != self.petitboot.is_some() {
+        let ironic = self.drivers.contains(&Driver::Ironic);
+        if ironic {
+            self.validate_ironic()?;
+        } else if self.boot.is_none() {
+            bail!("boot: missing (what the driver asks of the BMC)");
+        } else if self.ironic.is_some() {
+            bail!("ironic: an [ironic] section goes with drivers = [\"ironic\"]");
+        }
+        if self.petitboot() != self.petitboot.is_some() && !ironic {
             bail!("petitboot: a [petitboot] section goes with machine.firmware = \"petitboot\", and only there");
         }
-        if self.petitboot() {
-            if !matches!(self.boot.method, Method::PowerOn | Method::Pxe) {
+        let method = self.boot.as_ref().map(|b| b.method);
+        if self.petitboot() && !ironic {
+            if !matches!(method, Some(Method::PowerOn | Method::Pxe)) {
                 bail!("boot.method: petitboot machines take \"power-on\" or \"pxe\"");
             }
             if self.network.dhcp != Dhcp::Petitboot {
@@ -377,9 +446,7 @@ impl Scenario {
                     bail!("petitboot.bootfile_url: option 59 is DHCPv6's; it needs network.ipv6_only = true");
                 }
             }
-        } else if matches!(self.boot.method, Method::PowerOn)
-            || self.network.dhcp == Dhcp::Petitboot
-        {
+        } else if matches!(method, Some(Method::PowerOn)) || self.network.dhcp == Dhcp::Petitboot {
             bail!("boot.method / network.dhcp: \"power-on\" and \"petitboot\" are for petitboot machines");
         }
         if self.drivers.is_empty() {
@@ -403,8 +470,13 @@ impl Scenario {
                 bail!("network.bootfile: needs network.dhcp = \"httpclient\" or \"httpclient-without-vendor-class\"");
             }
         }
-        if !self.boot.bios.is_empty() && self.boot.method != Method::UefiHttp {
-            bail!("boot.bios: BIOS attributes carry an HTTP boot URI; they go with boot.method = \"uefi-http\"");
+        if let Some(b) = &self.boot {
+            if !b.bios.is_empty() && b.method != Method::UefiHttp {
+                bail!("boot.bios: BIOS attributes carry an HTTP boot URI; they go with boot.method = \"uefi-http\"");
+            }
+            if b.method == Method::VirtualMedia && b.uri.is_none() {
+                bail!("boot.uri: virtual-media needs an image");
+            }
         }
         if let Some(p) = &self.emulator.profile {
             if p.is_empty()
@@ -415,14 +487,64 @@ impl Scenario {
                 bail!("emulator.profile: {p:?} is not a profile name");
             }
         }
-        if self.boot.method == Method::VirtualMedia && self.boot.uri.is_none() {
-            bail!("boot.uri: virtual-media needs an image");
-        }
-        if self.checks.serial.is_empty() && self.checks.failure.is_empty() {
+        let expect_error = self
+            .ironic
+            .as_ref()
+            .is_some_and(|i| i.expect_error.is_some());
+        if self.checks.serial.is_empty() && self.checks.failure.is_empty() && !expect_error {
             bail!("checks: give serial markers to wait for, or failure patterns");
         }
         if self.expect == Outcome::Fail && self.checks.failure.is_empty() {
             bail!("checks.failure: a scenario expected to fail must say how the failure shows");
+        }
+        Ok(())
+    }
+
+    /// The rules of scenarios that Ironic drives.
+    fn validate_ironic(&self) -> Result<()> {
+        if self.drivers != [Driver::Ironic] {
+            bail!("drivers: \"ironic\" runs alone (its scenarios describe an Ironic node, not a request sequence)");
+        }
+        let Some(node) = &self.ironic else {
+            bail!("ironic: the \"ironic\" driver needs an [ironic] section");
+        };
+        if self.boot.is_some() {
+            bail!("boot: Ironic decides how the machine boots; give [ironic] instead of [boot]");
+        }
+        if self.petitboot.is_some() || self.then.is_some() {
+            bail!("petitboot / then: Ironic writes the boot configuration and starts the machine itself");
+        }
+        if self.network.dhcp != Dhcp::Plain || self.network.bootfile.is_some() {
+            bail!("network.dhcp: Ironic writes its own DHCP options (its dnsmasq provider); leave it \"plain\"");
+        }
+        if !self.checks.redfish.is_empty() {
+            bail!("checks.redfish: with Ironic, the node's state is the check");
+        }
+        let iface = |key: &str, name: &str| -> Result<()> {
+            if !IRONIC_BOOT_INTERFACES.contains(&name) {
+                bail!("{key}: {name:?} is not one of {IRONIC_BOOT_INTERFACES:?}");
+            }
+            Ok(())
+        };
+        iface("ironic.boot_interface", &node.boot_interface)?;
+        let instance = |key: &str, i: &BTreeMap<String, String>| -> Result<()> {
+            if !(i.contains_key("boot_iso")
+                || i.contains_key("kernel") && i.contains_key("ramdisk"))
+            {
+                bail!("{key}: the ramdisk deploy needs boot_iso, or kernel and ramdisk");
+            }
+            Ok(())
+        };
+        instance("ironic.instance", &node.instance)?;
+        if let Some(sw) = &node.switch {
+            iface("ironic.switch.boot_interface", &sw.boot_interface)?;
+            instance("ironic.switch.instance", &sw.instance)?;
+            if node.expect_error.is_some() {
+                bail!("ironic.switch: a node whose deploy must fail has nothing to switch");
+            }
+            if sw.serial.is_empty() {
+                bail!("ironic.switch.serial: say what the second deploy must show");
+            }
         }
         Ok(())
     }
@@ -468,7 +590,12 @@ serial = ["SHOAL-MARKER m"]
     fn a_minimal_scenario_gets_defaults() {
         let s = parse(OK).unwrap();
         assert_eq!(
-            (s.drivers.clone(), s.expect, s.boot.enabled, s.timeout_secs),
+            (
+                s.drivers.clone(),
+                s.expect,
+                s.boot.unwrap().enabled,
+                s.timeout_secs
+            ),
             (vec![Driver::Sushy], Outcome::Pass, Enabled::Once, 120)
         );
     }
@@ -549,6 +676,52 @@ serial = ["SHOAL-MARKER m"]
         assert!(e(format!("description = \"x\"\n{v6_209}")).contains("petitboot.bootfile_url"));
         let v4_59 = v6.replace("ipv6_only = true", "");
         assert!(e(format!("description = \"x\"\n{v4_59}")).contains("petitboot.bootfile_url"));
+    }
+
+    #[test]
+    fn ironic_scenarios_describe_a_node_not_a_request() {
+        const IRONIC: &str = r#"
+description = "x"
+drivers = ["ironic"]
+[[artifacts]]
+name = "d.iso"
+image = "deploy-ramdisk"
+[ironic]
+boot_interface = "redfish-https"
+instance = { boot_iso = "{http}/d.iso" }
+[checks]
+serial = ["SHOAL-MARKER deploy-ramdisk"]
+"#;
+        let s = parse(IRONIC).unwrap();
+        assert!(s.boot.is_none());
+        assert_eq!(s.ironic.unwrap().boot_interface, "redfish-https");
+        let e = |text: String| parse(&text).unwrap_err().to_string();
+        assert!(e(IRONIC.replace("redfish-https", "ipmitool")).contains("ironic.boot_interface"));
+        assert!(e(IRONIC.replace("boot_iso", "image")).contains("ironic.instance"));
+        assert!(e(IRONIC.replace("[\"ironic\"]", "[\"ironic\", \"sushy\"]")).contains("drivers"));
+        assert!(e(format!("{IRONIC}\n[boot]\nmethod = \"pxe\"\n")).contains("boot:"));
+        assert!(e(IRONIC.replace("[ironic]\nboot_interface = \"redfish-https\"\ninstance = { boot_iso = \"{http}/d.iso\" }\n", "")).contains("[ironic]"));
+        let redfish = IRONIC.replace(
+            "[checks]",
+            "[checks]\nredfish = { \"Boot/BootSourceOverrideEnabled\" = \"Once\" }",
+        );
+        assert!(e(redfish).contains("checks.redfish"));
+        // An expected error needs no serial markers; a switch needs some.
+        let failing = IRONIC
+            .replace("serial = [\"SHOAL-MARKER deploy-ramdisk\"]", "")
+            .replace("[checks]", "expect_error = \"HTTP 500\"\n[checks]");
+        assert!(parse(&failing).is_ok());
+        let switch = IRONIC.replace("[checks]", "[ironic.switch]\nboot_interface = \"http\"\ninstance = { kernel = \"k\", ramdisk = \"r\" }\nserial = []\n[checks]");
+        assert!(e(switch).contains("ironic.switch.serial"));
+        // And the other drivers still need [boot], and take no [ironic].
+        assert!(
+            e(OK.replace("[boot]\nmethod = \"uefi-http\"\nuri = \"m.efi\"\n", ""))
+                .contains("boot: missing")
+        );
+        let stray = format!(
+            "{OK}\n[ironic]\nboot_interface = \"pxe\"\ninstance = {{ boot_iso = \"x\" }}\n"
+        );
+        assert!(e(stray).contains("ironic:"));
     }
 
     #[test]

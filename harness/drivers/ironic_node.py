@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""The harness's `ironic` driver: drives a standalone Ironic through its API
+(python-ironicclient, no authentication) the way an operator or metal3 does.
+
+    ironic_node.py --api URL --log FILE enroll --name N --bmc URL --system ID
+        --mac MAC --boot-interface IFACE [--property K=V ...]
+    ironic_node.py --api URL --log FILE deploy --name N [--instance K=V ...]
+    ironic_node.py --api URL --log FILE undeploy --name N
+    ironic_node.py --api URL --log FILE set-boot-interface --name N --boot-interface IFACE
+    ironic_node.py --api URL --log FILE wait-api
+
+enroll creates the node (redfish hardware type, ramdisk deploy interface)
+and a port per MAC, then takes it through manage and provide to
+`available`. deploy sets instance_info and deploys, waiting for `active`;
+undeploy waits for `available` again. Every API response the script acts on
+is appended to --log as a JSON line. Failures exit 1 with Ironic's
+last_error on stderr (and `IRONIC-ERROR <text>` on stdout).
+"""
+
+import argparse
+import json
+import sys
+import time
+
+from ironicclient import client
+from ironicclient.common.apiclient import exceptions as api_exc
+
+
+class Driver:
+    def __init__(self, api, log):
+        self.ic = client.get_client(1, endpoint=api, auth_type='none',
+                                    os_ironic_api_version='latest')
+        self.log = log
+
+    def record(self, what, obj):
+        data = obj.to_dict() if hasattr(obj, 'to_dict') else obj
+        with open(self.log, 'a') as f:
+            f.write(json.dumps({'t': round(time.time(), 3), 'what': what,
+                                'response': data}, default=str) + '\n')
+
+    def node(self, name):
+        n = self.ic.node.get(name)
+        self.record('GET node ' + name, n)
+        return n
+
+    def fail(self, name, why):
+        n = self.node(name)
+        text = n.last_error or why
+        print('IRONIC-ERROR ' + ' '.join(text.split()), flush=True)
+        sys.exit('ironic_node: %s: %s (provision_state %s, last_error: %s)'
+                 % (name, why, n.provision_state, n.last_error))
+
+    def wait(self, name, target, limit, failed=('deploy failed', 'clean failed',
+                                                'error', 'enroll')):
+        """Polls until provision_state is `target`; fails on an error state,
+        a last_error, or the deadline."""
+        deadline = time.monotonic() + limit
+        seen = None
+        while True:
+            n = self.ic.node.get(name)
+            state = n.provision_state
+            if state != seen:
+                self.record('state ' + str(state), n)
+                print('IRONIC-STATE %s %s' % (name, state), flush=True)
+                seen = state
+            if state == target and not n.target_provision_state:
+                return n
+            if state in failed and state != target:
+                self.fail(name, 'reached %s instead of %s' % (state, target))
+            if time.monotonic() > deadline:
+                self.fail(name, 'not %s after %d s' % (target, limit))
+            time.sleep(1)
+
+    def act(self, name, verb, target, limit, **kw):
+        try:
+            self.ic.node.set_provision_state(name, verb, **kw)
+        except api_exc.HttpError as e:
+            self.record('%s refused' % verb, {'error': str(e)})
+            print('IRONIC-ERROR ' + ' '.join(str(e).split()), flush=True)
+            sys.exit('ironic_node: %s %s: %s' % (verb, name, e))
+        self.record('provision ' + verb, {'node': name, 'args': kw})
+        return self.wait(name, target, limit)
+
+
+def pairs(items):
+    out = {}
+    for item in items:
+        k, sep, v = item.partition('=')
+        if not sep:
+            sys.exit('ironic_node: %r is not KEY=VALUE' % item)
+        out[k] = v
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('--api', required=True)
+    p.add_argument('--log', required=True)
+    p.add_argument('--timeout', type=int, default=300)
+    sub = p.add_subparsers(dest='action', required=True)
+    e = sub.add_parser('enroll')
+    e.add_argument('--name', required=True)
+    e.add_argument('--bmc', required=True)
+    e.add_argument('--system', required=True)
+    e.add_argument('--mac', required=True)
+    e.add_argument('--boot-interface', required=True)
+    e.add_argument('--property', action='append', default=[])
+    d = sub.add_parser('deploy')
+    d.add_argument('--name', required=True)
+    d.add_argument('--instance', action='append', default=[])
+    u = sub.add_parser('undeploy')
+    u.add_argument('--name', required=True)
+    sub.add_parser('wait-api', help='exits 0 once the API answers')
+    s = sub.add_parser('set-boot-interface')
+    s.add_argument('--name', required=True)
+    s.add_argument('--boot-interface', required=True)
+    a = p.parse_args()
+    drv = Driver(a.api, a.log)
+    if a.action == 'wait-api':
+        deadline = time.monotonic() + a.timeout
+        while True:
+            try:
+                drv.ic.node.list(limit=1)
+                return
+            except Exception as e:  # not up yet: refused, reset, 503
+                if time.monotonic() > deadline:
+                    sys.exit('ironic_node: the API at %s does not answer: %s' % (a.api, e))
+                time.sleep(0.5)
+
+    if a.action == 'enroll':
+        props = pairs(a.property)
+        node = drv.ic.node.create(
+            name=a.name, driver='redfish', deploy_interface='ramdisk',
+            boot_interface=a.boot_interface,
+            driver_info={'redfish_address': a.bmc,
+                         'redfish_system_id': '/redfish/v1/Systems/' + a.system,
+                         'redfish_username': 'admin',
+                         'redfish_password': 'password',
+                         'redfish_verify_ca': False},
+            properties=props)
+        drv.record('POST node', node)
+        port = drv.ic.port.create(node_uuid=node.uuid, address=a.mac)
+        drv.record('POST port', port)
+        drv.act(a.name, 'manage', 'manageable', a.timeout)
+        drv.act(a.name, 'provide', 'available', a.timeout)
+    elif a.action == 'deploy':
+        patch = [{'op': 'add', 'path': '/instance_info/' + k, 'value': v}
+                 for k, v in pairs(a.instance).items()]
+        if patch:
+            drv.record('PATCH node', drv.ic.node.update(a.name, patch))
+        drv.act(a.name, 'active', 'active', a.timeout)
+    elif a.action == 'undeploy':
+        drv.act(a.name, 'deleted', 'available', a.timeout)
+    elif a.action == 'set-boot-interface':
+        n = drv.ic.node.update(a.name, [{'op': 'replace', 'path': '/boot_interface',
+                                         'value': a.boot_interface}])
+        drv.record('PATCH node', n)
+    n = drv.node(a.name)
+    print('IRONIC-DONE %s %s %s power %s' % (a.action, a.name, n.provision_state,
+                                             n.power_state), flush=True)
+
+
+if __name__ == '__main__':
+    main()

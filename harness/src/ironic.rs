@@ -1,0 +1,346 @@
+//! OpenStack Ironic, standalone, for the `ironic` driver: one service per
+//! case inside the lab's namespace (the single-process `ironic` command,
+//! no authentication, no RPC bus, SQLite made by `ironic-dbsync`), the
+//! `redfish` hardware type with the `ramdisk` deploy interface, its dnsmasq
+//! DHCP provider writing into folders that the case network's dnsmasq
+//! reads, and `[deploy] http_root` (also `[pxe] tftp_root`) the case's
+//! boot folder, served on the machine's network; the BMC, in the same
+//! namespace, fetches virtual media from there too. The node is driven through the API by
+//! `drivers/ironic_node.py` (python-ironicclient), also inside the
+//! namespace; every response it acts on goes to `ironic-api.jsonl`.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+/// The venv's Python, from `--ironic-venv` or `$SHOAL_IRONIC_VENV`.
+pub fn python(venv: Option<&Path>) -> Result<PathBuf> {
+    let venv = venv.ok_or_else(|| {
+        anyhow!("the ironic driver needs the Ironic venv (--ironic-venv or SHOAL_IRONIC_VENV; ci/test builds it)")
+    })?;
+    let py = venv.join("bin/python");
+    if !py.exists() || !venv.join("bin/ironic").exists() {
+        bail!(
+            "{} is not an Ironic venv (no bin/ironic); ci/test --only venv builds one",
+            venv.display()
+        );
+    }
+    Ok(py)
+}
+
+/// Where one Ironic keeps its state, and what it serves.
+pub struct Layout {
+    /// `<case>/ironic`: config, database, logs, DHCP folders.
+    pub dir: PathBuf,
+    /// The case's boot folder: `[deploy] http_root` and `[pxe] tftp_root`.
+    pub www: PathBuf,
+    /// `[deploy] http_url`: the boot server on the machine's network.
+    pub http_url: String,
+    /// `[pxe] tftp_server`: the host's address on the machine's network.
+    pub tftp_server: String,
+    /// The API's port on the namespace's loopback.
+    pub api_port: u16,
+}
+
+impl Layout {
+    pub fn hostsdir(&self) -> PathBuf {
+        self.dir.join("dhcp-hosts")
+    }
+    pub fn optsdir(&self) -> PathBuf {
+        self.dir.join("dhcp-opts")
+    }
+
+    /// What the network's dnsmasq needs to read Ironic's DHCP folders and
+    /// to tell iPXE's requests (option 175, user class iPXE) apart.
+    pub fn dnsmasq_options(&self) -> Vec<String> {
+        vec![
+            format!("dhcp-hostsdir={}", self.hostsdir().display()),
+            format!("dhcp-optsdir={}", self.optsdir().display()),
+            "dhcp-match=set:ipxe,175".into(),
+            "dhcp-userclass=set:ipxe6,iPXE".into(),
+        ]
+    }
+
+    /// ironic.conf.
+    pub fn config(&self) -> String {
+        let d = self.dir.display();
+        let www = self.www.display();
+        format!(
+            "# Written by shoal-harness for one case: standalone Ironic, no auth, no RPC bus.
+[DEFAULT]
+auth_strategy = noauth
+rpc_transport = none
+host = shoal-ironic
+debug = true
+log_file = {d}/ironic.log
+tempdir = {d}/tmp
+enabled_hardware_types = redfish
+enabled_boot_interfaces = redfish-https,redfish-virtual-media,http,http-ipxe,pxe
+enabled_deploy_interfaces = ramdisk
+default_deploy_interface = ramdisk
+enabled_power_interfaces = redfish
+enabled_management_interfaces = redfish
+enabled_inspect_interfaces = no-inspect
+enabled_network_interfaces = noop
+enabled_raid_interfaces = no-raid
+enabled_vendor_interfaces = no-vendor
+enabled_bios_interfaces = no-bios
+enabled_console_interfaces = no-console
+enabled_firmware_interfaces = no-firmware
+
+[api]
+host_ip = 127.0.0.1
+port = {port}
+
+[database]
+connection = sqlite:///{d}/ironic.sqlite
+
+[conductor]
+automated_clean = false
+# The deploy ramdisk powers the machine off when it is done; Ironic is to
+# record that, not to power it on again.
+force_power_state_during_sync = false
+
+[deploy]
+http_url = {http_url}
+http_root = {www}
+# Ironic's image caches, beside the case's files (never /var/lib/ironic).
+iso_master_path = {d}/master-iso
+
+[pxe]
+# The http interface writes its boot files under tftp_root but looks for
+# them under http_root: one folder serves both. (An empty tftp_master_path,
+# documented to switch the cache off, fails deploys with a TypeError in
+# image_cache._free_disk_space_for in Ironic 39.0.0.)
+tftp_root = {www}
+tftp_master_path = {d}/master-tftp
+instance_master_path = {d}/master-instance
+images_path = {d}/images
+tftp_server = {tftp}
+
+[dhcp]
+dhcp_provider = dnsmasq
+
+[dnsmasq]
+dhcp_hostsdir = {d}/dhcp-hosts
+dhcp_optsdir = {d}/dhcp-opts
+dhcp_leasefile = {d}/dhcp-leases
+
+[oslo_concurrency]
+lock_path = {d}/locks
+",
+            port = self.api_port,
+            http_url = self.http_url,
+            tftp = self.tftp_server,
+        )
+    }
+}
+
+/// A running Ironic; stopped (its process group, which it started) on drop.
+pub struct Ironic {
+    child: Child,
+    pub api: String,
+    python: PathBuf,
+    ns: String,
+    dir: PathBuf,
+}
+
+impl Ironic {
+    /// Writes the config, creates the database, starts the service in
+    /// namespace `ns` and waits until its API answers.
+    pub fn start(ns: &str, venv: &Path, layout: &Layout) -> Result<Ironic> {
+        let python = python(Some(venv))?;
+        let dir = &layout.dir;
+        for d in [
+            dir.clone(),
+            layout.hostsdir(),
+            layout.optsdir(),
+            dir.join("locks"),
+            dir.join("tmp"),
+        ] {
+            std::fs::create_dir_all(&d).with_context(|| format!("{}", d.display()))?;
+        }
+        std::fs::write(dir.join("dhcp-leases"), "")?;
+        let conf = dir.join("ironic.conf");
+        std::fs::write(&conf, layout.config())?;
+        let out = Command::new(venv.join("bin/ironic-dbsync"))
+            .arg("--config-file")
+            .arg(&conf)
+            .arg("create_schema")
+            .output()
+            .context("running ironic-dbsync")?;
+        std::fs::write(
+            dir.join("dbsync.log"),
+            [&out.stdout[..], &out.stderr].concat(),
+        )?;
+        if !out.status.success() {
+            bail!(
+                "ironic-dbsync create_schema failed; see {}",
+                dir.join("dbsync.log").display()
+            );
+        }
+        let log = std::fs::File::create(dir.join("ironic-stdout.log"))?;
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns])
+            .arg(venv.join("bin/ironic"))
+            .arg("--config-file")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            // Its own process group: the service forks its workers, and
+            // all of them are stopped together.
+            .process_group(0)
+            .spawn()
+            .context("starting ironic")?;
+        let mut ironic = Ironic {
+            child,
+            api: format!("http://127.0.0.1:{}", layout.api_port),
+            python,
+            ns: ns.to_string(),
+            dir: dir.clone(),
+        };
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(status)) = ironic.child.try_wait() {
+                bail!(
+                    "ironic exited ({status}) while starting; see {}",
+                    dir.join("ironic.log").display()
+                );
+            }
+            if ironic.node(&["wait-api"], Duration::from_secs(30)).is_ok() {
+                break;
+            }
+            if start.elapsed() > Duration::from_secs(90) {
+                bail!(
+                    "Ironic's API did not answer within 90 s; see {}",
+                    dir.join("ironic.log").display()
+                );
+            }
+        }
+        Ok(ironic)
+    }
+
+    /// Runs `ironic_node.py ARGS` inside the namespace; its output lines
+    /// go to `driver.log`. Returns stdout; an error carries Ironic's error
+    /// (the `IRONIC-ERROR` line) when there is one.
+    pub fn node(&self, args: &[&str], limit: Duration) -> Result<String> {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("drivers/ironic_node.py");
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.ns])
+            .arg(&self.python)
+            .arg(script)
+            .args(["--api", &self.api, "--timeout"])
+            .arg(limit.as_secs().to_string())
+            .arg("--log")
+            .arg(self.dir.join("ironic-api.jsonl"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .context("running drivers/ironic_node.py")?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if args.first() != Some(&"wait-api") {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(self.dir.join("driver.log"))?;
+            writeln!(f, "$ ironic_node.py {}\n{stdout}{stderr}", args.join(" "))?;
+        }
+        if !out.status.success() {
+            let err = stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("IRONIC-ERROR "))
+                .map(str::to_string);
+            return Err(match err {
+                Some(e) => anyhow!(IronicError(e)),
+                None => anyhow!("ironic_node.py {}: {}", args.join(" "), stderr.trim()),
+            });
+        }
+        Ok(stdout)
+    }
+}
+
+/// Ironic's own words for a failure: a node's last_error, or the API's
+/// refusal.
+#[derive(Debug, thiserror::Error)]
+#[error("Ironic: {0}")]
+pub struct IronicError(pub String);
+
+impl Drop for Ironic {
+    fn drop(&mut self) {
+        // SIGTERM to the group first: the service stops its workers.
+        let pgid = self.child.id() as i32;
+        // SAFETY: kill(2) on the process group this struct started.
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // SAFETY: as above; whatever of the group is left.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+/// `{http}` in instance_info values: Ironic's `[deploy] http_url`.
+pub fn render(value: &str, layout: &Layout) -> String {
+    value.replace("{http}", &layout.http_url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout() -> Layout {
+        Layout {
+            dir: "/a/ironic".into(),
+            www: "/a/www".into(),
+            http_url: "http://198.18.3.1:8080".into(),
+            tftp_server: "198.18.3.1".into(),
+            api_port: 16003,
+        }
+    }
+
+    #[test]
+    fn the_config_wires_dhcp_http_and_tftp_to_the_case() {
+        let l = layout();
+        let c = l.config();
+        for want in [
+            "port = 16003",
+            "connection = sqlite:////a/ironic/ironic.sqlite",
+            "http_url = http://198.18.3.1:8080",
+            "http_root = /a/www",
+            "tftp_root = /a/www",
+            "dhcp_provider = dnsmasq",
+            "dhcp_optsdir = /a/ironic/dhcp-opts",
+            "automated_clean = false",
+            "enabled_deploy_interfaces = ramdisk",
+        ] {
+            assert!(c.contains(want), "{want} missing from\n{c}");
+        }
+        let d = l.dnsmasq_options();
+        assert!(d.contains(&"dhcp-hostsdir=/a/ironic/dhcp-hosts".to_string()));
+        assert!(d.contains(&"dhcp-optsdir=/a/ironic/dhcp-opts".to_string()));
+        assert_eq!(
+            render("{http}/deploy.iso", &l),
+            "http://198.18.3.1:8080/deploy.iso"
+        );
+    }
+
+    #[test]
+    fn without_a_venv_the_driver_says_how_to_get_one() {
+        let e = python(None).unwrap_err().to_string();
+        assert!(e.contains("SHOAL_IRONIC_VENV"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let e = python(Some(dir.path())).unwrap_err().to_string();
+        assert!(e.contains("not an Ironic venv"), "{e}");
+    }
+}
