@@ -17,6 +17,11 @@ use axum::Router;
 
 struct Server {
     root: PathBuf,
+    /// The folder's own absolute path, served as an alias of `/`: boot
+    /// configurations that name files by their path on the server (Ironic's
+    /// grub.cfg sources `<tftp_root>/<mac>.conf`) find them, as an nginx
+    /// `location <root> { alias <root>; }` lets them.
+    alias: Option<String>,
     log: Mutex<std::fs::File>,
     heartbeats: Mutex<std::fs::File>,
 }
@@ -68,7 +73,13 @@ async fn handle(State(s): State<Arc<Server>>, req: Request) -> Response {
             .and_then(|_| f.flush());
         (StatusCode::NO_CONTENT.into_response(), 0)
     } else if method == Method::GET || method == Method::HEAD {
-        serve_file(&s.root, &path, &headers, method == Method::HEAD).await
+        let local = s
+            .alias
+            .as_deref()
+            .and_then(|a| path.strip_prefix(a))
+            .filter(|rest| rest.starts_with('/'))
+            .unwrap_or(&path);
+        serve_file(&s.root, local, &headers, method == Method::HEAD).await
     } else {
         (StatusCode::METHOD_NOT_ALLOWED.into_response(), 0)
     };
@@ -136,8 +147,13 @@ pub fn router(root: &Path, log: &Path) -> std::io::Result<Router> {
             .open(p)
     };
     let heartbeat_log = log.with_file_name("heartbeat.log");
+    let alias = std::fs::canonicalize(root)
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_string))
+        .filter(|p| p != "/");
     let s = Arc::new(Server {
         root: root.to_path_buf(),
+        alias,
         log: Mutex::new(open(log)?),
         heartbeats: Mutex::new(open(&heartbeat_log)?),
     });
@@ -149,13 +165,53 @@ pub async fn run(root: &Path, addr: SocketAddr, log: &Path) -> anyhow::Result<()
     let app = router(root, log)?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     println!("serving on {}", listener.local_addr()?);
-    axum::serve(listener, app).await?;
+    serve(listener, app).await?;
     Ok(())
+}
+
+/// Serves `app` over HTTP/1.1 with header names in Title-Case, as nginx
+/// and Apache write them: grub's HTTP client (2.12, net/http.c) matches
+/// `Content-Length: ` case-sensitively and reads a lower-case header as
+/// none, so a file it fetches itself (grub.cfg) comes out empty.
+pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let app = app.clone();
+        tokio::spawn(async move {
+            let svc =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    tower::ServiceExt::oneshot(app.clone(), req)
+                });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .title_case_headers(true)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
+        });
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn header_names_go_out_in_title_case_as_grub_needs() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("grub.cfg"), "echo hello\n").unwrap();
+        let app = router(dir.path(), &dir.path().join("log")).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(serve(listener, app));
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /grub.cfg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).await.unwrap();
+        assert!(text.contains("\r\nContent-Length: 11\r\n"), "{text}");
+        assert!(text.ends_with("echo hello\n"), "{text}");
+    }
 
     #[test]
     fn content_types_follow_http_boot() {
@@ -205,6 +261,14 @@ mod tests {
             axum::body::to_bytes(r.into_body(), 100).await.unwrap(),
             "234"
         );
+        // The folder's own absolute path is an alias of the root.
+        let abs = std::fs::canonicalize(dir.path()).unwrap();
+        let aliased = format!("{}/x.efi", abs.display());
+        let r = oneshot(&app, get(&aliased, None)).await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let outside = format!("{}x/x.efi", abs.display());
+        let r = oneshot(&app, get(&outside, None)).await.unwrap();
+        assert_eq!(r.status(), StatusCode::NOT_FOUND);
         assert_eq!(
             oneshot(&app, get("/../etc/passwd", None))
                 .await

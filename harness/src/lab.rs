@@ -259,7 +259,7 @@ impl Lab {
         let app = crate::fileserver::router(root, log)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
         self.servers.push(tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = crate::fileserver::serve(listener, app).await;
         }));
         Ok(())
     }
