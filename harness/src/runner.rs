@@ -270,11 +270,21 @@ fn run_case(
         let layout = ironic
             .then(|| -> Result<crate::ironic::Layout> {
                 let case = std::fs::canonicalize(&dir)?;
+                // On an IPv6-only network Ironic's URLs name the host's
+                // IPv6 address.
+                let server = match s.network.ipv6_only {
+                    true => crate::lab::host6(index).to_string(),
+                    false => host.to_string(),
+                };
+                let authority = match s.network.ipv6_only {
+                    true => format!("[{server}]"),
+                    false => server.clone(),
+                };
                 Ok(crate::ironic::Layout {
                     dir: case.join("ironic"),
                     www: case.join("www"),
-                    http_url: format!("http://{host}:{}", crate::lab::BOOT_PORT),
-                    tftp_server: host.to_string(),
+                    http_url: format!("http://{authority}:{}", crate::lab::BOOT_PORT),
+                    tftp_server: server,
                     api_port: 16000 + u16::from(index),
                 })
             })
