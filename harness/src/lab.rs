@@ -79,6 +79,15 @@ pub const NEEDS: &[(&str, &str)] = &[
 /// are built from ppc64el packages (`dpkg --add-architecture ppc64el`).
 pub const NEEDS_PPC64LE: &[(&str, &str)] = &[("/usr/bin/qemu-system-ppc64", "qemu-system-ppc")];
 
+/// The boot files of the Ironic DHCP-path scenarios: iPXE (http-ipxe) and
+/// Debian's network grub (http), as Ironic's docs name them.
+pub const IPXE_SNPONLY: &str = "/usr/lib/ipxe/snponly.efi";
+pub const GRUB_NETBOOT: &str = "/usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed";
+pub const NEEDS_IRONIC: &[(&str, &str)] = &[
+    (IPXE_SNPONLY, "ipxe"),
+    (GRUB_NETBOOT, "grub-efi-amd64-signed"),
+];
+
 /// What of `NEEDS_PPC64LE` is missing on this host.
 pub fn missing_ppc64le() -> Vec<String> {
     absent(NEEDS_PPC64LE)

@@ -169,7 +169,11 @@ fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
         Command::Doctor => {
             let missing = lab::missing();
-            for (p, pkg) in lab::NEEDS.iter().chain(lab::NEEDS_PPC64LE) {
+            for (p, pkg) in lab::NEEDS
+                .iter()
+                .chain(lab::NEEDS_PPC64LE)
+                .chain(lab::NEEDS_IRONIC)
+            {
                 let ok = Path::new(p).exists();
                 println!(
                     "{:<8} {p:<40} {}",
@@ -182,7 +186,19 @@ fn real_main() -> Result<ExitCode> {
                 );
             }
             let ppc64le = lab::missing_ppc64le();
+            let venv = std::env::var_os("SHOAL_IRONIC_VENV").map(PathBuf::from);
+            let ironic = shoal_harness::ironic::python(venv.as_deref());
+            match &ironic {
+                Ok(py) => println!("{:<8} {:<40}", "ok", py.display()),
+                Err(e) => println!("{:<8} {e}", "MISSING"),
+            }
+            let ironic_ready =
+                ironic.is_ok() && lab::NEEDS_IRONIC.iter().all(|(p, _)| Path::new(p).exists());
             match (missing.is_empty(), ppc64le.is_empty()) {
+                (true, true) if !ironic_ready => {
+                    eprintln!("this host can run the VM scenarios except the ironic-* ones");
+                    Ok(ExitCode::FAILURE)
+                }
                 (true, true) => {
                     println!("this host can run every VM scenario");
                     Ok(ExitCode::SUCCESS)

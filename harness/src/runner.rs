@@ -188,11 +188,6 @@ fn net_spec(s: &Scenario, net_host: std::net::Ipv4Addr) -> NetSpec {
     }
 }
 
-/// iPXE for UEFI machines, from Debian's ipxe package.
-const IPXE_SNPONLY: &str = "/usr/lib/ipxe/snponly.efi";
-/// Debian's network grub for UEFI.
-const GRUB_NETBOOT: &str = "/usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed";
-
 /// A boot file a Debian package installs.
 fn packaged(path: &str, package: &str) -> Result<PathBuf> {
     let p = PathBuf::from(path);
@@ -253,8 +248,10 @@ fn run_case(
                 Image::DeployInitrd => {
                     crate::images::build("deploy-ramdisk.sh", &["initrd"], "initrd.gz")?
                 }
-                Image::IpxeSnponly => packaged(IPXE_SNPONLY, "ipxe")?,
-                Image::GrubNetbootEfi => packaged(GRUB_NETBOOT, "grub-efi-amd64-signed")?,
+                Image::IpxeSnponly => packaged(crate::lab::IPXE_SNPONLY, "ipxe")?,
+                Image::GrubNetbootEfi => {
+                    packaged(crate::lab::GRUB_NETBOOT, "grub-efi-amd64-signed")?
+                }
                 Image::Ppc64leKernel => ppc64le("kernel", "vmlinux")?,
                 Image::Ppc64lePayload => ppc64le("payload", "payload.cpio.gz")?,
             };
