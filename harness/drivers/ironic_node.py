@@ -19,6 +19,7 @@ last_error on stderr (and `IRONIC-ERROR <text>` on stdout).
 
 import argparse
 import json
+import signal
 import sys
 import time
 
@@ -45,15 +46,16 @@ class Driver:
 
     def fail(self, name, why):
         n = self.node(name)
-        text = n.last_error or why
+        text = '%s: %s' % (why, n.last_error) if n.last_error else why
         print('IRONIC-ERROR ' + ' '.join(text.split()), flush=True)
         sys.exit('ironic_node: %s: %s (provision_state %s, last_error: %s)'
                  % (name, why, n.provision_state, n.last_error))
 
     def wait(self, name, target, limit, failed=('deploy failed', 'clean failed',
                                                 'error', 'enroll')):
-        """Polls until provision_state is `target`; fails on an error state,
-        a last_error, or the deadline."""
+        """Polls until provision_state is `target` (with no transition
+        pending); fails on an error state or at the deadline, with the
+        node's last_error."""
         deadline = time.monotonic() + limit
         seen = None
         while True:
@@ -115,6 +117,11 @@ def main():
     s.add_argument('--name', required=True)
     s.add_argument('--boot-interface', required=True)
     a = p.parse_args()
+    # A hard deadline over everything (an API call that never returns
+    # included): the harness waits for this process.
+    signal.signal(signal.SIGALRM, lambda *_: sys.exit(
+        'ironic_node: %s: no result within %d s' % (a.action, a.timeout + 60)))
+    signal.alarm(a.timeout + 60)
     drv = Driver(a.api, a.log)
     if a.action == 'wait-api':
         deadline = time.monotonic() + a.timeout

@@ -175,7 +175,17 @@ pub async fn run(root: &Path, addr: SocketAddr, log: &Path) -> anyhow::Result<()
 /// none, so a file it fetches itself (grub.cfg) comes out empty.
 pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
     loop {
-        let (stream, _) = listener.accept().await?;
+        // As axum::serve: a failed accept (a connection reset before it was
+        // taken, or no file descriptor left) costs that connection, not
+        // the server.
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                continue;
+            }
+        };
         let app = app.clone();
         tokio::spawn(async move {
             let svc =

@@ -139,6 +139,25 @@ lock_path = {d}/locks
     }
 }
 
+/// The process groups of the Ironic services running now, for
+/// `stop_all` (a run interrupted by a signal leaves without dropping them).
+static RUNNING: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Stops every Ironic this process started and has not stopped yet (their
+/// process groups: TERM, then KILL).
+pub fn stop_all() {
+    let groups = std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|p| p.into_inner()));
+    for g in &groups {
+        // SAFETY: kill(2) on process groups this process started.
+        unsafe { libc::kill(-g, libc::SIGTERM) };
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    for g in &groups {
+        // SAFETY: as above.
+        unsafe { libc::kill(-g, libc::SIGKILL) };
+    }
+}
+
 /// A running Ironic; stopped (its process group, which it started) on drop.
 pub struct Ironic {
     child: Child,
@@ -196,6 +215,10 @@ impl Ironic {
             .process_group(0)
             .spawn()
             .context("starting ironic")?;
+        RUNNING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(child.id() as i32);
         let mut ironic = Ironic {
             child,
             api: format!("http://127.0.0.1:{}", layout.api_port),
@@ -207,8 +230,9 @@ impl Ironic {
         loop {
             if let Ok(Some(status)) = ironic.child.try_wait() {
                 bail!(
-                    "ironic exited ({status}) while starting; see {}",
-                    dir.join("ironic.log").display()
+                    "ironic exited ({status}) while starting; see {} and {}",
+                    dir.join("ironic.log").display(),
+                    dir.join("ironic-stdout.log").display()
                 );
             }
             if ironic.node(&["wait-api"], Duration::from_secs(30)).is_ok() {
@@ -256,8 +280,10 @@ impl Ironic {
                 .lines()
                 .find_map(|l| l.strip_prefix("IRONIC-ERROR "))
                 .map(str::to_string);
+            // Ironic's words first; the script's account (state, deadline)
+            // stays in driver.log.
             return Err(match err {
-                Some(e) => anyhow!(IronicError(e)),
+                Some(e) => anyhow!("Ironic: {e}"),
                 None => anyhow!("ironic_node.py {}: {}", args.join(" "), stderr.trim()),
             });
         }
@@ -265,27 +291,33 @@ impl Ironic {
     }
 }
 
-/// Ironic's own words for a failure: a node's last_error, or the API's
-/// refusal.
-#[derive(Debug, thiserror::Error)]
-#[error("Ironic: {0}")]
-pub struct IronicError(pub String);
-
 impl Drop for Ironic {
     fn drop(&mut self) {
         // SIGTERM to the group first: the service stops its workers.
         let pgid = self.child.id() as i32;
+        RUNNING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|g| *g != pgid);
         // SAFETY: kill(2) on the process group this struct started.
         unsafe { libc::kill(-pgid, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(10);
+        let mut exited = false;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
+                exited = true;
                 break;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        // SAFETY: as above; whatever of the group is left.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        // Whatever of the group is left. Once the leader is reaped, the
+        // group id is still ours only while a member lives (kill 0 says).
+        // SAFETY: kill(2) on that group, as above.
+        unsafe {
+            if !exited || libc::kill(-pgid, 0) == 0 {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
         let _ = self.child.wait();
     }
 }

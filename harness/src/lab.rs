@@ -247,18 +247,11 @@ impl Lab {
         Ok(())
     }
 
-    /// Serves `root` on a loopback port (for what the BMC itself
-    /// downloads): the host's, or with `in_ns` the namespace's (where a BMC
-    /// that Ironic drives runs); returns the base URL.
-    pub fn bmc_file_server(&mut self, root: &Path, log: &Path, in_ns: bool) -> Result<String> {
-        let any: SocketAddr = "127.0.0.1:0".parse()?;
-        let listener = if in_ns {
-            netns::bind_in(&self.ns, any)?
-        } else {
-            let l = std::net::TcpListener::bind(any)?;
-            l.set_nonblocking(true)?;
-            l
-        };
+    /// Serves `root` on a loopback port of the host (for what the BMC itself
+    /// downloads); returns the base URL.
+    pub fn bmc_file_server(&mut self, root: &Path, log: &Path) -> Result<String> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
         let url = format!("http://{}", listener.local_addr()?);
         self.serve_on(listener, root, log)?;
         Ok(url)

@@ -204,7 +204,7 @@ fn real_main() -> Result<ExitCode> {
                     Ok(ExitCode::SUCCESS)
                 }
                 (true, false) => {
-                    eprintln!("this host can run the x86_64 VM scenarios, not the ppc64le (petitboot) ones");
+                    eprintln!("this host can run the x86_64 VM scenarios, not the ppc64le (petitboot) ones{}", if ironic_ready { "" } else { ", nor the ironic-* ones" });
                     Ok(ExitCode::FAILURE)
                 }
                 _ => {

@@ -334,8 +334,7 @@ fn run_case(
             let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
             let net = lab.network(index, &spec)?;
             lab.file_server(&net, &dir.join("www"), &dir.join("http.log"))?;
-            let bmc_url =
-                lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"), ironic)?;
+            let bmc_url = lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?;
             if s.petitboot() {
                 let gone = crate::lab::missing_ppc64le();
                 if !gone.is_empty() {
@@ -384,6 +383,7 @@ fn run_case(
         let limit = Duration::from_secs(s.timeout_secs);
         let mut ironic_service = None;
         let mut expected_error = None;
+        let mut dhcp_problems = Vec::new();
         let t = Instant::now();
         let seen = if let (Some(l), Some(node)) = (&layout, &s.ironic) {
             let venv = opts.ironic_venv.as_deref().ok_or_else(|| {
@@ -409,6 +409,16 @@ fn run_case(
             svc.node(&strs(&args), Duration::from_secs(300))?;
             let t = Instant::now();
             let deployed = svc.node(&strs(&deploy_args(&domain, &node.instance, l)), limit);
+            // What Ironic's DHCP provider wrote, as the scenario says it must.
+            let opts = read_all(&l.optsdir());
+            for want in &node.dhcp_opts_contain {
+                if !opts.contains(want.as_str()) {
+                    dhcp_problems.push(format!(
+                        "Ironic's DHCP options ({}) lack {want:?}",
+                        l.optsdir().display()
+                    ));
+                }
+            }
             let seen = match (deployed, &node.expect_error) {
                 (Ok(_), None) => watch(&serial, &serial_checks, &failure_checks, limit, t),
                 (Err(e), Some(want)) if format!("{e:#}").contains(want.as_str()) => {
@@ -461,7 +471,7 @@ fn run_case(
             system: id,
             python: opts.python.clone(),
         };
-        let mut problems = Vec::new();
+        let mut problems = dhcp_problems;
         let to_marker = match (&seen, s.expect) {
             (Watch::Seen(d), Outcome::Pass) => Some(*d),
             (Watch::Seen(_), Outcome::Fail) => {
@@ -589,6 +599,21 @@ fn run_case(
     }
 }
 
+/// The text of every file in `dir`, in name order (empty when none).
+fn read_all(dir: &Path) -> String {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect()
+}
+
 fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
@@ -648,6 +673,8 @@ fn ironic_after_deploy(
         problems.push(format!("deploy through {}: {e:#}", sw.boot_interface));
         return;
     }
+    // libvirt opens a file serial port without append: the second boot's
+    // log starts empty, so nothing of the first boot matches here.
     match watch(serial, &sw.serial, failure, limit, t) {
         Watch::Seen(_) => {}
         Watch::Failed(f) => problems.push(format!(
@@ -769,6 +796,7 @@ pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
             _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
         }
         eprintln!("interrupted: stopping the lab");
+        crate::ironic::stop_all();
         if let Ok(mut l) = on_signal.lock() {
             l.stop();
         }

@@ -366,6 +366,11 @@ pub struct IronicNode {
     /// The deploy must fail, and Ironic's error (last_error, or the API's
     /// refusal) must contain this text.
     pub expect_error: Option<String>,
+    /// Text Ironic's DHCP provider must have written into its options
+    /// folder by the time the node is active (evidence for what DHCP
+    /// offered).
+    #[serde(default)]
+    pub dhcp_opts_contain: Vec<String>,
     /// After the deploy and undeploy: the node switches to another boot
     /// interface and deploys again.
     pub switch: Option<IronicSwitch>,
@@ -519,6 +524,12 @@ impl Scenario {
         }
         if !self.checks.redfish.is_empty() {
             bail!("checks.redfish: with Ironic, the node's state is the check");
+        }
+        if !self.checks.bmc_requests.is_empty() {
+            bail!("checks.bmc_requests: Ironic hands the BMC its http_url; check checks.requests");
+        }
+        if node.expect_error.is_some() && self.expect == Outcome::Fail {
+            bail!("expect: an Ironic error is expected with ironic.expect_error alone (expect = \"fail\" is for boots that fail)");
         }
         let iface = |key: &str, name: &str| -> Result<()> {
             if !IRONIC_BOOT_INTERFACES.contains(&name) {
@@ -706,11 +717,15 @@ serial = ["SHOAL-MARKER deploy-ramdisk"]
             "[checks]\nredfish = { \"Boot/BootSourceOverrideEnabled\" = \"Once\" }",
         );
         assert!(e(redfish).contains("checks.redfish"));
+        let bmc = IRONIC.replace("[checks]", "[checks]\nbmc_requests = [\"GET /d.iso\"]");
+        assert!(e(bmc).contains("checks.bmc_requests"));
         // An expected error needs no serial markers; a switch needs some.
         let failing = IRONIC
             .replace("serial = [\"SHOAL-MARKER deploy-ramdisk\"]", "")
             .replace("[checks]", "expect_error = \"HTTP 500\"\n[checks]");
         assert!(parse(&failing).is_ok());
+        let both = failing.replace("drivers = ", "expect = \"fail\"\ndrivers = ");
+        assert!(e(both).contains("expect:"));
         let switch = IRONIC.replace("[checks]", "[ironic.switch]\nboot_interface = \"http\"\ninstance = { kernel = \"k\", ramdisk = \"r\" }\nserial = []\n[checks]");
         assert!(e(switch).contains("ironic.switch.serial"));
         // And the other drivers still need [boot], and take no [ironic].
