@@ -32,6 +32,15 @@ impl EmulatorProcess {
     ) -> Result<EmulatorProcess> {
         let program = cmd.get_program().to_string_lossy().into_owned();
         let file = std::fs::File::create(log).with_context(|| format!("{}", log.display()))?;
+        // The emulator goes when this process goes, however it ends (a
+        // signal handler's exit skips the drop below).
+        // SAFETY: prctl(2) only, between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(file)
