@@ -53,6 +53,14 @@ impl Layout {
         self.dir.join("dhcp-opts")
     }
 
+    /// The DHCP provider's folders, which dnsmasq reads.
+    pub fn create_dhcp_dirs(&self) -> Result<()> {
+        for d in [self.hostsdir(), self.optsdir()] {
+            std::fs::create_dir_all(&d).with_context(|| format!("{}", d.display()))?;
+        }
+        Ok(())
+    }
+
     /// What the network's dnsmasq needs to read Ironic's DHCP folders and
     /// to tell iPXE's requests (option 175, user class iPXE) apart.
     pub fn dnsmasq_options(&self) -> Vec<String> {
@@ -170,22 +178,19 @@ pub struct Ironic {
 impl Ironic {
     /// Writes the config, creates the database, starts the service in
     /// namespace `ns` and waits until its API answers.
-    pub fn start(ns: &str, venv: &Path, layout: &Layout) -> Result<Ironic> {
-        let python = python(Some(venv))?;
+    pub fn start(ns: &str, venv: Option<&Path>, layout: &Layout) -> Result<Ironic> {
+        let python = python(venv)?;
+        // The venv's bin/, where python() found `ironic` beside python.
+        let bin = python.parent().unwrap_or(Path::new("/")).to_path_buf();
         let dir = &layout.dir;
-        for d in [
-            dir.clone(),
-            layout.hostsdir(),
-            layout.optsdir(),
-            dir.join("locks"),
-            dir.join("tmp"),
-        ] {
+        layout.create_dhcp_dirs()?;
+        for d in [dir.join("locks"), dir.join("tmp")] {
             std::fs::create_dir_all(&d).with_context(|| format!("{}", d.display()))?;
         }
         std::fs::write(dir.join("dhcp-leases"), "")?;
         let conf = dir.join("ironic.conf");
         std::fs::write(&conf, layout.config())?;
-        let out = Command::new(venv.join("bin/ironic-dbsync"))
+        let out = Command::new(bin.join("ironic-dbsync"))
             .arg("--config-file")
             .arg(&conf)
             .arg("create_schema")
@@ -204,7 +209,7 @@ impl Ironic {
         let log = std::fs::File::create(dir.join("ironic-stdout.log"))?;
         let child = Command::new("ip")
             .args(["netns", "exec", ns])
-            .arg(venv.join("bin/ironic"))
+            .arg(bin.join("ironic"))
             .arg("--config-file")
             .arg(&conf)
             .stdin(Stdio::null())

@@ -269,13 +269,11 @@ fn run_case(
                 let case = std::fs::canonicalize(&dir)?;
                 // On an IPv6-only network Ironic's URLs name the host's
                 // IPv6 address.
-                let server = match s.network.ipv6_only {
-                    true => crate::lab::host6(index).to_string(),
-                    false => host.to_string(),
-                };
-                let authority = match s.network.ipv6_only {
-                    true => format!("[{server}]"),
-                    false => server.clone(),
+                let (server, authority) = if s.network.ipv6_only {
+                    let v6 = crate::lab::host6(index);
+                    (v6.to_string(), format!("[{v6}]"))
+                } else {
+                    (host.to_string(), host.to_string())
                 };
                 Ok(crate::ironic::Layout {
                     dir: case.join("ironic"),
@@ -287,8 +285,8 @@ fn run_case(
             })
             .transpose()?;
         if let Some(l) = &layout {
-            std::fs::create_dir_all(l.hostsdir())?;
-            std::fs::create_dir_all(l.optsdir())?;
+            // The network's dnsmasq watches these folders from its start.
+            l.create_dhcp_dirs()?;
             spec.dnsmasq_options.extend(l.dnsmasq_options());
             spec.tftp_root = Some(l.www.clone());
         }
@@ -334,7 +332,11 @@ fn run_case(
             let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
             let net = lab.network(index, &spec)?;
             lab.file_server(&net, &dir.join("www"), &dir.join("http.log"))?;
-            let bmc_url = lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?;
+            // What the BMC itself downloads; Ironic hands it http_url instead.
+            let bmc_url = match ironic {
+                true => String::new(),
+                false => lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?,
+            };
             if s.petitboot() {
                 let gone = crate::lab::missing_ppc64le();
                 if !gone.is_empty() {
@@ -386,10 +388,7 @@ fn run_case(
         let mut dhcp_problems = Vec::new();
         let t = Instant::now();
         let seen = if let (Some(l), Some(node)) = (&layout, &s.ironic) {
-            let venv = opts.ironic_venv.as_deref().ok_or_else(|| {
-                anyhow!("the ironic driver needs the Ironic venv (--ironic-venv or SHOAL_IRONIC_VENV; ci/test builds it)")
-            })?;
-            let svc = crate::ironic::Ironic::start(&ns, venv, l)?;
+            let svc = crate::ironic::Ironic::start(&ns, opts.ironic_venv.as_deref(), l)?;
             let mut args = vec![
                 "enroll".to_string(),
                 "--name".into(),
