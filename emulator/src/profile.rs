@@ -6,8 +6,9 @@
 //! ETag style and If-Match policy, and how the Boot object behaves (where its
 //! AllowableValues are, a settings object and which Boot fields go there,
 //! Continuous refused, Mode or Enabled required, HttpBootUri absent). Handlers
-//! never test a vendor name. Each file cites, per behaviour, where it comes
-//! from (`[[sources]]`).
+//! never test a vendor name. Each quirk cites where it comes from
+//! (`[[sources]]`: a public source naming the vendor, or `synthetic = true`);
+//! the loader refuses a quirk without either.
 //!
 //! Profiles are loaded once at start-up and live for the whole process
 //! (`&'static`), so a system's profile is a plain reference.
@@ -242,14 +243,55 @@ pub struct Ids {
     pub chassis: String,
 }
 
-/// Where a behaviour of the profile was seen.
+/// Where the quirks of a profile come from: a public source that names the
+/// vendor (a code line in a client that special-cases it, a vendor document,
+/// a bug report), or a mark that they are Shoal's own invention.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
-    pub behaviour: String,
-    /// A public bug, commit or source file.
+    /// The quirks this entry covers, as profile keys (`etag.style`,
+    /// `boot.hidden_targets`, ...; see [`QUIRKS`]).
+    pub quirks: Vec<String>,
+    /// A URL or repository + path (+ commit) that shows the behaviour.
+    #[serde(default)]
     pub reference: String,
+    /// One line on what the reference shows (or, when synthetic, why the
+    /// quirk is there).
+    #[serde(alias = "behaviour")]
+    pub shows: String,
+    /// No public source shows this vendor doing it: Shoal made it up (to
+    /// exercise a client path), and says so.
+    #[serde(default)]
+    pub synthetic: bool,
 }
+
+/// The profile keys that are quirks (behaviour other than the neutral
+/// BMC's). Identity strings and `Oem` blocks are not quirks.
+pub const QUIRKS: &[&str] = &[
+    "ids",
+    "etag.style",
+    "etag.if_match_required",
+    "etag.strict_if_match",
+    "boot.allowable_values",
+    "boot.settings",
+    "boot.settings.refused_on_system",
+    "boot.continuous",
+    "boot.mode_required",
+    "boot.enabled_required",
+    "boot.http_boot_uri",
+    "boot.http_boot_uri_refusal",
+    "boot.hidden_targets",
+    "power.post_secs",
+    "power.post_refusal",
+    "power.busy_secs",
+    "power.busy_refusal",
+    "vmedia.usb_cd",
+    "vmedia.insert_refuses",
+    "vmedia.insert_requires",
+    "vmedia.eject_needs_body",
+    "vmedia.insert_by_patch",
+    "errors.busy",
+];
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -423,8 +465,97 @@ impl Profile {
                 ));
             }
         }
-        if self.sources.is_empty() && self.name != "generic" {
-            return Err("sources: a vendor profile cites where its behaviours come from".into());
+        self.check_sources()
+    }
+
+    /// The quirks this profile has (keys of [`QUIRKS`]), in that order.
+    pub fn quirks(&self) -> Vec<&'static str> {
+        let (e, b, p, v) = (&self.etag, &self.boot, &self.power, &self.vmedia);
+        let set = [
+            self.ids.is_some(),
+            e.style != EtagStyle::Strong,
+            e.if_match_required,
+            e.strict_if_match,
+            b.allowable_values != AllowableValues::System,
+            b.settings.is_some(),
+            b.settings
+                .as_ref()
+                .is_some_and(|s| s.refused_on_system.is_some()),
+            !b.continuous,
+            b.mode_required,
+            b.enabled_required,
+            b.http_boot_uri != HttpBootUri::Writable,
+            b.http_boot_uri_refusal.is_some(),
+            !b.hidden_targets.is_empty(),
+            p.post_secs > 0,
+            p.post_refusal.is_some(),
+            p.busy_secs > 0,
+            p.busy_refusal.is_some(),
+            v.usb_cd,
+            !v.insert_refuses.is_empty(),
+            !v.insert_requires.is_empty(),
+            v.eject_needs_body,
+            v.insert_by_patch,
+            self.errors.busy.is_some(),
+        ];
+        QUIRKS
+            .iter()
+            .zip(set)
+            .filter(|(_, on)| *on)
+            .map(|(q, _)| *q)
+            .collect()
+    }
+
+    /// The quirks marked synthetic (no public source shows the vendor
+    /// doing them).
+    pub fn synthetic_quirks(&self) -> Vec<&str> {
+        self.sources
+            .iter()
+            .filter(|s| s.synthetic)
+            .flat_map(|s| s.quirks.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// Every quirk is covered by a `[[sources]]` entry: a reference, or
+    /// `synthetic = true`; every entry names quirks the profile has.
+    fn check_sources(&self) -> Result<(), String> {
+        let have = self.quirks();
+        for (i, s) in self.sources.iter().enumerate() {
+            if s.quirks.is_empty() {
+                return Err(format!("sources[{i}].quirks: names no quirk"));
+            }
+            for (j, q) in s.quirks.iter().enumerate() {
+                if !QUIRKS.contains(&q.as_str()) {
+                    return Err(format!(
+                        "sources[{i}].quirks[{j}]: {q:?} is not one of {}",
+                        QUIRKS.join(", ")
+                    ));
+                }
+                if !have.contains(&q.as_str()) {
+                    return Err(format!(
+                        "sources[{i}].quirks[{j}]: {q:?} is cited but the profile does not set it"
+                    ));
+                }
+            }
+            if !s.synthetic && s.reference.trim().is_empty() {
+                return Err(format!(
+                    "sources[{i}].reference: a public source (URL or repository and path), \
+                     or synthetic = true"
+                ));
+            }
+            if s.shows.trim().is_empty() {
+                return Err(format!(
+                    "sources[{i}].shows: one line on what the source shows"
+                ));
+            }
+        }
+        for q in have {
+            if !self.sources.iter().any(|s| s.quirks.iter().any(|c| c == q)) {
+                return Err(format!(
+                    "{q}: this quirk cites no source; add a [[sources]] entry with \
+                     quirks = [\"{q}\"] and a reference, or synthetic = true"
+                ));
+            }
         }
         Ok(())
     }
@@ -453,6 +584,10 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
     (
         "no-allowable-values.toml",
         include_str!("../profiles/no-allowable-values.toml"),
+    ),
+    (
+        "synthetic-strict-etag.toml",
+        include_str!("../profiles/synthetic-strict-etag.toml"),
     ),
 ];
 
@@ -544,6 +679,7 @@ mod tests {
             "ami-asrockrack",
             "lenovo-xcc",
             "no-allowable-values",
+            "synthetic-strict-etag",
         ] {
             let p = all.get(name).unwrap();
             assert_eq!(p.name, name);
@@ -555,9 +691,8 @@ mod tests {
     #[test]
     fn bad_profiles_are_refused_naming_the_key() {
         let base = "name = \"x\"\ndescription = \"d\"\nmanufacturer = \"m\"\nmodel = \"m\"\n\
-                    bios_version = \"1\"\nbmc_firmware_version = \"1\"\n\
-                    [[sources]]\nbehaviour = \"b\"\nreference = \"r\"\n";
-        assert!(Profile::parse(base).is_ok());
+                    bios_version = \"1\"\nbmc_firmware_version = \"1\"\n";
+        assert!(Profile::parse(base).is_ok(), "no quirks, no sources needed");
         let e =
             Profile::parse(&format!("{base}[boot]\nhidden_targets = [\"Floppyy\"]\n")).unwrap_err();
         assert!(e.contains("boot.hidden_targets[0]"), "{e}");
@@ -578,11 +713,73 @@ mod tests {
         assert!(e.contains("fuzzy"), "{e}");
         let e = Profile::parse(&format!("{base}colour = 1\n")).unwrap_err();
         assert!(e.contains("colour"), "{e}");
-        let e = Profile::parse(
-            &base.replace("[[sources]]\nbehaviour = \"b\"\nreference = \"r\"\n", ""),
-        )
+    }
+
+    const BASE: &str = "name = \"x\"\ndescription = \"d\"\nmanufacturer = \"m\"\nmodel = \"m\"\n\
+                        bios_version = \"1\"\nbmc_firmware_version = \"1\"\n";
+
+    #[test]
+    fn every_quirk_needs_a_citation_or_a_synthetic_mark() {
+        // A quirk without any source.
+        let quirk = "[etag]\nstrict_if_match = true\n";
+        let e = Profile::parse(&format!("{BASE}{quirk}")).unwrap_err();
+        assert!(
+            e.contains("etag.strict_if_match") && e.contains("synthetic"),
+            "{e}"
+        );
+        // A source for another quirk does not cover it.
+        let other = "[boot]\ncontinuous = false\n\
+                     [[sources]]\nquirks = [\"boot.continuous\"]\nreference = \"r\"\nshows = \"s\"\n";
+        let e = Profile::parse(&format!("{BASE}{quirk}{other}")).unwrap_err();
+        assert!(e.contains("etag.strict_if_match"), "{e}");
+        // A source without a reference that is not marked synthetic.
+        let bare = "[[sources]]\nquirks = [\"etag.strict_if_match\"]\nshows = \"s\"\n";
+        let e = Profile::parse(&format!("{BASE}{quirk}{bare}")).unwrap_err();
+        assert!(e.contains("sources[0].reference"), "{e}");
+        // Either is enough.
+        let p = Profile::parse(&format!("{BASE}{quirk}{bare}synthetic = true\n")).unwrap();
+        assert_eq!(p.synthetic_quirks(), ["etag.strict_if_match"]);
+        let cited = bare.replace("shows", "reference = \"https://example.org/x\"\nshows");
+        let p = Profile::parse(&format!("{BASE}{quirk}{cited}")).unwrap();
+        assert!(p.synthetic_quirks().is_empty());
+        // A citation of a quirk the profile does not have, or of no key.
+        let e = Profile::parse(&format!("{BASE}{cited}")).unwrap_err();
+        assert!(e.contains("sources[0].quirks[0]"), "{e}");
+        let e = Profile::parse(&format!(
+            "{BASE}{quirk}{}",
+            cited.replace("etag.strict_if_match", "etag.colour")
+        ))
         .unwrap_err();
-        assert!(e.contains("sources"), "{e}");
+        assert!(
+            e.contains("sources[0].quirks[0]") && e.contains("colour"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn builtin_quirks_are_cited_and_strict_if_match_is_only_synthetic() {
+        for p in BUILTIN.iter() {
+            for q in p.quirks() {
+                let cited = p.sources.iter().any(|s| s.quirks.iter().any(|c| c == q));
+                assert!(cited, "{}: {q}", p.name);
+            }
+            if p.etag.strict_if_match {
+                assert!(
+                    p.synthetic_quirks().contains(&"etag.strict_if_match"),
+                    "{}: strict If-Match is cited by no vendor",
+                    p.name
+                );
+            }
+        }
+        let all = Profiles::default();
+        assert!(!all.get("ilo6").unwrap().etag.strict_if_match);
+        assert!(!all.get("ilo5").unwrap().etag.strict_if_match);
+        assert!(
+            all.get("synthetic-strict-etag")
+                .unwrap()
+                .etag
+                .strict_if_match
+        );
     }
 
     #[test]
@@ -592,7 +789,11 @@ mod tests {
             .replace("name = \"generic\"", "name = \"mine\"");
         std::fs::write(
             dir.path().join("mine.toml"),
-            format!("{mine}\n[[sources]]\nbehaviour = \"b\"\nreference = \"r\"\n"),
+            // `behaviour` is the older spelling of `shows`.
+            format!(
+                "{}\n[[sources]]\nquirks = [\"etag.if_match_required\"]\nbehaviour = \"b\"\nreference = \"r\"\n",
+                mine.replace("if_match_required = false", "if_match_required = true")
+            ),
         )
         .unwrap();
         let all = Profiles::load(Some(dir.path())).unwrap();

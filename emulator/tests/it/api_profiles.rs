@@ -37,41 +37,85 @@ async fn identity_and_oem_blocks_follow_the_profile() {
     assert!(g.get(&gs).await.body.get("Oem").is_none());
 }
 
+/// PATCH with `tag` in If-Match: the status.
+async fn patch_with(api: &Api, sys: &str, target: &str, tag: &str) -> StatusCode {
+    api.req(
+        Method::PATCH,
+        sys,
+        Some(target_once(target)),
+        &[("If-Match", tag)],
+    )
+    .await
+    .status
+}
+
 #[tokio::test]
-async fn ilo_etags_are_weak_and_if_match_compares_strongly() {
-    let api = api("ilo5");
+async fn ilo_etags_are_weak_and_its_own_tag_back_matches() {
+    // HPE's own client sends the ETag back as served: iLO compares weakly.
+    for profile in ["ilo5", "ilo6"] {
+        let api = api(profile);
+        let sys = api.system(0).await;
+        let tag = api.get(&sys).await.header("etag").unwrap();
+        assert!(tag.starts_with("W/\""), "{profile}: {tag}");
+        assert_eq!(
+            patch_with(&api, &sys, "Pxe", &tag).await,
+            StatusCode::OK,
+            "{profile}: its own weak tag"
+        );
+        assert_eq!(
+            patch_with(&api, &sys, "Hdd", &tag).await,
+            StatusCode::PRECONDITION_FAILED,
+            "{profile}: a stale tag"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_synthetic_strict_etag_profile_refuses_its_own_weak_tag() {
+    let api = api("synthetic-strict-etag");
     let sys = api.system(0).await;
     let tag = api.get(&sys).await.header("etag").unwrap();
     assert!(tag.starts_with("W/\""), "{tag}");
     // Its own weak tag back is 412 (RFC 9110: If-Match compares strongly).
-    let r = api
-        .req(
-            Method::PATCH,
-            &sys,
-            Some(target_once("Pxe")),
-            &[("If-Match", &tag)],
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::PRECONDITION_FAILED);
+    assert_eq!(
+        patch_with(&api, &sys, "Pxe", &tag).await,
+        StatusCode::PRECONDITION_FAILED
+    );
     let strong = tag.trim_start_matches("W/").to_string();
-    let r = api
-        .req(
-            Method::PATCH,
-            &sys,
-            Some(target_once("Pxe")),
-            &[("If-Match", &strong)],
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let r = api
-        .req(
-            Method::PATCH,
-            &sys,
-            Some(target_once("Hdd")),
-            &[("If-Match", &strong)],
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::PRECONDITION_FAILED, "a stale tag");
+    assert_eq!(patch_with(&api, &sys, "Pxe", &strong).await, StatusCode::OK);
+    assert_eq!(
+        patch_with(&api, &sys, "Hdd", &strong).await,
+        StatusCode::PRECONDITION_FAILED,
+        "a stale tag"
+    );
+}
+
+#[test]
+fn every_builtin_quirk_cites_a_source_or_says_it_is_synthetic() {
+    let all = Profiles::default();
+    for name in all.names() {
+        let p = all.get(name).unwrap();
+        for q in p.quirks() {
+            let entry = p
+                .sources
+                .iter()
+                .find(|s| s.quirks.iter().any(|c| c == q))
+                .unwrap_or_else(|| panic!("{name}: {q} cites nothing"));
+            assert!(
+                entry.synthetic || !entry.reference.is_empty(),
+                "{name}: {q}"
+            );
+        }
+    }
+    // The strict If-Match comparison is nobody's: only a synthetic profile.
+    for name in all.names() {
+        let p = all.get(name).unwrap();
+        assert_eq!(
+            p.etag.strict_if_match,
+            p.synthetic_quirks().contains(&"etag.strict_if_match"),
+            "{name}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -235,8 +279,9 @@ bmc_firmware_version = "1"
 [boot]
 continuous = false
 [[sources]]
-behaviour = "Continuous refused"
+quirks = ["boot.continuous"]
 reference = "openstack/ironic redfish management: falls back to Once when Continuous is refused"
+shows = "Continuous refused"
 "#,
     )
     .unwrap();

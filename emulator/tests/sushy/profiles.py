@@ -167,12 +167,10 @@ def check_ilo5(r):
     tag = r.http.get(r.url + r.system().path, timeout=10).headers.get('ETag', '')
     expect(tag.startswith('W/'), f'ETag {tag!r}')
     bios_route(r, {'UrlBootFile': URI})
-    # sushy's PATCH carried the weak tag, which this BMC compares strongly:
-    # 412, then sushy's retry with the strong form passes.
+    # sushy's PATCH carried the weak tag as served, which iLO matches.
     sys_patches = [(s, m) for (p, s, m) in r.patches() if p == r.system().path]
-    expect(len(sys_patches) == 2 and sys_patches[0][0] == 412
-           and sys_patches[0][1].startswith('W/')
-           and sys_patches[1] == (200, sys_patches[0][1][2:]), f'{r.patches()}')
+    expect(len(sys_patches) == 1 and sys_patches[0][0] == 200
+           and sys_patches[0][1].startswith('W/'), f'{r.patches()}')
     # Eject without a body is refused; sushy sends {} again.
     reqs = media_round_trip(r)
     expect(reqs == [('POST', 'VirtualMedia.InsertMedia', 204),
@@ -280,6 +278,17 @@ def check_no_allowable_values(r):
     expect((b['BootSourceOverrideTarget'], b['HttpBootUri']) == ('UefiHttp', URI), f'{b}')
 
 
+def check_synthetic_strict_etag(r):
+    r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_PXE,
+                                       enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
+    # The weak tag as served is compared strongly: 412, then sushy's retry
+    # with the strong form passes.
+    sys_patches = [(s, m) for (p, s, m) in r.patches() if p == r.system().path]
+    expect(len(sys_patches) == 2 and sys_patches[0][0] == 412
+           and sys_patches[0][1].startswith('W/')
+           and sys_patches[1] == (200, sys_patches[0][1][2:]), f'{r.patches()}')
+
+
 CHECKS = {
     'generic': check_generic,
     'no-allowable-values': check_no_allowable_values,
@@ -291,6 +300,7 @@ CHECKS = {
     'supermicro-x12': check_supermicro_x12,
     'ami-asrockrack': check_ami_asrockrack,
     'lenovo-xcc': check_lenovo_xcc,
+    'synthetic-strict-etag': check_synthetic_strict_etag,
 }
 
 
