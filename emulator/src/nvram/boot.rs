@@ -45,11 +45,11 @@ pub fn device_path_uri(p: &[u8]) -> Option<String> {
     if p.len() < 8 || p[0] != 0x03 || p[1] != 0x18 {
         return None;
     }
-    let len = u16::from_le_bytes([p[2], p[3]]) as usize;
-    if len < 4 || p.len() != len + 4 || p[len..] != END_NODE {
+    let len = usize::from(u16::from_le_bytes([p[2], p[3]]));
+    if len < 4 || p.len() != len.checked_add(4)? || p.get(len..)? != END_NODE {
         return None;
     }
-    String::from_utf8(p[4..len].to_vec()).ok()
+    String::from_utf8(p.get(4..len)?.to_vec()).ok()
 }
 
 impl LoadOption {
@@ -72,19 +72,19 @@ impl LoadOption {
         let mut o = 6;
         let mut units = Vec::new();
         loop {
-            let u = u16::from_le_bytes([*b.get(o)?, *b.get(o + 1)?]);
-            o += 2;
+            let u = u16::from_le_bytes([*b.get(o)?, *b.get(o.checked_add(1)?)?]);
+            o = o.checked_add(2)?;
             if u == 0 {
                 break;
             }
             units.push(u);
         }
-        let device_path = b.get(o..o + path_len)?.to_vec();
+        let path_end = o.checked_add(path_len)?;
         Some(LoadOption {
             attributes,
             description: String::from_utf16(&units).ok()?,
-            device_path,
-            optional_data: b[o + path_len..].to_vec(),
+            device_path: b.get(o..path_end)?.to_vec(),
+            optional_data: b.get(path_end..)?.to_vec(),
         })
     }
 }

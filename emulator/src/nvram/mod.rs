@@ -84,20 +84,38 @@ pub struct Varstore {
     entries: Vec<Entry>,
 }
 
-fn u16_at(b: &[u8], o: usize) -> u16 {
-    u16::from_le_bytes([b[o], b[o + 1]])
+/// `N` bytes at `o`, or a format error when the file ends first.
+fn bytes_at<const N: usize>(b: &[u8], o: usize) -> Result<[u8; N], NvramError> {
+    o.checked_add(N)
+        .and_then(|end| b.get(o..end))
+        .and_then(|s| s.try_into().ok())
+        .ok_or_else(|| NvramError::Format(format!("{N} bytes at {o:#x} are past the end")))
 }
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes(b[o..o + 4].try_into().unwrap())
+fn u16_at(b: &[u8], o: usize) -> Result<u16, NvramError> {
+    bytes_at(b, o).map(u16::from_le_bytes)
 }
-fn u64_at(b: &[u8], o: usize) -> u64 {
-    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
+fn u32_at(b: &[u8], o: usize) -> Result<u32, NvramError> {
+    bytes_at(b, o).map(u32::from_le_bytes)
 }
-fn guid_at(b: &[u8], o: usize) -> Uuid {
-    Uuid::from_bytes_le(b[o..o + 16].try_into().unwrap())
+fn u64_at(b: &[u8], o: usize) -> Result<u64, NvramError> {
+    bytes_at(b, o).map(u64::from_le_bytes)
 }
-fn align4(n: usize) -> usize {
-    (n + 3) & !3
+fn guid_at(b: &[u8], o: usize) -> Result<Uuid, NvramError> {
+    bytes_at(b, o).map(Uuid::from_bytes_le)
+}
+/// A size or offset read from the file, as `usize` (refused when it does not fit).
+fn size(v: impl TryInto<usize>, what: &str) -> Result<usize, NvramError> {
+    v.try_into()
+        .map_err(|_| NvramError::Format(format!("{what} does not fit in memory")))
+}
+/// `a + b` for sizes from the file; an overflow is a format error.
+fn add(a: usize, b: usize, what: &str) -> Result<usize, NvramError> {
+    a.checked_add(b)
+        .ok_or_else(|| NvramError::Format(format!("{what} overflows")))
+}
+/// `n` rounded up to a multiple of 4; `None` on overflow.
+fn align4(n: usize) -> Option<usize> {
+    Some(n.checked_add(3)? & !3)
 }
 
 /// Decodes a NUL-terminated UCS-2 name.
@@ -119,38 +137,48 @@ pub fn ucs2_encode(s: &str) -> Vec<u8> {
 }
 
 impl Varstore {
+    /// Parses a raw varstore. Every size and offset comes from the file,
+    /// so each is checked against the file before it is used: a damaged or
+    /// hostile file is a [`NvramError::Format`], never a panic.
     pub fn parse(bytes: Vec<u8>) -> Result<Self, NvramError> {
         let bad = |m: &str| NvramError::Format(m.to_string());
         if bytes.len() < 0x48 + STORE_HEADER {
             return Err(bad("file too small"));
         }
-        if guid_at(&bytes, 16) != NV_DATA_FV {
+        if guid_at(&bytes, 16)? != NV_DATA_FV {
             return Err(bad("firmware volume is not an NV data volume"));
         }
-        if &bytes[40..44] != b"_FVH" {
+        if &bytes_at::<4>(&bytes, 40)? != b"_FVH" {
             return Err(bad("no _FVH signature"));
         }
-        let fv_len = u64_at(&bytes, 32) as usize;
-        let header_len = u16_at(&bytes, 48) as usize;
-        if fv_len > bytes.len() || header_len < 0x38 || header_len + STORE_HEADER > fv_len {
+        let fv_len = size(u64_at(&bytes, 32)?, "firmware volume length")?;
+        let header_len = usize::from(u16_at(&bytes, 48)?);
+        if fv_len > bytes.len()
+            || header_len < 0x38
+            || add(header_len, STORE_HEADER, "volume header")? > fv_len
+        {
             return Err(bad("firmware volume sizes do not fit the file"));
         }
         let s = header_len;
-        let sig = guid_at(&bytes, s);
-        let authenticated = match sig {
+        let authenticated = match guid_at(&bytes, s)? {
             AUTH_VARSTORE => true,
             PLAIN_VARSTORE => false,
             _ => return Err(bad("unknown variable store signature")),
         };
-        let store_size = u32_at(&bytes, s + 16) as usize;
-        if bytes[s + 20] != 0x5a || bytes[s + 21] != 0xfe {
+        let store_size = size(u32_at(&bytes, s + 16)?, "variable store size")?;
+        if bytes_at::<2>(&bytes, s + 20)? != [0x5a, 0xfe] {
             return Err(bad("variable store not formatted or not healthy"));
         }
-        let store_end = s + store_size;
+        if store_size < STORE_HEADER {
+            return Err(bad("variable store smaller than its header"));
+        }
+        let store_end = add(s, store_size, "variable store size")?;
         if store_end > fv_len {
             return Err(bad("variable store larger than its volume"));
         }
-        let vars_start = align4(s + STORE_HEADER);
+        let vars_start = align4(s + STORE_HEADER)
+            .filter(|&v| v <= store_end)
+            .ok_or_else(|| bad("variable store smaller than its header"))?;
         let hdr = if authenticated {
             AUTH_HEADER
         } else {
@@ -158,36 +186,42 @@ impl Varstore {
         };
         let mut entries = Vec::new();
         let mut o = vars_start;
-        while o + hdr <= store_end && u16_at(&bytes, o) == START_ID {
+        while add(o, hdr, "variable header")? <= store_end && u16_at(&bytes, o)? == START_ID {
+            let overrun = || NvramError::Format(format!("variable at {o:#x} overruns the store"));
             let state = bytes[o + 2];
-            let attributes = u32_at(&bytes, o + 4);
+            let attributes = u32_at(&bytes, o + 4)?;
             let (name_size, data_size, vendor) = if authenticated {
                 (
-                    u32_at(&bytes, o + 36) as usize,
-                    u32_at(&bytes, o + 40) as usize,
-                    guid_at(&bytes, o + 44),
+                    u32_at(&bytes, o + 36)?,
+                    u32_at(&bytes, o + 40)?,
+                    guid_at(&bytes, o + 44)?,
                 )
             } else {
                 (
-                    u32_at(&bytes, o + 8) as usize,
-                    u32_at(&bytes, o + 12) as usize,
-                    guid_at(&bytes, o + 16),
+                    u32_at(&bytes, o + 8)?,
+                    u32_at(&bytes, o + 12)?,
+                    guid_at(&bytes, o + 16)?,
                 )
             };
+            let (name_size, data_size) = (
+                size(name_size, "variable name size")?,
+                size(data_size, "variable data size")?,
+            );
             let name_at = o + hdr;
-            let data_at = name_at + name_size;
-            let next = align4(data_at + data_size);
+            let data_at = name_at.checked_add(name_size).ok_or_else(overrun)?;
+            let data_end = data_at.checked_add(data_size).ok_or_else(overrun)?;
+            let next = align4(data_end).ok_or_else(overrun)?;
             if name_size == 0 || next > store_end {
-                return Err(bad(&format!("variable at {o:#x} overruns the store")));
+                return Err(overrun());
             }
             entries.push(Entry {
                 offset: o,
                 state,
                 var: Variable {
                     vendor,
-                    name: ucs2_decode(&bytes[name_at..name_at + name_size]),
+                    name: ucs2_decode(&bytes[name_at..data_at]),
                     attributes,
-                    data: bytes[data_at..data_at + data_size].to_vec(),
+                    data: bytes[data_at..data_end].to_vec(),
                 },
             });
             o = next;
@@ -219,7 +253,8 @@ impl Varstore {
 
     /// Bytes left for new variables.
     pub fn free_bytes(&self) -> usize {
-        self.store_end - self.free
+        // `parse` and `append` keep `vars_start <= free <= store_end`.
+        self.store_end.saturating_sub(self.free)
     }
 
     fn mark_deleted(&mut self, vendor: Uuid, name: &str) -> bool {
@@ -258,7 +293,8 @@ impl Varstore {
         out.extend(v.vendor.to_bytes_le());
         out.extend(&name);
         out.extend(&v.data);
-        out.resize(align4(out.len()), 0xff);
+        // A variable is far smaller than usize::MAX: rounding cannot overflow.
+        out.resize(out.len().next_multiple_of(4), 0xff);
         out
     }
 
@@ -410,11 +446,172 @@ pub(crate) mod tests {
         assert_eq!(s.as_bytes(), &before[..]);
     }
 
+    /// Sets the variable store size field of a [`blank_store`] image.
+    fn with_store_size(mut b: Vec<u8>, size: u32) -> Vec<u8> {
+        b[0x48 + 16..0x48 + 20].copy_from_slice(&size.to_le_bytes());
+        b
+    }
+
+    fn format_error(b: Vec<u8>) -> String {
+        match Varstore::parse(b) {
+            Err(NvramError::Format(m)) => m,
+            other => panic!("not a format error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_store_smaller_than_its_header_is_refused() {
+        // Store sizes 0..28 used to parse, then `free_bytes` underflowed.
+        for size in [0, 1, 27] {
+            let m = format_error(with_store_size(blank_store(512), size));
+            assert!(m.contains("smaller than its header"), "{size}: {m}");
+        }
+        assert!(Varstore::parse(with_store_size(blank_store(512), 28)).is_ok());
+    }
+
+    #[test]
+    fn an_unaligned_header_leaves_no_room_for_variables() {
+        // Volume header 0x39 bytes, store of exactly its header: variables
+        // would start at the next 4-byte boundary, past the store's end.
+        let mut b = with_store_size(blank_store(512), 28);
+        b.copy_within(0x48..0x48 + 28, 0x39);
+        b[48..50].copy_from_slice(&0x39u16.to_le_bytes());
+        let m = format_error(b);
+        assert!(m.contains("smaller than its header"), "{m}");
+    }
+
+    #[test]
+    fn volume_sizes_past_the_file_are_refused() {
+        let mut b = blank_store(512);
+        b[32..40].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(format_error(b).contains("do not fit"));
+        let mut b = blank_store(512);
+        b[48..50].copy_from_slice(&0x37u16.to_le_bytes());
+        assert!(format_error(b).contains("do not fit"));
+        let mut b = blank_store(512);
+        b[48..50].copy_from_slice(&u16::MAX.to_le_bytes());
+        assert!(format_error(b).contains("do not fit"));
+        let m = format_error(with_store_size(blank_store(512), u32::MAX));
+        assert!(m.contains("larger than its volume"), "{m}");
+        assert!(format_error(blank_store(512)[..0x60].to_vec()).contains("too small"));
+    }
+
+    #[test]
+    fn variable_sizes_past_the_store_are_refused() {
+        let mut s = Varstore::parse(blank_store(512)).unwrap();
+        s.set(var("Lang", b"eng\0")).unwrap();
+        let good = s.into_bytes();
+        let at = align4(0x48 + STORE_HEADER).unwrap();
+        // Name size 36..40, data size 40..44 of the authenticated header.
+        for (field, value) in [(36, u32::MAX), (40, u32::MAX), (40, u32::MAX - 3), (36, 0)] {
+            let mut b = good.clone();
+            b[at + field..at + field + 4].copy_from_slice(&value.to_le_bytes());
+            let m = format_error(b);
+            assert!(m.contains("overruns the store"), "{field} {value}: {m}");
+        }
+    }
+
     #[test]
     fn garbage_is_refused() {
         assert!(Varstore::parse(vec![0u8; 4096]).is_err());
         let mut b = blank_store(512);
         b[0x48 + 20] = 0;
         assert!(Varstore::parse(b).is_err());
+    }
+
+    mod fuzz {
+        use super::super::boot;
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A store with a few variables and a Shoal boot option, the real
+        /// OVMF template when this host has one.
+        fn valid_stores() -> Vec<Vec<u8>> {
+            let mut s = Varstore::parse(blank_store(2048)).unwrap();
+            s.set(var("Lang", b"eng\0")).unwrap();
+            boot::set_http_boot(&mut s, "http://192.0.2.1/a.efi", boot::Persistence::Once).unwrap();
+            let mut out = vec![s.into_bytes()];
+            if let Ok(b) = std::fs::read("/usr/share/OVMF/OVMF_VARS_4M.fd") {
+                out.push(b);
+            }
+            out
+        }
+
+        /// Everything a caller does with a parsed store: nothing may panic.
+        fn exercise(bytes: Vec<u8>) {
+            let Ok(mut s) = Varstore::parse(bytes) else {
+                return;
+            };
+            let _ = s.free_bytes();
+            let _ = s.variables().count();
+            let _ = boot::boot_order(&s);
+            let _ = boot::boot_next(&s);
+            for (n, o) in boot::load_options(&s) {
+                let _ = boot::device_path_uri(&o.device_path);
+                let _ = boot::option_uri(&s, n);
+            }
+            let _ = boot::set_http_boot(
+                &mut s,
+                "http://192.0.2.1/b.iso",
+                boot::Persistence::Continuous,
+            );
+            let _ = boot::clear_http_boot(&mut s);
+            let _ = s.set(var("Big", &[0u8; 700]));
+            let _ = Varstore::parse(s.into_bytes());
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn arbitrary_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..1024)) {
+                exercise(b);
+            }
+
+            #[test]
+            fn mutated_stores_never_panic(
+                which in any::<prop::sample::Index>(),
+                edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..16),
+                fields in proptest::collection::vec(
+                    (any::<prop::sample::Index>(), prop_oneof![0u32..80, any::<u32>()]),
+                    0..4,
+                ),
+                cut in proptest::option::of(any::<prop::sample::Index>()),
+            ) {
+                let stores = valid_stores();
+                let mut b = stores[which.index(stores.len())].clone();
+                // Bytes anywhere in the headers and the first variables…
+                let hot = b.len().min(0x48 + STORE_HEADER + 512);
+                for (at, v) in edits {
+                    b[at.index(hot)] = v;
+                }
+                // …whole 32-bit fields: the volume length, the header
+                // length, the store size, the first variable's name and
+                // data sizes, or any 4-byte boundary…
+                let first = align4(0x48 + STORE_HEADER).unwrap();
+                let known = [32, 48, 0x48 + 16, first + 36, first + 40];
+                for (at, v) in fields {
+                    let i = at.index(known.len() * 2);
+                    let o = known.get(i).copied().unwrap_or_else(|| at.index(hot / 4) * 4);
+                    b[o..o + 4].copy_from_slice(&v.to_le_bytes());
+                }
+                // …and a truncated file.
+                if let Some(c) = cut {
+                    b.truncate(c.index(b.len()));
+                }
+                exercise(b);
+            }
+
+            #[test]
+            fn device_paths_and_load_options_never_panic(
+                b in proptest::collection::vec(any::<u8>(), 0..300),
+            ) {
+                let _ = boot::device_path_uri(&b);
+                if let Some(o) = boot::LoadOption::decode(&b) {
+                    let _ = boot::device_path_uri(&o.device_path);
+                    prop_assert_eq!(boot::LoadOption::decode(&o.encode()), Some(o));
+                }
+            }
+        }
     }
 }
