@@ -1,8 +1,15 @@
 //! The boot file server: serves a folder over HTTP with the Content-Type
-//! HttpBootDxe decides on (`.efi`, `.iso`, `.img`), HEAD and single Range
-//! requests, and logs every request (`METHOD PATH STATUS BYTES`, one line
-//! each) so scenarios can assert on what the machine fetched. `POST
-//! /heartbeat` appends its body to `heartbeat.log` beside the request log.
+//! HttpBootDxe decides on (`.efi`, `.iso`, `.img`), GET and HEAD, ranges
+//! as RFC 9110 has them ([`range`]), files streamed from disk, and logs
+//! every request (`METHOD PATH STATUS BYTES`, one line each, BYTES the
+//! body's length) so scenarios can assert on what the machine fetched.
+//! Only files inside the folder are served: a path whose canonical form
+//! (symlinks resolved) leaves it is not found. `POST /heartbeat` appends
+//! its body as one line to `heartbeat.log` beside the request log
+//! ([`heartbeat`], capped).
+
+mod heartbeat;
+mod range;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -14,6 +21,9 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+
+use range::Answer;
 
 struct Server {
     root: PathBuf,
@@ -23,7 +33,7 @@ struct Server {
     /// `location <root> { alias <root>; }` lets them.
     alias: Option<String>,
     log: Mutex<std::fs::File>,
-    heartbeats: Mutex<std::fs::File>,
+    heartbeats: Mutex<heartbeat::Log>,
 }
 
 /// The Content-Type for a file name.
@@ -42,36 +52,24 @@ pub fn content_type(name: &str) -> &'static str {
     }
 }
 
-/// Parses `bytes=a-b`, `bytes=a-` or `bytes=-n` against a length.
-fn range(headers: &HeaderMap, len: u64) -> Option<Result<(u64, u64), ()>> {
-    let v = headers.get(header::RANGE)?.to_str().ok()?;
-    let spec = v.strip_prefix("bytes=")?;
-    if spec.contains(',') {
-        return None; // multi-range: serve the whole file
+/// What `headers` ask of a file of `len` bytes. Range applies to GET only
+/// (RFC 9110 §14.2: HEAD answers as a GET without it would); with
+/// `If-Range`, whose validator this server never issued, or with more
+/// than one Range field, the whole file.
+fn ranged(method: &Method, headers: &HeaderMap, len: u64) -> Answer {
+    let mut fields = headers.get_all(header::RANGE).iter();
+    match (fields.next(), fields.next()) {
+        (Some(v), None) if method == Method::GET && !headers.contains_key(header::IF_RANGE) => {
+            v.to_str().map_or(Answer::Whole, |v| range::answer(v, len))
+        }
+        _ => Answer::Whole,
     }
-    let (a, b) = spec.split_once('-')?;
-    let r = match (a.parse::<u64>(), b.parse::<u64>()) {
-        (Ok(a), Ok(b)) if a <= b && a < len => Ok((a, b.min(len - 1))),
-        (Ok(a), Err(_)) if b.is_empty() && a < len => Ok((a, len - 1)),
-        (Err(_), Ok(n)) if a.is_empty() && n > 0 => Ok((len.saturating_sub(n), len - 1)),
-        _ => Err(()),
-    };
-    Some(r)
 }
 
 async fn handle(State(s): State<Arc<Server>>, req: Request) -> Response {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
-    let headers = req.headers().clone();
     let (resp, bytes) = if method == Method::POST && path == "/heartbeat" {
-        let body = axum::body::to_bytes(req.into_body(), 1 << 20)
-            .await
-            .unwrap_or_default();
-        let mut f = s.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = f
-            .write_all(&body)
-            .and_then(|_| f.write_all(b"\n"))
-            .and_then(|_| f.flush());
-        (StatusCode::NO_CONTENT.into_response(), 0)
+        (heartbeat(&s, req.into_body()).await, 0)
     } else if method == Method::GET || method == Method::HEAD {
         let local = s
             .alias
@@ -79,7 +77,7 @@ async fn handle(State(s): State<Arc<Server>>, req: Request) -> Response {
             .and_then(|a| path.strip_prefix(a))
             .filter(|rest| rest.starts_with('/'))
             .unwrap_or(&path);
-        serve_file(&s.root, local, &headers, method == Method::HEAD).await
+        serve_file(&s.root, local, &method, req.headers()).await
     } else {
         (StatusCode::METHOD_NOT_ALLOWED.into_response(), 0)
     };
@@ -89,63 +87,131 @@ async fn handle(State(s): State<Arc<Server>>, req: Request) -> Response {
     resp
 }
 
-async fn serve_file(root: &Path, path: &str, headers: &HeaderMap, head: bool) -> (Response, u64) {
+/// `POST /heartbeat`: 204 once written; 413 over the line cap, 507 when
+/// the log is full.
+async fn heartbeat(s: &Server, body: Body) -> Response {
+    let body = match axum::body::to_bytes(body, heartbeat::MAX_LINE).await {
+        Ok(body) => body,
+        Err(e) if too_long(&e) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
+        Err(_) => return StatusCode::BAD_REQUEST.into_response(),
+    };
+    let mut log = s.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
+    match log.append(&body) {
+        Ok(()) => StatusCode::NO_CONTENT,
+        Err(heartbeat::Refused::TooLong) => StatusCode::PAYLOAD_TOO_LARGE,
+        Err(heartbeat::Refused::Full) => StatusCode::INSUFFICIENT_STORAGE,
+        Err(heartbeat::Refused::Io) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+    .into_response()
+}
+
+/// Whether a body error is `to_bytes`'s limit.
+fn too_long(e: &axum::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// The file `path` names under `root`, opened, if it is a regular file
+/// whose canonical path lies inside the canonical `root`.
+async fn open_inside(root: &Path, path: &str) -> Option<(tokio::fs::File, String)> {
     let rel = path.trim_start_matches('/');
     if rel.split('/').any(|c| c == ".." || c.is_empty()) {
-        return (StatusCode::NOT_FOUND.into_response(), 0);
+        return None;
     }
-    let file = root.join(rel);
-    let Ok(data) = tokio::fs::read(&file).await else {
-        return (StatusCode::NOT_FOUND.into_response(), 0);
-    };
-    let len = data.len() as u64;
-    let ct = HeaderValue::from_static(content_type(rel));
-    let (status, body) = match range(headers, len) {
-        Some(Ok((a, b))) => (
-            StatusCode::PARTIAL_CONTENT,
-            data[a as usize..=b as usize].to_vec(),
-        ),
-        Some(Err(())) => {
-            let mut r = StatusCode::RANGE_NOT_SATISFIABLE.into_response();
-            if let Ok(v) = HeaderValue::from_str(&format!("bytes */{len}")) {
-                r.headers_mut().insert(header::CONTENT_RANGE, v);
-            }
-            return (r, 0);
+    let root = tokio::fs::canonicalize(root).await.ok()?;
+    let file = tokio::fs::canonicalize(root.join(rel)).await.ok()?;
+    if !file.starts_with(&root) {
+        return None; // a symlink out of the folder
+    }
+    let f = tokio::fs::File::open(&file).await.ok()?;
+    f.metadata()
+        .await
+        .ok()?
+        .is_file()
+        .then(|| (f, rel.to_string()))
+}
+
+/// Bytes read from `file` in chunks until `n` have been sent; a file that
+/// ends early fails the body (the connection closes short of
+/// Content-Length, as a client sees it).
+fn stream(file: tokio::fs::File, n: u64) -> Body {
+    const CHUNK: usize = 64 << 10;
+    let state = Some((file.take(n), n));
+    Body::from_stream(futures_util::stream::unfold(state, |state| async move {
+        let (mut file, left) = state?;
+        if left == 0 {
+            return None;
         }
-        None => (StatusCode::OK, data),
+        let mut buf = bytes::BytesMut::with_capacity(CHUNK.min(left as usize));
+        match file.read_buf(&mut buf).await {
+            Ok(0) => Some((Err(std::io::ErrorKind::UnexpectedEof.into()), None)),
+            Ok(got) => Some((Ok(buf.freeze()), Some((file, left - got as u64)))),
+            Err(e) => Some((Err::<bytes::Bytes, std::io::Error>(e), None)),
+        }
+    }))
+}
+
+async fn serve_file(
+    root: &Path,
+    path: &str,
+    method: &Method,
+    headers: &HeaderMap,
+) -> (Response, u64) {
+    let Some((mut file, rel)) = open_inside(root, path).await else {
+        return (StatusCode::NOT_FOUND.into_response(), 0);
     };
-    let sent = body.len() as u64;
-    let mut r = Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, ct)
-        .header(header::ACCEPT_RANGES, "bytes");
-    if status == StatusCode::PARTIAL_CONTENT {
-        let (a, b) = match range(headers, len) {
-            Some(Ok(ab)) => ab,
-            _ => (0, len.saturating_sub(1)),
-        };
-        r = r.header(header::CONTENT_RANGE, format!("bytes {a}-{b}/{len}"));
-    }
-    let r = r.header(header::CONTENT_LENGTH, sent.to_string());
-    let resp = if head {
-        r.body(Body::empty())
+    let Ok(len) = file.metadata().await.map(|m| m.len()) else {
+        return (StatusCode::NOT_FOUND.into_response(), 0);
+    };
+    let r = Response::builder().header(header::ACCEPT_RANGES, "bytes");
+    let (r, first, n) = match ranged(method, headers, len) {
+        Answer::Whole => (r.status(StatusCode::OK), 0, len),
+        Answer::Part { first, last } => (
+            r.status(StatusCode::PARTIAL_CONTENT)
+                .header(header::CONTENT_RANGE, format!("bytes {first}-{last}/{len}")),
+            first,
+            last - first + 1,
+        ),
+        Answer::Unsatisfiable => {
+            let r = r
+                .status(StatusCode::RANGE_NOT_SATISFIABLE)
+                .header(header::CONTENT_RANGE, format!("bytes */{len}"))
+                .header(header::CONTENT_LENGTH, "0")
+                .body(Body::empty());
+            return (
+                r.unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()),
+                0,
+            );
+        }
+    };
+    let r = r
+        .header(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(content_type(&rel)),
+        )
+        .header(header::CONTENT_LENGTH, n.to_string());
+    let (body, sent) = if method == Method::HEAD {
+        (Body::empty(), 0)
+    } else if first > 0 && file.seek(std::io::SeekFrom::Start(first)).await.is_err() {
+        return (StatusCode::INTERNAL_SERVER_ERROR.into_response(), 0);
     } else {
-        r.body(Body::from(body))
+        (stream(file, n), n)
     };
+    let resp = r.body(body);
     (
         resp.unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()),
-        if head { 0 } else { sent },
+        sent,
     )
 }
 
 /// The router for `root`, logging to `log` (heartbeats beside it).
 pub fn router(root: &Path, log: &Path) -> std::io::Result<Router> {
-    let open = |p: &Path| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-    };
     let heartbeat_log = log.with_file_name("heartbeat.log");
     let alias = std::fs::canonicalize(root)
         .ok()
@@ -154,8 +220,17 @@ pub fn router(root: &Path, log: &Path) -> std::io::Result<Router> {
     let s = Arc::new(Server {
         root: root.to_path_buf(),
         alias,
-        log: Mutex::new(open(log)?),
-        heartbeats: Mutex::new(open(&heartbeat_log)?),
+        log: Mutex::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)?,
+        ),
+        heartbeats: Mutex::new(heartbeat::Log::open(
+            &heartbeat_log,
+            heartbeat::MAX_LINE,
+            heartbeat::MAX_BYTES,
+        )?),
     });
     Ok(Router::new().fallback(handle).with_state(s))
 }
@@ -203,6 +278,49 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tower::ServiceExt;
+
+    /// A served folder: `x.efi` (10 bytes), `empty.img`, `big.iso` (over
+    /// three chunks), `sub/a.cfg`.
+    fn folder() -> (tempfile::TempDir, Router) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("x.efi"), b"0123456789").unwrap();
+        std::fs::write(root.join("empty.img"), b"").unwrap();
+        std::fs::write(root.join("big.iso"), big()).unwrap();
+        std::fs::write(root.join("sub/a.cfg"), b"set a=1\n").unwrap();
+        let app = router(&root, &dir.path().join("http.log")).unwrap();
+        (dir, app)
+    }
+
+    fn big() -> Vec<u8> {
+        (0..200_000u32).map(|i| (i % 251) as u8).collect()
+    }
+
+    async fn send(
+        app: &Router,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, HeaderMap, bytes::Bytes) {
+        let mut b = axum::http::Request::builder().method(method).uri(path);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let r = app
+            .clone()
+            .oneshot(b.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let (parts, body) = r.into_parts();
+        let body = axum::body::to_bytes(body, 1 << 24).await.unwrap();
+        (parts.status, parts.headers, body)
+    }
+
+    async fn get(app: &Router, path: &str, range: &str) -> (StatusCode, HeaderMap, bytes::Bytes) {
+        send(app, "GET", path, &[("Range", range)]).await
+    }
 
     #[tokio::test]
     async fn header_names_go_out_in_title_case_as_grub_needs() {
@@ -213,14 +331,30 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(serve(listener, app));
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        s.write_all(b"GET /grub.cfg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut text = String::new();
-        s.read_to_string(&mut text).await.unwrap();
+        let fetch = |request: &'static [u8]| async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(request).await.unwrap();
+            let mut text = String::new();
+            s.read_to_string(&mut text).await.unwrap();
+            text
+        };
+        let text = fetch(b"GET /grub.cfg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
         assert!(text.contains("\r\nContent-Length: 11\r\n"), "{text}");
         assert!(text.ends_with("echo hello\n"), "{text}");
+        let text = fetch(
+            b"GET /grub.cfg HTTP/1.1\r\nHost: x\r\nRange: bytes=5-\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert!(
+            text.starts_with("HTTP/1.1 206 Partial Content\r\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\r\nContent-Range: bytes 5-10/11\r\n"),
+            "{text}"
+        );
+        assert!(text.contains("\r\nContent-Length: 6\r\n"), "{text}");
+        assert!(text.ends_with("hello\n"), "{text}");
     }
 
     #[test]
@@ -230,81 +364,253 @@ mod tests {
         assert_eq!(content_type("disk.img"), "application/vnd.efi-img");
     }
 
-    #[test]
-    fn ranges() {
-        let h = |v: &str| {
-            let mut m = HeaderMap::new();
-            m.insert(header::RANGE, HeaderValue::from_str(v).unwrap());
-            m
-        };
-        assert_eq!(range(&h("bytes=0-9"), 100), Some(Ok((0, 9))));
-        assert_eq!(range(&h("bytes=90-"), 100), Some(Ok((90, 99))));
-        assert_eq!(range(&h("bytes=-10"), 100), Some(Ok((90, 99))));
-        assert_eq!(range(&h("bytes=100-"), 100), Some(Err(())));
-        assert_eq!(range(&HeaderMap::new(), 100), None);
+    #[tokio::test]
+    async fn get_and_head_of_a_whole_file() {
+        let (_dir, app) = folder();
+        let (status, h, body) = send(&app, "GET", "/x.efi", &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(h["content-type"], "application/efi");
+        assert_eq!(h["content-length"], "10");
+        assert_eq!(h["accept-ranges"], "bytes");
+        assert_eq!(body, "0123456789");
+        let (status, h, body) = send(&app, "HEAD", "/x.efi", &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(h["content-length"], "10");
+        assert!(body.is_empty());
+        let (status, h, body) = send(&app, "GET", "/sub/a.cfg", &[]).await;
+        assert_eq!(
+            (status, &h["content-type"]),
+            (StatusCode::OK, &HeaderValue::from_static("text/plain"))
+        );
+        assert_eq!(body, "set a=1\n");
     }
 
     #[tokio::test]
-    async fn serves_logs_and_takes_heartbeats() {
-        use tower::ServiceExt;
-        let oneshot = |app: &Router, req| app.clone().oneshot(req);
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("x.efi"), b"0123456789").unwrap();
-        let log = dir.path().join("http.log");
-        let app = router(dir.path(), &log).unwrap();
-        let get = |path: &str, range: Option<&str>| {
-            let mut b = axum::http::Request::builder().uri(path);
-            if let Some(r) = range {
-                b = b.header("Range", r);
-            }
-            b.body(Body::empty()).unwrap()
-        };
-        let r = oneshot(&app, get("/x.efi", None)).await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
-        assert_eq!(r.headers()["content-type"], "application/efi");
-        let r = oneshot(&app, get("/x.efi", Some("bytes=2-4")))
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::PARTIAL_CONTENT);
-        assert_eq!(r.headers()["content-range"], "bytes 2-4/10");
+    async fn a_file_larger_than_a_chunk_streams_whole_and_in_part() {
+        let (_dir, app) = folder();
+        let data = big();
+        let (status, h, body) = send(&app, "GET", "/big.iso", &[]).await;
         assert_eq!(
-            axum::body::to_bytes(r.into_body(), 100).await.unwrap(),
-            "234"
+            (status, &h["content-length"]),
+            (StatusCode::OK, &HeaderValue::from(200_000))
         );
-        // The folder's own absolute path is an alias of the root.
-        let abs = std::fs::canonicalize(dir.path()).unwrap();
-        let aliased = format!("{}/x.efi", abs.display());
-        let r = oneshot(&app, get(&aliased, None)).await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
-        let outside = format!("{}x/x.efi", abs.display());
-        let r = oneshot(&app, get(&outside, None)).await.unwrap();
-        assert_eq!(r.status(), StatusCode::NOT_FOUND);
+        assert!(body[..] == data[..], "the whole file, in order");
+        let (status, h, body) = get(&app, "/big.iso", "bytes=65530-131080").await;
+        assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+        assert_eq!(h["content-range"], "bytes 65530-131080/200000");
+        assert_eq!(h["content-length"], "65551");
+        assert!(body[..] == data[65530..=131080], "seeked, across chunks");
+    }
+
+    #[tokio::test]
+    async fn single_ranges_are_206_with_content_range() {
+        let (_dir, app) = folder();
+        for (range, content_range, want) in [
+            ("bytes=2-4", "bytes 2-4/10", "234"),
+            ("bytes=7-", "bytes 7-9/10", "789"),
+            ("bytes=-3", "bytes 7-9/10", "789"),
+            ("bytes=-30", "bytes 0-9/10", "0123456789"),
+            ("bytes=8-100", "bytes 8-9/10", "89"),
+            ("bytes=0-0", "bytes 0-0/10", "0"),
+        ] {
+            let (status, h, body) = get(&app, "/x.efi", range).await;
+            assert_eq!(status, StatusCode::PARTIAL_CONTENT, "{range}");
+            assert_eq!(h["content-range"], content_range, "{range}");
+            assert_eq!(
+                h["content-length"],
+                want.len().to_string().as_str(),
+                "{range}"
+            );
+            assert_eq!(body, want, "{range}");
+        }
+    }
+
+    #[tokio::test]
+    async fn unsatisfiable_ranges_are_416_with_the_length() {
+        let (_dir, app) = folder();
+        for (path, range, len) in [
+            ("/x.efi", "bytes=10-", "10"),
+            ("/x.efi", "bytes=20-30", "10"),
+            ("/x.efi", "bytes=-0", "10"),
+            ("/x.efi", "bytes=10-,-0", "10"),
+            ("/empty.img", "bytes=0-", "0"),
+        ] {
+            let (status, h, body) = get(&app, path, range).await;
+            assert_eq!(status, StatusCode::RANGE_NOT_SATISFIABLE, "{range}");
+            assert_eq!(
+                h["content-range"],
+                format!("bytes */{len}").as_str(),
+                "{range}"
+            );
+            assert!(body.is_empty());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_suffix_range_of_an_empty_file_is_the_empty_file() {
+        let (_dir, app) = folder();
+        let (status, h, body) = get(&app, "/empty.img", "bytes=-5").await;
         assert_eq!(
-            oneshot(&app, get("/../etc/passwd", None))
-                .await
-                .unwrap()
-                .status(),
+            (status, &h["content-length"]),
+            (StatusCode::OK, &HeaderValue::from(0))
+        );
+        assert!(body.is_empty());
+    }
+
+    #[tokio::test]
+    async fn other_ranges_get_the_whole_file() {
+        let (_dir, app) = folder();
+        for headers in [
+            &[("Range", "bytes=0-1,4-5")][..], // several: no multipart
+            &[("Range", "bytes=5-2")],
+            &[("Range", "items=0-1")],
+            &[("Range", "bytes=0-1"), ("Range", "bytes=2-3")],
+            &[("Range", "bytes=0-1"), ("If-Range", "\"x\"")],
+        ] {
+            let (status, h, body) = send(&app, "GET", "/x.efi", headers).await;
+            assert_eq!(status, StatusCode::OK, "{headers:?}");
+            assert!(!h.contains_key("content-range"), "{headers:?}");
+            assert_eq!(body, "0123456789", "{headers:?}");
+        }
+        let (status, h, body) = send(&app, "HEAD", "/x.efi", &[("Range", "bytes=0-1")]).await;
+        assert_eq!(
+            (status, &h["content-length"]),
+            (StatusCode::OK, &HeaderValue::from(10))
+        );
+        assert!(body.is_empty());
+    }
+
+    #[tokio::test]
+    async fn symlinks_out_of_the_folder_are_not_served() {
+        let (dir, app) = folder();
+        let root = dir.path().join("root");
+        std::fs::write(dir.path().join("secret"), b"no").unwrap();
+        std::fs::create_dir(dir.path().join("outside")).unwrap();
+        std::fs::write(dir.path().join("outside/f.efi"), b"no").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("secret.efi")).unwrap();
+        std::os::unix::fs::symlink("../outside", root.join("out")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", root.join("passwd")).unwrap();
+        std::os::unix::fs::symlink("sub/a.cfg", root.join("inside.cfg")).unwrap();
+        let abs = std::fs::canonicalize(&root).unwrap();
+        for path in [
+            "/secret.efi".to_string(),
+            "/out/f.efi".into(),
+            "/passwd".into(),
+            format!("{}/secret.efi", abs.display()),
+            "/../secret".into(),
+            "/sub/../../secret".into(),
+        ] {
+            let (status, _, body) = send(&app, "GET", &path, &[]).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+            assert!(body.is_empty(), "{path}");
+        }
+        let (status, _, body) = send(&app, "GET", "/inside.cfg", &[]).await;
+        assert_eq!(
+            (status, &body[..]),
+            (StatusCode::OK, &b"set a=1\n"[..]),
+            "a link inside"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_folders_absolute_path_is_an_alias_of_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("x.efi"), b"0123456789").unwrap();
+        // Served through a link to the folder: the alias is its canonical path.
+        std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
+        let app = router(&dir.path().join("link"), &dir.path().join("log")).unwrap();
+        let abs = std::fs::canonicalize(&real).unwrap();
+        for path in ["/x.efi".to_string(), format!("{}/x.efi", abs.display())] {
+            let (status, _, body) = send(&app, "GET", &path, &[]).await;
+            assert_eq!(
+                (status, &body[..]),
+                (StatusCode::OK, &b"0123456789"[..]),
+                "{path}"
+            );
+        }
+        let outside = format!("{}x/x.efi", abs.display());
+        assert_eq!(
+            send(&app, "GET", &outside, &[]).await.0,
             StatusCode::NOT_FOUND
         );
-        let post = axum::http::Request::builder()
-            .method("POST")
-            .uri("/heartbeat")
-            .body(Body::from("cmdline=quiet"))
-            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn what_is_not_a_file_is_not_found() {
+        let (_dir, app) = folder();
+        for path in ["/", "/sub", "/sub/", "/nope.efi"] {
+            assert_eq!(
+                send(&app, "GET", path, &[]).await.0,
+                StatusCode::NOT_FOUND,
+                "{path}"
+            );
+        }
         assert_eq!(
-            oneshot(&app, post).await.unwrap().status(),
+            send(&app, "PUT", "/x.efi", &[]).await.0,
+            StatusCode::METHOD_NOT_ALLOWED
+        );
+    }
+
+    #[tokio::test]
+    async fn logs_requests_and_takes_capped_heartbeats() {
+        let (dir, app) = folder();
+        send(&app, "GET", "/x.efi", &[]).await;
+        get(&app, "/x.efi", "bytes=2-4").await;
+        send(&app, "HEAD", "/x.efi", &[]).await;
+        let post = |body: Vec<u8>| {
+            let app = app.clone();
+            async move {
+                let req = axum::http::Request::builder()
+                    .method("POST")
+                    .uri("/heartbeat")
+                    .body(Body::from(body))
+                    .unwrap();
+                app.oneshot(req).await.unwrap().status()
+            }
+        };
+        assert_eq!(
+            post(b"cmdline=quiet\n".to_vec()).await,
             StatusCode::NO_CONTENT
         );
-        let text = std::fs::read_to_string(&log).unwrap();
-        assert!(
-            text.contains("GET /x.efi 200 10")
-                && text.contains("GET /x.efi 206 3")
-                && text.contains("POST /heartbeat 204"),
-            "{text}"
+        assert_eq!(post(b"a\nb".to_vec()).await, StatusCode::NO_CONTENT);
+        let long = vec![b'x'; heartbeat::MAX_LINE + 1];
+        assert_eq!(post(long).await, StatusCode::PAYLOAD_TOO_LARGE);
+        let text = std::fs::read_to_string(dir.path().join("http.log")).unwrap();
+        assert_eq!(
+            text,
+            "GET /x.efi 200 10\nGET /x.efi 206 3\nHEAD /x.efi 200 0\n\
+             POST /heartbeat 204 0\nPOST /heartbeat 204 0\nPOST /heartbeat 413 0\n"
         );
         assert_eq!(
             std::fs::read_to_string(dir.path().join("heartbeat.log")).unwrap(),
-            "cmdline=quiet\n"
+            "cmdline=quiet\na b\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_full_heartbeat_log_refuses_with_507() {
+        let (dir, app) = folder();
+        let full = vec![b'x'; heartbeat::MAX_BYTES as usize];
+        std::fs::write(dir.path().join("heartbeat.log"), &full).unwrap();
+        // The log was opened before it grew: a new router counts it.
+        let app2 = router(&dir.path().join("root"), &dir.path().join("http.log")).unwrap();
+        drop(app);
+        let req = axum::http::Request::builder()
+            .method("POST")
+            .uri("/heartbeat")
+            .body(Body::from("marker=x"))
+            .unwrap();
+        assert_eq!(
+            app2.oneshot(req).await.unwrap().status(),
+            StatusCode::INSUFFICIENT_STORAGE
+        );
+        assert_eq!(
+            std::fs::metadata(dir.path().join("heartbeat.log"))
+                .unwrap()
+                .len(),
+            heartbeat::MAX_BYTES
         );
     }
 }
