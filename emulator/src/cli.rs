@@ -72,6 +72,16 @@ pub struct Cli {
     /// The bearer token the admin endpoint requires.
     #[arg(long, env = "SHOAL_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Most client connections served at once, over all listeners; one
+    /// more is closed as soon as it is accepted.
+    #[arg(long, env = "SHOAL_MAX_CONNECTIONS", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// Seconds a client has to send a request's headers (or finish the TLS
+    /// handshake); a kept-alive connection idle that long is closed.
+    #[arg(long, env = "SHOAL_HEADER_TIMEOUT_SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout_secs: u64,
     /// Keep the fake backend's state in this file across restarts.
     #[arg(long, env = "SHOAL_STATE_FILE")]
     pub state_file: Option<PathBuf>,
@@ -153,6 +163,8 @@ pub struct EndpointPlan {
 #[derive(Debug)]
 pub struct Settings {
     pub listen: SocketAddr,
+    /// Bounds on clients, for each listener.
+    pub limits: crate::serve::Limits,
     pub tls: Option<(PathBuf, PathBuf)>,
     pub auth_file: Option<PathBuf>,
     pub feature_set: FeatureSet,
@@ -236,6 +248,10 @@ impl Cli {
         };
         Ok(Settings {
             listen: SocketAddr::new(self.interface, self.port),
+            limits: crate::serve::Limits {
+                max_connections: self.max_connections as usize,
+                header_timeout: Duration::from_secs(self.header_timeout_secs),
+            },
             tls,
             auth_file: self
                 .auth_file

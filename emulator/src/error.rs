@@ -24,11 +24,30 @@ pub struct Msg {
     vendor: Option<(&'static VendorMessage, String)>,
 }
 
+/// Longest message argument kept, in bytes: arguments echo what a client
+/// sent, and an error must not be a way to amplify it.
+pub const MAX_ARG: usize = 512;
+/// Most messages in one error body; past it one `GeneralError` says more
+/// were found.
+pub const MAX_MESSAGES: usize = 64;
+
+/// `s`, cut to [`MAX_ARG`] bytes at a character boundary.
+fn bounded(s: &str) -> String {
+    if s.len() <= MAX_ARG {
+        return s.to_string();
+    }
+    let mut end = MAX_ARG;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end])
+}
+
 impl Msg {
     pub fn new(id: &'static str, args: &[&str]) -> Self {
         Msg {
             id,
-            args: args.iter().map(|s| s.to_string()).collect(),
+            args: args.iter().map(|s| bounded(s)).collect(),
             related: Vec::new(),
             vendor: None,
         }
@@ -47,7 +66,7 @@ impl Msg {
 
     /// Attaches a `RelatedProperties` entry (`#/Boot/HttpBootUri`).
     pub fn about(mut self, property_path: &str) -> Self {
-        self.related.push(format!("#/{property_path}"));
+        self.related.push(format!("#/{}", bounded(property_path)));
         self
     }
 
@@ -172,6 +191,11 @@ impl ApiError {
 
 /// Renders the standard Redfish error envelope for a list of messages.
 pub fn error_body(msgs: &[Msg]) -> Value {
+    let mut kept: Vec<Msg> = msgs.iter().take(MAX_MESSAGES).cloned().collect();
+    if msgs.len() > MAX_MESSAGES {
+        kept.push(Msg::new("GeneralError", &[]));
+    }
+    let msgs = &kept[..];
     let first = msgs.first().map(Msg::render);
     let (code, message) = match (msgs.len(), &first) {
         (1, Some(m)) => (m["MessageId"].clone(), m["Message"].clone()),
@@ -252,6 +276,20 @@ mod tests {
             b["error"]["@Message.ExtendedInfo"][0]["MessageArgs"][0],
             "Foo"
         );
+    }
+
+    #[test]
+    fn errors_do_not_amplify_what_the_client_sent() {
+        let arg = "%1".repeat(100_000);
+        let msgs: Vec<Msg> = (0..1000)
+            .map(|_| Msg::new("PropertyUnknown", &[&arg]).about(&arg))
+            .collect();
+        let b = error_body(&msgs);
+        let len = serde_json::to_vec(&b).unwrap().len();
+        assert!(len < 200_000, "{len} bytes");
+        let infos = b["error"]["@Message.ExtendedInfo"].as_array().unwrap();
+        assert_eq!(infos.len(), MAX_MESSAGES + 1);
+        assert_eq!(infos[MAX_MESSAGES]["MessageId"], "Base.1.19.GeneralError");
     }
 
     #[test]

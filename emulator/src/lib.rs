@@ -15,6 +15,7 @@ pub mod model;
 pub mod nvram;
 pub mod profile;
 pub mod registry;
+pub mod serve;
 pub mod server;
 pub mod storage;
 pub mod tasks;

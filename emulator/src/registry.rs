@@ -99,12 +99,7 @@ pub fn message(id: &str, args: &[&str], related: &[String]) -> Value {
     let (text, severity, resolution) = match def {
         Some(d) => {
             debug_assert_eq!(d.args as usize, args.len(), "argument count of {id}");
-            let mut text = d.message.to_string();
-            // Replace from the highest index down so %1 does not eat %10.
-            for (i, arg) in args.iter().enumerate().rev() {
-                text = text.replace(&format!("%{}", i + 1), arg);
-            }
-            (text, d.severity, d.resolution)
+            (substitute(d.message, args), d.severity, d.resolution)
         }
         None => (id.to_string(), "Critical", "None."),
     };
@@ -121,6 +116,30 @@ pub fn message(id: &str, args: &[&str], related: &[String]) -> Value {
         m["RelatedProperties"] = json!(related);
     }
     m
+}
+
+/// The message text with `%1`.. replaced by the arguments, in one pass
+/// over the template: an argument's own `%2` stays as it is, so the text
+/// grows by the arguments' length and no more.
+fn substitute(template: &str, args: &[&str]) -> String {
+    let mut out =
+        String::with_capacity(template.len() + args.iter().map(|a| a.len()).sum::<usize>());
+    let mut rest = template;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        match after[..digits].parse::<usize>() {
+            Ok(n) if (1..=args.len()).contains(&n) => out.push_str(args[n - 1]),
+            _ => {
+                out.push('%');
+                out.push_str(&after[..digits]);
+            }
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The full `MessageId` of a Base message: `Base.1.19.PropertyUnknown`.
@@ -182,6 +201,16 @@ mod tests {
             m["Message"],
             "The value 'Bogus' for the property Boot/BootSourceOverrideTarget is not in the list of acceptable values."
         );
+    }
+
+    #[test]
+    fn arguments_are_substituted_once() {
+        let m = message("PropertyValueConflict", &["%2%1", "b"], &[]);
+        assert_eq!(
+            m["Message"],
+            "The property '%2%1' could not be written because its value would conflict with the value of the 'b' property."
+        );
+        assert_eq!(substitute("%1%10%", &["a"]), "a%10%");
     }
 
     #[test]

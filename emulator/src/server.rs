@@ -4,7 +4,6 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rustls::pki_types::pem::PemObject;
@@ -59,6 +58,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
                     timeout: media.timeout,
                     insecure: media.insecure,
                 },
+                nvram_dir: None,
             };
             Ok(Arc::new(
                 crate::backend::libvirt::LibvirtBackend::connect(opts)
@@ -295,12 +295,11 @@ pub async fn run(settings: Settings) -> Result<()> {
         "http"
     };
     let tls = match &settings.tls {
-        Some((cert, key)) => Some(axum_server::tls_rustls::RustlsConfig::from_config(
-            Arc::new(tls_config(cert, key)?),
-        )),
+        Some((cert, key)) => Some(Arc::new(tls_config(cert, key)?)),
         None => None,
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let slots = settings.limits.slots();
     let mut servers = tokio::task::JoinSet::new();
     for (i, e) in endpoints.into_iter().enumerate() {
         let std_listener = std::net::TcpListener::bind(e.listen)
@@ -332,10 +331,12 @@ pub async fn run(settings: Settings) -> Result<()> {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{line}").and_then(|()| out.flush());
         }
-        servers.spawn(serve(
+        servers.spawn(crate::serve::serve(
             std_listener,
             app(e.state),
             tls.clone(),
+            settings.limits,
+            slots.clone(),
             stop_rx.clone(),
         ));
     }
@@ -352,7 +353,14 @@ pub async fn run(settings: Settings) -> Result<()> {
                 .and_then(|()| out.flush());
         }
         let router = crate::admin::router(faults, token);
-        servers.spawn(serve(std_listener, router, tls.clone(), stop_rx.clone()));
+        servers.spawn(crate::serve::serve(
+            std_listener,
+            router,
+            tls.clone(),
+            settings.limits,
+            slots.clone(),
+            stop_rx.clone(),
+        ));
     }
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -362,37 +370,5 @@ pub async fn run(settings: Settings) -> Result<()> {
         done??;
     }
     backend.flush().await?;
-    Ok(())
-}
-
-/// Serves one router until `stop` turns true.
-async fn serve(
-    std_listener: std::net::TcpListener,
-    router: axum::Router,
-    tls: Option<axum_server::tls_rustls::RustlsConfig>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) -> Result<()> {
-    match tls {
-        Some(cfg) => {
-            let handle = axum_server::Handle::new();
-            let h = handle.clone();
-            tokio::spawn(async move {
-                let _ = stop.wait_for(|s| *s).await;
-                h.graceful_shutdown(Some(Duration::from_secs(5)));
-            });
-            axum_server::from_tcp_rustls(std_listener, cfg)
-                .handle(handle)
-                .serve(router.into_make_service())
-                .await?;
-        }
-        None => {
-            let listener = tokio::net::TcpListener::from_std(std_listener)?;
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                })
-                .await?;
-        }
-    }
     Ok(())
 }

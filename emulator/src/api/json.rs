@@ -44,14 +44,13 @@ impl<S: Send + Sync> FromRequest<S> for OptionalJsonObject {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        // JSON is required; curl's default form type is let through because
-        // operators type `curl -d '{...}'` at BMCs, which accept it.
+        // JSON is required when a type is named. Form and text types are
+        // what a browser page may send cross-site without asking first, so
+        // they are refused (curl users add `-H 'Content-Type:
+        // application/json'`).
         if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
             let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
-            if !ct.is_empty()
-                && !ct.starts_with("application/json")
-                && !ct.starts_with("application/x-www-form-urlencoded")
-            {
+            if !ct.is_empty() && !ct.starts_with("application/json") {
                 return Err(ApiError::UnsupportedMediaType);
             }
         }

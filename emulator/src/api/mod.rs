@@ -9,6 +9,8 @@
 mod accounts;
 mod bios;
 mod chassis;
+mod guard;
+pub(crate) mod input;
 pub mod json;
 mod managers;
 pub mod metadata;
@@ -47,7 +49,8 @@ use crate::tasks::Tasks;
 pub use tasks::TASK_MONITOR_PREFIX;
 
 /// Per-resource async locks serialising read-check-write sequences, keyed
-/// by system Id (accounts use `account:ID`).
+/// by system Id (accounts use `account:ID`). Only locks someone holds or
+/// waits for stay in the map: each new key first drops the others.
 #[derive(Default)]
 pub struct SystemLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
 
@@ -55,9 +58,27 @@ impl SystemLocks {
     pub async fn lock(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
         let m = {
             let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            map.entry(id.to_string()).or_default().clone()
+            match map.get(id) {
+                Some(m) => m.clone(),
+                None => {
+                    // A holder or waiter has a clone of its own; only the
+                    // map's is left of a lock nobody wants (and no one can
+                    // reach it but through the map, under this mutex).
+                    map.retain(|_, m| Arc::strong_count(m) > 1);
+                    map.entry(id.to_string()).or_default().clone()
+                }
+            }
         };
         m.lock_owned().await
+    }
+
+    /// How many locks the map keeps.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -270,7 +291,8 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(axum::extract::DefaultBodyLimit::max(json::MAX_BODY))
         .layer(middleware::from_fn_with_state(state.clone(), inject_faults))
-        .with_state(state);
+        .with_state(state.clone());
+    let st = state;
     // Trailing slashes are common in clients (`/redfish/v1/Systems/`); the
     // URI is normalised before routing, so this wraps the inner router.
     let normalized = inner.map_request(|mut req: Request| {
@@ -293,7 +315,14 @@ pub fn app(state: AppState) -> Router {
     let routed = Router::new().fallback_service(normalized);
     Router::new().fallback_service(tower::service_fn(move |req: Request| {
         let routed = routed.clone();
-        async move { Ok::<_, std::convert::Infallible>(query::handle(routed, req).await) }
+        let st = st.clone();
+        async move {
+            let req = match guard::check(req).await {
+                Ok(req) => req,
+                Err(refused) => return Ok::<_, std::convert::Infallible>(refused),
+            };
+            Ok(query::handle(routed, &st, req).await)
+        }
     }))
 }
 
@@ -402,7 +431,8 @@ fn is_public(method: &Method, path: &str) -> bool {
 /// The privilege an operation needs before its handler runs. Handlers
 /// refine it where the target matters (own account, own session).
 fn required_privilege(method: &Method, path: &str) -> Privilege {
-    if matches!(*method, Method::GET | Method::HEAD) {
+    // A login is open to every user, whatever else the request carries.
+    if matches!(*method, Method::GET | Method::HEAD) || is_public(method, path) {
         return Privilege::Login;
     }
     if path.starts_with("/redfish/v1/AccountService/Accounts/") && *method == Method::PATCH {
@@ -414,14 +444,37 @@ fn required_privilege(method: &Method, path: &str) -> Privilege {
     if path.starts_with("/redfish/v1/SessionService/Sessions/") {
         return Privilege::Login;
     }
-    if path.starts_with("/redfish/v1/SessionService") || path.starts_with("/redfish/v1/Managers") {
+    // DMTF's privilege registry: VirtualMedia needs ConfigureManager
+    // wherever it is reached, a System's or a Manager's.
+    if path.starts_with("/redfish/v1/SessionService")
+        || path.starts_with("/redfish/v1/Managers")
+        || path.contains("/VirtualMedia")
+    {
         return Privilege::ConfigureManager;
     }
     Privilege::ConfigureComponents
 }
 
 async fn authenticate(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
-    let h = req.headers();
+    match authorize(&st, req.headers(), req.method(), req.uri().path()).await {
+        Ok(Some(p)) => {
+            req.extensions_mut().insert(p);
+        }
+        Ok(None) => {}
+        Err(e) => return e.into_response(),
+    }
+    next.run(req).await
+}
+
+/// Who a request is from, once its credentials are checked and its role
+/// has the privilege the operation needs; `None` for an anonymous request
+/// to a public URL.
+pub(crate) async fn authorize(
+    st: &AppState,
+    h: &axum::http::HeaderMap,
+    method: &Method,
+    path: &str,
+) -> Result<Option<Principal>, ApiError> {
     let header_str = |name: &str| {
         h.get(name)
             .and_then(|v| v.to_str().ok())
@@ -430,20 +483,15 @@ async fn authenticate(State(st): State<AppState>, mut req: Request, next: Next) 
     let creds = Credentials {
         token: header_str("X-Auth-Token"),
         basic: header_str(header::AUTHORIZATION.as_str()),
-        public: is_public(req.method(), req.uri().path()),
+        public: is_public(method, path),
     };
-    match principal(&st, creds).await {
-        Ok(Some(p)) => {
-            let need = required_privilege(req.method(), req.uri().path());
-            if !p.role.has(need) {
-                return ApiError::Forbidden.into_response();
-            }
-            req.extensions_mut().insert(p);
+    let p = principal(st, creds).await?;
+    if let Some(p) = &p {
+        if !p.role.has(required_privilege(method, path)) {
+            return Err(ApiError::Forbidden);
         }
-        Ok(None) => {}
-        Err(e) => return e.into_response(),
     }
-    next.run(req).await
+    Ok(p)
 }
 
 /// What a request presents to authenticate itself.
@@ -471,6 +519,7 @@ async fn principal(st: &AppState, c: Credentials) -> Result<Option<Principal>, A
         let (user, pass) = parse_basic(auth).ok_or(ApiError::Unauthorized)?;
         return match st.auth.verify(&user, &pass).await {
             Ok(p) => Ok(Some(p)),
+            Err(crate::auth::AuthError::Busy) => Err(ApiError::Unavailable(1)),
             Err(_) => Err(ApiError::Unauthorized),
         };
     }

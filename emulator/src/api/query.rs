@@ -21,12 +21,21 @@ use axum::Router;
 use serde_json::{Map, Value};
 use tower::ServiceExt;
 
+use super::AppState;
 use crate::error::{ApiError, Msg};
 
 /// Deepest `$levels` accepted (advertised as `ExpandQuery.MaxLevels`).
 pub const MAX_LEVELS: u32 = 6;
 /// Resources one query may fetch to answer it.
 const MAX_FETCHES: usize = 20_000;
+/// Longest `$filter` expression accepted, in bytes.
+pub const MAX_FILTER_LEN: usize = 2_048;
+/// Most tokens in a `$filter` expression: with at most three per
+/// comparison this bounds the `and`/`or` chains, hence the depth of the
+/// tree that evaluation and `Drop` walk.
+pub const MAX_FILTER_TOKENS: usize = 256;
+/// Deepest nesting of parentheses and `not` in a `$filter`.
+pub const MAX_FILTER_DEPTH: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expand {
@@ -57,7 +66,10 @@ impl Query {
 }
 
 fn format_error(value: &str, param: &str) -> ApiError {
-    ApiError::bad(Msg::new("QueryParameterValueFormatError", &[value, param]))
+    ApiError::bad(Msg::new(
+        "QueryParameterValueFormatError",
+        &[&truncated(value), param],
+    ))
 }
 
 /// Parses a query string. Unknown parameters starting with `$` are 501
@@ -78,7 +90,7 @@ pub fn parse(raw: &str) -> Result<Query, ApiError> {
                 }
                 q.only = true;
             }
-            "$filter" => q.filter = Some(Filter::parse(v).ok_or_else(|| format_error(v, k))?),
+            "$filter" => q.filter = Some(parse_filter(v)?),
             "$skip" | "$top" => {
                 let n: usize = v.parse().map_err(|_| {
                     ApiError::bad(Msg::new("QueryParameterValueTypeError", &[v, k]))
@@ -115,6 +127,43 @@ pub fn parse(raw: &str) -> Result<Query, ApiError> {
         return Err(ApiError::bad(Msg::new("QueryCombinationInvalid", &[])));
     }
     Ok(q)
+}
+
+/// A `$filter` value, within the size and depth bounds (out of them:
+/// `QueryParameterOutOfRange`, naming the bound).
+fn parse_filter(v: &str) -> Result<Filter, ApiError> {
+    let out_of_range = |what: &str| {
+        ApiError::bad(Msg::new(
+            "QueryParameterOutOfRange",
+            &[&truncated(v), "$filter", what],
+        ))
+    };
+    if v.len() > MAX_FILTER_LEN {
+        return Err(out_of_range(&format!("of at most {MAX_FILTER_LEN} bytes")));
+    }
+    match Filter::parse_bounded(v) {
+        Ok(f) => Ok(f),
+        Err(FilterError::TooLong) => Err(out_of_range(&format!(
+            "of at most {MAX_FILTER_TOKENS} terms"
+        ))),
+        Err(FilterError::TooDeep) => Err(out_of_range(&format!(
+            "nested at most {MAX_FILTER_DEPTH} deep"
+        ))),
+        Err(FilterError::Syntax) => Err(format_error(v, "$filter")),
+    }
+}
+
+/// A client's value as a message argument: at most 256 bytes of it.
+fn truncated(v: &str) -> String {
+    const MAX: usize = 256;
+    if v.len() <= MAX {
+        return v.to_string();
+    }
+    let mut end = MAX;
+    while !v.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &v[..end])
 }
 
 fn parse_expand(v: &str) -> Result<(Expand, u32), ApiError> {
@@ -228,9 +277,21 @@ fn tokens(s: &str) -> Option<Vec<Tok>> {
     Some(out)
 }
 
+/// Why a `$filter` expression was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterError {
+    Syntax,
+    /// More than [`MAX_FILTER_TOKENS`] tokens.
+    TooLong,
+    /// Nested deeper than [`MAX_FILTER_DEPTH`].
+    TooDeep,
+}
+
 struct FilterParser {
     toks: Vec<Tok>,
     pos: usize,
+    depth: usize,
+    too_deep: bool,
 }
 
 impl FilterParser {
@@ -256,14 +317,27 @@ impl FilterParser {
         Some(left)
     }
 
+    /// Enters one level of `not` or parentheses; fails past the bound,
+    /// so recursion never goes deeper than [`MAX_FILTER_DEPTH`].
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        if self.depth >= MAX_FILTER_DEPTH {
+            self.too_deep = true;
+            return None;
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
     fn unary(&mut self) -> Option<Filter> {
         if self.peek_word("not") {
             self.pos += 1;
-            return Some(Filter::Not(Box::new(self.unary()?)));
+            return self.nested(|p| Some(Filter::Not(Box::new(p.unary()?))));
         }
         if self.toks.get(self.pos) == Some(&Tok::Open) {
             self.pos += 1;
-            let inner = self.or()?;
+            let inner = self.nested(Self::or)?;
             if self.toks.get(self.pos) != Some(&Tok::Close) {
                 return None;
             }
@@ -322,12 +396,26 @@ fn lookup<'a>(v: &'a Value, path: &[String]) -> &'a Value {
 
 impl Filter {
     pub fn parse(s: &str) -> Option<Filter> {
+        Self::parse_bounded(s).ok()
+    }
+
+    /// Parses within [`MAX_FILTER_TOKENS`] and [`MAX_FILTER_DEPTH`].
+    pub fn parse_bounded(s: &str) -> Result<Filter, FilterError> {
+        let toks = tokens(s).ok_or(FilterError::Syntax)?;
+        if toks.len() > MAX_FILTER_TOKENS {
+            return Err(FilterError::TooLong);
+        }
         let mut p = FilterParser {
-            toks: tokens(s)?,
+            toks,
             pos: 0,
+            depth: 0,
+            too_deep: false,
         };
-        let f = p.or()?;
-        (p.pos == p.toks.len()).then_some(f)
+        match p.or() {
+            Some(f) if p.pos == p.toks.len() => Ok(f),
+            _ if p.too_deep => Err(FilterError::TooDeep),
+            _ => Err(FilterError::Syntax),
+        }
     }
 
     /// Whether resource `v` passes the filter.
@@ -676,14 +764,17 @@ fn not_modified(if_none_match: &HeaderValue, resp: &Response) -> bool {
 }
 
 /// The layer: wraps the routed service (`router`) and answers `req`.
-pub async fn handle(router: Router, req: Request) -> Response {
-    match handle_inner(router, req).await {
+/// A query string is parsed only once the request has authenticated
+/// (`st`'s accounts), so an anonymous client reaches no parser but the
+/// URL's.
+pub async fn handle(router: Router, st: &AppState, req: Request) -> Response {
+    match handle_inner(router, st, req).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
 }
 
-async fn handle_inner(router: Router, req: Request) -> Result<Response, ApiError> {
+async fn handle_inner(router: Router, st: &AppState, req: Request) -> Result<Response, ApiError> {
     if let Some(v) = req.headers().get("OData-Version") {
         // DSP0266 §8.1: a version the service does not support is 412.
         if v.as_bytes() != b"4.0" {
@@ -698,7 +789,10 @@ async fn handle_inner(router: Router, req: Request) -> Result<Response, ApiError
         _ => None,
     };
     let query = match req.uri().query() {
-        Some(raw) if !raw.is_empty() => parse(raw)?,
+        Some(raw) if !raw.is_empty() => {
+            super::authorize(st, req.headers(), req.method(), req.uri().path()).await?;
+            parse(raw)?
+        }
         _ => Query::default(),
     };
     let resp = if query.is_empty() {

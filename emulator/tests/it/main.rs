@@ -4,6 +4,7 @@
 
 mod api_auth;
 mod api_boot;
+mod api_hostile;
 mod api_profiles;
 mod api_query;
 mod api_resources;
