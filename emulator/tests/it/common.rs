@@ -18,6 +18,82 @@ pub struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Value,
+    /// The emulator's log lines while this request (or task) ran.
+    pub log: Vec<String>,
+}
+
+/// Status, body and the emulator's own log lines: what an assertion on an
+/// unexpected status prints (`assert_eq!(r.status, …, "{r}")`), since the
+/// cause of a 500 is only in the log.
+impl std::fmt::Display for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status, self.body)?;
+        if self.log.is_empty() {
+            return write!(f, "\n(the emulator logged nothing meanwhile)");
+        }
+        write!(f, "\nthe emulator's log meanwhile:")?;
+        for l in &self.log {
+            write!(f, "\n  {l}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The in-process emulator's log: one global subscriber for the test
+/// process (nextest runs each test in a process of its own; under `cargo
+/// test` lines of tests running at the same time can interleave), whose
+/// lines a [`Reply`] takes from its request's start on.
+pub mod log {
+    use std::sync::{Mutex, OnceLock};
+
+    static LINES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    struct Capture(Vec<u8>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Drop for Capture {
+        fn drop(&mut self) {
+            let text = String::from_utf8_lossy(&self.0);
+            let mut lines = LINES.lock().unwrap_or_else(|p| p.into_inner());
+            lines.extend(text.lines().map(str::to_string));
+        }
+    }
+
+    /// Installs the capturing subscriber (once; `RUST_LOG` or `info`).
+    pub fn install() {
+        static ONCE: OnceLock<()> = OnceLock::new();
+        ONCE.get_or_init(|| {
+            let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+            let sub = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_ansi(false)
+                .with_writer(|| Capture(Vec::new()))
+                .finish();
+            // Another subscriber set first keeps its place; lines then go there.
+            let _ = tracing::subscriber::set_global_default(sub);
+        });
+    }
+
+    /// Where the log is now.
+    pub fn mark() -> usize {
+        LINES.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// The lines logged since `mark`.
+    pub fn since(mark: usize) -> Vec<String> {
+        let lines = LINES.lock().unwrap_or_else(|p| p.into_inner());
+        lines.get(mark..).unwrap_or_default().to_vec()
+    }
 }
 
 impl Reply {
@@ -81,6 +157,7 @@ impl Api {
     /// has the profile `name`, out of `profiles`.
     #[allow(dead_code)]
     pub fn profiled(name: &str, profiles: shoal_emulator::profile::Profiles) -> Self {
+        log::install();
         let mut systems = fake_systems(1);
         systems[0].profile = name.to_string();
         let backend = FakeBackend::new(systems, FakeOptions::default()).expect("backend");
@@ -109,6 +186,7 @@ impl Api {
         auth: AuthStore,
         features: FeatureSet,
     ) -> Self {
+        log::install();
         let state = AppState::new(backend, auth, features, uuid::Uuid::nil());
         Api {
             router: app(state.clone()),
@@ -142,6 +220,7 @@ impl Api {
     }
 
     pub async fn raw(&self, req: Request<Body>) -> Reply {
+        let mark = log::mark();
         let resp = self.router.clone().oneshot(req).await.unwrap();
         let status = resp.status();
         let headers = resp.headers().clone();
@@ -156,6 +235,7 @@ impl Api {
             status,
             headers,
             body,
+            log: log::since(mark),
         }
     }
 
@@ -180,16 +260,19 @@ impl Api {
                 serde_json::json!({"ResetType": reset_type}),
             )
             .await;
-        assert_eq!(r.status, StatusCode::NO_CONTENT, "{reset_type}: {}", r.body);
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "{reset_type}: {r}");
     }
 
     /// Polls a task monitor until the task is done; its final answer.
     #[allow(dead_code)] // used by the libvirt tests only
     pub async fn finish_task(&self, monitor: &str, limit: std::time::Duration) -> Reply {
         let deadline = std::time::Instant::now() + limit;
+        let mark = log::mark();
         loop {
-            let r = self.get(monitor).await;
+            let mut r = self.get(monitor).await;
             if r.status != StatusCode::ACCEPTED {
+                // What the task logged in the background, too.
+                r.log = log::since(mark);
                 return r;
             }
             assert!(

@@ -61,8 +61,24 @@ impl Hv {
     }
 }
 
+/// One folder per test process for the varstores of domains switched to
+/// UEFI (libvirt's test driver has no NVRAM folder of its own); made by
+/// the backend at the first such start.
+fn nvram_folder() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap())
+        .path()
+        .join("nvram")
+}
+
 fn api(allow: &[&str]) -> Api {
-    let opts = LibvirtOptions {
+    Api::on(Arc::new(
+        LibvirtBackend::connect(options(allow)).expect("backend"),
+    ))
+}
+
+fn options(allow: &[&str]) -> LibvirtOptions {
+    LibvirtOptions {
         profile: "generic".into(),
         uris: vec![URI.into()],
         allow: allow.iter().map(|s| s.to_string()).collect(),
@@ -74,8 +90,8 @@ fn api(allow: &[&str]) -> Api {
             timeout: Duration::from_secs(10),
             insecure: false,
         },
-    };
-    Api::on(Arc::new(LibvirtBackend::connect(opts).expect("backend")))
+        nvram_dir: Some(nvram_folder()),
+    }
 }
 
 fn legacy_domain(name: &str) -> String {
@@ -155,7 +171,7 @@ async fn pxe_once_applies_to_one_start_and_continuous_stays() {
     let api = api(&[]);
     let sys = format!("/redfish/v1/Systems/{id}");
     let r = api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}})).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.status, StatusCode::OK, "{r}");
     api.reset(&sys, "On").await;
     assert_eq!(
         hv.first_boot(&id, false),
@@ -219,12 +235,12 @@ async fn petitboot_machines_get_the_override_on_their_command_line() {
     let r = api
         .patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once"}}))
         .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
 
     let r = api
         .patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}}))
         .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.status, StatusCode::OK, "{r}");
     api.reset(&sys, "On").await;
     let running = hv.xml(&id, false);
     assert!(
@@ -262,12 +278,21 @@ async fn boot_mode_and_secure_boot_select_the_firmware() {
         r#"<type arch="x86_64">"#,
         r#"<type arch="x86_64" machine="q35">"#,
     ));
-    let api = api(&[]);
+    // A fresh host: libvirt's NVRAM folder does not exist yet.
+    let host = tempfile::tempdir().unwrap();
+    let folder = host.path().join("nvram");
+    let api = Api::on(Arc::new(
+        LibvirtBackend::connect(LibvirtOptions {
+            nvram_dir: Some(folder.clone()),
+            ..options(&[])
+        })
+        .unwrap(),
+    ));
     let sys = format!("/redfish/v1/Systems/{id}");
     let r = api
         .patch(&sys, json!({"Boot": {"BootSourceOverrideMode": "UEFI"}}))
         .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.status, StatusCode::OK, "{r}");
     assert!(
         r.body["Boot"]["BootSourceOverrideTarget@Redfish.AllowableValues"]
             .as_array()
@@ -288,6 +313,22 @@ async fn boot_mode_and_secure_boot_select_the_firmware() {
         xml.contains("template='/usr/share/OVMF/OVMF_VARS_4M.fd'"),
         "{xml}"
     );
+    // The folder is made as libvirt makes it: 0755, its parent's owner.
+    let varstore = folder.join("fw-vm_VARS.fd");
+    assert!(
+        xml.contains(&format!(">{}</nvram>", varstore.display())),
+        "{xml}"
+    );
+    assert!(Varstore::parse(std::fs::read(&varstore).unwrap()).is_ok());
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (m, p) = (
+            std::fs::metadata(&folder).unwrap(),
+            std::fs::metadata(host.path()).unwrap(),
+        );
+        assert_eq!(m.mode() & 0o7777, 0o755);
+        assert_eq!((m.uid(), m.gid()), (p.uid(), p.gid()));
+    }
 
     // Secure Boot with the enrolled keys: the secboot build, the MS-keys varstore, SMM.
     let r = api
@@ -296,7 +337,7 @@ async fn boot_mode_and_secure_boot_select_the_firmware() {
             json!({"SecureBootEnable": true}),
         )
         .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.status, StatusCode::OK, "{r}");
     api.reset(&sys, "ForceRestart").await;
     let xml = hv.xml(&id, true);
     assert!(
@@ -322,10 +363,63 @@ async fn boot_mode_and_secure_boot_select_the_firmware() {
     let r = api
         .patch(&sys, json!({"Boot": {"BootSourceOverrideMode": "Legacy"}}))
         .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.status, StatusCode::OK, "{r}");
     api.reset(&sys, "On").await;
     let xml = hv.xml(&id, true);
     assert!(!xml.contains("<loader") && !xml.contains("<nvram"), "{xml}");
+}
+
+/// Where the NVRAM folder cannot be made (here its parent is missing), the
+/// start is refused, the domain is left as it was, and the log says which
+/// folder.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_folder_that_cannot_be_made_refuses_the_start_and_names_it() {
+    let Some(_) = required(
+        "/usr/share/qemu/firmware/60-edk2-x86_64.json",
+        "Debian package ovmf",
+    ) else {
+        return;
+    };
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("nofolder-vm").replace(
+        r#"<type arch="x86_64">"#,
+        r#"<type arch="x86_64" machine="q35">"#,
+    ));
+    let host = tempfile::tempdir().unwrap();
+    let folder = host.path().join("absent").join("nvram");
+    let api = Api::on(Arc::new(
+        LibvirtBackend::connect(LibvirtOptions {
+            nvram_dir: Some(folder.clone()),
+            ..options(&[])
+        })
+        .unwrap(),
+    ));
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideMode": "UEFI"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    let before = hv.xml(&id, true);
+    let r = api
+        .post(
+            &format!("{sys}/Actions/ComputerSystem.Reset"),
+            json!({"ResetType": "On"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR, "{r}");
+    let folder = folder.display().to_string();
+    assert!(
+        r.log
+            .iter()
+            .any(|l| l.contains(&folder) && l.contains("NVRAM folder")),
+        "the log names the folder: {r}"
+    );
+    assert!(
+        !r.body.to_string().contains(&folder),
+        "500s are not explained: {r}"
+    );
+    assert_eq!(hv.xml(&id, true), before, "the definition is unchanged");
+    assert_eq!(api.get(&sys).await.body["PowerState"], "Off");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -410,7 +504,7 @@ async fn uefi_http_writes_the_uri_boot_option_into_nvram() {
 
     let uri = "http://198.18.0.1:8080/boot.iso";
     let r = api.patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once", "HttpBootUri": uri}})).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.status, StatusCode::OK, "{r}");
     assert!(!nvram.exists(), "NVRAM is only written at power-on");
     api.reset(&sys, "On").await;
     let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
@@ -475,16 +569,11 @@ async fn insert_media_downloads_checks_and_attaches_the_cd() {
         let r = api
             .post(&insert, json!({"Image": format!("{server}{path}")}))
             .await;
-        assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
         let done = api
             .finish_task(&r.header("location").unwrap(), Duration::from_secs(20))
             .await;
-        assert_eq!(
-            done.status,
-            StatusCode::BAD_REQUEST,
-            "{path}: {}",
-            done.body
-        );
+        assert_eq!(done.status, StatusCode::BAD_REQUEST, "{path}: {done}");
         assert_eq!(done.message_ids(), [id_want], "{path}");
         assert_eq!(hv.xml(&id, true), before, "{path} changed the domain");
     }
@@ -499,7 +588,7 @@ async fn insert_media_downloads_checks_and_attaches_the_cd() {
     let done = api
         .finish_task(&r.header("location").unwrap(), Duration::from_secs(20))
         .await;
-    assert_eq!(done.status, StatusCode::NO_CONTENT, "{}", done.body);
+    assert_eq!(done.status, StatusCode::NO_CONTENT, "{done}");
     let m = api.get(&cd).await.body;
     assert_eq!(
         (m["Inserted"].clone(), m["Image"].clone()),
@@ -534,7 +623,7 @@ async fn insert_media_downloads_checks_and_attaches_the_cd() {
     let r = api
         .post(&format!("{cd}/Actions/VirtualMedia.EjectMedia"), json!({}))
         .await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{r}");
     assert_eq!(api.get(&cd).await.body["Inserted"], json!(false));
     assert!(
         !cached.exists(),

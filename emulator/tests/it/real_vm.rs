@@ -47,6 +47,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
             timeout: Duration::from_secs(60),
             insecure: false,
         },
+        nvram_dir: None,
     };
     let api = Api::on(Arc::new(
         LibvirtBackend::connect(opts.clone()).expect("libvirt backend"),

@@ -58,6 +58,30 @@ pub struct LibvirtOptions {
     pub http_boot: HttpBootMapping,
     pub graceful_timeout: Duration,
     pub media: media::MediaOptions,
+    /// Where a domain switched to UEFI gets its varstore
+    /// (`<name>_VARS.fd`); `None`: libvirt's own folder for the URI
+    /// ([`nvram_dir`]).
+    pub nvram_dir: Option<std::path::PathBuf>,
+}
+
+/// libvirt's NVRAM folder for a connection URI: the QEMU driver's
+/// `nvramDir`, `<config base>/qemu/nvram` of a session daemon
+/// (`$XDG_CONFIG_HOME/libvirt`, else `~/.config/libvirt`), else the
+/// system daemon's `/var/lib/libvirt/qemu/nvram`. Drivers that keep no
+/// NVRAM of their own (`test:///`) get the system folder too; give them
+/// `nvram_dir`.
+pub fn nvram_dir(uri: &str) -> std::path::PathBuf {
+    let session = uri.starts_with("qemu") && uri.trim_end_matches('/').ends_with("/session");
+    if session {
+        let base = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")));
+        if let Some(base) = base {
+            return base.join("libvirt/qemu/nvram");
+        }
+    }
+    std::path::PathBuf::from("/var/lib/libvirt/qemu/nvram")
 }
 
 struct Conn {
@@ -227,11 +251,22 @@ impl Inner {
     /// Makes the definition's firmware match the wanted boot mode and Secure
     /// Boot settings; a change of UEFI variant starts from a fresh varstore
     /// (its template holds the variant's keys). Returns the new facts.
-    fn ensure_firmware(&self, d: &mut xml::Element, f: &Facts, s: &ShoalState) -> Result<Facts> {
-        let nvram = f
-            .nvram
-            .clone()
-            .unwrap_or_else(|| format!("/var/lib/libvirt/qemu/nvram/{}_VARS.fd", f.name));
+    fn ensure_firmware(
+        &self,
+        conn: usize,
+        d: &mut xml::Element,
+        f: &Facts,
+        s: &ShoalState,
+    ) -> Result<Facts> {
+        let nvram = f.nvram.clone().unwrap_or_else(|| {
+            let dir = match &self.opts.nvram_dir {
+                Some(d) => d.clone(),
+                None => nvram_dir(&self.conns[conn].uri),
+            };
+            dir.join(format!("{}_VARS.fd", f.name))
+                .display()
+                .to_string()
+        });
         let want_uefi = s.boot.mode == crate::model::BootMode::Uefi && f.arch.has_uefi();
         let list = Self::firmwares(f);
         let want = firmware::Want {
@@ -389,6 +424,16 @@ impl Inner {
         let bytes = match nvram_file::read(path, f.nvram_qcow2) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A fresh host has no NVRAM folder until libvirt's QEMU
+                // driver first starts: make it as libvirt would.
+                let dir = path.parent().unwrap_or(Path::new("/"));
+                nvram_file::ensure_folder(dir).map_err(|e| {
+                    BackendError::Internal(format!(
+                        "cannot create the NVRAM folder {} for {}: {e}",
+                        dir.display(),
+                        path.display()
+                    ))
+                })?;
                 // Debian's templates are raw; libvirt converts them for qcow2 NVRAM too.
                 let template = f.nvram_template.as_deref().ok_or_else(|| {
                     BackendError::Internal(format!(
@@ -452,7 +497,7 @@ impl Inner {
                 },
             );
         }
-        let f = self.ensure_firmware(&mut d, &f, &s)?;
+        let f = self.ensure_firmware(conn, &mut d, &f, &s)?;
         let device_first = target.filter(|t| {
             matches!(
                 t,
