@@ -23,6 +23,20 @@ use crate::auth::AuthStore;
 
 const METHODS: &[&str] = &["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"];
 
+/// Bounds of a fault configuration: whatever a client sends, a request
+/// waits at most `MAX_RULES * MAX_LATENCY_MS` and no duration overflows.
+pub const MAX_RULES: usize = 256;
+/// The longest latency a rule adds (ms).
+pub const MAX_LATENCY_MS: u64 = 60_000;
+/// The longest delay of a power action (ms).
+pub const MAX_POWER_DELAY_MS: u64 = 600_000;
+/// The most systems one rule names.
+pub const MAX_SYSTEMS: usize = 4096;
+/// The longest path pattern (bytes).
+pub const MAX_PATH: usize = 1024;
+/// The members of a rule that are whole numbers.
+const WHOLE: &[&str] = &["latency_ms", "power_delay_ms", "status"];
+
 /// One rule. A request matches when every given selector matches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,10 +82,78 @@ pub struct FaultConfig {
 }
 
 impl FaultConfig {
+    /// Reads the admin endpoint's JSON (`{"seed": N, "rules": [...]}`) and
+    /// checks it; every error names its key (`rules[2].latency_ms`).
+    pub fn from_json(bytes: &[u8]) -> Result<FaultConfig, String> {
+        let text = if bytes.is_empty() { b"{}" } else { bytes };
+        let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+        let obj = v.as_object().ok_or("the body must be a JSON object")?;
+        if let Some(k) = obj.keys().find(|k| !matches!(k.as_str(), "seed" | "rules")) {
+            return Err(format!("{k}: unknown key (expected seed, rules)"));
+        }
+        let seed = match obj.get("seed") {
+            None => 0,
+            Some(s) => s
+                .as_u64()
+                .ok_or_else(|| format!("seed: {s} is not a whole number from 0 to {}", u64::MAX))?,
+        };
+        let rules = match obj.get("rules") {
+            None => Vec::new(),
+            Some(serde_json::Value::Array(a)) if a.len() > MAX_RULES => {
+                return Err(format!("rules: {} rules, at most {MAX_RULES}", a.len()))
+            }
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    for (k, v) in r.as_object().into_iter().flatten() {
+                        if WHOLE.contains(&k.as_str()) && !v.is_u64() {
+                            return Err(format!("rules[{i}].{k}: {v} is not a whole number"));
+                        }
+                    }
+                    serde_json::from_value(r.clone()).map_err(|e| format!("rules[{i}]: {e}"))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => return Err(format!("rules: {other} is not an array")),
+        };
+        let cfg = FaultConfig { seed, rules };
+        cfg.check()?;
+        Ok(cfg)
+    }
+
     /// Checks every rule; the error names the key (`rules[1].error_rate`).
     pub fn check(&self) -> Result<(), String> {
+        if self.rules.len() > MAX_RULES {
+            return Err(format!(
+                "rules: {} rules, at most {MAX_RULES}",
+                self.rules.len()
+            ));
+        }
         for (i, r) in self.rules.iter().enumerate() {
             let key = |k: &str| format!("rules[{i}].{k}");
+            for (name, ms, max) in [
+                ("latency_ms", r.latency_ms, MAX_LATENCY_MS),
+                ("power_delay_ms", r.power_delay_ms, MAX_POWER_DELAY_MS),
+            ] {
+                if ms > max {
+                    return Err(format!("{}: {ms} is more than {max}", key(name)));
+                }
+            }
+            if r.systems.len() > MAX_SYSTEMS {
+                return Err(format!(
+                    "{}: {} names, at most {MAX_SYSTEMS}",
+                    key("systems"),
+                    r.systems.len()
+                ));
+            }
+            if r.methods.len() > METHODS.len() {
+                return Err(format!(
+                    "{}: {} methods, at most {}",
+                    key("methods"),
+                    r.methods.len(),
+                    METHODS.len()
+                ));
+            }
             for (name, rate) in [("error_rate", r.error_rate), ("drop_rate", r.drop_rate)] {
                 if !(0.0..=1.0).contains(&rate) {
                     return Err(format!("{}: {rate} is not between 0 and 1", key(name)));
@@ -97,6 +179,13 @@ impl FaultConfig {
             if let Some(p) = &r.path {
                 if !p.starts_with('/') {
                     return Err(format!("{}: {p:?} must start with '/'", key("path")));
+                }
+                if p.len() > MAX_PATH {
+                    return Err(format!(
+                        "{}: {} bytes, at most {MAX_PATH}",
+                        key("path"),
+                        p.len()
+                    ));
                 }
             }
         }
@@ -299,7 +388,7 @@ impl Faults {
             .iter()
             .filter(|r| r.matches(method, path, systems))
         {
-            latency += Duration::from_millis(r.latency_ms);
+            latency = latency.saturating_add(Duration::from_millis(r.latency_ms));
             if decision != Decision::Pass {
                 continue;
             }
@@ -486,5 +575,43 @@ mod tests {
             ..rule()
         })
         .contains("rules[1].path"));
+        assert!(bad(Rule {
+            latency_ms: MAX_LATENCY_MS + 1,
+            ..rule()
+        })
+        .contains("rules[1].latency_ms"));
+        assert!(bad(Rule {
+            power_delay_ms: u64::MAX,
+            ..rule()
+        })
+        .contains("rules[1].power_delay_ms"));
+        assert!(bad(Rule {
+            path: Some(format!("/{}", "a".repeat(MAX_PATH))),
+            ..rule()
+        })
+        .contains("rules[1].path"));
+        let many = FaultConfig {
+            seed: 0,
+            rules: vec![rule(); MAX_RULES + 1],
+        };
+        assert!(many.check().unwrap_err().starts_with("rules:"));
+    }
+
+    #[test]
+    fn json_errors_name_their_key() {
+        let err = |s: &str| FaultConfig::from_json(s.as_bytes()).unwrap_err();
+        assert!(err(r#"{"rules":[{},{"latency_ms":18446744073709551615}]}"#)
+            .starts_with("rules[1].latency_ms:"));
+        assert!(err(r#"{"rules":[{"latency_ms":1e30}]}"#).starts_with("rules[0].latency_ms:"));
+        assert!(err(r#"{"rules":[{"latency_ms":-1}]}"#).starts_with("rules[0].latency_ms:"));
+        assert!(err(r#"{"rules":[{"status":"503"}]}"#).starts_with("rules[0].status:"));
+        assert!(err(r#"{"rules":[{"error_rate":2}]}"#).starts_with("rules[0].error_rate:"));
+        assert!(err(r#"{"rules":[{"bogus":1}]}"#).starts_with("rules[0]:"));
+        assert!(err(r#"{"seed":-3}"#).starts_with("seed:"));
+        assert!(err(r#"{"rule":[]}"#).starts_with("rule:"));
+        assert!(err("[]").contains("object"));
+        let ok = FaultConfig::from_json(br#"{"seed":3,"rules":[{"latency_ms":60000}]}"#).unwrap();
+        assert_eq!((ok.seed, ok.rules[0].latency_ms), (3, 60_000));
+        assert_eq!(FaultConfig::from_json(b"").unwrap(), FaultConfig::default());
     }
 }
