@@ -5,7 +5,17 @@
 //! keyed by a SHA-256 of the credentials and tied to the hash it matched, so
 //! Basic auth pays bcrypt once per credential (not per request) and a
 //! password change invalidates the memory. Sessions are opaque random tokens
-//! that expire after `SessionTimeout` seconds without use.
+//! that expire after `SessionTimeout` seconds without use; a session holds
+//! the account's name only, so each request sees the account's current role,
+//! and a deleted, disabled or renamed account's sessions end.
+//!
+//! Password guessing is bounded three ways: an account locks after
+//! `AccountLockoutThreshold` failures (DSP0268 AccountService, 401 like a
+//! wrong password while locked); every failed check costs one bcrypt,
+//! unknown users included (a dummy hash of the accounts' cost), so names
+//! cannot be probed by timing; and bcrypt runs behind a gate of a few
+//! permits with a bounded queue, so a storm of wrong passwords costs at
+//! most those cores and cached credentials and sessions keep their latency.
 //!
 //! Without an htpasswd file authentication is off: every request is served
 //! as Administrator, and session logins accept any credentials.
@@ -19,13 +29,32 @@ use std::time::{Duration, Instant, SystemTime};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
+mod gate;
+
+use gate::BcryptGate;
+pub use gate::BCRYPT_QUEUE;
+
 /// Cost for hashes Shoal creates itself (new accounts, password changes).
 const NEW_HASH_COST: u32 = 10;
 pub const MIN_PASSWORD_LEN: usize = 8;
 pub const MAX_PASSWORD_LEN: usize = 64;
+/// Longest UserName an account may have, and a login may name (bytes).
+pub const MAX_USERNAME_LEN: usize = 256;
+/// Longest password a login or Basic header may carry (bytes); an
+/// htpasswd account's password may exceed `MAX_PASSWORD_LEN`.
+pub const MAX_LOGIN_PASSWORD_LEN: usize = 256;
 pub const DEFAULT_SESSION_TIMEOUT: u64 = 1800;
 pub const SESSION_TIMEOUT_RANGE: (u64, u64) = (30, 86400);
+/// Sessions of the whole service.
 pub const MAX_SESSIONS: usize = 1024;
+/// Sessions of one account.
+pub const MAX_SESSIONS_PER_USER: usize = 64;
+/// Of `MAX_SESSIONS`, the ones only an Administrator's login may take, so
+/// that other users filling theirs cannot lock the administrators out.
+pub const ADMIN_RESERVED_SESSIONS: usize = 64;
+/// Upper bounds of the lockout settings (AccountService PATCH).
+pub const MAX_LOCKOUT_THRESHOLD: u32 = 1000;
+pub const MAX_LOCKOUT_SECONDS: u64 = 86400;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Role {
@@ -105,6 +134,9 @@ pub enum AuthError {
     },
     #[error("invalid credentials")]
     BadCredentials,
+    /// Too many credential checks are waiting for bcrypt.
+    #[error("too many logins in progress")]
+    Busy,
     #[error("too many sessions")]
     SessionLimit,
     #[error("account {0} exists")]
@@ -125,15 +157,53 @@ pub struct Account {
     pub username: String,
     pub role: Role,
     pub enabled: bool,
-    pub locked: bool,
     hash: String,
+    /// Failed checks since the last success, reset after
+    /// `AccountLockoutCounterResetAfter` without one.
+    failures: u32,
+    last_failure: Option<Instant>,
+    locked_until: Option<Instant>,
+}
+
+impl Account {
+    /// Locked after too many failed logins (`Locked` in the resource).
+    pub fn locked(&self) -> bool {
+        self.locked_until.is_some_and(|t| Instant::now() < t)
+    }
+
+    fn admin(&self) -> bool {
+        self.role == Role::Administrator && self.enabled
+    }
+}
+
+/// AccountService's lockout settings; 0 in the threshold or the duration
+/// turns lockout off (DSP0268).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockoutPolicy {
+    /// `AccountLockoutThreshold`: failed logins that lock an account.
+    pub threshold: u32,
+    /// `AccountLockoutDuration`, seconds.
+    pub duration: u64,
+    /// `AccountLockoutCounterResetAfter`, seconds after the last failure.
+    pub reset_after: u64,
+}
+
+impl Default for LockoutPolicy {
+    /// 5 failures, 300 s locked, counter reset 300 s after the last
+    /// failure (pam_faillock-style BMCs; DMTF wants duration ≥ reset).
+    fn default() -> Self {
+        LockoutPolicy {
+            threshold: 5,
+            duration: 300,
+            reset_after: 300,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
 pub struct Session {
     pub id: String,
     pub username: String,
-    pub role: Role,
     pub created: SystemTime,
     last_used: Instant,
 }
@@ -163,6 +233,7 @@ pub struct AccountChange {
     pub password: Option<String>,
     pub role: Option<Role>,
     pub enabled: Option<bool>,
+    /// `Some(false)` unlocks; clients cannot lock.
     pub locked: Option<bool>,
 }
 
@@ -173,6 +244,11 @@ pub struct AuthStore {
     verified: Mutex<HashMap<[u8; 32], String>>,
     sessions: Mutex<HashMap<String, Session>>,
     session_timeout: AtomicU64,
+    lockout: Mutex<LockoutPolicy>,
+    gate: BcryptGate,
+    /// What a check for an unknown, disabled or locked user verifies
+    /// against: a hash of the accounts' cost, so it takes as long.
+    dummy_hash: String,
 }
 
 fn cache_key(user: &str, pass: &str) -> [u8; 32] {
@@ -189,17 +265,22 @@ fn random_hex(bytes: usize) -> String {
     hex::encode(b)
 }
 
-async fn bcrypt_verify(pass: String, hash: String) -> bool {
-    tokio::task::spawn_blocking(move || bcrypt::verify(pass, &hash).unwrap_or(false))
-        .await
-        .unwrap_or(false)
+/// The cost of a `$2b$NN$…` hash.
+fn hash_cost(hash: &str) -> Option<u32> {
+    hash.get(4..6)?.parse().ok()
 }
 
-async fn bcrypt_hash(pass: String) -> Result<String, AuthError> {
-    tokio::task::spawn_blocking(move || bcrypt::hash(pass, NEW_HASH_COST))
-        .await
-        .map_err(|e| AuthError::Hash(e.to_string()))?
-        .map_err(|e| AuthError::Hash(e.to_string()))
+fn new_account(id: String, username: &str, role: Role, enabled: bool, hash: String) -> Account {
+    Account {
+        id,
+        username: username.to_string(),
+        role,
+        enabled,
+        hash,
+        failures: 0,
+        last_failure: None,
+        locked_until: None,
+    }
 }
 
 impl AuthStore {
@@ -210,6 +291,15 @@ impl AuthStore {
 
     fn with_accounts(enabled: bool, accounts: Vec<Account>) -> Self {
         let next = accounts.len() as u32 + 1;
+        let dummy_hash = if enabled {
+            let cost = accounts
+                .first()
+                .and_then(|a| hash_cost(&a.hash))
+                .unwrap_or(NEW_HASH_COST);
+            bcrypt::hash(random_hex(16), cost).unwrap_or_default()
+        } else {
+            String::new()
+        };
         AuthStore {
             enabled,
             accounts: RwLock::new(accounts),
@@ -217,6 +307,9 @@ impl AuthStore {
             verified: Mutex::new(HashMap::new()),
             sessions: Mutex::new(HashMap::new()),
             session_timeout: AtomicU64::new(DEFAULT_SESSION_TIMEOUT),
+            lockout: Mutex::new(LockoutPolicy::default()),
+            gate: BcryptGate::new(),
+            dummy_hash,
         }
     }
 
@@ -248,20 +341,25 @@ impl AuthStore {
             if user.is_empty() {
                 return Err(err("empty user name"));
             }
+            if user.len() > MAX_USERNAME_LEN {
+                return Err(err(&format!(
+                    "user name longer than {MAX_USERNAME_LEN} bytes"
+                )));
+            }
             if !["$2a$", "$2b$", "$2y$"].iter().any(|p| hash.starts_with(p)) {
                 return Err(err("only bcrypt hashes are supported (htpasswd -B)"));
             }
             if accounts.iter().any(|a| a.username == user) {
                 return Err(err("user listed twice"));
             }
-            accounts.push(Account {
-                id: (accounts.len() + 1).to_string(),
-                username: user.to_string(),
-                role: Role::Administrator,
-                enabled: true,
-                locked: false,
-                hash: hash.to_string(),
-            });
+            let id = (accounts.len() + 1).to_string();
+            accounts.push(new_account(
+                id,
+                user,
+                Role::Administrator,
+                true,
+                hash.to_string(),
+            ));
         }
         if accounts.is_empty() {
             return Err(AuthError::Htpasswd {
@@ -277,7 +375,26 @@ impl AuthStore {
         self.enabled
     }
 
-    /// Checks a user name and password (Basic auth or a login).
+    /// How many bcrypt verifications have run (figures and tests).
+    pub fn bcrypt_checks(&self) -> u64 {
+        self.gate.checks.load(Ordering::Relaxed)
+    }
+
+    fn read_accounts(&self) -> std::sync::RwLockReadGuard<'_, Vec<Account>> {
+        self.accounts.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_accounts(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Account>> {
+        self.accounts.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Checks a user name and password (Basic auth or a login). Every
+    /// refusal looks the same (`BadCredentials`) and, but for names or
+    /// passwords too long for any account, costs one bcrypt.
     pub async fn verify(&self, user: &str, pass: &str) -> Result<Principal, AuthError> {
         if !self.enabled {
             return Ok(Principal {
@@ -285,13 +402,15 @@ impl AuthStore {
                 ..Principal::anonymous_admin()
             });
         }
-        let account = {
-            let accounts = self.accounts.read().unwrap_or_else(|p| p.into_inner());
-            accounts.iter().find(|a| a.username == user).cloned()
-        };
-        let Some(account) = account.filter(|a| a.enabled && !a.locked) else {
+        if user.len() > MAX_USERNAME_LEN || pass.len() > MAX_LOGIN_PASSWORD_LEN {
             return Err(AuthError::BadCredentials);
-        };
+        }
+        let account = self
+            .read_accounts()
+            .iter()
+            .find(|a| a.username == user)
+            .filter(|a| a.enabled && !a.locked())
+            .cloned();
         let key = cache_key(user, pass);
         let cached = self
             .verified
@@ -299,12 +418,29 @@ impl AuthStore {
             .unwrap_or_else(|p| p.into_inner())
             .get(&key)
             .cloned();
-        let ok = match cached {
-            Some(h) if h == account.hash => true,
-            _ => bcrypt_verify(pass.to_string(), account.hash.clone()).await,
+        let ok = match (&account, cached) {
+            (Some(a), Some(h)) if h == a.hash => true,
+            (Some(a), _) => self.gate.verify(pass, &a.hash).await?,
+            (None, _) => {
+                self.gate.verify(pass, &self.dummy_hash).await?;
+                false
+            }
+        };
+        let Some(account) = account else {
+            return Err(AuthError::BadCredentials);
         };
         if !ok {
+            self.record_failure(&account);
             return Err(AuthError::BadCredentials);
+        }
+        if account.failures > 0 {
+            if let Some(a) = self
+                .write_accounts()
+                .iter_mut()
+                .find(|a| a.id == account.id)
+            {
+                a.failures = 0;
+            }
         }
         self.verified
             .lock()
@@ -315,6 +451,46 @@ impl AuthStore {
             role: account.role,
             session: None,
         })
+    }
+
+    /// Counts a failed check of `seen`; the threshold's failure locks it.
+    fn record_failure(&self, seen: &Account) {
+        let policy = self.lockout_policy();
+        let mut accounts = self.write_accounts();
+        // Only against the hash that was checked: a password changed
+        // meanwhile makes this failure moot.
+        let Some(a) = accounts
+            .iter_mut()
+            .find(|a| a.id == seen.id && a.hash == seen.hash)
+        else {
+            return;
+        };
+        let now = Instant::now();
+        let stale = a
+            .last_failure
+            .is_some_and(|t| now.duration_since(t) >= Duration::from_secs(policy.reset_after));
+        if stale {
+            a.failures = 0;
+        }
+        a.failures = a.failures.saturating_add(1);
+        a.last_failure = Some(now);
+        if policy.threshold > 0 && policy.duration > 0 && a.failures >= policy.threshold {
+            a.locked_until = Some(now + Duration::from_secs(policy.duration));
+            a.failures = 0;
+            tracing::warn!(user = %a.username, seconds = policy.duration, "account locked after failed logins");
+        }
+    }
+
+    // ---- lockout policy ----
+
+    pub fn lockout_policy(&self) -> LockoutPolicy {
+        *self.lockout.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Replaces the policy; accounts already locked stay locked until
+    /// their time is up (or an administrator unlocks them).
+    pub fn set_lockout_policy(&self, p: LockoutPolicy) {
+        *self.lockout.lock().unwrap_or_else(|p| p.into_inner()) = p;
     }
 
     // ---- sessions ----
@@ -332,19 +508,26 @@ impl AuthStore {
         sessions.retain(|_, s| s.last_used.elapsed() < ttl);
     }
 
-    /// Creates a session; returns it with its token.
+    /// Creates a session; returns it with its token. An account has at
+    /// most `MAX_SESSIONS_PER_USER`; the last `ADMIN_RESERVED_SESSIONS` of
+    /// `MAX_SESSIONS` are for Administrators.
     pub async fn login(&self, user: &str, pass: &str) -> Result<(Session, String), AuthError> {
         let p = self.verify(user, pass).await?;
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.lock_sessions();
         self.expire(&mut sessions);
-        if sessions.len() >= MAX_SESSIONS {
+        let limit = if p.role == Role::Administrator {
+            MAX_SESSIONS
+        } else {
+            MAX_SESSIONS - ADMIN_RESERVED_SESSIONS
+        };
+        let own = sessions.values().filter(|s| s.username == user).count();
+        if sessions.len() >= limit || own >= MAX_SESSIONS_PER_USER {
             return Err(AuthError::SessionLimit);
         }
         let token = random_hex(32);
         let s = Session {
             id: random_hex(8),
             username: user.to_string(),
-            role: p.role,
             created: SystemTime::now(),
             last_used: Instant::now(),
         };
@@ -353,20 +536,41 @@ impl AuthStore {
     }
 
     /// Resolves an `X-Auth-Token`, refreshing the session's idle timer.
+    /// The role is the account's as it is now; a session whose account is
+    /// gone or disabled ends here.
     pub fn by_token(&self, token: &str) -> Option<Principal> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        self.expire(&mut sessions);
-        let s = sessions.get_mut(token)?;
-        s.last_used = Instant::now();
+        let (username, id) = {
+            let mut sessions = self.lock_sessions();
+            self.expire(&mut sessions);
+            let s = sessions.get_mut(token)?;
+            s.last_used = Instant::now();
+            (s.username.clone(), s.id.clone())
+        };
+        let role = if self.enabled {
+            let role = self
+                .read_accounts()
+                .iter()
+                .find(|a| a.username == username && a.enabled)
+                .map(|a| a.role);
+            match role {
+                Some(r) => r,
+                None => {
+                    self.lock_sessions().remove(token);
+                    return None;
+                }
+            }
+        } else {
+            Role::Administrator
+        };
         Some(Principal {
-            username: Some(s.username.clone()),
-            role: s.role,
-            session: Some(s.id.clone()),
+            username: Some(username),
+            role,
+            session: Some(id),
         })
     }
 
     pub fn sessions(&self) -> Vec<Session> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.lock_sessions();
         self.expire(&mut sessions);
         let mut v: Vec<Session> = sessions.values().cloned().collect();
         v.sort_by_key(|s| s.created);
@@ -378,7 +582,7 @@ impl AuthStore {
     }
 
     pub fn delete_session(&self, id: &str) -> bool {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.lock_sessions();
         let before = sessions.len();
         sessions.retain(|_, s| s.id != id);
         before != sessions.len()
@@ -387,30 +591,26 @@ impl AuthStore {
     /// Drops every session (a BMC reboot, an expiry forced by a fault);
     /// returns how many there were.
     pub fn drop_all_sessions(&self) -> usize {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.lock_sessions();
         let n = sessions.len();
         sessions.clear();
         n
     }
 
-    fn drop_sessions_of(&self, username: &str) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|_, s| s.username != username);
+    /// Drops the sessions of `username` but the one with the Id `keep`.
+    fn drop_sessions_of(&self, username: &str, keep: Option<&str>) {
+        self.lock_sessions()
+            .retain(|_, s| s.username != username || Some(s.id.as_str()) == keep);
     }
 
     // ---- accounts ----
 
     pub fn accounts(&self) -> Vec<Account> {
-        self.accounts
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.read_accounts().clone()
     }
 
     pub fn account(&self, id: &str) -> Option<Account> {
-        self.accounts().into_iter().find(|a| a.id == id)
+        self.read_accounts().iter().find(|a| a.id == id).cloned()
     }
 
     pub async fn create_account(
@@ -421,40 +621,37 @@ impl AuthStore {
         enabled: bool,
     ) -> Result<Account, AuthError> {
         check_password(password)?;
-        let hash = bcrypt_hash(password.to_string()).await?;
-        let mut accounts = self.accounts.write().unwrap_or_else(|p| p.into_inner());
+        let hash = self.gate.hash(password).await?;
+        let mut accounts = self.write_accounts();
         if accounts.iter().any(|a| a.username == username) {
             return Err(AuthError::Exists(username.to_string()));
         }
-        let a = Account {
-            id: self
-                .next_account
-                .fetch_add(1, Ordering::Relaxed)
-                .to_string(),
-            username: username.to_string(),
-            role,
-            enabled,
-            locked: false,
-            hash,
-        };
+        let id = self
+            .next_account
+            .fetch_add(1, Ordering::Relaxed)
+            .to_string();
+        let a = new_account(id, username, role, enabled, hash);
         accounts.push(a.clone());
         Ok(a)
     }
 
-    /// Applies a change atomically (all or nothing).
+    /// Applies a change atomically (all or nothing). A new password ends
+    /// the account's sessions but `by_session` (the one that asked, as
+    /// bmcweb does); a new name or a disabled account ends them all.
     pub async fn modify_account(
         &self,
         id: &str,
         change: AccountChange,
+        by_session: Option<&str>,
     ) -> Result<Account, AuthError> {
         if let Some(p) = &change.password {
             check_password(p)?;
         }
         let new_hash = match &change.password {
-            Some(p) => Some(bcrypt_hash(p.clone()).await?),
+            Some(p) => Some(self.gate.hash(p).await?),
             None => None,
         };
-        let mut accounts = self.accounts.write().unwrap_or_else(|p| p.into_inner());
+        let mut accounts = self.write_accounts();
         let i = accounts
             .iter()
             .position(|a| a.id == id)
@@ -464,8 +661,8 @@ impl AuthStore {
                 return Err(AuthError::Exists(u.clone()));
             }
         }
-        let mut a = accounts[i].clone();
-        let old_name = a.username.clone();
+        let old = accounts[i].clone();
+        let mut a = old.clone();
         if let Some(u) = change.username {
             a.username = u;
         }
@@ -475,58 +672,53 @@ impl AuthStore {
         if let Some(e) = change.enabled {
             a.enabled = e;
         }
-        if let Some(l) = change.locked {
-            a.locked = l;
+        if change.locked == Some(false) {
+            a.locked_until = None;
+            a.failures = 0;
         }
         if let Some(h) = new_hash {
             a.hash = h;
         }
-        let admins_left = accounts
-            .iter()
-            .enumerate()
-            .filter(|(j, b)| {
-                if *j == i {
-                    a.role == Role::Administrator && a.enabled
-                } else {
-                    b.role == Role::Administrator && b.enabled
-                }
-            })
-            .count();
-        let admins_before = accounts
-            .iter()
-            .filter(|b| b.role == Role::Administrator && b.enabled)
-            .count();
+        let admins_before = accounts.iter().filter(|b| b.admin()).count();
+        let admins_left = admins_before - usize::from(old.admin()) + usize::from(a.admin());
         // Only the change that takes away the last administrator is refused
         // (an open service may have none to begin with).
         if admins_left == 0 && admins_before > 0 {
             return Err(AuthError::LastAdmin);
         }
-        let credentials_changed =
-            a.hash != accounts[i].hash || a.username != old_name || !a.enabled || a.locked;
         accounts[i] = a.clone();
         drop(accounts);
-        if credentials_changed {
-            self.drop_sessions_of(&old_name);
+        if a.username != old.username || !a.enabled {
+            self.drop_sessions_of(&old.username, None);
+        } else if a.hash != old.hash {
+            self.drop_sessions_of(&old.username, by_session);
+        }
+        if a.hash != old.hash {
+            self.verified
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|_, h| *h != old.hash);
         }
         Ok(a)
     }
 
     pub fn delete_account(&self, id: &str) -> Result<(), AuthError> {
-        let mut accounts = self.accounts.write().unwrap_or_else(|p| p.into_inner());
+        let mut accounts = self.write_accounts();
         let i = accounts
             .iter()
             .position(|a| a.id == id)
             .ok_or_else(|| AuthError::NoAccount(id.to_string()))?;
-        let admins = accounts
-            .iter()
-            .filter(|a| a.role == Role::Administrator && a.enabled)
-            .count();
-        if accounts[i].role == Role::Administrator && accounts[i].enabled && admins == 1 {
+        let admins = accounts.iter().filter(|a| a.admin()).count();
+        if accounts[i].admin() && admins == 1 {
             return Err(AuthError::LastAdmin);
         }
         let gone = accounts.remove(i);
         drop(accounts);
-        self.drop_sessions_of(&gone.username);
+        self.drop_sessions_of(&gone.username, None);
+        self.verified
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, h| *h != gone.hash);
         Ok(())
     }
 }
@@ -539,72 +731,4 @@ fn check_password(p: &str) -> Result<(), AuthError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn store() -> AuthStore {
-        let h = bcrypt::hash("secret-pw", 4).unwrap();
-        AuthStore::parse_htpasswd("pw", &format!("# comment\nadmin:{h}\n")).unwrap()
-    }
-
-    #[tokio::test]
-    async fn verify_accepts_only_the_right_password() {
-        let s = store();
-        assert!(s.verify("admin", "secret-pw").await.is_ok());
-        // Second time comes from the cache and must still be right.
-        assert!(s.verify("admin", "secret-pw").await.is_ok());
-        assert!(s.verify("admin", "wrong").await.is_err());
-        assert!(s.verify("nobody", "secret-pw").await.is_err());
-    }
-
-    #[tokio::test]
-    async fn password_change_invalidates_cache_and_sessions() {
-        let s = store();
-        let (_, token) = s.login("admin", "secret-pw").await.unwrap();
-        assert!(s.by_token(&token).is_some());
-        s.modify_account(
-            "1",
-            AccountChange {
-                password: Some("another-pw".into()),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-        assert!(s.verify("admin", "secret-pw").await.is_err());
-        assert!(s.verify("admin", "another-pw").await.is_ok());
-        assert!(s.by_token(&token).is_none());
-    }
-
-    #[test]
-    fn htpasswd_rejects_non_bcrypt() {
-        let e = AuthStore::parse_htpasswd("f", "u:$apr1$abc$def\n")
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("f:1"), "{e}");
-    }
-
-    #[tokio::test]
-    async fn last_admin_is_protected() {
-        let s = store();
-        assert!(matches!(s.delete_account("1"), Err(AuthError::LastAdmin)));
-        let r = s
-            .modify_account(
-                "1",
-                AccountChange {
-                    role: Some(Role::ReadOnly),
-                    ..Default::default()
-                },
-            )
-            .await;
-        assert!(matches!(r, Err(AuthError::LastAdmin)));
-    }
-
-    #[tokio::test]
-    async fn sessions_expire() {
-        let s = store();
-        let (_, token) = s.login("admin", "secret-pw").await.unwrap();
-        s.set_session_timeout(0);
-        assert!(s.by_token(&token).is_none());
-    }
-}
+mod tests;

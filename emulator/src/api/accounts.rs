@@ -1,6 +1,8 @@
 //! AccountService, Accounts and Roles. Accounts can be created, changed
 //! and deleted; a user without ConfigureUsers may change only their own
-//! password.
+//! password. AccountService PATCHes the lockout settings (checked whole).
+//! Handlers check that an account exists, and the caller's rights, before
+//! taking its lock.
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -18,7 +20,10 @@ const ACCOUNTS: &str = "/redfish/v1/AccountService/Accounts";
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/redfish/v1/AccountService", get(service))
+        .route(
+            "/redfish/v1/AccountService",
+            get(service).patch(patch_service),
+        )
         .route(
             "/redfish/v1/AccountService/Accounts",
             get(list).post(create),
@@ -35,28 +40,94 @@ pub fn router() -> Router<AppState> {
         .route("/redfish/v1/AccountService/Roles/{id}", get(role))
 }
 
+fn service_json(st: &AppState) -> Value {
+    let lockout = st.auth.lockout_policy();
+    json!({
+        "@odata.type": "#AccountService.v1_15_0.AccountService",
+        "@odata.id": "/redfish/v1/AccountService",
+        "Id": "AccountService",
+        "Name": "Account Service",
+        "ServiceEnabled": true,
+        "AuthFailureLoggingThreshold": 3,
+        "MinPasswordLength": auth::MIN_PASSWORD_LEN,
+        "MaxPasswordLength": auth::MAX_PASSWORD_LEN,
+        "AccountLockoutThreshold": lockout.threshold,
+        "AccountLockoutDuration": lockout.duration,
+        "AccountLockoutCounterResetAfter": lockout.reset_after,
+        "LocalAccountAuth": if st.auth.enabled() { "Enabled" } else { "Disabled" },
+        "Status": { "State": "Enabled", "Health": "OK" },
+        "Accounts": link(ACCOUNTS),
+        "Roles": link("/redfish/v1/AccountService/Roles"),
+    })
+}
+
 async fn service(State(st): State<AppState>) -> Resource {
-    Resource::new(
-        json!({
-            "@odata.type": "#AccountService.v1_15_0.AccountService",
-            "@odata.id": "/redfish/v1/AccountService",
-            "Id": "AccountService",
-            "Name": "Account Service",
-            "ServiceEnabled": true,
-            "AuthFailureLoggingThreshold": 3,
-            "MinPasswordLength": auth::MIN_PASSWORD_LEN,
-            "MaxPasswordLength": auth::MAX_PASSWORD_LEN,
-            "AccountLockoutThreshold": 0,
-            "AccountLockoutDuration": 0,
-            "AccountLockoutCounterResetAfter": 0,
-            "LocalAccountAuth": if st.auth.enabled() { "Enabled" } else { "Disabled" },
-            "Status": { "State": "Enabled", "Health": "OK" },
-            "Accounts": link(ACCOUNTS),
-            "Roles": link("/redfish/v1/AccountService/Roles"),
-        }),
+    Resource::new(service_json(&st), crate::profile::generic(), "GET, PATCH")
+}
+
+/// The lockout settings, checked whole: each in its range, and (DSP0268)
+/// the counter reset no later than the lockout ends.
+async fn patch_service(
+    State(st): State<AppState>,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> Result<Resource, ApiError> {
+    // One writer at a time, so If-Match and the checks see what is applied.
+    let _guard = st.locks.lock("account:service").await;
+    let current = service_json(&st);
+    json::check_if_match(&headers, &current, crate::profile::generic())?;
+    let seconds = || Kind::Int {
+        min: 0,
+        max: auth::MAX_LOCKOUT_SECONDS as i64,
+    };
+    validate_patch(
+        &body,
+        &current,
+        &[
+            writable(
+                "AccountLockoutThreshold",
+                Kind::Int {
+                    min: 0,
+                    max: auth::MAX_LOCKOUT_THRESHOLD as i64,
+                },
+            ),
+            writable("AccountLockoutDuration", seconds()),
+            writable("AccountLockoutCounterResetAfter", seconds()),
+        ],
+    )?;
+    let mut p = st.auth.lockout_policy();
+    let int = |k: &str| body.get(k).and_then(Value::as_u64);
+    if let Some(v) = int("AccountLockoutThreshold") {
+        p.threshold = v as u32;
+    }
+    if let Some(v) = int("AccountLockoutDuration") {
+        p.duration = v;
+    }
+    if let Some(v) = int("AccountLockoutCounterResetAfter") {
+        p.reset_after = v;
+    }
+    if p.duration > 0 && p.reset_after > p.duration {
+        let (prop, other) = if body.contains_key("AccountLockoutCounterResetAfter") {
+            ("AccountLockoutCounterResetAfter", "AccountLockoutDuration")
+        } else {
+            ("AccountLockoutDuration", "AccountLockoutCounterResetAfter")
+        };
+        return Err(ApiError::bad(
+            Msg::new("PropertyValueConflict", &[prop, other]).about(prop),
+        ));
+    }
+    st.auth.set_lockout_policy(p);
+    tracing::info!(
+        threshold = p.threshold,
+        duration = p.duration,
+        reset_after = p.reset_after,
+        "account lockout policy changed"
+    );
+    Ok(Resource::new(
+        service_json(&st),
         crate::profile::generic(),
-        "GET",
-    )
+        "GET, PATCH",
+    ))
 }
 
 fn account_json(a: &Account) -> Value {
@@ -68,7 +139,7 @@ fn account_json(a: &Account) -> Value {
         "UserName": a.username,
         "RoleId": a.role.as_str(),
         "Enabled": a.enabled,
-        "Locked": a.locked,
+        "Locked": a.locked(),
         "Password": null,
         "AccountTypes": ["Redfish"],
         "Links": { "Role": link(&format!("/redfish/v1/AccountService/Roles/{}", a.role.as_str())) },
@@ -140,6 +211,25 @@ fn role_of(v: Option<&Value>, path: &str) -> Result<Option<Role>, ApiError> {
     }
 }
 
+/// A UserName an account may have: not empty, no `:` (the htpasswd and
+/// Basic separator), at most `MAX_USERNAME_LEN` bytes.
+fn check_username(user: &str) -> Result<(), ApiError> {
+    if user.is_empty() || user.contains(':') || user.len() > auth::MAX_USERNAME_LEN {
+        return Err(ApiError::bad(
+            Msg::new("PropertyValueFormatError", &[&shown(user), "UserName"]).about("UserName"),
+        ));
+    }
+    Ok(())
+}
+
+/// A value as an error message quotes it: at most 64 characters.
+pub(super) fn shown(v: &str) -> String {
+    match v.char_indices().nth(64) {
+        Some((i, _)) => format!("{}...", &v[..i]),
+        None => v.to_string(),
+    }
+}
+
 fn create_fields() -> Vec<json::Writable> {
     vec![
         writable("UserName", Kind::Str),
@@ -173,11 +263,7 @@ async fn create(
         .collect();
     validate_patch(&body, &json!({}), &create_fields())?;
     let user = body["UserName"].as_str().unwrap_or_default();
-    if user.is_empty() || user.contains(':') {
-        return Err(ApiError::bad(
-            Msg::new("PropertyValueFormatError", &[user, "UserName"]).about("UserName"),
-        ));
-    }
+    check_username(user)?;
     let pass = body["Password"].as_str().unwrap_or_default();
     let role = role_of(body.get("RoleId"), "RoleId")?.unwrap_or(Role::ReadOnly);
     let enabled = body.get("Enabled").and_then(Value::as_bool).unwrap_or(true);
@@ -197,18 +283,18 @@ async fn patch(
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
+    // Who may change what is decided before the lock is taken, so a URL
+    // naming no account (or one the caller may not touch) costs nothing.
+    let a = get_account(&st, &id)?;
+    let only_password = body
+        .keys()
+        .all(|k| k == "Password" || k.starts_with("@odata."));
+    may_change(&me, &a, only_password)?;
     // If-Match is checked against the account as it is under this lock,
     // so of two writers holding the same ETag only the first succeeds.
     let _guard = st.locks.lock(&format!("account:{id}")).await;
     let a = get_account(&st, &id)?;
-    let own = me.username.as_deref() == Some(&a.username);
-    let only_password = body
-        .keys()
-        .all(|k| k == "Password" || k.starts_with("@odata."));
-    let may = me.role.has(Privilege::ConfigureUsers) || (own && only_password);
-    if !may {
-        return Err(ApiError::Forbidden);
-    }
+    may_change(&me, &a, only_password)?;
     let current = account_json(&a);
     json::check_if_match(&headers, &current, crate::profile::generic())?;
     validate_patch(&body, &current, &create_fields())?;
@@ -225,6 +311,9 @@ async fn patch(
         enabled: body.get("Enabled").and_then(Value::as_bool),
         locked: body.get("Locked").and_then(Value::as_bool),
     };
+    if let Some(u) = &change.username {
+        check_username(u)?;
+    }
     if change.locked == Some(true) {
         // Only the service locks accounts; clients may only unlock.
         return Err(ApiError::bad(
@@ -233,7 +322,7 @@ async fn patch(
     }
     let a = st
         .auth
-        .modify_account(&id, change)
+        .modify_account(&id, change, me.session.as_deref())
         .await
         .map_err(|e| auth_error(e, "Enabled", &id))?;
     Ok(Resource::new(
@@ -243,11 +332,22 @@ async fn patch(
     ))
 }
 
+/// ConfigureUsers changes any account; anyone their own password.
+fn may_change(me: &Principal, a: &Account, only_password: bool) -> Result<(), ApiError> {
+    let own = me.username.as_deref() == Some(&a.username);
+    if me.role.has(Privilege::ConfigureUsers) || (own && only_password) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden)
+    }
+}
+
 async fn delete(
     State(st): State<AppState>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    get_account(&st, &id)?;
     let _guard = st.locks.lock(&format!("account:{id}")).await;
     json::check_if_match(
         &headers,

@@ -1,5 +1,8 @@
 //! SessionService and Sessions: POST to log in (`X-Auth-Token` and
-//! `Location`), DELETE to log out, a PATCHable idle timeout.
+//! `Location`), DELETE to log out, a PATCHable idle timeout. Limits
+//! (per account, Administrators' reserve, name and password lengths) are
+//! `auth`'s; a login refused because too many checks wait for bcrypt is a
+//! 503 with Retry-After.
 
 use axum::extract::{Path, State};
 use axum::http::HeaderValue;
@@ -8,6 +11,7 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use serde_json::{json, Value};
 
+use super::accounts::shown;
 use super::json::{self, validate_patch, writable, JsonObject, Kind, Resource};
 use super::{collection, created, link, AppState};
 use crate::auth::{self, AuthError, Principal, Privilege, Session};
@@ -126,10 +130,29 @@ async fn login(
     let (Some(user), Some(pass)) = (user, pass) else {
         return Err(ApiError::BadRequest(missing));
     };
+    // Longer than any account has (the open service stores what it gets).
+    let mut long = Vec::new();
+    if user.len() > auth::MAX_USERNAME_LEN {
+        long.push(
+            Msg::new("PropertyValueFormatError", &[&shown(user), "UserName"]).about("UserName"),
+        );
+    }
+    if pass.len() > auth::MAX_LOGIN_PASSWORD_LEN {
+        long.push(
+            Msg::new("PropertyValueFormatError", &["(hidden)", "Password"]).about("Password"),
+        );
+    }
+    if !long.is_empty() {
+        return Err(ApiError::BadRequest(long));
+    }
     let (session, token) = match st.auth.login(user, pass).await {
         Ok(s) => s,
         Err(AuthError::SessionLimit) => {
             return Err(ApiError::bad(Msg::new("SessionLimitExceeded", &[])))
+        }
+        Err(AuthError::Busy) => {
+            tracing::info!("login refused: bcrypt queue full");
+            return Err(ApiError::Unavailable(1));
         }
         Err(_) => {
             tracing::info!(user, "login refused");

@@ -3,6 +3,7 @@
 //! HTTP and HTTPS, and client compatibility with the real `sushy` library.
 
 mod api_auth;
+mod api_auth_limits;
 mod api_boot;
 mod api_hostile;
 mod api_profiles;
