@@ -124,6 +124,16 @@ pub struct Cli {
     /// libvirt backend: do not verify image servers' TLS certificates.
     #[arg(long, env = "SHOAL_MEDIA_INSECURE")]
     pub media_insecure: bool,
+    /// libvirt backend: let InsertMedia fetch from these networks although
+    /// the default refuses them (loopback, link-local), e.g. 127.0.0.0/8
+    /// for images served on the emulator's own host (repeatable).
+    /// Unspecified, multicast and broadcast addresses are always refused.
+    #[arg(
+        long = "media-allow-net",
+        env = "SHOAL_MEDIA_ALLOW_NETS",
+        value_delimiter = ','
+    )]
+    pub media_allow_nets: Vec<crate::netpolicy::IpNet>,
 }
 
 /// Virtual media downloads (libvirt backend).
@@ -133,6 +143,7 @@ pub struct MediaSettings {
     pub max_bytes: u64,
     pub timeout: Duration,
     pub insecure: bool,
+    pub addresses: crate::netpolicy::AddressPolicy,
 }
 
 /// Which backend serves the systems.
@@ -285,6 +296,9 @@ impl Cli {
                         max_bytes: self.media_max_mib << 20,
                         timeout: Duration::from_secs(self.media_timeout_secs),
                         insecure: self.media_insecure,
+                        addresses: crate::netpolicy::AddressPolicy {
+                            allow: self.media_allow_nets.clone(),
+                        },
                     },
                 }
             } else {

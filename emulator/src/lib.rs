@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod faults;
 pub mod model;
+pub mod netpolicy;
 pub mod nvram;
 pub mod profile;
 pub mod registry;

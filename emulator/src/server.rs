@@ -57,6 +57,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
                     max_bytes: media.max_bytes,
                     timeout: media.timeout,
                     insecure: media.insecure,
+                    addresses: media.addresses.clone(),
                 },
                 nvram_dir: None,
             };

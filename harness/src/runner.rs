@@ -137,6 +137,9 @@ fn start_emulator(
     ])
     .arg("--media-cache")
     .arg(dir.join("media"))
+    // What the BMC downloads is served on the host's loopback
+    // (`Lab::bmc_file_server`), which the emulator refuses by default.
+    .args(["--media-allow-net", "127.0.0.0/8"])
     .env("RUST_LOG", "info");
     EmulatorProcess::spawn(cmd, &dir.join("emulator.log"))
 }

@@ -14,6 +14,7 @@ use serde_json::json;
 use shoal_emulator::backend::libvirt::media::MediaOptions;
 use shoal_emulator::backend::libvirt::{LibvirtBackend, LibvirtOptions};
 use shoal_emulator::config::HttpBootMapping;
+use shoal_emulator::netpolicy::AddressPolicy;
 use shoal_emulator::nvram::{boot as efiboot, Varstore};
 use virt::connect::Connect;
 
@@ -89,6 +90,10 @@ fn options(allow: &[&str]) -> LibvirtOptions {
             max_bytes: 1 << 20,
             timeout: Duration::from_secs(10),
             insecure: false,
+            // The tests' image servers listen on loopback.
+            addresses: AddressPolicy {
+                allow: vec!["127.0.0.0/8".parse().unwrap()],
+            },
         },
         nvram_dir: Some(nvram_folder()),
     }
@@ -545,6 +550,271 @@ async fn uefi_http_writes_the_uri_boot_option_into_nvram() {
         .all(|(_, o)| o.description != efiboot::SHOAL_DESCRIPTION));
 }
 
+/// The file the domain's (inactive) CD-ROM points at.
+fn cd_source(hv: &Hv, id: &str) -> Option<std::path::PathBuf> {
+    let x = shoal_emulator::backend::libvirt::xml::parse(&hv.xml(id, true)).unwrap();
+    let file = x
+        .child("devices")?
+        .elements()
+        .find(|e| e.name == "disk" && e.attr("device") == Some("cdrom"))?
+        .child("source")?
+        .attr("file")
+        .map(std::path::PathBuf::from);
+    file
+}
+
+/// InsertMedia of `image`, then the task's final answer.
+async fn insert(api: &Api, manager_id: &str, image: &str) -> crate::common::Reply {
+    let cd = format!("/redfish/v1/Managers/{manager_id}/VirtualMedia/Cd");
+    let r = api
+        .post(
+            &format!("{cd}/Actions/VirtualMedia.InsertMedia"),
+            json!({ "Image": image }),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    api.finish_task(&r.header("location").unwrap(), Duration::from_secs(30))
+        .await
+}
+
+/// A path, the status, extra headers and the body it answers with.
+type Route = (String, u16, Vec<(String, String)>, Vec<u8>);
+
+/// A loopback HTTP server answering each path with a fixed response
+/// (status, extra headers, body); every request line is recorded.
+fn http_server(bind: &str, routes: Vec<Route>) -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind(bind).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+            }
+            let text = String::from_utf8_lossy(&req).to_string();
+            let line = text.lines().next().unwrap_or("").to_string();
+            let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+            log.lock().unwrap().push(text);
+            let (status, headers, body) = routes
+                .iter()
+                .find(|(p, ..)| *p == path)
+                .map(|(_, st, h, b)| (*st, h.clone(), b.clone()))
+                .unwrap_or((404, vec![], vec![]));
+            let mut head = format!(
+                "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n",
+                body.len()
+            );
+            for (k, v) in headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = s
+                .write_all(head.as_bytes())
+                .and_then(|_| s.write_all(&body));
+        }
+    });
+    (url, seen)
+}
+
+/// By default the BMC fetches nothing from its own host or link-local
+/// addresses, and every way a fetch fails gives the same answer: a
+/// refused port, a policy refusal and an unreachable address cannot be
+/// told apart.
+#[tokio::test(flavor = "multi_thread")]
+async fn insert_media_refuses_loopback_and_link_local_and_answers_alike() {
+    let (server, seen) = http_server(
+        "127.0.0.1:0",
+        vec![("/deploy.iso".into(), 200, vec![], fake_iso(100_000))],
+    );
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("policy-vm"));
+    let api = Api::on(Arc::new(
+        LibvirtBackend::connect(LibvirtOptions {
+            media: MediaOptions {
+                addresses: AddressPolicy::default(),
+                ..options(&[]).media
+            },
+            ..options(&[])
+        })
+        .unwrap(),
+    ));
+    let port = server.rsplit(':').next().unwrap().to_string();
+    let before = hv.xml(&id, true);
+    for image in [
+        format!("{server}/deploy.iso"),
+        format!("http://[::1]:{port}/deploy.iso"),
+        format!("http://localhost:{port}/deploy.iso"),
+        format!("http://[::ffff:127.0.0.1]:{port}/deploy.iso"),
+        "http://169.254.169.254/latest/meta-data".into(),
+        "http://[fe80::1]/x.iso".into(),
+        "http://0.0.0.0/x.iso".into(),
+    ] {
+        let done = insert(&api, &id, &image).await;
+        assert_eq!(done.status, StatusCode::BAD_REQUEST, "{image}: {done}");
+        assert_eq!(
+            done.message_ids(),
+            ["CouldNotEstablishConnection"],
+            "{image}"
+        );
+        assert!(
+            done.log.iter().any(|l| l.contains("address policy")),
+            "the log says why: {done}"
+        );
+    }
+    assert!(seen.lock().unwrap().is_empty(), "nothing was fetched");
+    assert_eq!(hv.xml(&id, true), before);
+
+    // Allowed, a closed port answers just as the policy does.
+    let open = api_allowing(&["127.0.0.1/32"]);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_url = format!("http://{}/x.iso", closed.local_addr().unwrap());
+    drop(closed);
+    let refused = insert(&open, &id, &closed_url).await;
+    let by_policy = insert(&api, &id, &closed_url).await;
+    assert_eq!(refused.status, by_policy.status);
+    assert_eq!(refused.body, by_policy.body, "refused and policy alike");
+    assert!(
+        refused.log.iter().any(|l| l.contains("refused")),
+        "{refused}"
+    );
+    // And the allowed server does deliver.
+    assert_eq!(
+        insert(&open, &id, &format!("{server}/deploy.iso"))
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+}
+
+fn api_allowing(nets: &[&str]) -> Api {
+    let mut o = options(&[]);
+    o.media.addresses.allow = nets.iter().map(|n| n.parse().unwrap()).collect();
+    Api::on(Arc::new(LibvirtBackend::connect(o).unwrap()))
+}
+
+/// Redirects are followed by hand and each hop is checked again: an
+/// allowed server cannot bounce the BMC onto a refused address, and
+/// credentials go only to the first URL's origin.
+#[tokio::test(flavor = "multi_thread")]
+async fn insert_media_checks_every_redirect_hop() {
+    let (inner, inner_seen) = http_server(
+        "127.0.0.1:0",
+        vec![("/secret.iso".into(), 200, vec![], fake_iso(100_000))],
+    );
+    let (outer, outer_seen) = http_server(
+        "127.0.0.2:0",
+        vec![
+            (
+                "/bounce.iso".into(),
+                302,
+                vec![("Location".into(), format!("{inner}/secret.iso"))],
+                vec![],
+            ),
+            (
+                "/moved.iso".into(),
+                301,
+                vec![("Location".into(), "/real.iso".into())],
+                vec![],
+            ),
+            ("/real.iso".into(), 200, vec![], fake_iso(100_000)),
+            (
+                "/loop.iso".into(),
+                302,
+                vec![("Location".into(), "loop.iso".into())],
+                vec![],
+            ),
+        ],
+    );
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("redirect-vm"));
+    let api = api_allowing(&["127.0.0.2/32"]);
+
+    let done = insert(&api, &id, &format!("{outer}/bounce.iso")).await;
+    assert_eq!(
+        done.message_ids(),
+        ["CouldNotEstablishConnection"],
+        "{done}"
+    );
+    assert!(
+        inner_seen.lock().unwrap().is_empty(),
+        "the refused hop was never contacted"
+    );
+
+    let done = insert(&api, &id, &format!("{outer}/loop.iso")).await;
+    assert_eq!(
+        done.message_ids(),
+        ["CouldNotEstablishConnection"],
+        "{done}"
+    );
+
+    let cd = format!("/redfish/v1/Managers/{id}/VirtualMedia/Cd");
+    let r = api
+        .post(
+            &format!("{cd}/Actions/VirtualMedia.InsertMedia"),
+            json!({"Image": format!("{outer}/moved.iso"), "UserName": "u", "Password": "p"}),
+        )
+        .await;
+    let done = api
+        .finish_task(&r.header("location").unwrap(), Duration::from_secs(30))
+        .await;
+    assert_eq!(done.status, StatusCode::NO_CONTENT, "{done}");
+    let seen = outer_seen.lock().unwrap();
+    let hops: Vec<&String> = seen
+        .iter()
+        .filter(|r| r.contains("moved.iso") || r.contains("real.iso"))
+        .collect();
+    assert_eq!(hops.len(), 2, "{seen:?}");
+    assert!(
+        hops.iter()
+            .all(|r| r.contains("Authorization: Basic") || r.contains("authorization: Basic")),
+        "same origin keeps the credentials: {hops:?}"
+    );
+}
+
+/// Two domains with the same image each have their own cached file: one
+/// domain's eject does not pull the image from under the other.
+#[tokio::test(flavor = "multi_thread")]
+async fn ejecting_one_domain_leaves_another_domains_image() {
+    let server = file_server(vec![("/shared.iso", fake_iso(150_000))]);
+    let hv = Hv::open();
+    let a = hv.define(&legacy_domain("share-a-vm"));
+    let b = hv.define(&legacy_domain("share-b-vm"));
+    let api = api(&[]);
+    let url = format!("{server}/shared.iso");
+    for id in [&a, &b] {
+        let done = insert(&api, id, &url).await;
+        assert_eq!(done.status, StatusCode::NO_CONTENT, "{done}");
+    }
+    let (file_a, file_b) = (cd_source(&hv, &a).unwrap(), cd_source(&hv, &b).unwrap());
+    let r = api
+        .post(
+            &format!("/redfish/v1/Managers/{a}/VirtualMedia/Cd/Actions/VirtualMedia.EjectMedia"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{r}");
+    assert!(!file_a.exists(), "A's image is gone");
+    assert!(file_b.exists(), "B still has its image");
+    assert_eq!(std::fs::read(&file_b).unwrap().len(), 150_000);
+    assert_eq!(cd_source(&hv, &b), Some(file_b.clone()));
+    let r = api
+        .post(
+            &format!("/redfish/v1/Managers/{b}/VirtualMedia/Cd/Actions/VirtualMedia.EjectMedia"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{r}");
+    assert!(!file_b.exists());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn insert_media_downloads_checks_and_attaches_the_cd() {
     let server = file_server(vec![
@@ -594,21 +864,8 @@ async fn insert_media_downloads_checks_and_attaches_the_cd() {
         (m["Inserted"].clone(), m["Image"].clone()),
         (json!(true), json!(url))
     );
-    let xml = hv.xml(&id, true);
-    let cached = shoal_emulator::backend::libvirt::media::cache_path(
-        &MediaOptions {
-            cache: media_cache(),
-            max_bytes: 0,
-            timeout: Duration::ZERO,
-            insecure: false,
-        },
-        &url,
-    );
-    assert!(
-        xml.contains(&format!("file=\"{}\"", cached.display()))
-            || xml.contains(&format!("file='{}'", cached.display())),
-        "{xml}"
-    );
+    let cached = cd_source(&hv, &id).expect("the CD-ROM has a source");
+    assert!(cached.starts_with(media_cache()), "{}", cached.display());
     assert_eq!(std::fs::read(&cached).unwrap().len(), 200_000);
 
     // Cd Once boots the CD-ROM first, once.

@@ -46,6 +46,10 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
             max_bytes: 1 << 30,
             timeout: Duration::from_secs(60),
             insecure: false,
+            // (e) serves the BMC's image on loopback.
+            addresses: shoal_emulator::netpolicy::AddressPolicy {
+                allow: vec!["127.0.0.0/8".parse().unwrap()],
+            },
         },
         nvram_dir: None,
     };

@@ -3,6 +3,16 @@
 //! off, and Basic credentials when given), checked, then attached as the
 //! domain's CD-ROM. Nothing about the domain changes until the download
 //! has succeeded.
+//!
+//! The BMC fetches what a client names, so the fetch is no way into the
+//! host: every hop's host is resolved here and each address checked
+//! against the address policy (`netpolicy`) before it is connected to;
+//! redirects are followed by hand (at most [`MAX_HOPS`]), each re-checked,
+//! credentials only to the first URL's origin. Whatever keeps the image
+//! from arriving (refused by the policy, no such host, connection refused,
+//! timeout, TLS) is one answer, `CouldNotEstablishConnection`; the cause is
+//! logged. Each domain has its own cached file, so one domain's eject
+//! leaves another's image alone.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -15,8 +25,11 @@ use super::xml::Element;
 use crate::backend::BackendError;
 use crate::error::Msg;
 use crate::model::{Arch, MediaImage, MediaSlot, TransferProtocol};
+use crate::netpolicy::AddressPolicy;
 
 const INSERT: &str = "VirtualMedia.InsertMedia";
+/// Requests per download, the redirects included.
+pub const MAX_HOPS: usize = 6;
 /// An ISO 9660 volume descriptor: "CD001" at byte 1 of sector 16.
 const ISO_MAGIC_AT: usize = 0x8001;
 
@@ -27,21 +40,92 @@ pub struct MediaOptions {
     pub timeout: Duration,
     /// Skip TLS certificate verification of image servers.
     pub insecure: bool,
+    /// Which addresses images may come from.
+    pub addresses: AddressPolicy,
 }
 
-/// Where an image URL is cached (stable per URL).
-pub fn cache_path(opts: &MediaOptions, url: &str) -> PathBuf {
-    let h = hex::encode(&Sha256::digest(url.as_bytes())[..12]);
+/// Where domain `domain`'s image from `url` is cached (stable per domain
+/// and URL; a file per domain, so an eject removes only that domain's).
+pub fn cache_path(opts: &MediaOptions, domain: &str, url: &str) -> PathBuf {
+    let key = format!("{}\n{url}", domain.to_ascii_lowercase());
+    let h = hex::encode(&Sha256::digest(key.as_bytes())[..12]);
     opts.cache.join(format!("{h}.img"))
+}
+
+/// Resolves every host ureq connects to and keeps only the addresses the
+/// policy allows: what is connected to is what was checked.
+#[derive(Debug)]
+struct PolicyResolver(AddressPolicy);
+
+impl ureq::unversioned::resolver::Resolver for PolicyResolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: ureq::unversioned::transport::NextTimeout,
+    ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
+        let all = ureq::unversioned::resolver::DefaultResolver::default()
+            .resolve(uri, config, timeout)?;
+        let mut kept = self.empty();
+        let mut refused = Vec::new();
+        for a in all.iter() {
+            match self.0.check(a.ip()) {
+                Ok(()) => kept.push(*a),
+                Err(why) => refused.push(format!("{} ({why})", a.ip())),
+            }
+        }
+        if kept.is_empty() {
+            return Err(ureq::Error::Io(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "refused by the media address policy: {} (--media-allow-net)",
+                    refused.join(", ")
+                ),
+            )));
+        }
+        Ok(kept)
+    }
+}
+
+/// Same scheme, host and port.
+fn same_origin(a: &ureq::http::Uri, b: &ureq::http::Uri) -> bool {
+    let port = |u: &ureq::http::Uri| {
+        u.port_u16().or(match u.scheme_str() {
+            Some("https") => Some(443),
+            _ => Some(80),
+        })
+    };
+    a.scheme() == b.scheme() && a.host() == b.host() && port(a) == port(b)
+}
+
+/// The absolute URL a `Location` header names, relative to `base`.
+fn redirect_target(base: &ureq::http::Uri, location: &str) -> Option<ureq::http::Uri> {
+    if location.starts_with("http://") || location.starts_with("https://") {
+        return location.parse().ok();
+    }
+    let scheme = base.scheme_str()?;
+    let authority = base.authority()?.as_str();
+    let url = if let Some(rest) = location.strip_prefix("//") {
+        format!("{scheme}://{rest}")
+    } else if location.starts_with('/') {
+        format!("{scheme}://{authority}{location}")
+    } else {
+        let path = base.path();
+        let dir = &path[..path.rfind('/').map(|i| i + 1).unwrap_or(0)];
+        format!("{scheme}://{authority}{dir}{location}")
+    };
+    url.parse().ok()
 }
 
 fn bad(id: &'static str, args: &[&str]) -> BackendError {
     BackendError::Invalid(Msg::new(id, args))
 }
 
-/// Downloads `image` to the cache and checks it fits the slot.
+/// Downloads `image` for domain `domain` to the cache and checks it fits
+/// the slot.
 pub fn fetch(
     opts: &MediaOptions,
+    domain: &str,
     image: &MediaImage,
     slot: MediaSlot,
 ) -> Result<PathBuf, BackendError> {
@@ -66,28 +150,63 @@ pub fn fetch(
     let tls = ureq::tls::TlsConfig::builder()
         .disable_verification(opts.insecure)
         .build();
-    let agent: ureq::Agent = ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .timeout_global(Some(opts.timeout))
         .timeout_connect(Some(Duration::from_secs(10)))
         .http_status_as_error(false)
+        .max_redirects(0)
         .tls_config(tls)
         .proxy(None)
-        .build()
-        .into();
-    let mut req = agent.get(url);
-    if let Some(user) = &image.user_name {
-        let pass = image.password.as_deref().unwrap_or("");
-        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
-        req = req.header("Authorization", &format!("Basic {token}"));
-    }
+        .build();
+    let agent = ureq::Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::new(),
+        PolicyResolver(opts.addresses.clone()),
+    );
+    // One answer for every way the image does not arrive: which it was
+    // (refused, timed out, refused by policy) would map the network.
     let unreachable = |why: String| {
         tracing::warn!(%url, %why, "virtual media download failed");
         bad("CouldNotEstablishConnection", &[url])
     };
-    let resp = req.call().map_err(|e| match e {
-        ureq::Error::Timeout(_) => bad("OperationTimeout", &[]),
-        other => unreachable(other.to_string()),
-    })?;
+    let first: ureq::http::Uri = url
+        .parse()
+        .map_err(|_| bad("ActionParameterValueFormatError", &[url, "Image", INSERT]))?;
+    let mut at = first.clone();
+    let mut hops = 0;
+    let deadline = std::time::Instant::now() + opts.timeout;
+    let resp = loop {
+        hops += 1;
+        if std::time::Instant::now() >= deadline {
+            return Err(unreachable(format!(
+                "{at}: out of time after {} redirects",
+                hops - 1
+            )));
+        }
+        let mut req = agent.get(&at);
+        if let (Some(user), true) = (&image.user_name, same_origin(&at, &first)) {
+            let pass = image.password.as_deref().unwrap_or("");
+            let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+            req = req.header("Authorization", &format!("Basic {token}"));
+        }
+        let resp = req.call().map_err(|e| unreachable(format!("{at}: {e}")))?;
+        let status = resp.status().as_u16();
+        if !matches!(status, 301 | 302 | 303 | 307 | 308) {
+            break resp;
+        }
+        let next = resp
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .and_then(|l| redirect_target(&at, l))
+            .filter(|u| matches!(u.scheme_str(), Some("http" | "https")))
+            .ok_or_else(|| unreachable(format!("{at}: {status} without a usable Location")))?;
+        if hops >= MAX_HOPS {
+            return Err(unreachable(format!("more than {} redirects", MAX_HOPS - 1)));
+        }
+        tracing::debug!(from = %at, to = %next, status, "virtual media download redirected");
+        at = next;
+    };
     let status = resp.status().as_u16();
     match status {
         200 => {}
@@ -102,7 +221,7 @@ pub fn fetch(
             return Err(bad("ResourceMissingAtURI", &[url]));
         }
     }
-    let dest = cache_path(opts, url);
+    let dest = cache_path(opts, domain, url);
     let tmp = tempfile::NamedTempFile::new_in(&opts.cache)
         .map_err(|e| BackendError::Internal(e.to_string()))?;
     let mut reader = resp

@@ -379,7 +379,7 @@ impl Inner {
         let old =
             s.cd.image
                 .as_deref()
-                .map(|u| media::cache_path(&self.opts.media, u));
+                .map(|u| media::cache_path(&self.opts.media, id, u));
         media::set_cdrom(&mut d, f.arch, path);
         s.cd = match media {
             Some((_, img)) => crate::model::MediaState {
@@ -483,7 +483,8 @@ impl Inner {
                             user_name: None,
                             password: None,
                         };
-                        let path = media::fetch(&self.opts.media, &image, MediaSlot::Cd)?;
+                        let id = dom.uuid_string().map_err(virt_err)?;
+                        let path = media::fetch(&self.opts.media, &id, &image, MediaSlot::Cd)?;
                         media::set_cdrom(&mut d, f.arch, Some(&path));
                         s.cd = crate::model::MediaState {
                             image: Some(image.image),
@@ -686,7 +687,7 @@ impl Backend for LibvirtBackend {
         let id = id.to_string();
         Ok(Completion::Running(Box::pin(async move {
             this.blocking(move |i| {
-                let path = media::fetch(&i.opts.media, &image, slot)?;
+                let path = media::fetch(&i.opts.media, &id, &image, slot)?;
                 i.set_media(&id, Some((&path, &image)))
             })
             .await

@@ -1,0 +1,186 @@
+//! Which addresses the BMC itself may fetch from (virtual media images):
+//! by default not its own host's loopback, not link-local (where cloud
+//! metadata services live), never unspecified, multicast or broadcast.
+//! `--media-allow-net` lets networks through that the default refuses
+//! (a lab serving images on loopback).
+
+use std::net::IpAddr;
+use std::str::FromStr;
+
+/// An IP network, `addr/prefix` (a bare address is a /32 or /128).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl IpNet {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let bits = |a: IpAddr| -> (u128, u8) {
+            match a {
+                IpAddr::V4(v) => (u128::from(u32::from(v)) << 96, 32),
+                IpAddr::V6(v) => (u128::from(v), 128),
+            }
+        };
+        let ((net, width), (host, host_width)) = (bits(self.addr), bits(ip.to_canonical()));
+        if width != host_width {
+            return false;
+        }
+        let mask = match self.prefix {
+            0 => 0,
+            p => u128::MAX << (128 - u32::from(p)),
+        };
+        net & mask == host & mask
+    }
+}
+
+impl FromStr for IpNet {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("{s:?} is not an IP network (e.g. 127.0.0.0/8, fd00::/8)");
+        let (a, p) = match s.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s, None),
+        };
+        let addr: IpAddr = a.parse().map_err(|_| bad())?;
+        let addr = addr.to_canonical();
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match p {
+            None => max,
+            Some(p) => p.parse::<u8>().ok().filter(|&p| p <= max).ok_or_else(bad)?,
+        };
+        Ok(IpNet { addr, prefix })
+    }
+}
+
+impl std::fmt::Display for IpNet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+/// The address policy of image downloads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AddressPolicy {
+    /// Networks let through although the default refuses them.
+    pub allow: Vec<IpNet>,
+}
+
+impl AddressPolicy {
+    /// `Err(why)` when `ip` may not be fetched from.
+    pub fn check(&self, ip: IpAddr) -> Result<(), &'static str> {
+        let ip = ip.to_canonical();
+        let never = match ip {
+            IpAddr::V4(v) => {
+                if v.octets()[0] == 0 {
+                    Some("unspecified")
+                } else if v.is_multicast() {
+                    Some("multicast")
+                } else if v.is_broadcast() {
+                    Some("broadcast")
+                } else {
+                    None
+                }
+            }
+            IpAddr::V6(v) if v.is_unspecified() => Some("unspecified"),
+            IpAddr::V6(v) if v.is_multicast() => Some("multicast"),
+            IpAddr::V6(_) => None,
+        };
+        if let Some(why) = never {
+            return Err(why);
+        }
+        let refused = match ip {
+            IpAddr::V4(v) if v.is_loopback() => Some("loopback"),
+            IpAddr::V4(v) if v.is_link_local() => Some("link-local"),
+            IpAddr::V6(v) if v.is_loopback() => Some("loopback"),
+            IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80 => Some("link-local"),
+            _ => None,
+        };
+        match refused {
+            Some(why) if !self.allow.iter().any(|n| n.contains(ip)) => Err(why),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_default_refuses_the_hosts_own_and_link_local_addresses() {
+        let p = AddressPolicy::default();
+        for (a, why) in [
+            ("127.0.0.1", "loopback"),
+            ("127.200.0.9", "loopback"),
+            ("::1", "loopback"),
+            ("::ffff:127.0.0.1", "loopback"),
+            ("169.254.169.254", "link-local"),
+            ("fe80::1", "link-local"),
+            ("febf::1", "link-local"),
+            ("0.0.0.0", "unspecified"),
+            ("0.1.2.3", "unspecified"),
+            ("::", "unspecified"),
+            ("224.0.0.1", "multicast"),
+            ("ff02::1", "multicast"),
+            ("255.255.255.255", "broadcast"),
+        ] {
+            assert_eq!(p.check(ip(a)), Err(why), "{a}");
+        }
+        // The harness's lab networks and ordinary servers.
+        for a in [
+            "198.18.0.1",
+            "fd00:5e::1",
+            "10.0.0.5",
+            "192.0.2.1",
+            "2001:db8::1",
+            "fec0::1",
+        ] {
+            assert_eq!(p.check(ip(a)), Ok(()), "{a}");
+        }
+    }
+
+    #[test]
+    fn allowed_networks_pass_but_never_unspecified_or_multicast() {
+        let p = AddressPolicy {
+            allow: vec!["127.0.0.0/8".parse().unwrap(), "fe80::/10".parse().unwrap()],
+        };
+        assert_eq!(p.check(ip("127.0.0.1")), Ok(()));
+        assert_eq!(p.check(ip("::ffff:127.0.0.1")), Ok(()));
+        assert_eq!(p.check(ip("fe80::2")), Ok(()));
+        assert_eq!(p.check(ip("::1")), Err("loopback"));
+        assert_eq!(p.check(ip("169.254.1.1")), Err("link-local"));
+        let all = AddressPolicy {
+            allow: vec!["0.0.0.0/0".parse().unwrap(), "::/0".parse().unwrap()],
+        };
+        assert_eq!(all.check(ip("0.0.0.0")), Err("unspecified"));
+        assert_eq!(all.check(ip("ff02::1")), Err("multicast"));
+        assert_eq!(all.check(ip("::1")), Ok(()));
+    }
+
+    #[test]
+    fn networks_parse_strictly() {
+        assert_eq!(
+            "127.0.0.1".parse::<IpNet>().unwrap().to_string(),
+            "127.0.0.1/32"
+        );
+        assert_eq!(
+            "::ffff:10.0.0.0/8".parse::<IpNet>().unwrap().to_string(),
+            "10.0.0.0/8"
+        );
+        let n: IpNet = "10.1.0.0/16".parse().unwrap();
+        assert!(n.contains(ip("10.1.255.1")) && !n.contains(ip("10.2.0.1")));
+        assert!(
+            !n.contains(ip("::a01:1")),
+            "no v4 network holds a v6 address"
+        );
+        for bad in ["10.0.0.0/33", "::/129", "host/8", "10.0.0.0/", ""] {
+            assert!(bad.parse::<IpNet>().is_err(), "{bad}");
+        }
+    }
+}
