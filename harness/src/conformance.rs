@@ -514,7 +514,7 @@ pub fn summary(results: &[ToolResult]) -> String {
     out
 }
 
-fn xml_attr(s: &str) -> String {
+pub(crate) fn xml_attr(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('"', "&quot;")
         .replace('<', "&lt;")

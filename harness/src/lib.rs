@@ -1,7 +1,8 @@
 //! `shoal-harness` as a library: the lab real VMs run in, the boot file
 //! server, image recipes, scenario files, the drivers that talk to the BMC,
 //! the standalone Ironic of the `ironic` driver,
-//! the runner, the conformance run of DMTF's tools, and the benchmark
+//! the runner, the conformance run of DMTF's tools, the HTTP fuzzer, and
+//! the benchmark
 //! against sushy-tools and nginx with its load generator.
 
 pub mod bench;
@@ -9,6 +10,7 @@ pub mod conformance;
 pub mod driver;
 pub mod emulator;
 pub mod fileserver;
+pub mod fuzz;
 pub mod images;
 pub mod ironic;
 pub mod lab;

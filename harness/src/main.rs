@@ -4,6 +4,7 @@
 //! - `doctor`: whether this host has what real-VM scenarios need.
 //! - `serve`: the boot file server on its own.
 //! - `conformance`: DMTF's four conformance tools against the emulator.
+//! - `fuzz`: generated requests against the emulator, checking invariants.
 //! - `bench`: shoal beside sushy-tools and nginx, at scale, under a PATCH
 //!   storm and in a soak.
 
@@ -13,7 +14,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use shoal_harness::{bench, conformance, lab, runner, scenario::Scenario};
+use shoal_harness::{bench, conformance, fuzz, lab, runner, scenario::Scenario};
 
 #[derive(Parser)]
 #[command(name = "shoal-harness", version, about)]
@@ -83,6 +84,41 @@ enum Command {
         #[arg(long, default_value_t = 1200)]
         timeout_secs: u64,
     },
+    /// Fuzz the emulator over loopback with requests generated from its own
+    /// crawled surface; fails on any broken invariant (5xx, crash, hang,
+    /// state changed by a refused request, non-Redfish error, invalid
+    /// input accepted, RSS over the bound).
+    Fuzz {
+        /// summary.txt, findings.jsonl, junit.xml and logs go here.
+        #[arg(long, env = "SHOAL_FUZZ_OUT", default_value = "shoal-artifacts/fuzz")]
+        out: PathBuf,
+        /// Seconds for all targets together.
+        #[arg(long, env = "SHOAL_FUZZ_SECS", default_value_t = 120)]
+        duration_secs: u64,
+        /// The seed (printed; default: from the clock).
+        #[arg(long, env = "SHOAL_FUZZ_SEED")]
+        seed: Option<u64>,
+        /// Replay this one case of --seed, printing request and response.
+        #[arg(long)]
+        case: Option<u64>,
+        /// At most this many cases per target.
+        #[arg(long, env = "SHOAL_FUZZ_MAX_CASES")]
+        max_cases: Option<u64>,
+        /// fake-auth, fake-noauth, libvirt-test (needs an emulator built
+        /// with the libvirt feature).
+        #[arg(long, env = "SHOAL_FUZZ_TARGETS", value_delimiter = ',', value_parser = parse_target,
+              default_value = "fake-auth,fake-noauth")]
+        targets: Vec<fuzz::Target>,
+        /// The emulator's VmRSS bound, in MiB.
+        #[arg(long, env = "SHOAL_FUZZ_RSS_MIB", default_value_t = 200)]
+        rss_limit_mib: u64,
+        /// Seconds one request may take.
+        #[arg(long, default_value_t = 10)]
+        timeout_secs: u64,
+        /// The shoal-emulator binary; default: the one beside this program.
+        #[arg(long, env = "SHOAL_EMULATOR")]
+        emulator: Option<PathBuf>,
+    },
     /// Benchmark shoal-emulator (fake backend) against sushy-tools 2.2.0
     /// (gunicorn, 2 workers x 2 threads) and nginx on loopback; prints the
     /// table, scale, PATCH-storm and soak figures.
@@ -138,6 +174,13 @@ fn parse_tool(s: &str) -> Result<conformance::Tool, String> {
     conformance::Tool::parse(s).ok_or_else(|| {
         let names: Vec<&str> = conformance::Tool::ALL.iter().map(|t| t.name()).collect();
         format!("unknown tool '{s}' (one of: {})", names.join(", "))
+    })
+}
+
+fn parse_target(s: &str) -> Result<fuzz::Target, String> {
+    fuzz::Target::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = fuzz::Target::ALL.iter().map(|t| t.name()).collect();
+        format!("unknown target '{s}' (one of: {})", names.join(", "))
     })
 }
 
@@ -242,6 +285,55 @@ fn real_main() -> Result<ExitCode> {
             std::fs::write(out.join("junit.xml"), conformance::junit(&results))?;
             print!("{summary}");
             eprintln!("conformance reports are in {}", out.display());
+            Ok(if results.iter().all(|r| r.passed()) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Fuzz {
+            out,
+            duration_secs,
+            seed,
+            case,
+            max_cases,
+            targets,
+            rss_limit_mib,
+            timeout_secs,
+            emulator,
+        } => {
+            let emulator = emulator
+                .or_else(|| sibling("shoal-emulator"))
+                .context("no shoal-emulator beside this program; pass --emulator")?;
+            let out = std::path::absolute(&out)?;
+            let seed = seed.unwrap_or_else(|| {
+                let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                t.map_or(1, |d| d.as_nanos() as u64 % 1_000_000_000)
+            });
+            eprintln!("fuzz: seed {seed} (replay with --seed {seed})");
+            let opts = fuzz::Options {
+                emulator,
+                out: out.clone(),
+                duration: std::time::Duration::from_secs(duration_secs.max(1)),
+                seed,
+                targets,
+                rss_limit_kib: rss_limit_mib << 10,
+                max_cases,
+                only_case: case,
+                timeout: std::time::Duration::from_secs(timeout_secs.max(1)),
+            };
+            let results = fuzz::run(&opts)?;
+            let summary = fuzz::summary(&opts, &results);
+            if case.is_none() {
+                std::fs::write(out.join("summary.txt"), &summary)?;
+                std::fs::write(
+                    out.join("findings.jsonl"),
+                    fuzz::findings_jsonl(&opts, &results),
+                )?;
+                std::fs::write(out.join("junit.xml"), fuzz::junit(&opts, &results))?;
+            }
+            print!("{summary}");
+            eprintln!("fuzz reports are in {}", out.display());
             Ok(if results.iter().all(|r| r.passed()) {
                 ExitCode::SUCCESS
             } else {

@@ -6,6 +6,7 @@ mod api_auth;
 mod api_auth_limits;
 mod api_boot;
 mod api_hostile;
+mod api_media_fetch;
 mod api_profiles;
 mod api_query;
 mod api_resources;
@@ -16,6 +17,11 @@ mod drivers;
 #[cfg(feature = "libvirt")]
 mod libvirt;
 mod nvram;
+mod props_config;
+mod props_json;
+mod props_query;
+#[cfg(feature = "libvirt")]
+mod props_xml;
 #[cfg(feature = "libvirt")]
 mod real_vm;
 mod sushy;
