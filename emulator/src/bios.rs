@@ -6,14 +6,26 @@
 
 use serde_json::{json, Value};
 
+use crate::api::input::{self, Rule};
 use crate::error::Msg;
 
 #[derive(Debug, Clone, Copy)]
 pub enum AttrKind {
     Enum(&'static [&'static str]),
     Bool,
-    Int { min: i64, max: i64 },
-    Str { max_len: usize },
+    Int {
+        min: i64,
+        max: i64,
+    },
+    /// One line of text (`api::input`'s text rule).
+    Str {
+        max_len: usize,
+    },
+    /// A boot URI the firmware fetches (`api::input`'s boot URI rule), or
+    /// empty: none.
+    Uri {
+        max_len: usize,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -85,13 +97,20 @@ pub const ATTRIBUTES: &[AttrDef] = &[
     },
     AttrDef {
         name: "HttpDev1Uri",
-        kind: AttrKind::Str { max_len: 1024 },
+        kind: AttrKind::Uri { max_len: 1024 },
         default: DefaultValue::Str(""),
     },
     AttrDef {
         name: "UrlBootFile",
-        kind: AttrKind::Str { max_len: 1024 },
+        kind: AttrKind::Uri { max_len: 1024 },
         default: DefaultValue::Str(""),
+    },
+    // HPE's Pre-Boot Network Environment: the IP version of network boot
+    // (Auto: both). Shoal's libvirt machines honour it for UefiHttp.
+    AttrDef {
+        name: "PrebootNetworkEnvPolicy",
+        kind: AttrKind::Enum(&["Auto", "IPv4", "IPv6"]),
+        default: DefaultValue::Str("Auto"),
     },
     AttrDef {
         name: "AssetTagBios",
@@ -155,7 +174,7 @@ pub fn registry_document(uri: &str) -> Value {
                     v["LowerBound"] = json!(min);
                     v["UpperBound"] = json!(max);
                 }
-                AttrKind::Str { max_len } => {
+                AttrKind::Str { max_len } | AttrKind::Uri { max_len } => {
                     v["Type"] = json!("String");
                     v["MaxLength"] = json!(max_len);
                 }
@@ -178,11 +197,11 @@ pub fn registry_document(uri: &str) -> Value {
 
 /// Checks one attribute assignment; the error names `Attributes/<name>`.
 pub fn validate(name: &str, value: &Value) -> Result<(), Msg> {
-    let path = format!("Attributes/{name}");
+    let path = format!("Attributes/{}", input::echo(name));
     let Some(def) = lookup(name) else {
         return Err(Msg::new("PropertyUnknown", &[&path]).about(&path));
     };
-    let shown = crate::api::json::shown(value);
+    let shown = input::echo(&crate::api::json::shown(value));
     let type_err = || Msg::new("PropertyValueTypeError", &[&shown, &path]).about(&path);
     match def.kind {
         AttrKind::Enum(values) => {
@@ -202,8 +221,12 @@ pub fn validate(name: &str, value: &Value) -> Result<(), Msg> {
         }
         AttrKind::Str { max_len } => {
             let s = value.as_str().ok_or_else(type_err)?;
-            if s.len() > max_len {
-                return Err(Msg::new("PropertyValueFormatError", &[&shown, &path]).about(&path));
+            input::property(&path, s, Rule::Text { max: max_len })?;
+        }
+        AttrKind::Uri { max_len } => {
+            let s = value.as_str().ok_or_else(type_err)?;
+            if !s.is_empty() {
+                input::property(&path, s, Rule::BootUri { max: max_len })?;
             }
         }
     }
@@ -242,6 +265,36 @@ mod tests {
         assert_eq!(
             validate("QuietBoot", &json!("yes")).unwrap_err().args[1],
             "Attributes/QuietBoot"
+        );
+    }
+
+    #[test]
+    fn string_attributes_follow_the_input_rules() {
+        let id = |name: &str, v: &str| validate(name, &json!(v)).err().map(|m| m.id);
+        assert_eq!(id("HttpDev1Uri", "http://h/x.efi"), None);
+        assert_eq!(id("HttpDev1Uri", ""), None, "empty: no URI");
+        for bad in [
+            "file:///x.efi",
+            "http://h/é",
+            "http://h/\u{FFFF}",
+            "tftp://h/x",
+        ] {
+            assert_eq!(
+                id("UrlBootFile", bad),
+                Some("PropertyValueFormatError"),
+                "{bad}"
+            );
+        }
+        let long = format!("http://h/{}", "a".repeat(1024));
+        assert_eq!(id("HttpDev1Uri", &long), Some("PropertyValueFormatError"));
+        assert_eq!(id("AssetTagBios", "rack 7 é"), None);
+        assert_eq!(
+            id("AssetTagBios", "a\u{1}"),
+            Some("PropertyValueFormatError")
+        );
+        assert_eq!(
+            id("AssetTagBios", &"x".repeat(65)),
+            Some("PropertyValueFormatError")
         );
     }
 }

@@ -89,7 +89,9 @@ impl StorageState {
     }
 
     /// Checks a new volume over `drives` against the drives and the volumes
-    /// (including those staged), and fills in its Id and capacity.
+    /// (including those staged), and fills in its Id and capacity. A volume
+    /// made now (not `staged`) needs drives free both now and once the
+    /// staged changes apply.
     pub fn plan(
         &self,
         disks: &[Disk],
@@ -97,6 +99,7 @@ impl StorageState {
         drives: &[String],
         capacity: Option<u64>,
         name: Option<&str>,
+        staged: bool,
     ) -> Result<Volume, VolumeError> {
         if !RAID_TYPES.contains(&raid_type) {
             return Err(VolumeError::RaidType(raid_type.into()));
@@ -129,8 +132,9 @@ impl StorageState {
             });
         }
         let volumes = self.projected();
+        let now: &[Volume] = if staged { &[] } else { &self.volumes };
         for d in drives {
-            if let Some(v) = volumes.iter().find(|v| v.drives.contains(d)) {
+            if let Some(v) = volumes.iter().chain(now).find(|v| v.drives.contains(d)) {
                 return Err(VolumeError::InUse {
                     drive: d.clone(),
                     volume: v.id.clone(),
@@ -179,6 +183,16 @@ impl StorageState {
         }
     }
 
+    /// Whether volume `id` has a change staged (its creation or deletion):
+    /// it takes no other change before the reset, as a controller with a
+    /// scheduled configuration job takes none.
+    pub fn has_pending(&self, id: &str) -> bool {
+        self.pending.iter().any(|c| match c {
+            VolumeChange::Create(v) => v.id == id,
+            VolumeChange::Delete(d) => d == id,
+        })
+    }
+
     /// Applies one change now.
     pub fn apply(&mut self, change: VolumeChange) {
         match change {
@@ -220,7 +234,7 @@ mod tests {
         let empty = StorageState::default();
         let cap = |raid: &str, n: &[usize]| {
             empty
-                .plan(&d, raid, &names(n), None, None)
+                .plan(&d, raid, &names(n), None, None, false)
                 .map(|v| v.capacity_bytes)
         };
         assert_eq!(cap("RAID0", &[0, 1]), Ok(200));
@@ -250,7 +264,7 @@ mod tests {
             Err(VolumeError::Duplicate("disk0".into()))
         );
         assert_eq!(
-            empty.plan(&d, "RAID1", &names(&[0, 1]), Some(101), None),
+            empty.plan(&d, "RAID1", &names(&[0, 1]), Some(101), None, false),
             Err(VolumeError::Capacity {
                 asked: 101,
                 max: 100
@@ -263,18 +277,27 @@ mod tests {
         let d = disks(&[100, 100, 100]);
         let mut s = StorageState::jbod(&d);
         assert!(matches!(
-            s.plan(&d, "RAID1", &names(&[0, 1]), None, None),
+            s.plan(&d, "RAID1", &names(&[0, 1]), None, None, true),
             Err(VolumeError::InUse { .. })
         ));
         // Deleting the pass-through volumes, staged, frees their drives
         // for a staged RAID1; nothing changes before the start.
         s.pending.push(VolumeChange::Delete("disk0".into()));
         s.pending.push(VolumeChange::Delete("disk1".into()));
+        assert!(
+            matches!(
+                s.plan(&d, "RAID1", &names(&[0, 1]), None, None, false),
+                Err(VolumeError::InUse { .. })
+            ),
+            "made now, the drives are still taken now"
+        );
         let v = s
-            .plan(&d, "RAID1", &names(&[0, 1]), None, Some("os"))
+            .plan(&d, "RAID1", &names(&[0, 1]), None, Some("os"), true)
             .unwrap();
         assert_eq!((v.id.as_str(), v.name.as_str()), ("Volume0", "os"));
+        assert!(s.has_pending("disk0") && !s.has_pending("disk2"));
         s.pending.push(VolumeChange::Create(v));
+        assert!(s.has_pending("Volume0"));
         assert_eq!(s.volumes.len(), 3);
         assert_eq!(s.check_delete("Volume0"), Ok(()));
         assert!(s.check_delete("disk0").is_err(), "already going");

@@ -2,17 +2,36 @@
 //!
 //! A backend operation that returns `Completion::Running` is spawned here;
 //! the API answers 202 with a task monitor URL, and the task's state moves
-//! Running → Completed or Exception when the future ends. Finished tasks are
-//! kept (the newest `KEEP`) so clients polling late still see the outcome.
+//! Running → Completed or Exception when the future ends.
+//!
+//! Bounds: at most [`MAX_LIVE`] tasks run at once, and one per *key* (a
+//! virtual media slot, a volume): a client [`Tasks::claim`]s the key
+//! before it changes anything, so a refusal leaves nothing half-done.
+//! Finished tasks are kept for late pollers, the newest [`KEEP`] and none
+//! older than [`EXPIRE`]. Work staged for the next reset
+//! ([`Tasks::spawn_staged`]) sleeps until a reset of one of the service's
+//! systems wakes it ([`Tasks::notify_reset`]); it polls on no timer,
+//! except briefly while the machine is in a power transition.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::watch;
 
 use crate::backend::{BackendError, BoxFuture};
 use crate::error::{ApiError, Msg};
 
-const KEEP: usize = 64;
+/// Finished tasks kept at most.
+pub const KEEP: usize = 64;
+/// Tasks running (or claimed) at once at most: a BMC's job queue is
+/// finite too.
+pub const MAX_LIVE: usize = 128;
+/// How long a finished task is kept.
+pub const EXPIRE: Duration = Duration::from_secs(3600);
+/// How often staged work looks again while its machine changes power
+/// state (the fake settles transitions when touched).
+const SETTLING: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskState {
@@ -44,50 +63,181 @@ pub struct Task {
     pub target: String,
 }
 
+/// Where staged work stands, as its check finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Staged {
+    /// Done: the task completes.
+    Applied,
+    /// Waiting for the next reset.
+    Waiting,
+    /// The machine is changing power state: look again shortly.
+    Settling,
+}
+
+struct Entry {
+    task: Task,
+    /// The key the task holds while it runs.
+    key: String,
+}
+
 #[derive(Default)]
+struct Inner {
+    entries: Vec<Entry>,
+    /// Keys claimed whose task is not spawned yet.
+    claimed: Vec<String>,
+}
+
+impl Inner {
+    fn live(&self) -> usize {
+        self.claimed.len()
+            + self
+                .entries
+                .iter()
+                .filter(|e| e.task.state == TaskState::Running)
+                .count()
+    }
+
+    fn busy(&self, key: &str) -> bool {
+        self.claimed.iter().any(|k| k == key)
+            || self
+                .entries
+                .iter()
+                .any(|e| e.task.state == TaskState::Running && e.key == key)
+    }
+
+    /// Drops expired finished tasks and all but the newest `KEEP`.
+    fn prune(&mut self, now: SystemTime) {
+        self.entries.retain(|e| {
+            e.task
+                .end
+                .is_none_or(|end| now.duration_since(end).unwrap_or_default() < EXPIRE)
+        });
+        let finished = self
+            .entries
+            .iter()
+            .filter(|e| e.task.state != TaskState::Running)
+            .count();
+        let mut extra = finished.saturating_sub(KEEP);
+        // Entries are in creation order: the oldest finished go first.
+        self.entries.retain(|e| {
+            if extra > 0 && e.task.state != TaskState::Running {
+                extra -= 1;
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
 pub struct Tasks {
-    list: Arc<Mutex<Vec<Task>>>,
+    inner: Arc<Mutex<Inner>>,
     next: AtomicU64,
+    /// Bumped at every reset of the service's systems.
+    resets: watch::Sender<u64>,
+    /// How many times staged work has looked at its machine.
+    checks: Arc<AtomicU64>,
+}
+
+impl Default for Tasks {
+    fn default() -> Self {
+        Tasks {
+            inner: Arc::default(),
+            next: AtomicU64::new(0),
+            resets: watch::channel(0).0,
+            checks: Arc::default(),
+        }
+    }
+}
+
+/// The right to start one task on a key; dropped unused, it frees both.
+pub struct Claim {
+    inner: Arc<Mutex<Inner>>,
+    key: Option<String>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            let mut inner = lock(&self.inner);
+            if let Some(i) = inner.claimed.iter().position(|k| *k == key) {
+                inner.claimed.remove(i);
+            }
+        }
+    }
+}
+
+fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Tasks {
-    /// Starts `work` in the background and returns the task's Id.
+    /// Claims `key` for one task: 409 (`ResourceInUse`) while another task
+    /// on it runs or is being started, 503 when `MAX_LIVE` tasks run.
+    pub fn claim(&self, key: &str) -> Result<Claim, ApiError> {
+        let mut inner = lock(&self.inner);
+        if inner.busy(key) {
+            return Err(ApiError::Conflict(format!("a task on {key} is running")));
+        }
+        if inner.live() >= MAX_LIVE {
+            tracing::warn!(tasks = MAX_LIVE, "task limit reached");
+            return Err(ApiError::Unavailable(10));
+        }
+        inner.claimed.push(key.to_string());
+        Ok(Claim {
+            inner: self.inner.clone(),
+            key: Some(key.to_string()),
+        })
+    }
+
+    /// Whether a task on `key` runs (or is being started).
+    pub fn busy(&self, key: &str) -> bool {
+        lock(&self.inner).busy(key)
+    }
+
+    /// Starts `work` in the background under `claim` and returns the
+    /// task's Id.
     pub fn spawn(
         &self,
+        mut claim: Claim,
         name: &str,
         target: &str,
         work: BoxFuture<Result<(), BackendError>>,
     ) -> String {
         let id = (self.next.fetch_add(1, Ordering::Relaxed) + 1).to_string();
-        let task = Task {
-            id: id.clone(),
-            name: name.to_string(),
-            state: TaskState::Running,
-            start: SystemTime::now(),
-            end: None,
-            error: None,
-            target: target.to_string(),
-        };
+        let key = claim.key.take().unwrap_or_default();
         {
-            let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
-            list.push(task);
-            let finished = list
-                .iter()
-                .filter(|t| t.state != TaskState::Running)
-                .count();
-            if finished > KEEP {
-                if let Some(i) = list.iter().position(|t| t.state != TaskState::Running) {
-                    list.remove(i);
-                }
+            let mut inner = lock(&self.inner);
+            if let Some(i) = inner.claimed.iter().position(|k| *k == key) {
+                inner.claimed.remove(i);
             }
+            inner.entries.push(Entry {
+                task: Task {
+                    id: id.clone(),
+                    name: name.to_string(),
+                    state: TaskState::Running,
+                    start: SystemTime::now(),
+                    end: None,
+                    error: None,
+                    target: target.to_string(),
+                },
+                key,
+            });
+            inner.prune(SystemTime::now());
         }
-        let list = self.list.clone();
+        let list = self.inner.clone();
         let tid = id.clone();
         tokio::spawn(async move {
             let outcome = work.await;
-            let mut list = list.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(t) = list.iter_mut().find(|t| t.id == tid) {
-                t.end = Some(SystemTime::now());
+            let mut inner = lock(&list);
+            let now = SystemTime::now();
+            if let Some(t) = inner
+                .entries
+                .iter_mut()
+                .map(|e| &mut e.task)
+                .find(|t| t.id == tid)
+            {
+                t.end = Some(now);
                 match outcome {
                     Ok(()) => t.state = TaskState::Completed,
                     Err(e) => {
@@ -102,15 +252,151 @@ impl Tasks {
                     }
                 }
             }
+            inner.prune(now);
         });
         id
     }
 
+    /// Starts a task that ends when `check` finds its change applied: it
+    /// looks now, then after each reset ([`Tasks::notify_reset`]), and
+    /// every `SETTLING` only while `check` says the machine is settling.
+    pub fn spawn_staged<F>(&self, claim: Claim, name: &str, target: &str, mut check: F) -> String
+    where
+        F: FnMut() -> BoxFuture<Result<Staged, BackendError>> + Send + 'static,
+    {
+        // Subscribed before the first look: a reset in between wakes it.
+        let mut resets = self.resets.subscribe();
+        let checks = self.checks.clone();
+        let work = Box::pin(async move {
+            loop {
+                checks.fetch_add(1, Ordering::Relaxed);
+                match check().await? {
+                    Staged::Applied => return Ok(()),
+                    Staged::Settling => tokio::time::sleep(SETTLING).await,
+                    Staged::Waiting => {
+                        if resets.changed().await.is_err() {
+                            return Err(BackendError::Unavailable("the service stopped".into()));
+                        }
+                    }
+                }
+            }
+        });
+        self.spawn(claim, name, target, work)
+    }
+
+    /// A system of this service was reset: staged work looks again.
+    pub fn notify_reset(&self) {
+        self.resets.send_modify(|n| *n += 1);
+    }
+
+    /// How many times staged work has looked at its machine (it never
+    /// looks while nothing happens).
+    pub fn staged_checks(&self) -> u64 {
+        self.checks.load(Ordering::Relaxed)
+    }
+
     pub fn list(&self) -> Vec<Task> {
-        self.list.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut inner = lock(&self.inner);
+        inner.prune(SystemTime::now());
+        inner.entries.iter().map(|e| e.task.clone()).collect()
     }
 
     pub fn get(&self, id: &str) -> Option<Task> {
-        self.list().into_iter().find(|t| t.id == id)
+        let inner = lock(&self.inner);
+        inner
+            .entries
+            .iter()
+            .find(|e| e.task.id == id)
+            .map(|e| e.task.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done() -> BoxFuture<Result<(), BackendError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    async fn settle(t: &Tasks) {
+        for _ in 0..100 {
+            if lock(&t.inner).live() == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("tasks still running");
+    }
+
+    #[tokio::test]
+    async fn one_task_per_key_and_the_key_is_freed_whatever_the_outcome() {
+        let t = Tasks::default();
+        let c = t.claim("cd").unwrap();
+        assert!(matches!(t.claim("cd"), Err(ApiError::Conflict(_))));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        t.spawn(
+            c,
+            "insert",
+            "/x",
+            Box::pin(async move {
+                let _ = rx.await;
+                Err(BackendError::Internal("download failed".into()))
+            }),
+        );
+        assert!(t.busy("cd"), "running: still claimed");
+        assert!(t.claim("floppy").is_ok(), "other keys are free");
+        tx.send(()).unwrap();
+        settle(&t).await;
+        assert_eq!(t.list()[0].state, TaskState::Exception);
+        assert!(t.claim("cd").is_ok(), "a failed task frees its key");
+        // A claim dropped unused frees its key too.
+        drop(t.claim("hd").unwrap());
+        assert!(!t.busy("hd"));
+    }
+
+    #[tokio::test]
+    async fn live_tasks_are_capped_and_finished_ones_bounded() {
+        let t = Tasks::default();
+        let claims: Vec<Claim> = (0..MAX_LIVE)
+            .map(|i| t.claim(&i.to_string()).unwrap())
+            .collect();
+        assert!(matches!(t.claim("one more"), Err(ApiError::Unavailable(_))));
+        drop(claims);
+        for i in 0..KEEP * 3 {
+            let c = t.claim(&format!("k{i}")).unwrap();
+            t.spawn(c, "n", "/x", done());
+            settle(&t).await;
+        }
+        assert_eq!(t.list().len(), KEEP);
+        assert_eq!(t.list().last().unwrap().id, (KEEP * 3).to_string());
+    }
+
+    #[tokio::test]
+    async fn staged_work_waits_for_a_reset_without_polling() {
+        let t = Tasks::default();
+        let applied = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let a = applied.clone();
+        let id = t.spawn_staged(t.claim("v").unwrap(), "staged", "/v", move || {
+            let a = a.clone();
+            Box::pin(async move {
+                Ok(if a.load(Ordering::Relaxed) {
+                    Staged::Applied
+                } else {
+                    Staged::Waiting
+                })
+            })
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(t.staged_checks(), 1, "looked once, then slept");
+        t.notify_reset();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(t.staged_checks(), 2, "a reset that applied nothing");
+        assert_eq!(t.get(&id).unwrap().state, TaskState::Running);
+        applied.store(true, Ordering::Relaxed);
+        t.notify_reset();
+        settle(&t).await;
+        assert_eq!(t.get(&id).unwrap().state, TaskState::Completed);
+        assert_eq!(t.staged_checks(), 3);
     }
 }

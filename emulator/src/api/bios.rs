@@ -29,6 +29,49 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+/// The apply times `@Redfish.Settings` advertises for `Bios/Settings`
+/// (staged attributes take effect at the next reset).
+const APPLY_TIMES: &[&str] = &["OnReset"];
+const SETTINGS_APPLY_TIME: &str = "@Redfish.SettingsApplyTime";
+
+/// What is wrong with a `@Redfish.SettingsApplyTime` annotation: it must
+/// be an object whose `ApplyTime` is one of `supported` (the resource's
+/// `SupportedApplyTimes`); messages name the path.
+fn check_apply_time(apply: &Value, supported: &[&str]) -> Vec<Msg> {
+    let at = |k: &str| format!("{SETTINGS_APPLY_TIME}/{}", super::input::echo(k));
+    let Some(obj) = apply.as_object() else {
+        let shown = super::input::echo(&json::shown(apply));
+        return vec![
+            Msg::new("PropertyValueTypeError", &[&shown, SETTINGS_APPLY_TIME])
+                .about(SETTINGS_APPLY_TIME),
+        ];
+    };
+    let mut errors = Vec::new();
+    for (k, v) in obj {
+        let path = at(k);
+        match k.as_str() {
+            "@odata.type" => {}
+            "ApplyTime" => match v.as_str() {
+                Some(t) if supported.contains(&t) => {}
+                Some(t) => errors.push(
+                    Msg::new("PropertyValueNotInList", &[&super::input::echo(t), &path])
+                        .about(&path),
+                ),
+                None => {
+                    let shown = super::input::echo(&json::shown(v));
+                    errors.push(Msg::new("PropertyValueTypeError", &[&shown, &path]).about(&path))
+                }
+            },
+            _ => errors.push(Msg::new("PropertyUnknown", &[&path]).about(&path)),
+        }
+    }
+    if !obj.contains_key("ApplyTime") {
+        let path = at("ApplyTime");
+        errors.push(Msg::new("PropertyMissing", &[&path]).about(&path));
+    }
+    errors
+}
+
 fn settings_json(sys: &System) -> Value {
     json!({
         "@odata.type": "#Bios.v1_2_0.Bios",
@@ -47,7 +90,7 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
     let mut settings = json!({
         "@odata.type": "#Settings.v1_4_0.Settings",
         "SettingsObject": link(&format!("{base}/Settings")),
-        "SupportedApplyTimes": ["OnReset"],
+        "SupportedApplyTimes": APPLY_TIMES,
     });
     if let Some(tag) = pending_etag {
         settings["ETag"] = json!(tag);
@@ -82,33 +125,37 @@ async fn patch_settings(
     let (sys, profile) = (&locked.sys, locked.profile);
     let current = settings_json(sys);
     check_if_match(&headers, &current, profile)?;
-    // `@Redfish.SettingsApplyTime` may name when to apply; only OnReset is supported.
+    // `@Redfish.SettingsApplyTime` may name when to apply: one of the
+    // times `@Redfish.Settings` advertises. The whole body is checked
+    // before anything is staged.
     let mut body: Map<String, Value> = body;
-    if let Some(apply) = body.remove("@Redfish.SettingsApplyTime") {
-        let time = apply
-            .get("ApplyTime")
-            .and_then(Value::as_str)
-            .unwrap_or("OnReset");
-        if time != "OnReset" {
-            let path = "@Redfish.SettingsApplyTime/ApplyTime";
-            return Err(ApiError::bad(
-                Msg::new("PropertyValueNotInList", &[time, path]).about(path),
-            ));
-        }
-        if body.is_empty() {
+    let apply = body.remove(SETTINGS_APPLY_TIME);
+    let mut errors = apply
+        .as_ref()
+        .map(|a| check_apply_time(a, APPLY_TIMES))
+        .unwrap_or_default();
+    if apply.is_some() && body.is_empty() {
+        // Only the apply time: nothing to stage.
+        if errors.is_empty() {
             return Ok(Resource::new(current, profile, "GET, PATCH"));
         }
+        return Err(ApiError::BadRequest(errors));
     }
-    validate_patch(&body, &current, &[writable("Attributes", Kind::Object)])?;
+    match validate_patch(&body, &current, &[writable("Attributes", Kind::Object)]) {
+        Ok(()) => {}
+        Err(ApiError::BadRequest(m)) => errors.extend(m),
+        Err(e) => return Err(e),
+    }
     let attrs = body
         .get("Attributes")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let errors: Vec<Msg> = attrs
-        .iter()
-        .filter_map(|(k, v)| crate::bios::validate(k, v).err())
-        .collect();
+    errors.extend(
+        attrs
+            .iter()
+            .filter_map(|(k, v)| crate::bios::validate(k, v).err()),
+    );
     if !errors.is_empty() {
         return Err(ApiError::BadRequest(errors));
     }

@@ -11,12 +11,15 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
+use super::input::{self, Rule};
 use super::json::{self, JsonObject, Resource};
 use super::system_parts::{base, not_found, CONTROLLER, OK};
 use super::{collection, created, link, AppState, Sys};
+use crate::backend::{BackendError, BoxFuture};
 use crate::error::{ApiError, Msg};
-use crate::model::System;
+use crate::model::{PowerState, System};
 use crate::storage::{Volume, VolumeChange, VolumeError, RAID_TYPES};
+use crate::tasks::{Claim, Staged};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -47,6 +50,8 @@ pub fn router() -> Router<AppState> {
 /// The controller's one StorageController member.
 const CONTROLLER_MEMBER: &str = "0";
 const APPLY_TIME: &str = "@Redfish.OperationApplyTime";
+/// The longest volume Name.
+const NAME_MAX: usize = 64;
 
 fn storage_uri(sys: &System) -> String {
     format!("{}/Storage/{CONTROLLER}", base(sys))
@@ -264,7 +269,7 @@ fn staged(body: &Map<String, Value>) -> Result<bool, ApiError> {
         Some(Value::String(s)) if s == "Immediate" => Ok(false),
         Some(Value::String(s)) if s == "OnReset" => Ok(true),
         Some(Value::String(s)) => Err(ApiError::bad(
-            Msg::new("PropertyValueNotInList", &[s, APPLY_TIME]).about(APPLY_TIME),
+            Msg::new("PropertyValueNotInList", &[&input::echo(s), APPLY_TIME]).about(APPLY_TIME),
         )),
         Some(other) => Err(ApiError::bad(
             Msg::new("PropertyValueTypeError", &[&json::shown(other), APPLY_TIME])
@@ -346,22 +351,39 @@ fn drive_names(sys: &System, links: &Value) -> Result<Vec<String>, ApiError> {
         .collect()
 }
 
+/// The key a volume's task holds: one staged change per volume.
+fn volume_key(sys: &System, volume: &str) -> String {
+    format!("volume:{}:{volume}", sys.id)
+}
+
 /// The task that ends once a staged change has been applied (at a start).
-fn staged_task(st: &AppState, sys: &System, target: &str, change: VolumeChange) -> Response {
+/// It looks at the machine again only when a reset wakes it.
+fn staged_task(
+    st: &AppState,
+    claim: Claim,
+    sys: &System,
+    target: &str,
+    change: VolumeChange,
+) -> Response {
     let backend = st.backend.clone();
     let id = sys.id.clone();
-    let work = Box::pin(async move {
-        loop {
+    let check = move || {
+        let (backend, id, change) = (backend.clone(), id.clone(), change.clone());
+        let look: BoxFuture<Result<Staged, BackendError>> = Box::pin(async move {
             let now = backend.system(&id).await?;
-            if !now.storage.pending.contains(&change) {
-                return Ok(());
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        }
-    });
+            Ok(if !now.storage.pending.contains(&change) {
+                Staged::Applied
+            } else if matches!(now.power, PowerState::PoweringOn | PowerState::PoweringOff) {
+                Staged::Settling
+            } else {
+                Staged::Waiting
+            })
+        });
+        look
+    };
     let task = st
         .tasks
-        .spawn("Volume change at the next reset", target, work);
+        .spawn_staged(claim, "Volume change at the next reset", target, check);
     match st.tasks.get(&task) {
         Some(t) => super::tasks::accepted(&t),
         None => ApiError::Internal("task vanished".into()).into_response(),
@@ -442,7 +464,10 @@ async fn create_volume(
     };
     let name = match body.get("Name") {
         None => None,
-        Some(Value::String(n)) if !n.is_empty() => Some(n.as_str()),
+        Some(Value::String(n)) if !n.is_empty() => {
+            input::property("Name", n, Rule::Text { max: NAME_MAX }).map_err(ApiError::bad)?;
+            Some(n.as_str())
+        }
         Some(v) => {
             return Err(ApiError::bad(
                 Msg::new("PropertyValueFormatError", &[&json::shown(v), "Name"]).about("Name"),
@@ -465,16 +490,21 @@ async fn create_volume(
     let drives = drive_names(sys, links)?;
     let v = sys
         .storage
-        .plan(&sys.disks, &raid, &drives, capacity, name)
+        .plan(&sys.disks, &raid, &drives, capacity, name, later)
         .map_err(volume_error)?;
     let location = format!("{}/Volumes/{}", storage_uri(sys), v.id);
+    // The task's place is taken before anything changes.
+    let claim = match later {
+        true => Some(st.tasks.claim(&volume_key(sys, &v.id))?),
+        false => None,
+    };
     tracing::info!(system = %sys.name, volume = %v.id, raid = %v.raid_type, staged = later, "create volume");
     let change = VolumeChange::Create(v.clone());
     st.backend
         .change_volumes(&sys.id, change.clone(), later)
         .await?;
-    if later {
-        return Ok(staged_task(&st, sys, &location, change));
+    if let Some(claim) = claim {
+        return Ok(staged_task(&st, claim, sys, &location, change));
     }
     Ok(created(&location, volume_json(sys, &v)))
 }
@@ -507,16 +537,28 @@ async fn delete_volume(
         }
         json::check_if_match(&headers, &current, locked.profile)?;
     }
+    if sys.storage.has_pending(&vol) {
+        // Its creation or deletion waits for the reset: like a controller
+        // with a scheduled configuration job, it takes no other change.
+        return Err(ApiError::Conflict(format!(
+            "volume {vol} of {} has a change staged for the next reset",
+            sys.name
+        )));
+    }
     sys.storage
         .check_delete(&vol)
         .map_err(|_| not_found(&uri))?;
+    let claim = match later {
+        true => Some(st.tasks.claim(&volume_key(sys, &vol))?),
+        false => None,
+    };
     tracing::info!(system = %sys.name, volume = %vol, staged = later, "delete volume");
     let change = VolumeChange::Delete(vol);
     st.backend
         .change_volumes(&sys.id, change.clone(), later)
         .await?;
-    if later {
-        return Ok(staged_task(&st, sys, uri.path(), change));
+    if let Some(claim) = claim {
+        return Ok(staged_task(&st, claim, sys, uri.path(), change));
     }
     Ok(json::no_content())
 }

@@ -11,6 +11,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
+use super::input::{self, Rule};
 use super::json::{
     self, check_if_match, validate_patch, writable, JsonObject, Kind, Rendered, Resource, Writable,
 };
@@ -404,20 +405,57 @@ fn boot_patch_rules(
     }
 }
 
-/// Whether `s` is an absolute http or https URL with a host.
-pub fn is_http_url(s: &str) -> bool {
-    let rest = match s.split_once("://") {
-        Some((scheme, rest))
-            if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") =>
-        {
-            rest
-        }
-        _ => return false,
+/// The strings a System PATCH can set, with their rules (`input`).
+const STRINGS: &[(&str, Rule)] = &[
+    ("Boot/HttpBootUri", Rule::BOOT_URI),
+    (
+        "Boot/UefiTargetBootSourceOverride",
+        Rule::Text {
+            max: input::URI_MAX,
+        },
+    ),
+    ("AssetTag", Rule::Text { max: ASSET_TAG_MAX }),
+];
+
+/// The longest AssetTag, as the BIOS's own `AssetTagBios`.
+const ASSET_TAG_MAX: usize = 64;
+
+/// `validate_patch`, then the rules of the strings among `fields`, every
+/// problem reported at once.
+fn checked_patch(
+    body: &Map<String, Value>,
+    current: &Value,
+    fields: &[Writable],
+) -> Result<(), ApiError> {
+    let mut msgs = match validate_patch(body, current, fields) {
+        Ok(()) => Vec::new(),
+        Err(ApiError::BadRequest(m)) => m,
+        Err(e) => return Err(e),
     };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-    !host.is_empty()
-        && !host.starts_with(':')
-        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+    for (path, rule) in STRINGS {
+        if !fields.iter().any(|f| f.path == *path) {
+            continue;
+        }
+        if let Some(s) = pointer(body, path).and_then(Value::as_str) {
+            if let Err(m) = input::property(path, s, *rule) {
+                msgs.push(m);
+            }
+        }
+    }
+    if msgs.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(msgs))
+    }
+}
+
+/// The member at `path` (`Boot/HttpBootUri`) of a body.
+fn pointer<'a>(body: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    let (parent, key) = match path.rsplit_once('/') {
+        Some((p, k)) => (body.get(p).and_then(Value::as_object)?, k),
+        None => (body, path),
+    };
+    parent.get(key)
 }
 
 /// Merges the Boot object of a (validated) PATCH into the current override.
@@ -434,15 +472,8 @@ fn merged_boot(sys: &System, boot: &Map<String, Value>) -> Result<BootOverride, 
         b.mode = m;
     }
     if let Some(v) = boot.get("HttpBootUri") {
+        // Checked by `checked_patch`.
         b.http_boot_uri = v.as_str().map(str::to_string);
-        if let Some(u) = &b.http_boot_uri {
-            if !is_http_url(u) {
-                return Err(ApiError::bad(
-                    Msg::new("PropertyValueFormatError", &[u, "Boot/HttpBootUri"])
-                        .about("Boot/HttpBootUri"),
-                ));
-            }
-        }
     }
     if let Some(v) = boot.get("UefiTargetBootSourceOverride") {
         b.uefi_target = v.as_str().map(str::to_string);
@@ -507,7 +538,7 @@ async fn patch_system(
     check_if_match(&headers, &current.json, profile)?;
     let boot_body = body.get("Boot").and_then(Value::as_object);
     boot_patch_rules(
-        validate_patch(&body, &current.json, &writables(sys, profile)),
+        checked_patch(&body, &current.json, &writables(sys, profile)),
         boot_body,
         profile,
     )?;
@@ -613,7 +644,7 @@ async fn patch_settings(
         })
         .collect();
     let boot_body = body.get("Boot").and_then(Value::as_object);
-    boot_patch_rules(validate_patch(&body, &current, &fields), boot_body, profile)?;
+    boot_patch_rules(checked_patch(&body, &current, &fields), boot_body, profile)?;
     let boot = match boot_body {
         Some(b) => merged_boot(sys, b)?,
         None => sys.boot.clone(),
@@ -677,14 +708,19 @@ async fn reset(
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             let _guard = st.locks.lock(&sys.id).await;
-            if let Err(e) = st.backend.reset(&sys.id, reset).await {
-                tracing::warn!(system = %sys.name, %reset, error = %e, "delayed reset failed");
+            match st.backend.reset(&sys.id, reset).await {
+                Ok(()) => st.tasks.notify_reset(),
+                Err(e) => {
+                    tracing::warn!(system = %sys.name, %reset, error = %e, "delayed reset failed")
+                }
             }
         });
         return Ok(json::no_content());
     }
     let _guard = st.locks.lock(&sys.id).await;
     st.backend.reset(&sys.id, reset).await?;
+    // Work staged for the next start (volume changes) looks again.
+    st.tasks.notify_reset();
     st.power_clock.record(&sys.id, started);
     tracing::info!(system = %sys.name, %reset, "reset");
     Ok(json::no_content())
@@ -710,7 +746,7 @@ async fn reset_action_info(Sys(sys): Sys) -> Result<Resource, ApiError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_http_url, RenderCache, Rendered, Resource};
+    use super::{RenderCache, Rendered, Resource};
     use crate::config::test_system;
     use std::cell::Cell;
 
@@ -745,15 +781,5 @@ mod tests {
             cache.get_or_render(&s, || render(&renders, "x"));
         }
         assert_eq!(cache.len(), RenderCache::MAX);
-    }
-
-    #[test]
-    fn http_urls() {
-        assert!(is_http_url("http://192.0.2.1/boot.iso"));
-        assert!(is_http_url("https://[fd00::1]:8080/x.efi"));
-        assert!(!is_http_url("ftp://h/x"));
-        assert!(!is_http_url("http:///x"));
-        assert!(!is_http_url("boot.iso"));
-        assert!(!is_http_url("http://h/a b"));
     }
 }

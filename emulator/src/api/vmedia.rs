@@ -10,6 +10,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
+use super::input::{self, Rule};
 use super::json::{self, JsonObject, OptionalJsonObject, Resource};
 use super::{collection, AppState, Sys};
 use crate::backend::Completion;
@@ -18,6 +19,25 @@ use crate::model::{MediaImage, MediaSlot, System, TransferMethod, TransferProtoc
 
 const INSERT: &str = "VirtualMedia.InsertMedia";
 const EJECT: &str = "VirtualMedia.EjectMedia";
+/// The longest UserName or Password of InsertMedia.
+const CREDENTIAL_MAX: usize = 256;
+
+/// The key an insert's task holds: one insert at a time per slot, however
+/// the slot is reached (under its System or its Manager).
+fn slot_key(sys: &System, slot: MediaSlot) -> String {
+    format!("vmedia:{}:{slot}", sys.id)
+}
+
+/// 409 while an insert into the slot is under way.
+fn check_not_inserting(st: &AppState, sys: &System, slot: MediaSlot) -> Result<(), ApiError> {
+    if st.tasks.busy(&slot_key(sys, slot)) {
+        return Err(ApiError::Conflict(format!(
+            "{slot} of {} is being inserted",
+            sys.name
+        )));
+    }
+    Ok(())
+}
 
 pub fn router() -> Router<AppState> {
     let mut r = Router::new();
@@ -144,6 +164,7 @@ async fn patch_member(
                 return Err(ApiError::bad(Msg::new("PropertyUnknown", &[k]).about(k)));
             }
         }
+        check_not_inserting(&st, &sys, slot)?;
         st.backend.eject_media(&sys.id, slot).await?;
         tracing::info!(system = %sys.name, %slot, "eject media (PATCH)");
     } else {
@@ -155,6 +176,7 @@ async fn patch_member(
                     sys.name
                 )));
             }
+            let _claim = st.tasks.claim(&slot_key(&sys, slot))?;
             tracing::info!(system = %sys.name, %slot, image = %image.image, "insert media (PATCH)");
             if let Completion::Running(work) = st.backend.insert_media(&sys.id, slot, image).await?
             {
@@ -207,6 +229,25 @@ fn parse_media(
     )?;
     let image = json::action_str(body, "Image", what)?
         .ok_or_else(|| ApiError::bad(Msg::new("ActionParameterMissing", &[what, "Image"])))?;
+    input::parameter(what, "Image", image, Rule::URI).map_err(ApiError::bad)?;
+    let mut bad = Vec::new();
+    for p in ["UserName", "Password"] {
+        if let Some(v) = json::action_str(body, p, what)? {
+            if let Err(m) = input::parameter(
+                what,
+                p,
+                v,
+                Rule::Text {
+                    max: CREDENTIAL_MAX,
+                },
+            ) {
+                bad.push(m);
+            }
+        }
+    }
+    if !bad.is_empty() {
+        return Err(ApiError::BadRequest(bad));
+    }
     let scheme = image.split_once("://").map(|(s, _)| s.to_ascii_uppercase());
     let from_url = scheme.as_deref().and_then(TransferProtocol::parse);
     if from_url.is_none() || image.len() < 8 || image.chars().any(char::is_whitespace) {
@@ -291,6 +332,9 @@ async fn insert(
             sys.name
         )));
     }
+    // Held from here until the insert is done (or failed): a concurrent
+    // insert is refused, not raced.
+    let claim = st.tasks.claim(&slot_key(&sys, slot))?;
     let target = format!(
         "/redfish/v1/{}/VirtualMedia/{slot}",
         owner_of(&st, &sys, &uri)
@@ -299,7 +343,7 @@ async fn insert(
     match st.backend.insert_media(&sys.id, slot, image).await? {
         Completion::Done => Ok(json::no_content()),
         Completion::Running(work) => {
-            let id = st.tasks.spawn(INSERT, &target, work);
+            let id = st.tasks.spawn(claim, INSERT, &target, work);
             let task = st
                 .tasks
                 .get(&id)
@@ -329,6 +373,7 @@ async fn eject(
     };
     json::action_known(&body, &[], EJECT)?;
     let _guard = st.locks.lock(&sys.id).await;
+    check_not_inserting(&st, &sys, slot)?;
     st.backend.eject_media(&sys.id, slot).await?;
     tracing::info!(system = %sys.name, %slot, "eject media");
     Ok(json::no_content())

@@ -452,3 +452,191 @@ async fn concurrent_patches_lose_no_update() {
         "{conflicts} conflicts seen"
     );
 }
+
+#[tokio::test]
+async fn strings_bound_for_nvram_and_domain_xml_are_checked_before_anything_applies() {
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let before = api.get(&sys).await.body;
+    let huge = format!("http://192.0.2.1/{}", "a".repeat(70_000));
+    let cases = [
+        // The URI node's u16 length would wrap; far over the 2,048 bound.
+        (uefi_http_once(json!(huge)), "Boot/HttpBootUri"),
+        (
+            uefi_http_once(json!(format!("http://h/{}", "a".repeat(2040)))),
+            "Boot/HttpBootUri",
+        ),
+        (
+            uefi_http_once(json!("file:///boot.efi")),
+            "Boot/HttpBootUri",
+        ),
+        (
+            uefi_http_once(json!("tftp://h/boot.efi")),
+            "Boot/HttpBootUri",
+        ),
+        (
+            uefi_http_once(json!("http://h/bööt.efi")),
+            "Boot/HttpBootUri",
+        ),
+        (
+            uefi_http_once(json!("http://h/a\u{FFFF}")),
+            "Boot/HttpBootUri",
+        ),
+        (uefi_http_once(json!("http://h/a\u{1}")), "Boot/HttpBootUri"),
+        (uefi_http_once(json!("http://h/<x>&y")), "Boot/HttpBootUri"),
+        (json!({"AssetTag": "rack\u{FFFE}"}), "AssetTag"),
+        (json!({"AssetTag": "a\u{0}b"}), "AssetTag"),
+        (json!({"AssetTag": "x".repeat(65)}), "AssetTag"),
+        (
+            json!({"Boot": {"UefiTargetBootSourceOverride": "PciRoot(0x0)\u{1b}"}}),
+            "Boot/UefiTargetBootSourceOverride",
+        ),
+    ];
+    for (body, path) in cases {
+        let r = api.patch(&sys, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{path}: {}", r.body);
+        assert_eq!(r.message_ids(), ["PropertyValueFormatError"], "{path}");
+        let m = &r.body["error"]["@Message.ExtendedInfo"][0];
+        assert_eq!(m["MessageArgs"][1], path);
+        assert_eq!(m["RelatedProperties"][0], format!("#/{path}"));
+        assert!(
+            m["MessageArgs"][0].as_str().unwrap().len() <= 70,
+            "the refused value is echoed short"
+        );
+    }
+    // Several problems at once, the valid parts not applied either.
+    let r = api
+        .patch(
+            &sys,
+            json!({"Boot": {"BootSourceOverrideTarget": "UefiHttp", "BootSourceOverrideEnabled": "Once",
+                            "HttpBootUri": "http://h/é"}, "AssetTag": "\u{7}", "IndicatorLED": "Lit"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.message_ids(),
+        ["PropertyValueFormatError", "PropertyValueFormatError"]
+    );
+    let after = api.get(&sys).await.body;
+    for k in ["Boot", "AssetTag", "IndicatorLED"] {
+        assert_eq!(after[k], before[k], "{k} unchanged");
+    }
+    // What the rules allow still goes through: percent escapes, a query,
+    // the longest URI, Unicode text.
+    let longest = format!("http://h/{}", "a".repeat(2048 - 9));
+    for uri in ["https://[fd00::1]:8080/a%20b.efi?x=1&y=2", longest.as_str()] {
+        let r = api.patch(&sys, uefi_http_once(json!(uri))).await;
+        assert_eq!(r.status, StatusCode::OK, "{uri}: {}", r.body);
+        assert_eq!(r.body["Boot"]["HttpBootUri"], uri);
+    }
+    let r = api
+        .patch(&sys, json!({"AssetTag": "Rack 7 — Zürich"}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+}
+
+#[tokio::test]
+async fn bios_strings_and_settings_apply_time_are_checked_whole() {
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let settings = format!("{sys}/Bios/Settings");
+    let pending = || async { api.get(&settings).await.body["Attributes"].clone() };
+    let before = pending().await;
+    let attr = |name: &str, v: &str| json!({"Attributes": {name: v, "ProcTurboMode": "Disabled"}});
+    for (body, path) in [
+        (
+            attr("HttpDev1Uri", "file:///EFI/boot.efi"),
+            "Attributes/HttpDev1Uri",
+        ),
+        (
+            attr("UrlBootFile", "http://h/ünïcode.efi"),
+            "Attributes/UrlBootFile",
+        ),
+        (
+            attr("UrlBootFile", "http://h/\u{FFFE}"),
+            "Attributes/UrlBootFile",
+        ),
+        (
+            attr("HttpDev1Uri", &format!("http://h/{}", "a".repeat(1100))),
+            "Attributes/HttpDev1Uri",
+        ),
+        (attr("AssetTagBios", "tag\u{1f}"), "Attributes/AssetTagBios"),
+    ] {
+        let r = api.patch(&settings, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(r.message_ids(), ["PropertyValueFormatError"], "{body}");
+        assert_eq!(
+            r.body["error"]["@Message.ExtendedInfo"][0]["MessageArgs"][1],
+            path
+        );
+    }
+    assert_eq!(
+        pending().await,
+        before,
+        "nothing staged, not even the valid one"
+    );
+
+    // `@Redfish.SettingsApplyTime`: an object whose ApplyTime is one the
+    // resource advertises (OnReset); every other shape is refused, and the
+    // attributes beside it are not staged.
+    let advertised = api.get(&format!("{sys}/Bios")).await.body["@Redfish.Settings"]
+        ["SupportedApplyTimes"]
+        .clone();
+    assert_eq!(advertised, json!(["OnReset"]));
+    const AT: &str = "@Redfish.SettingsApplyTime";
+    for (apply, id, path) in [
+        (json!(5), "PropertyValueTypeError", AT.to_string()),
+        (json!("OnReset"), "PropertyValueTypeError", AT.to_string()),
+        (
+            json!({"ApplyTime": 5}),
+            "PropertyValueTypeError",
+            format!("{AT}/ApplyTime"),
+        ),
+        (
+            json!({"ApplyTime": "Immediate"}),
+            "PropertyValueNotInList",
+            format!("{AT}/ApplyTime"),
+        ),
+        (
+            json!({"ApplyTime": "AtMaintenanceWindowStart"}),
+            "PropertyValueNotInList",
+            format!("{AT}/ApplyTime"),
+        ),
+        (json!({}), "PropertyMissing", format!("{AT}/ApplyTime")),
+        (
+            json!({"ApplyTime": "OnReset", "Later": true}),
+            "PropertyUnknown",
+            format!("{AT}/Later"),
+        ),
+    ] {
+        let body = json!({AT: apply, "Attributes": {"ProcTurboMode": "Disabled"}});
+        let r = api.patch(&settings, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(r.message_ids(), [id], "{body}");
+        assert_eq!(
+            r.body["error"]["@Message.ExtendedInfo"][0]["MessageArgs"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap(),
+            &json!(path),
+            "{body}"
+        );
+        // Alone, too.
+        let r = api.patch(&settings, json!({AT: apply})).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{apply} alone");
+    }
+    assert_eq!(pending().await, before);
+    let r = api
+        .patch(
+            &settings,
+            json!({AT: {"ApplyTime": "OnReset"}, "Attributes": {"HttpDev1Uri": "http://h/x.efi"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["Attributes"]["HttpDev1Uri"], "http://h/x.efi");
+    let r = api
+        .patch(&settings, json!({"Attributes": {"HttpDev1Uri": ""}}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "empty means none: {}", r.body);
+}

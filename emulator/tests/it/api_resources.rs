@@ -501,3 +501,172 @@ async fn unknown_urls_and_methods_get_redfish_errors() {
     assert_eq!(r.message_ids(), ["OperationNotAllowed"]);
     assert!(r.header("allow").is_some());
 }
+
+#[tokio::test]
+async fn insert_media_parameters_that_would_reach_the_domain_xml_are_checked() {
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let insert = format!("{sys}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia");
+    let long = format!("http://192.0.2.1/{}.iso", "a".repeat(3000));
+    for (body, param) in [
+        (json!({"Image": long}), "Image"),
+        (json!({"Image": "http://192.0.2.1/café.iso"}), "Image"),
+        (json!({"Image": "http://192.0.2.1/a\u{FFFF}.iso"}), "Image"),
+        (json!({"Image": "http://192.0.2.1/a\"b.iso"}), "Image"),
+        (
+            json!({"Image": "http://192.0.2.1/x.iso", "UserName": "u\u{1}"}),
+            "UserName",
+        ),
+        (
+            json!({"Image": "http://192.0.2.1/x.iso", "UserName": "u", "Password": "p\u{FFFE}"}),
+            "Password",
+        ),
+        (
+            json!({"Image": "http://192.0.2.1/x.iso", "Password": "p".repeat(300)}),
+            "Password",
+        ),
+    ] {
+        let r = api.post(&insert, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(
+            r.message_ids(),
+            ["ActionParameterValueFormatError"],
+            "{body}"
+        );
+        assert_eq!(
+            r.body["error"]["@Message.ExtendedInfo"][0]["MessageArgs"][1],
+            param
+        );
+    }
+    assert_eq!(
+        api.get(&format!("{sys}/VirtualMedia/Cd")).await.body["Inserted"],
+        json!(false)
+    );
+    let r = api
+        .post(
+            &insert,
+            json!({"Image": "http://192.0.2.1/a%20b.iso", "UserName": "Ünïcode user", "Password": "p@ss w0rd"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+}
+
+#[tokio::test]
+async fn an_insert_in_progress_holds_its_slot() {
+    let opts = FakeOptions {
+        media_delay: std::time::Duration::from_millis(300),
+        ..Default::default()
+    };
+    let api = Api::with(fake_systems(1), opts, AuthStore::open(), FeatureSet::Full);
+    let sys = api.system(0).await;
+    let id = sys.rsplit('/').next().unwrap().to_string();
+    let cd = format!("{sys}/VirtualMedia/Cd");
+    let insert = |base: String, image: &'static str| {
+        let api = &api;
+        async move {
+            api.post(
+                &format!("{base}/Actions/VirtualMedia.InsertMedia"),
+                json!({ "Image": image }),
+            )
+            .await
+        }
+    };
+    let first = insert(cd.clone(), "http://192.0.2.1/first.iso").await;
+    assert_eq!(first.status, StatusCode::ACCEPTED);
+    // The same slot, reached through the System or the Manager: refused
+    // while the first download runs, and so is an eject.
+    let mgr_cd = format!("/redfish/v1/Managers/{id}/VirtualMedia/Cd");
+    for base in [cd.clone(), mgr_cd] {
+        let r = insert(base, "http://192.0.2.1/second.iso").await;
+        assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+        assert_eq!(r.message_ids(), ["ResourceInUse"]);
+    }
+    let r = api
+        .post(&format!("{cd}/Actions/VirtualMedia.EjectMedia"), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT);
+    // The other slot is free.
+    let r = insert(
+        format!("{sys}/VirtualMedia/Floppy"),
+        "http://192.0.2.1/f.img",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let monitor = first.header("location").unwrap();
+    let done = api
+        .finish_task(&monitor, std::time::Duration::from_secs(5))
+        .await;
+    assert_eq!(done.status, StatusCode::NO_CONTENT);
+    let media = api.get(&cd).await.body;
+    assert_eq!(
+        media["Image"], "http://192.0.2.1/first.iso",
+        "the first one won"
+    );
+    assert_eq!(
+        insert(cd.clone(), "http://192.0.2.1/third.iso")
+            .await
+            .status,
+        StatusCode::CONFLICT,
+        "now it holds media"
+    );
+    let r = api
+        .post(&format!("{cd}/Actions/VirtualMedia.EjectMedia"), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        insert(cd.clone(), "http://192.0.2.1/fourth.iso")
+            .await
+            .status,
+        StatusCode::ACCEPTED
+    );
+}
+
+#[tokio::test]
+async fn the_admin_endpoint_refuses_unbounded_fault_rules() {
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let faults = std::sync::Arc::new(shoal_emulator::faults::Faults::default());
+    let admin = shoal_emulator::admin::router(faults.clone(), "t0ken");
+    let put = |body: String| {
+        let admin = admin.clone();
+        async move {
+            let req = axum::http::Request::builder()
+                .method("PUT")
+                .uri("/shoal/v1/faults")
+                .header("Authorization", "Bearer t0ken")
+                .body(Body::from(body))
+                .unwrap();
+            let r = admin.oneshot(req).await.unwrap();
+            let status = r.status();
+            let bytes = r.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }
+    };
+    for (rule, key) in [
+        (json!({"latency_ms": u64::MAX}), "rules[0].latency_ms"),
+        (json!({"latency_ms": 60_001}), "rules[0].latency_ms"),
+        (json!({"latency_ms": -5}), "rules[0].latency_ms"),
+        (json!({"latency_ms": 1e300}), "rules[0].latency_ms"),
+        (
+            json!({"power_delay_ms": u64::MAX}),
+            "rules[0].power_delay_ms",
+        ),
+        (json!({"error_rate": 1.5}), "rules[0].error_rate"),
+        (json!({"drop_rate": -0.5}), "rules[0].drop_rate"),
+        (json!({"status": 70_000}), "rules[0].status"),
+    ] {
+        let (status, body) = put(json!({"rules": [rule]}).to_string()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{rule}");
+        let why = body["error"].as_str().unwrap();
+        assert!(why.starts_with(key), "{rule}: {why}");
+    }
+    let many: Vec<Value> = (0..300).map(|_| json!({})).collect();
+    let (status, body) = put(json!({ "rules": many }).to_string()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body["error"].as_str().unwrap().starts_with("rules:"));
+    assert!(faults.config().rules.is_empty(), "nothing replaced");
+    let (status, _) = put(json!({"rules": [{"latency_ms": 60_000}]}).to_string()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(faults.config().rules[0].latency_ms, 60_000);
+}

@@ -189,3 +189,94 @@ async fn on_reset_changes_wait_for_the_next_start() {
         .await;
     assert_eq!(done.status, StatusCode::NO_CONTENT);
 }
+
+#[tokio::test]
+async fn staged_changes_are_one_per_volume_and_wait_without_polling() {
+    let (api, base) = api();
+    let vols = format!("{base}/Volumes");
+    let later = json!({"@Redfish.OperationApplyTime": "OnReset"});
+    let delete = |vol: String, body: Option<Value>| {
+        let api = &api;
+        async move { api.req(Method::DELETE, &vol, body, &[]).await }
+    };
+    let r = delete(format!("{vols}/disk2"), Some(later.clone())).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let create = json!({"RAIDType": "RAID0", "Links": {"Drives": drives(&base, &[2])},
+                        "@Redfish.OperationApplyTime": "OnReset"});
+    let r = api.post(&vols, create.clone()).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let staged_checks = api.state.tasks.staged_checks();
+    // A client repeating itself: each target keeps its one pending change;
+    // the rest is refused as a controller with a scheduled job refuses.
+    for _ in 0..500 {
+        let r = api.post(&vols, create.clone()).await;
+        assert_eq!(
+            r.status,
+            StatusCode::CONFLICT,
+            "drive taken by the staged volume"
+        );
+        let r = delete(format!("{vols}/Volume0"), Some(later.clone())).await;
+        assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+        assert_eq!(r.message_ids(), ["ResourceInUse"]);
+        let r = delete(format!("{vols}/disk2"), Some(later.clone())).await;
+        assert_eq!(r.status, StatusCode::CONFLICT);
+        let r = delete(format!("{vols}/disk2"), None).await;
+        assert_eq!(r.status, StatusCode::CONFLICT, "not even at once");
+    }
+    // Nor may a volume made now take a drive a staged change frees.
+    let r = api
+        .post(
+            &vols,
+            json!({"RAIDType": "RAID0", "Links": {"Drives": drives(&base, &[2])}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    let tasks = api.get("/redfish/v1/TaskService/Tasks").await.body;
+    assert_eq!(tasks["Members@odata.count"], json!(2));
+    // While nothing happens the two tasks sleep: no look at the machine.
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    assert_eq!(api.state.tasks.staged_checks(), staged_checks, "no polling");
+    let sys = api.system(0).await;
+    api.reset(&sys, "On").await;
+    for m in tasks["Members"].as_array().unwrap() {
+        let t = m["@odata.id"].as_str().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while api.get(t).await.body["TaskState"] != "Completed" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{t} not woken by the reset"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+    assert_eq!(
+        api.state.tasks.staged_checks(),
+        staged_checks + 2,
+        "one look each, when the reset woke them"
+    );
+    assert_eq!(
+        ids(&api.get(&vols).await.body),
+        ["disk0", "disk1", "Volume0"]
+    );
+}
+
+#[tokio::test]
+async fn volume_names_are_one_short_line() {
+    let (api, base) = api();
+    let vols = format!("{base}/Volumes");
+    let r = api
+        .req(Method::DELETE, &format!("{vols}/disk2"), None, &[])
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    for name in ["a\u{0}b".to_string(), "x\u{FFFF}".into(), "n".repeat(65)] {
+        let r = api
+            .post(
+                &vols,
+                json!({"RAIDType": "RAID0", "Name": name, "Links": {"Drives": drives(&base, &[2])}}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{name:?}");
+        assert_eq!(r.message_ids(), ["PropertyValueFormatError"]);
+    }
+    assert_eq!(ids(&api.get(&vols).await.body), ["disk0", "disk1"]);
+}
