@@ -34,8 +34,12 @@ pub const MAX_POWER_DELAY_MS: u64 = 600_000;
 pub const MAX_SYSTEMS: usize = 4096;
 /// The longest path pattern (bytes).
 pub const MAX_PATH: usize = 1024;
-/// The members of a rule that are whole numbers.
-const WHOLE: &[&str] = &["latency_ms", "power_delay_ms", "status"];
+/// The members of a rule that are whole numbers, with their type's bound.
+const WHOLE: &[(&str, u64)] = &[
+    ("latency_ms", u64::MAX),
+    ("power_delay_ms", u64::MAX),
+    ("status", u16::MAX as u64),
+];
 
 /// One rule. A request matches when every given selector matches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,8 +111,13 @@ impl FaultConfig {
                 .enumerate()
                 .map(|(i, r)| {
                     for (k, v) in r.as_object().into_iter().flatten() {
-                        if WHOLE.contains(&k.as_str()) && !v.is_u64() {
-                            return Err(format!("rules[{i}].{k}: {v} is not a whole number"));
+                        let Some((_, max)) = WHOLE.iter().find(|(w, _)| w == k) else {
+                            continue;
+                        };
+                        if !v.as_u64().is_some_and(|n| n <= *max) {
+                            return Err(format!(
+                                "rules[{i}].{k}: {v} is not a whole number from 0 to {max}"
+                            ));
                         }
                     }
                     serde_json::from_value(r.clone()).map_err(|e| format!("rules[{i}]: {e}"))
@@ -605,6 +614,7 @@ mod tests {
         assert!(err(r#"{"rules":[{"latency_ms":1e30}]}"#).starts_with("rules[0].latency_ms:"));
         assert!(err(r#"{"rules":[{"latency_ms":-1}]}"#).starts_with("rules[0].latency_ms:"));
         assert!(err(r#"{"rules":[{"status":"503"}]}"#).starts_with("rules[0].status:"));
+        assert!(err(r#"{"rules":[{"status":70000}]}"#).starts_with("rules[0].status:"));
         assert!(err(r#"{"rules":[{"error_rate":2}]}"#).starts_with("rules[0].error_rate:"));
         assert!(err(r#"{"rules":[{"bogus":1}]}"#).starts_with("rules[0]:"));
         assert!(err(r#"{"seed":-3}"#).starts_with("seed:"));
