@@ -114,7 +114,7 @@ impl FaultConfig {
                         let Some((_, max)) = WHOLE.iter().find(|(w, _)| w == k) else {
                             continue;
                         };
-                        if !v.as_u64().is_some_and(|n| n <= *max) {
+                        if v.as_u64().is_none_or(|n| n > *max) {
                             return Err(format!(
                                 "rules[{i}].{k}: {v} is not a whole number from 0 to {max}"
                             ));
