@@ -108,6 +108,11 @@ pub struct Cli {
     /// libvirt backend: how long GracefulRestart waits for the guest to stop.
     #[arg(long, env = "SHOAL_GRACEFUL_TIMEOUT_SECS", default_value_t = 60)]
     pub graceful_timeout_secs: u64,
+    /// Fake backend: InsertMedia downloads the image and checks it (size,
+    /// ISO 9660 for a CD, the address policy), answering as the libvirt
+    /// backend does, and keeps nothing; without it any URL is taken.
+    #[arg(long, env = "SHOAL_FAKE_FETCH_MEDIA")]
+    pub fake_fetch_media: bool,
     /// libvirt backend: where InsertMedia downloads images.
     #[arg(
         long,
@@ -115,16 +120,17 @@ pub struct Cli {
         default_value = "/var/lib/shoal/media"
     )]
     pub media_cache: PathBuf,
-    /// libvirt backend: the largest image InsertMedia accepts, in MiB.
+    /// The largest image InsertMedia accepts, in MiB (libvirt, and the
+    /// fake with --fake-fetch-media; so are the next three).
     #[arg(long, env = "SHOAL_MEDIA_MAX_MIB", default_value_t = 8192)]
     pub media_max_mib: u64,
-    /// libvirt backend: how long one image download may take.
+    /// How long one image download may take.
     #[arg(long, env = "SHOAL_MEDIA_TIMEOUT_SECS", default_value_t = 600)]
     pub media_timeout_secs: u64,
-    /// libvirt backend: do not verify image servers' TLS certificates.
+    /// Do not verify image servers' TLS certificates.
     #[arg(long, env = "SHOAL_MEDIA_INSECURE")]
     pub media_insecure: bool,
-    /// libvirt backend: let InsertMedia fetch from these networks although
+    /// Let InsertMedia fetch from these networks although
     /// the default refuses them (loopback, link-local), e.g. 127.0.0.0/8
     /// for images served on the emulator's own host (repeatable).
     /// Unspecified, multicast and broadcast addresses are always refused.
@@ -134,16 +140,6 @@ pub struct Cli {
         value_delimiter = ','
     )]
     pub media_allow_nets: Vec<crate::netpolicy::IpNet>,
-}
-
-/// Virtual media downloads (libvirt backend).
-#[derive(Debug, Clone)]
-pub struct MediaSettings {
-    pub cache: PathBuf,
-    pub max_bytes: u64,
-    pub timeout: Duration,
-    pub insecure: bool,
-    pub addresses: crate::netpolicy::AddressPolicy,
 }
 
 /// Which backend serves the systems.
@@ -157,7 +153,7 @@ pub enum BackendChoice {
         allow: Vec<String>,
         http_boot: HttpBootMapping,
         graceful_timeout: Duration,
-        media: MediaSettings,
+        media: crate::backend::download::MediaOptions,
     },
 }
 
@@ -257,6 +253,15 @@ impl Cli {
             (_, _, Some(t)) => Some((t.certificate.clone(), t.key.clone())),
             _ => None,
         };
+        let media = crate::backend::download::MediaOptions {
+            cache: self.media_cache.clone(),
+            max_bytes: self.media_max_mib << 20,
+            timeout: Duration::from_secs(self.media_timeout_secs),
+            insecure: self.media_insecure,
+            addresses: crate::netpolicy::AddressPolicy {
+                allow: self.media_allow_nets.clone(),
+            },
+        };
         Ok(Settings {
             listen: SocketAddr::new(self.interface, self.port),
             limits: crate::serve::Limits {
@@ -282,6 +287,7 @@ impl Cli {
                     .map(Duration::from_millis)
                     .unwrap_or(media_delay),
                 state_file: self.state_file.clone(),
+                fetch_media: self.fake_fetch_media.then(|| media.clone()),
             },
             systems,
             backend: if libvirt {
@@ -291,15 +297,7 @@ impl Cli {
                     allow: self.libvirt_domains.clone(),
                     http_boot: self.http_boot,
                     graceful_timeout: Duration::from_secs(self.graceful_timeout_secs),
-                    media: MediaSettings {
-                        cache: self.media_cache.clone(),
-                        max_bytes: self.media_max_mib << 20,
-                        timeout: Duration::from_secs(self.media_timeout_secs),
-                        insecure: self.media_insecure,
-                        addresses: crate::netpolicy::AddressPolicy {
-                            allow: self.media_allow_nets.clone(),
-                        },
-                    },
+                    media,
                 }
             } else {
                 BackendChoice::Fake

@@ -52,13 +52,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
                 allow: allow.clone(),
                 http_boot: *http_boot,
                 graceful_timeout: *graceful_timeout,
-                media: crate::backend::libvirt::media::MediaOptions {
-                    cache: media.cache.clone(),
-                    max_bytes: media.max_bytes,
-                    timeout: media.timeout,
-                    insecure: media.insecure,
-                    addresses: media.addresses.clone(),
-                },
+                media: media.clone(),
                 nvram_dir: None,
             };
             Ok(Arc::new(

@@ -33,6 +33,9 @@ pub struct FakeOptions {
     pub media_delay: Duration,
     /// Where to persist state; loaded at start when it exists.
     pub state_file: Option<PathBuf>,
+    /// Download InsertMedia's image and check it, as the libvirt backend
+    /// does (the same errors), keeping nothing; `None`: take any URL.
+    pub fetch_media: Option<crate::backend::download::MediaOptions>,
 }
 
 struct Transition {
@@ -358,6 +361,17 @@ impl Backend for FakeBackend {
     ) -> Result<Completion> {
         // Checks that the system exists before anything is started.
         drop(self.machine(id)?);
+        let fetch = self.inner.opts.fetch_media.clone().map(|opts| {
+            let image = image.clone();
+            async move {
+                tokio::task::spawn_blocking(move || {
+                    crate::backend::download::download(&opts, &image, slot, None)
+                })
+                .await
+                .map_err(|e| BackendError::Internal(format!("media download: {e}")))?
+                .map(drop)
+            }
+        });
         let state = MediaState {
             image: Some(image.image),
             inserted: image.inserted,
@@ -368,6 +382,9 @@ impl Backend for FakeBackend {
         };
         let delay = self.inner.opts.media_delay;
         if delay.is_zero() {
+            if let Some(fetch) = fetch {
+                fetch.await?;
+            }
             self.update(id, |m| {
                 *m.sys.media_mut(slot) = state;
                 Ok(())
@@ -378,6 +395,9 @@ impl Backend for FakeBackend {
         let id = id.to_string();
         Ok(Completion::Running(Box::pin(async move {
             tokio::time::sleep(delay).await;
+            if let Some(fetch) = fetch {
+                fetch.await?;
+            }
             this.update(&id, |m| {
                 *m.sys.media_mut(slot) = state;
                 Ok(())

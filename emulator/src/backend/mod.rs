@@ -5,6 +5,7 @@
 //! Each call is atomic for its system; the API serialises read-check-write
 //! sequences per system on top (see `api::state::SystemLocks`).
 
+pub mod download;
 pub mod fake;
 #[cfg(feature = "libvirt")]
 pub mod libvirt;

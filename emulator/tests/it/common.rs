@@ -20,6 +20,9 @@ pub struct Reply {
     pub body: Value,
     /// The emulator's log lines while this request (or task) ran.
     pub log: Vec<String>,
+    /// Where the log stood when the request was sent: a task it started
+    /// logs from there on, even before its monitor is first read.
+    pub log_from: usize,
 }
 
 /// Status, body and the emulator's own log lines: what an assertion on an
@@ -236,6 +239,7 @@ impl Api {
             headers,
             body,
             log: log::since(mark),
+            log_from: mark,
         }
     }
 
@@ -266,8 +270,26 @@ impl Api {
     /// Polls a task monitor until the task is done; its final answer.
     #[allow(dead_code)] // used by the libvirt tests only
     pub async fn finish_task(&self, monitor: &str, limit: std::time::Duration) -> Reply {
+        self.finish_task_logged_from(monitor, limit, log::mark())
+            .await
+    }
+
+    /// Polls the task that `started` (a 202) began until it is done; its
+    /// final answer, with every line logged since `started` was sent.
+    #[allow(dead_code)] // used by the libvirt tests only
+    pub async fn finish(&self, started: &Reply, limit: std::time::Duration) -> Reply {
+        let monitor = started.header("location").expect("a task monitor");
+        self.finish_task_logged_from(&monitor, limit, started.log_from)
+            .await
+    }
+
+    async fn finish_task_logged_from(
+        &self,
+        monitor: &str,
+        limit: std::time::Duration,
+        mark: usize,
+    ) -> Reply {
         let deadline = std::time::Instant::now() + limit;
-        let mark = log::mark();
         loop {
             let mut r = self.get(monitor).await;
             if r.status != StatusCode::ACCEPTED {
@@ -406,7 +428,6 @@ pub fn venv_program(name: &str) -> Option<std::path::PathBuf> {
 /// A tiny HTTP/1.1 file server on 127.0.0.1 for tests: GET of a known
 /// path answers 200 with its bytes, anything else 404. Runs until the
 /// test process ends.
-#[allow(dead_code)] // used by the libvirt tests only
 pub fn file_server(files: Vec<(&'static str, Vec<u8>)>) -> String {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

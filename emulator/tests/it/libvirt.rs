@@ -573,8 +573,9 @@ async fn insert(api: &Api, manager_id: &str, image: &str) -> crate::common::Repl
         )
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
-    api.finish_task(&r.header("location").unwrap(), Duration::from_secs(30))
-        .await
+    // The download may fail before the monitor is first read: the task's
+    // log lines are those since the POST.
+    api.finish(&r, Duration::from_secs(30)).await
 }
 
 /// A path, the status, extra headers and the body it answers with.
