@@ -205,7 +205,14 @@ async fn staged_changes_are_one_per_volume_and_wait_without_polling() {
                         "@Redfish.OperationApplyTime": "OnReset"});
     let r = api.post(&vols, create.clone()).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    // Each task looks once as it starts...
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while api.state.tasks.staged_checks() < 2 {
+        assert!(std::time::Instant::now() < deadline, "tasks never looked");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     let staged_checks = api.state.tasks.staged_checks();
+    assert_eq!(staged_checks, 2);
     // A client repeating itself: each target keeps its one pending change;
     // the rest is refused as a controller with a scheduled job refuses.
     for _ in 0..500 {
@@ -233,7 +240,7 @@ async fn staged_changes_are_one_per_volume_and_wait_without_polling() {
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
     let tasks = api.get("/redfish/v1/TaskService/Tasks").await.body;
     assert_eq!(tasks["Members@odata.count"], json!(2));
-    // While nothing happens the two tasks sleep: no look at the machine.
+    // ...then, while nothing happens, sleeps: no look at the machine.
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     assert_eq!(api.state.tasks.staged_checks(), staged_checks, "no polling");
     let sys = api.system(0).await;
