@@ -300,19 +300,23 @@ pub fn http_boot_uri_at_start(boot: &BootOverride, bios: &BiosState) -> Option<S
     if let Some(u) = &boot.http_boot_uri {
         return Some(u.clone());
     }
-    let attr = |name: &str| {
-        bios.pending
-            .get(name)
-            .or_else(|| bios.current.get(name))
-            .and_then(serde_json::Value::as_str)
-            .filter(|v| !v.is_empty())
-    };
+    let attr = |name: &str| bios_at_start(bios, name);
     if attr("HttpDev1EnDis") == Some("Enabled") {
         if let Some(u) = attr("HttpDev1Uri") {
             return Some(u.to_string());
         }
     }
     attr("UrlBootFile").map(str::to_string)
+}
+
+/// A string BIOS attribute as the next start applies it (staged value
+/// first); `None` when unset or empty.
+pub fn bios_at_start<'a>(bios: &'a BiosState, name: &str) -> Option<&'a str> {
+    bios.pending
+        .get(name)
+        .or_else(|| bios.current.get(name))
+        .and_then(serde_json::Value::as_str)
+        .filter(|v| !v.is_empty())
 }
 
 /// What a BMC does when its machine starts: staged BIOS settings take

@@ -7,6 +7,16 @@
 //! 3, subtype 0x18, u16 length = 4 + URI bytes, the URI in ASCII) and the
 //! end node `7f ff 04 00`. An empty URI node asks the firmware to take the
 //! URL from DHCP (the HTTPClient offer).
+//!
+//! A URI node alone is a short-form device path: edk2's boot manager expands
+//! it over every HTTP boot instance (each NIC's IPv4 one first, then its IPv6
+//! one) and boots the first that loads. To boot one NIC over one IP version,
+//! the option names that instance's full path instead, as the firmware's own
+//! entries do: `PciRoot(0)/Pci(..)/../MAC(..)/IPv4()` or `IPv6()`, then the
+//! URI node. The boot manager matches it against HttpBootDxe's instances
+//! node for node, the IP and URI nodes by kind only (BmMatchHttpBootDevicePath
+//! in UefiBootManagerLib), and HttpBootDxe then runs that instance with the
+//! URI from the option (DHCP when it is empty).
 
 use uuid::Uuid;
 
@@ -40,16 +50,96 @@ pub fn uri_device_path(uri: &str) -> Vec<u8> {
     p
 }
 
-/// The URI of a device path that is a single URI node, if it is one.
+/// An IP version of the firmware's HTTP boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpVersion {
+    V4,
+    V6,
+}
+
+/// Where a NIC sits, as the firmware's device path names it: the PCI
+/// device and function of each hop from the root bridge (`PciRoot(0x0)`)
+/// down to the NIC, and its MAC address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NicPath {
+    pub pci: Vec<(u8, u8)>,
+    pub mac: [u8; 6],
+}
+
+/// `EISA_PNP_ID(0x0A03)`: the PCI root bridge, as OVMF names it.
+const PCI_ROOT_HID: u32 = 0x0a03_41d0;
+
+/// The full device path of the HTTP boot instance of `nic` for `ip`, with
+/// `uri` (empty: the URL comes from DHCP). The IP node is the one HttpBootDxe
+/// puts on its own instance (all zero; IPv6: prefix length 64), as the IP
+/// and URI nodes are matched by kind only.
+pub fn nic_http_device_path(nic: &NicPath, ip: IpVersion, uri: &str) -> Vec<u8> {
+    let mut p = vec![0x02, 0x01, 12, 0];
+    p.extend(PCI_ROOT_HID.to_le_bytes());
+    p.extend(0u32.to_le_bytes());
+    for &(device, function) in &nic.pci {
+        p.extend([0x01, 0x01, 6, 0, function, device]);
+    }
+    // MAC(): 32 address bytes, then the interface type (1: Ethernet).
+    p.extend([0x03, 0x0b, 37, 0]);
+    p.extend(nic.mac);
+    p.extend([0u8; 26]);
+    p.push(1);
+    match ip {
+        // IPv4(): local, remote, ports, protocol, static flag, gateway, mask.
+        IpVersion::V4 => {
+            p.extend([0x03, 0x0c, 27, 0]);
+            p.extend([0u8; 23]);
+        }
+        // IPv6(): local, remote, ports, protocol, origin, prefix, gateway.
+        IpVersion::V6 => {
+            p.extend([0x03, 0x0d, 60, 0]);
+            p.extend([0u8; 16 + 16 + 2 + 2 + 2 + 1]);
+            p.push(64);
+            p.extend([0u8; 16]);
+        }
+    }
+    p.extend(uri_device_path(uri));
+    p
+}
+
+/// The nodes of a device path, `(type, subtype, body)`, up to and without
+/// the end node; `None` when it is malformed or not ended.
+fn nodes(mut p: &[u8]) -> Option<Vec<(u8, u8, &[u8])>> {
+    let mut out = Vec::new();
+    loop {
+        let head = p.get(..4)?;
+        let len = usize::from(u16::from_le_bytes([head[2], head[3]]));
+        if len < 4 {
+            return None;
+        }
+        let node = p.get(..len)?;
+        if node == END_NODE {
+            return (len == p.len()).then_some(out);
+        }
+        out.push((head[0], head[1], &node[4..]));
+        p = &p[len..];
+    }
+}
+
+/// The URI of a device path that ends in a URI node (a short-form URI
+/// path, or an HTTP boot instance's full path), if it does.
 pub fn device_path_uri(p: &[u8]) -> Option<String> {
-    if p.len() < 8 || p[0] != 0x03 || p[1] != 0x18 {
-        return None;
+    let nodes = nodes(p)?;
+    match nodes.last()? {
+        (0x03, 0x18, uri) => String::from_utf8(uri.to_vec()).ok(),
+        _ => None,
     }
-    let len = usize::from(u16::from_le_bytes([p[2], p[3]]));
-    if len < 4 || p.len() != len.checked_add(4)? || p.get(len..)? != END_NODE {
-        return None;
-    }
-    String::from_utf8(p.get(4..len)?.to_vec()).ok()
+}
+
+/// The IP version a device path's HTTP boot instance is restricted to:
+/// `None` for a short-form URI path (every instance) or no HTTP path.
+pub fn device_path_ip(p: &[u8]) -> Option<IpVersion> {
+    nodes(p)?.iter().find_map(|n| match (n.0, n.1) {
+        (0x03, 0x0c) => Some(IpVersion::V4),
+        (0x03, 0x0d) => Some(IpVersion::V6),
+        _ => None,
+    })
 }
 
 impl LoadOption {
@@ -170,11 +260,21 @@ pub enum Persistence {
 /// Writes Shoal's URI load option (empty `uri`: the URL comes from DHCP)
 /// and makes it the next boot. Returns the option number.
 pub fn set_http_boot(store: &mut Varstore, uri: &str, how: Persistence) -> Result<u16, NvramError> {
+    set_http_boot_path(store, uri_device_path(uri), how)
+}
+
+/// [`set_http_boot`] with the option's device path given: a short-form URI
+/// path ([`uri_device_path`]) or one instance's ([`nic_http_device_path`]).
+pub fn set_http_boot_path(
+    store: &mut Varstore,
+    device_path: Vec<u8>,
+    how: Persistence,
+) -> Result<u16, NvramError> {
     let n = shoal_slot(store);
     let opt = LoadOption {
         attributes: LOAD_OPTION_ACTIVE,
         description: SHOAL_DESCRIPTION.into(),
-        device_path: uri_device_path(uri),
+        device_path,
         optional_data: Vec::new(),
     };
     store.set(global(&boot_name(n), opt.encode()))?;
@@ -236,6 +336,70 @@ mod tests {
         );
         assert_eq!(uri_device_path(""), vec![3, 0x18, 4, 0, 0x7f, 0xff, 4, 0]);
         assert_eq!(device_path_uri(&uri_device_path("")).as_deref(), Some(""));
+    }
+
+    /// OVMF's own "UEFI HTTPv4/HTTPv6 (MAC:5254005E1001)" entries, as Debian's
+    /// OVMF 2022.11 wrote them into a lab domain's varstore (q35, the virtio
+    /// NIC behind the root port at 00:01.0): PciRoot(0x0)/Pci(0x1,0x0)/
+    /// Pci(0x0,0x0)/MAC(5254005E1001,0x1)/IPv4(..) or IPv6(..)/Uri().
+    const OVMF_HTTPV4: &str = "02010c00d041030a00000000010106000001010106000000030b25005254005e\
+        1001000000000000000000000000000000000000000000000000000001030c1b\
+        000000000000000000000000000000000000000000000000031804007fff0400";
+    const OVMF_HTTPV6: &str = "02010c00d041030a00000000010106000001010106000000030b25005254005e\
+        1001000000000000000000000000000000000000000000000000000001030d3c\
+        0000000000000000000000000000000000000000000000000000000000000000\
+        00000000000000004000000000000000000000000000000000031804007fff04\
+        00";
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn nic_paths_are_the_firmware_s_own_instances() {
+        let nic = NicPath {
+            pci: vec![(1, 0), (0, 0)],
+            mac: [0x52, 0x54, 0x00, 0x5e, 0x10, 0x01],
+        };
+        let p = nic_http_device_path(&nic, IpVersion::V6, "");
+        let want = unhex(OVMF_HTTPV6);
+        assert_eq!(p, want);
+        assert_eq!(device_path_uri(&p).as_deref(), Some(""));
+        assert_eq!(device_path_ip(&p), Some(IpVersion::V6));
+
+        assert_eq!(
+            nic_http_device_path(&nic, IpVersion::V4, ""),
+            unhex(OVMF_HTTPV4)
+        );
+        let p4 = nic_http_device_path(&nic, IpVersion::V4, "http://h/a.efi");
+        assert_eq!(device_path_uri(&p4).as_deref(), Some("http://h/a.efi"));
+        assert_eq!(device_path_ip(&p4), Some(IpVersion::V4));
+        assert_eq!(device_path_ip(&uri_device_path("")), None);
+    }
+
+    #[test]
+    fn malformed_paths_have_no_uri() {
+        let good = nic_http_device_path(
+            &NicPath {
+                pci: vec![(3, 0)],
+                mac: [2; 6],
+            },
+            IpVersion::V4,
+            "http://h/x",
+        );
+        for cut in 0..good.len() {
+            assert_eq!(device_path_uri(&good[..cut]), None, "cut at {cut}");
+        }
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert_eq!(device_path_uri(&trailing), None);
+        // A node claiming less than its own header stops the walk.
+        assert_eq!(device_path_uri(&[3, 0x18, 2, 0, 0x7f, 0xff, 4, 0]), None);
+        // A path whose last node is not a URI is no HTTP boot path.
+        assert_eq!(device_path_uri(&[1, 1, 6, 0, 0, 2, 0x7f, 0xff, 4, 0]), None);
     }
 
     #[test]

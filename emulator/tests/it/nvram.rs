@@ -167,3 +167,44 @@ fn virt_fw_vars_written_entry_decodes_in_shoal() {
     );
     assert_eq!(opt.attributes & boot::LOAD_OPTION_ACTIVE, 1);
 }
+
+/// A load option naming one NIC's HTTP boot instance (what
+/// `PrebootNetworkEnvPolicy` IPv4/IPv6 writes) decodes in virt-fw-vars node
+/// by node, PCI hops and all, with its URI.
+#[test]
+fn shoal_written_nic_instance_path_decodes_in_virt_fw_vars() {
+    let Some(bytes) = template(TEMPLATES[0]) else {
+        return;
+    };
+    let nic = boot::NicPath {
+        pci: vec![(2, 1), (0, 0)],
+        mac: [0x52, 0x54, 0x00, 0x5e, 0x10, 0x01],
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (ip, uri, shown) in [
+        (
+            boot::IpVersion::V6,
+            "",
+            "devpath=PciRoot()/PCI(dev=02:1)/PCI(dev=00:0)/MAC()/IPv6()/URI()",
+        ),
+        (
+            boot::IpVersion::V4,
+            "http://192.0.2.1/a.efi",
+            "devpath=PciRoot()/PCI(dev=02:1)/PCI(dev=00:0)/MAC()/IPv4()/URI(http://192.0.2.1/a.efi)",
+        ),
+    ] {
+        let mut store = Varstore::parse(bytes.clone()).unwrap();
+        let path = boot::nic_http_device_path(&nic, ip, uri);
+        let n = boot::set_http_boot_path(&mut store, path, Persistence::Once).unwrap();
+        let file = dir.path().join("vars.fd");
+        std::fs::write(&file, store.as_bytes()).unwrap();
+        let printed = oracle_print(&file);
+        let entry = printed
+            .split(&format!("name=Boot{n:04X}"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no Boot{n:04X}\n{printed}"));
+        assert!(entry.contains(shown), "{shown}\n{entry}");
+        let reread = Varstore::parse(std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(boot::option_uri(&reread, n).as_deref(), Some(uri));
+    }
+}

@@ -261,6 +261,73 @@ pub fn first_boot_device(d: &Element) -> Option<BootTarget> {
         .map(|(_, c)| c)
 }
 
+/// A number of a libvirt `<address>` attribute (`0x1f` or `31`).
+fn address_number(e: &Element, k: &str) -> Option<u32> {
+    let v = e.attr(k)?;
+    match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => v.parse().ok(),
+    }
+}
+
+/// The firmware's path to the domain's first NIC (for an HTTP boot option
+/// naming its instance): the PCI device and function of every bridge from
+/// the root bus down, then the NIC's, and its MAC. `None` when the XML
+/// does not say (no PCI address yet) or the NIC is not under PCI domain 0's
+/// root bus (an expander bus is a root of its own).
+pub fn nic_path(d: &Element) -> Option<crate::nvram::boot::NicPath> {
+    let devices = d.child("devices")?;
+    let nic = devices.elements().find(|e| e.name == "interface")?;
+    let mac: Vec<u8> = nic
+        .child("mac")?
+        .attr("address")?
+        .split(':')
+        .map(|x| u8::from_str_radix(x, 16).ok())
+        .collect::<Option<_>>()?;
+    let pci_address = |e: &Element| -> Option<(u32, u8, u8)> {
+        let a = e
+            .child("address")
+            .filter(|a| a.attr("type") == Some("pci"))?;
+        if address_number(a, "domain").unwrap_or(0) != 0 {
+            return None;
+        }
+        Some((
+            address_number(a, "bus")?,
+            u8::try_from(address_number(a, "slot")?).ok()?,
+            u8::try_from(address_number(a, "function").unwrap_or(0)).ok()?,
+        ))
+    };
+    let mut pci = Vec::new();
+    let (mut bus, slot, function) = pci_address(nic)?;
+    pci.push((slot, function));
+    // Each bus is a controller whose index is its number, itself at an
+    // address on its parent bus; bus 0 is the root.
+    while bus != 0 {
+        if pci.len() > 32 {
+            return None;
+        }
+        let ctl = devices.elements().find(|e| {
+            e.name == "controller"
+                && e.attr("type") == Some("pci")
+                && e.attr("index").and_then(|i| i.parse::<u32>().ok()) == Some(bus)
+        })?;
+        if matches!(
+            ctl.attr("model"),
+            Some("pci-root" | "pcie-root" | "pci-expander-bus" | "pcie-expander-bus")
+        ) {
+            return None;
+        }
+        let (parent, slot, function) = pci_address(ctl)?;
+        pci.push((slot, function));
+        bus = parent;
+    }
+    pci.reverse();
+    Some(crate::nvram::boot::NicPath {
+        pci,
+        mac: mac.try_into().ok()?,
+    })
+}
+
 /// The kernel command-line word by which a petitboot machine learns the
 /// BMC's boot device override for one start (as OpenPOWER's petitboot reads
 /// the IPMI boot flags its BMC sets): `shoal.bootdev=network|disk|cdrom`.
@@ -334,6 +401,37 @@ mod tests {
             f.nvram_template.as_deref(),
             Some("/usr/share/OVMF/OVMF_VARS_4M.fd")
         );
+    }
+
+    #[test]
+    fn the_nic_path_follows_its_bridges_to_the_root() {
+        // As libvirt 11 lays out a lab's q35 domain (root ports at 00:01.x;
+        // OVMF names that NIC PciRoot(0x0)/Pci(0x1,0x0)/Pci(0x0,0x0)), with
+        // the first NIC moved behind the second port.
+        let q35 = r#"<domain><devices>
+  <controller type="pci" index="0" model="pcie-root"/>
+  <controller type="pci" index="1" model="pcie-root-port"><target chassis="1" port="0x10"/><address type="pci" domain="0x0000" bus="0x00" slot="0x01" function="0x0" multifunction="on"/></controller>
+  <controller type="pci" index="2" model="pcie-root-port"><target chassis="2" port="0x11"/><address type="pci" domain="0x0000" bus="0x00" slot="0x01" function="0x1"/></controller>
+  <interface type="network"><mac address="52:54:00:5E:12:01"/><source network="n"/><model type="virtio"/><address type="pci" domain="0x0000" bus="0x02" slot="0x00" function="0x0"/></interface>
+  <interface type="network"><mac address="52:54:00:5e:12:02"/><address type="pci" domain="0x0000" bus="0x01" slot="0x00" function="0x0"/></interface>
+</devices></domain>"#;
+        let p = nic_path(&parse(q35).unwrap()).unwrap();
+        assert_eq!(p.pci, vec![(1, 1), (0, 0)]);
+        assert_eq!(p.mac, [0x52, 0x54, 0x00, 0x5e, 0x12, 0x01]);
+        // i440fx: on the root bus itself; decimal numbers are numbers too.
+        let pc = r#"<domain><devices><interface type="network"><mac address="52:54:00:00:00:07"/><address type="pci" domain="0" bus="0" slot="3" function="0"/></interface></devices></domain>"#;
+        assert_eq!(nic_path(&parse(pc).unwrap()).unwrap().pci, vec![(3, 0)]);
+        // No address yet, an expander bus, a missing controller: unknown.
+        for xml in [
+            XML.to_string(),
+            q35.replace(
+                r#"model="pcie-root-port"><target chassis="2""#,
+                r#"model="pcie-expander-bus"><target chassis="2""#,
+            ),
+            q35.replace(r#"index="2""#, r#"index="5""#),
+        ] {
+            assert_eq!(nic_path(&parse(&xml).unwrap()), None, "{xml}");
+        }
     }
 
     #[test]

@@ -410,7 +410,13 @@ impl Inner {
     }
 
     /// Writes (or clears) Shoal's HTTP boot option in the domain's NVRAM.
-    fn prepare_nvram(&self, f: &Facts, s: &ShoalState, target: Option<BootTarget>) -> Result<()> {
+    fn prepare_nvram(
+        &self,
+        d: &xml::Element,
+        f: &Facts,
+        s: &ShoalState,
+        target: Option<BootTarget>,
+    ) -> Result<()> {
         let Some(path) = &f.nvram else {
             return match target {
                 Some(BootTarget::UefiHttp) => Err(BackendError::Internal(format!(
@@ -455,7 +461,8 @@ impl Inner {
                     _ => efiboot::Persistence::Once,
                 };
                 let uri = crate::model::http_boot_uri_at_start(&s.boot, &s.bios);
-                efiboot::set_http_boot(&mut store, uri.as_deref().unwrap_or(""), how).map(drop)
+                let path = http_boot_device_path(d, f, s, uri.as_deref().unwrap_or(""));
+                efiboot::set_http_boot_path(&mut store, path, how).map(drop)
             }
             _ => efiboot::clear_http_boot(&mut store),
         };
@@ -511,7 +518,7 @@ impl Inner {
             domain::set_petitboot_bootdev(&mut d, device_first);
         }
         if f.uefi {
-            self.prepare_nvram(&f, &s, target)?;
+            self.prepare_nvram(&d, &f, &s, target)?;
         }
         let booted = target.unwrap_or(BootTarget::Hdd);
         let media = (booted == BootTarget::Cd)
@@ -751,5 +758,28 @@ impl Backend for LibvirtBackend {
             })
         })
         .await
+    }
+}
+
+/// The device path of Shoal's HTTP boot option. HPE's BIOS attribute
+/// `PrebootNetworkEnvPolicy` picks the IP version as a real BMC's firmware
+/// setting does: `IPv4` or `IPv6` names that HTTP boot instance of the first
+/// NIC, so the firmware tries no other; `Auto` (the default) leaves the URI
+/// short-form, which OVMF tries over every instance, IPv4 first.
+fn http_boot_device_path(d: &xml::Element, f: &Facts, s: &ShoalState, uri: &str) -> Vec<u8> {
+    let ip = match crate::model::bios_at_start(&s.bios, "PrebootNetworkEnvPolicy") {
+        Some("IPv4") => efiboot::IpVersion::V4,
+        Some("IPv6") => efiboot::IpVersion::V6,
+        _ => return efiboot::uri_device_path(uri),
+    };
+    match domain::nic_path(d) {
+        Some(nic) => efiboot::nic_http_device_path(&nic, ip, uri),
+        None => {
+            tracing::warn!(
+                domain = %f.name,
+                "no PCI address for the first NIC: HTTP boot over every IP version"
+            );
+            efiboot::uri_device_path(uri)
+        }
     }
 }
