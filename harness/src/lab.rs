@@ -54,6 +54,8 @@ pub struct NetSpec {
     pub tftp_root: Option<PathBuf>,
     /// Fixed DHCPv4 leases: (MAC, host number in the /24).
     pub hosts: Vec<(String, u8)>,
+    /// dnsmasq logs its DHCP and router advertisement traffic here.
+    pub dnsmasq_log: Option<PathBuf>,
 }
 
 pub struct Lab {
@@ -176,9 +178,14 @@ impl Lab {
         let bridge = format!("shoalbr{index}");
         let host = Ipv4Addr::new(198, 18, index, 1);
         let mut opts = String::new();
-        if !spec.dnsmasq_options.is_empty() {
+        let mut options = spec.dnsmasq_options.clone();
+        if let Some(log) = &spec.dnsmasq_log {
+            options.push("log-dhcp".into());
+            options.push(format!("log-facility={}", log.display()));
+        }
+        if !options.is_empty() {
             opts.push_str("<dnsmasq:options>");
-            for o in &spec.dnsmasq_options {
+            for o in &options {
                 opts.push_str(&format!("<dnsmasq:option value=\"{}\"/>", xml_escape(o)));
             }
             opts.push_str("</dnsmasq:options>");
@@ -276,11 +283,24 @@ impl Lab {
         memory_mib: u64,
         serial: &Path,
     ) -> Result<String> {
+        // On an IPv6 network the firmware waits at its boot menu (as a real
+        // machine spends that in POST) with the NIC's network stack already
+        // connected: OVMF 2022.11's HttpBootDxe sends its first DHCPv6
+        // Solicit without waiting for the NIC's link-local address to pass
+        // duplicate address detection, and fails with EFI_NO_MAPPING
+        // ("Unexpected network error", nothing on the wire) when a boot
+        // option starts HTTP over IPv6 right after the stack came up (edk2
+        // waits since 11f1d28, stable202508).
+        let menu = if net.host6.is_some() {
+            r#"<bootmenu enable="yes" timeout="3000"/>"#
+        } else {
+            ""
+        };
         let xml = format!(
             r#"<domain type="qemu"><name>{name}</name><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
   <os><type arch="x86_64" machine="q35">hvm</type>
     <loader readonly="yes" secure="no" type="pflash">/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
-    <nvram template="/usr/share/OVMF/OVMF_VARS_4M.fd">/var/lib/libvirt/qemu/nvram/{name}_VARS.fd</nvram></os>
+    <nvram template="/usr/share/OVMF/OVMF_VARS_4M.fd">/var/lib/libvirt/qemu/nvram/{name}_VARS.fd</nvram>{menu}</os>
   <features><acpi/></features><on_poweroff>destroy</on_poweroff>
   <devices>
     <interface type="network"><source network="{net}"/><model type="virtio"/><rom enabled="no"/><mac address="{mac}"/></interface>

@@ -266,6 +266,7 @@ fn run_case(
         let mac = format!("52:54:00:5e:{index:02x}:01");
         let uuid = domain_uuid(&domain);
         let mut spec = net_spec(s, host);
+        spec.dnsmasq_log = Some(std::fs::canonicalize(&dir)?.join("dnsmasq.log"));
         let ironic = driver == Driver::Ironic;
         let layout = ironic
             .then(|| -> Result<crate::ironic::Layout> {
