@@ -47,6 +47,9 @@ pub const DEFAULT_SESSION_TIMEOUT: u64 = 1800;
 pub const SESSION_TIMEOUT_RANGE: (u64, u64) = (30, 86400);
 /// Sessions of the whole service.
 pub const MAX_SESSIONS: usize = 1024;
+/// Most accounts the service holds (a BMC has a fixed number of user
+/// slots: OpenBMC 15, iDRAC 16); creation beyond is refused.
+pub const MAX_ACCOUNTS: usize = 64;
 /// Sessions of one account.
 pub const MAX_SESSIONS_PER_USER: usize = 64;
 /// Of `MAX_SESSIONS`, the ones only an Administrator's login may take, so
@@ -141,6 +144,8 @@ pub enum AuthError {
     SessionLimit,
     #[error("account {0} exists")]
     Exists(String),
+    #[error("no more than {MAX_ACCOUNTS} accounts")]
+    AccountLimit,
     #[error("no account {0}")]
     NoAccount(String),
     #[error("password must be {MIN_PASSWORD_LEN} to {MAX_PASSWORD_LEN} characters")]
@@ -625,6 +630,9 @@ impl AuthStore {
         let mut accounts = self.write_accounts();
         if accounts.iter().any(|a| a.username == username) {
             return Err(AuthError::Exists(username.to_string()));
+        }
+        if accounts.len() >= MAX_ACCOUNTS {
+            return Err(AuthError::AccountLimit);
         }
         let id = self
             .next_account

@@ -191,6 +191,7 @@ fn auth_error(e: AuthError, property: &str, value: &str) -> ApiError {
             "ResourceAlreadyExists",
             &["ManagerAccount", "UserName", &u],
         )),
+        AuthError::AccountLimit => ApiError::bad(Msg::new("CreateLimitReachedForResource", &[])),
         AuthError::PasswordLength => ApiError::bad(
             Msg::new("PropertyValueFormatError", &["(hidden)", "Password"]).about("Password"),
         ),

@@ -463,3 +463,24 @@ async fn long_names_and_passwords_are_refused_before_anything_is_stored() {
     .await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn accounts_are_capped_like_a_bmcs_user_slots() {
+    let api = secured();
+    let have = api.get(ACCOUNTS).await.body["Members@odata.count"]
+        .as_u64()
+        .unwrap() as usize;
+    for i in have..auth::MAX_ACCOUNTS {
+        account(&api, &format!("user{i}"), "pw-12345678", "ReadOnly").await;
+    }
+    let r = api
+        .post(
+            ACCOUNTS,
+            json!({"UserName": "one-too-many", "Password": "pw-12345678", "RoleId": "ReadOnly"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.message_ids(), ["CreateLimitReachedForResource"]);
+    let count = api.get(ACCOUNTS).await.body["Members@odata.count"].clone();
+    assert_eq!(count, json!(auth::MAX_ACCOUNTS));
+}

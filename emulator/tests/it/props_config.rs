@@ -75,14 +75,14 @@ proptest! {
         } else {
             with_top_key(INVENTORY, &key)
         };
-        let err = ConfigFile::parse("fuzz.toml", &text).err().expect("refused");
+        let err = ConfigFile::parse("fuzz.toml", &text).expect_err("refused");
         let msg = err.to_string();
         prop_assert!(msg.contains(&key) && msg.contains("fuzz.toml"), "{}", msg);
     }
 
     #[test]
     fn an_unknown_profile_key_is_named(key in "zz[a-z_]{1,12}") {
-        let err = Profile::parse(&with_top_key(GENERIC, &key)).err().expect("refused");
+        let err = Profile::parse(&with_top_key(GENERIC, &key)).expect_err("refused");
         prop_assert!(err.contains(&key), "{}", err);
     }
 
@@ -99,7 +99,7 @@ proptest! {
     ) {
         let text = format!("{INVENTORY}{key} = {value}\n");
         let c = ConfigFile::parse("fuzz.toml", &text).expect("parses");
-        let err = c.systems("fuzz.toml", &Profiles::default(), "generic").err().expect("refused");
+        let err = c.systems("fuzz.toml", &Profiles::default(), "generic").expect_err("refused");
         let msg = err.to_string();
         prop_assert!(msg.contains(key), "{}", msg);
     }
