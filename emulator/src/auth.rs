@@ -168,6 +168,10 @@ pub struct Account {
     failures: u32,
     last_failure: Option<Instant>,
     locked_until: Option<Instant>,
+    /// Password checks of this account running now: each counts against
+    /// the lockout threshold until it is settled, so concurrent guesses
+    /// get no more tries than sequential ones.
+    in_flight: u32,
 }
 
 impl Account {
@@ -285,6 +289,31 @@ fn new_account(id: String, username: &str, role: Role, enabled: bool, hash: Stri
         failures: 0,
         last_failure: None,
         locked_until: None,
+        in_flight: 0,
+    }
+}
+
+/// A running password check's slot of its account's lockout budget; given
+/// back when the check is settled, or when its request is dropped first.
+struct Attempt<'a> {
+    store: &'a AuthStore,
+    id: String,
+    settled: bool,
+}
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        if let Some(a) = self
+            .store
+            .write_accounts()
+            .iter_mut()
+            .find(|a| a.id == self.id)
+        {
+            a.in_flight = a.in_flight.saturating_sub(1);
+        }
     }
 }
 
@@ -410,12 +439,6 @@ impl AuthStore {
         if user.len() > MAX_USERNAME_LEN || pass.len() > MAX_LOGIN_PASSWORD_LEN {
             return Err(AuthError::BadCredentials);
         }
-        let account = self
-            .read_accounts()
-            .iter()
-            .find(|a| a.username == user)
-            .filter(|a| a.enabled && !a.locked())
-            .cloned();
         let key = cache_key(user, pass);
         let cached = self
             .verified
@@ -423,9 +446,37 @@ impl AuthStore {
             .unwrap_or_else(|p| p.into_inner())
             .get(&key)
             .cloned();
-        let ok = match (&account, cached) {
-            (Some(a), Some(h)) if h == a.hash => true,
-            (Some(a), _) => self.gate.verify(pass, &a.hash).await?,
+        let policy = self.lockout_policy();
+        // Under the accounts' lock: the account as it is now, and for an
+        // uncached check a slot of the lockout budget, taken before bcrypt
+        // runs (an account whose failures and running checks reach the
+        // threshold is refused as a locked one is).
+        let (account, attempt) = {
+            let mut accounts = self.write_accounts();
+            match accounts
+                .iter_mut()
+                .find(|a| a.username == user && a.enabled && !a.locked())
+            {
+                // Known good: no bcrypt, and a success clears the count.
+                Some(a) if cached.as_ref() == Some(&a.hash) => {
+                    a.failures = 0;
+                    (Some(a.clone()), None)
+                }
+                Some(a) if policy.threshold == 0 || a.failures + a.in_flight < policy.threshold => {
+                    a.in_flight += 1;
+                    let attempt = Attempt {
+                        store: self,
+                        id: a.id.clone(),
+                        settled: false,
+                    };
+                    (Some(a.clone()), Some(attempt))
+                }
+                _ => (None, None),
+            }
+        };
+        let ok = match (&account, &attempt) {
+            (Some(_), None) => true,
+            (Some(a), Some(_)) => self.gate.verify(pass, &a.hash).await?,
             (None, _) => {
                 self.gate.verify(pass, &self.dummy_hash).await?;
                 false
@@ -434,17 +485,10 @@ impl AuthStore {
         let Some(account) = account else {
             return Err(AuthError::BadCredentials);
         };
-        if !ok {
-            self.record_failure(&account);
-            return Err(AuthError::BadCredentials);
-        }
-        if account.failures > 0 {
-            if let Some(a) = self
-                .write_accounts()
-                .iter_mut()
-                .find(|a| a.id == account.id)
-            {
-                a.failures = 0;
+        if let Some(mut attempt) = attempt {
+            attempt.settled = true;
+            if !self.settle(&account, ok) {
+                return Err(AuthError::BadCredentials);
             }
         }
         self.verified
@@ -456,6 +500,29 @@ impl AuthStore {
             role: account.role,
             session: None,
         })
+    }
+
+    /// Ends the running check of `seen` that came out `ok`: a failure is
+    /// counted (the threshold's locks the account); a success clears the
+    /// count and holds only if the account is still enabled, unlocked and
+    /// of the hash that was checked. Whether the check lets the caller in.
+    fn settle(&self, seen: &Account, ok: bool) -> bool {
+        {
+            let mut accounts = self.write_accounts();
+            let Some(a) = accounts.iter_mut().find(|a| a.id == seen.id) else {
+                return false;
+            };
+            a.in_flight = a.in_flight.saturating_sub(1);
+            if ok {
+                let valid = a.hash == seen.hash && a.enabled && !a.locked();
+                if valid {
+                    a.failures = 0;
+                }
+                return valid;
+            }
+        }
+        self.record_failure(seen);
+        false
     }
 
     /// Counts a failed check of `seen`; the threshold's failure locks it.

@@ -236,3 +236,53 @@ async fn sessions_expire() {
     s.set_session_timeout(0);
     assert!(s.by_token(&token).is_none());
 }
+
+/// Guesses that run at once get no more tries than guesses in a row: each
+/// takes its slot of the threshold before bcrypt, and a right password
+/// queued behind the threshold's worth of wrong ones is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_guesses_get_the_threshold_and_no_more() {
+    let s = Arc::new(store());
+    s.set_lockout_policy(LockoutPolicy {
+        threshold: 5,
+        duration: 300,
+        reset_after: 300,
+    });
+    let before = s.bcrypt_checks();
+    let mut wrong = Vec::new();
+    for i in 0..20 {
+        let s = s.clone();
+        wrong.push(tokio::spawn(async move {
+            s.verify("admin", &format!("wrong-{i}")).await
+        }));
+    }
+    // The wrong ones take the whole budget before the right one comes.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let taken = {
+            let a = &s.read_accounts()[0];
+            a.in_flight + a.failures >= 5 || a.locked()
+        };
+        if taken {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the guesses never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let right = s.verify("admin", "secret-pw").await;
+    for w in wrong {
+        assert!(w.await.unwrap().is_err());
+    }
+    assert!(
+        right.is_err(),
+        "the right password behind 20 running guesses"
+    );
+    assert!(s.account("1").unwrap().locked());
+    // Each refused check still costs one bcrypt (those over the budget
+    // against the dummy hash), so the answers take as long.
+    assert_eq!(s.bcrypt_checks() - before, 21);
+    assert_eq!(s.read_accounts()[0].in_flight, 0, "every slot given back");
+}
