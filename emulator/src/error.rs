@@ -91,7 +91,7 @@ impl Msg {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ApiError {
     /// 400 with one or more messages (all validation problems of a request).
     #[error("bad request: {0:?}")]

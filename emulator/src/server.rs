@@ -348,12 +348,18 @@ pub async fn run(settings: Settings) -> Result<()> {
                 .and_then(|()| out.flush());
         }
         let router = crate::admin::router(faults, token);
+        // Slots of its own: clients filling the Redfish listeners' cap
+        // must not lock the operator out of the admin endpoint.
+        let admin_limits = crate::serve::Limits {
+            max_connections: 64,
+            ..settings.limits
+        };
         servers.spawn(crate::serve::serve(
             std_listener,
             router,
             tls.clone(),
-            settings.limits,
-            slots.clone(),
+            admin_limits,
+            admin_limits.slots(),
             stop_rx.clone(),
         ));
     }

@@ -1,11 +1,15 @@
 //! The checks every request passes before anything else reads it: a URL
-//! whose path decodes to UTF-8, no cross-site writes, and a body read
-//! whole (bounded in size and time) before any handler or middleware
+//! whose path decodes to UTF-8, no cross-site writes, the caller's
+//! credentials, and a body read whole (bounded in size, time and, over
+//! all requests in flight, memory) before any handler or middleware
 //! answers.
 //!
 //! Reading the body first keeps the connection usable whatever the answer:
 //! an early 401 or 404 that left a body unread made hyper close the
-//! connection, and a client reusing it (requests' pool) got a reset.
+//! connection, and a client reusing it (requests' pool) got a reset. A
+//! body only an authenticated (or public) request may have is kept; any
+//! other is read and dropped as it arrives, so anonymous clients cannot
+//! make the service hold their bodies.
 
 use std::time::Duration;
 
@@ -14,43 +18,83 @@ use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::json::MAX_BODY;
+use super::AppState;
+use crate::auth::Principal;
 use crate::error::{ApiError, Msg};
 
 /// How long a client may take to send its body.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes of request bodies held at once over the whole process, in KiB:
+/// past it a request is answered 503 rather than buffered.
+pub const BODY_BUDGET_KIB: usize = 64 << 10;
+static BODY_BUDGET: Semaphore = Semaphore::const_new(BODY_BUDGET_KIB);
+
+/// The authentication decision taken here, for the authentication
+/// middleware to use rather than check the credentials again (a wrong
+/// password must cost one bcrypt and count once against the lockout).
+#[derive(Clone)]
+pub(crate) struct Decided(pub Result<Option<Principal>, ApiError>);
+
+/// The share of [`BODY_BUDGET_KIB`] a request's body holds until its
+/// answer is ready.
+pub struct BodyHold(#[allow(dead_code)] Vec<SemaphorePermit<'static>>);
 
 /// Runs the checks; `Err` is the answer to send instead of routing.
-pub async fn check(req: Request) -> Result<Request, Response> {
-    if decoded_path(req.uri().path()).is_none() {
-        return Err(ApiError::NotFound(req.uri().path().to_string()).into_response());
-    }
-    if !is_safe(req.method()) {
-        if let Some(why) = cross_site(req.headers()) {
-            tracing::info!(%why, method = %req.method(), path = %req.uri().path(), "cross-site write refused");
-            return Err(ApiError::Status(
+pub async fn check(st: &AppState, req: Request) -> Result<(Request, BodyHold), Response> {
+    let (mut parts, body) = req.into_parts();
+    let refused = if decoded_path(parts.uri.path()).is_none() {
+        Some(ApiError::NotFound(parts.uri.path().to_string()))
+    } else if is_safe(&parts.method) {
+        None
+    } else {
+        cross_site(&parts.headers).map(|why| {
+            tracing::info!(%why, method = %parts.method, path = %parts.uri.path(), "cross-site write refused");
+            ApiError::Status(
                 StatusCode::FORBIDDEN,
                 vec![Msg::new("HeaderInvalid", &[&why])],
             )
-            .into_response());
-        }
+        })
+    };
+    if let Some(e) = refused {
+        return Err(after_draining(body, e.into_response()).await);
     }
-    let (parts, body) = req.into_parts();
-    match tokio::time::timeout(BODY_TIMEOUT, read_bounded(body)).await {
-        Ok(Ok(bytes)) => Ok(Request::from_parts(parts, Body::from(bytes))),
-        Ok(Err(BodyError::TooLarge)) => Err(closing(ApiError::PayloadTooLarge.into_response())),
-        Ok(Err(BodyError::Broken)) => Err(closing(
-            ApiError::bad(Msg::new("UnrecognizedRequestBody", &[])).into_response(),
-        )),
-        Err(_) => Err(closing(
-            ApiError::Status(
-                StatusCode::REQUEST_TIMEOUT,
-                vec![Msg::new("OperationTimeout", &[])],
-            )
-            .into_response(),
-        )),
+    let decision = super::authorize(st, &parts.headers, &parts.method, parts.uri.path()).await;
+    let (body, hold) = match &decision {
+        Ok(_) => match tokio::time::timeout(BODY_TIMEOUT, read_bounded(body)).await {
+            Ok(Ok((bytes, hold))) => (Body::from(bytes), hold),
+            Ok(Err(e)) => return Err(closing(e.into_response())),
+            Err(_) => return Err(closing(timed_out())),
+        },
+        // Refused: the body is read and dropped; the request goes on
+        // without it, to be refused where it always was (after the
+        // fault layer: a rebooting BMC answers before authentication).
+        Err(e) => match tokio::time::timeout(BODY_TIMEOUT, drain(body)).await {
+            Ok(Ok(())) => (Body::empty(), BodyHold(Vec::new())),
+            _ => return Err(closing(e.clone().into_response())),
+        },
+    };
+    parts.extensions.insert(Decided(decision));
+    Ok((Request::from_parts(parts, body), hold))
+}
+
+/// `answer`, once `body` is read to its end (or, when it is too long or
+/// too slow, with the connection closed after it).
+async fn after_draining(body: Body, answer: Response) -> Response {
+    match tokio::time::timeout(BODY_TIMEOUT, drain(body)).await {
+        Ok(Ok(())) => answer,
+        _ => closing(answer),
     }
+}
+
+fn timed_out() -> Response {
+    ApiError::Status(
+        StatusCode::REQUEST_TIMEOUT,
+        vec![Msg::new("UnrecognizedRequestBody", &[])],
+    )
+    .into_response()
 }
 
 fn is_safe(m: &Method) -> bool {
@@ -65,23 +109,46 @@ fn closing(mut r: Response) -> Response {
     r
 }
 
-enum BodyError {
-    TooLarge,
-    Broken,
-}
-
-async fn read_bounded(mut body: Body) -> Result<Bytes, BodyError> {
+/// Reads a body whole within [`MAX_BODY`] and the process's budget.
+async fn read_bounded(mut body: Body) -> Result<(Bytes, BodyHold), ApiError> {
     let mut buf = Vec::new();
+    let mut hold = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| BodyError::Broken)?;
+        let frame = frame.map_err(|_| ApiError::bad(Msg::new("UnrecognizedRequestBody", &[])))?;
         if let Ok(data) = frame.into_data() {
             if buf.len() + data.len() > MAX_BODY {
-                return Err(BodyError::TooLarge);
+                return Err(ApiError::PayloadTooLarge);
+            }
+            let kib = data.len().div_ceil(1024) as u32;
+            match BODY_BUDGET.try_acquire_many(kib) {
+                Ok(p) => hold.push(p),
+                Err(_) => {
+                    tracing::warn!(
+                        budget_kib = BODY_BUDGET_KIB,
+                        "request bodies over the memory budget"
+                    );
+                    return Err(ApiError::Unavailable(1));
+                }
             }
             buf.extend_from_slice(&data);
         }
     }
-    Ok(Bytes::from(buf))
+    Ok((Bytes::from(buf), BodyHold(hold)))
+}
+
+/// Reads a body to its end, keeping nothing; `Err` past [`MAX_BODY`].
+async fn drain(mut body: Body) -> Result<(), ()> {
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| ())?;
+        if let Ok(data) = frame.into_data() {
+            seen += data.len();
+            if seen > MAX_BODY {
+                return Err(());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Why a write request comes from another site, if it does: a browser
@@ -99,26 +166,25 @@ fn cross_site(h: &HeaderMap) -> Option<String> {
     let origin = h.get(header::ORIGIN)?;
     let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
     let host = h.get(header::HOST).and_then(|v| v.to_str().ok());
-    let authority = origin
+    let parsed = origin
         .strip_prefix("https://")
-        .or_else(|| origin.strip_prefix("http://"));
-    match (authority, host) {
-        (Some(a), Some(host)) if same_authority(a, host) => None,
+        .map(|a| ("https", a))
+        .or_else(|| origin.strip_prefix("http://").map(|a| ("http", a)));
+    match (parsed, host) {
+        (Some((scheme, a)), Some(host)) if same_authority(scheme, a, host) => None,
         _ => Some(format!("Origin: {origin}")),
     }
 }
 
-/// `a` and `b` name the same host and port, the default ports spelled or
-/// not.
-fn same_authority(a: &str, b: &str) -> bool {
+/// The origin `scheme://authority` names the host and port of `host`,
+/// the scheme's default port spelled or not.
+fn same_authority(scheme: &str, authority: &str, host: &str) -> bool {
+    let default = if scheme == "https" { ":443" } else { ":80" };
     let norm = |s: &str| {
         let s = s.to_ascii_lowercase();
-        s.strip_suffix(":80")
-            .or_else(|| s.strip_suffix(":443"))
-            .map(str::to_string)
-            .unwrap_or(s)
+        s.strip_suffix(default).map(str::to_string).unwrap_or(s)
     };
-    norm(a) == norm(b)
+    norm(authority) == norm(host)
 }
 
 /// The path with its percent-escapes decoded, if that is UTF-8 (no
@@ -188,6 +254,7 @@ mod tests {
         for bad in [
             headers(&[("host", "127.0.0.1:8000"), ("origin", "http://evil.test")]),
             headers(&[("host", "127.0.0.1:8000"), ("origin", "null")]),
+            headers(&[("host", "bmc"), ("origin", "https://bmc:80")]),
             headers(&[("origin", "http://127.0.0.1:8000")]),
             headers(&[("sec-fetch-site", "cross-site")]),
             headers(&[("sec-fetch-site", "same-site")]),

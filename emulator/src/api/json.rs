@@ -49,8 +49,14 @@ impl<S: Send + Sync> FromRequest<S> for OptionalJsonObject {
         // they are refused (curl users add `-H 'Content-Type:
         // application/json'`).
         if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
-            let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
-            if !ct.is_empty() && !ct.starts_with("application/json") {
+            let media_type = ct
+                .to_str()
+                .map_err(|_| ApiError::UnsupportedMediaType)?
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim();
+            if !media_type.is_empty() && !media_type.eq_ignore_ascii_case("application/json") {
                 return Err(ApiError::UnsupportedMediaType);
             }
         }

@@ -317,11 +317,13 @@ pub fn app(state: AppState) -> Router {
         let routed = routed.clone();
         let st = st.clone();
         async move {
-            let req = match guard::check(req).await {
-                Ok(req) => req,
+            let (req, hold) = match guard::check(&st, req).await {
+                Ok(checked) => checked,
                 Err(refused) => return Ok::<_, std::convert::Infallible>(refused),
             };
-            Ok(query::handle(routed, &st, req).await)
+            let resp = query::handle(routed, &st, req).await;
+            drop(hold);
+            Ok(resp)
         }
     }))
 }
@@ -456,7 +458,13 @@ fn required_privilege(method: &Method, path: &str) -> Privilege {
 }
 
 async fn authenticate(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
-    match authorize(&st, req.headers(), req.method(), req.uri().path()).await {
+    // The guard decided for a client's request; a subrequest of the query
+    // layer (`$expand`, `$filter`) is checked here.
+    let decided = match req.extensions_mut().remove::<guard::Decided>() {
+        Some(guard::Decided(d)) => d,
+        None => authorize(&st, req.headers(), req.method(), req.uri().path()).await,
+    };
+    match decided {
         Ok(Some(p)) => {
             req.extensions_mut().insert(p);
         }

@@ -140,6 +140,17 @@ async fn writes_from_another_site_change_nothing() {
         api.raw(text).await.status,
         StatusCode::UNSUPPORTED_MEDIA_TYPE
     );
+    for ct in ["application/jsonx", "application/json-patch+json"] {
+        let req = Request::post(&reset)
+            .header("Content-Type", ct)
+            .body(Body::from(r#"{"ResetType": "ForceOff"}"#))
+            .unwrap();
+        assert_eq!(
+            api.raw(req).await.status,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{ct}"
+        );
+    }
     assert_eq!(api.get(&sys).await.body["PowerState"], before);
     // The same page's own requests, and tools that send no Origin, pass.
     let r = api
@@ -205,7 +216,8 @@ async fn response<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> u16 {
 }
 
 /// The Protocol Validator's unauthenticated POST, PATCH and DELETE in a
-/// row on one kept-alive connection: each gets its 401, none a reset. The
+/// row on one kept-alive connection, and the guard's own refusals: each
+/// gets its answer, none a reset. The
 /// bodies arrive in pieces, as they do over TLS, so the 401 is ready
 /// before the body is in.
 #[tokio::test]
@@ -236,13 +248,23 @@ async fn refused_writes_keep_the_connection_usable() {
         r#"{{"UserName": "u", "Password": "{}"}}"#,
         "p".repeat(64 << 10)
     );
-    for (method, path) in [
-        ("POST", "/redfish/v1/AccountService/Accounts"),
-        ("PATCH", "/redfish/v1/AccountService/Accounts/1"),
-        ("DELETE", "/redfish/v1/AccountService/Accounts/4"),
+    // The guard's own refusals (a path that is no UTF-8, a cross-site
+    // write) read the body first too.
+    for (method, path, extra, want) in [
+        ("POST", "/redfish/v1/AccountService/Accounts", "", 401),
+        ("PATCH", "/redfish/v1/AccountService/Accounts/1", "", 401),
+        ("DELETE", "/redfish/v1/AccountService/Accounts/4", "", 401),
+        ("PATCH", "/redfish/v1/Systems/%FF", "", 404),
+        (
+            "POST",
+            "/redfish/v1/AccountService/Accounts",
+            "Origin: http://evil.test\r\n",
+            403,
+        ),
+        ("DELETE", "/redfish/v1/AccountService/Accounts/4", "", 401),
     ] {
         let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: x\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             body.len()
         );
         wr.write_all(head.as_bytes()).await.unwrap();
@@ -253,6 +275,6 @@ async fn refused_writes_keep_the_connection_usable() {
         let status = tokio::time::timeout(Duration::from_secs(10), response(&mut rd))
             .await
             .expect("an answer");
-        assert_eq!(status, 401, "{method} {path}");
+        assert_eq!(status, want, "{method} {path} {extra}");
     }
 }

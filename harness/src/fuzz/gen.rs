@@ -735,7 +735,11 @@ impl<'a> Gen<'a> {
                 bad_auth = true;
                 let v: Vec<u8> = match r.below(7) {
                     0 => b"Basic !!!".to_vec(),
-                    1 => format!("Basic {}", b64(b"shoal-fuzz:wrong")).into_bytes(),
+                    1 => format!(
+                        "Basic {}",
+                        b64(format!("{}:wrong", super::VICTIM).as_bytes())
+                    )
+                    .into_bytes(),
                     2 => format!("Basic {}", b64(b"\xff\xfe:\xff")).into_bytes(),
                     3 => b"Bearer x".to_vec(),
                     4 => format!("Basic {}", "A".repeat(20_000)).into_bytes(),

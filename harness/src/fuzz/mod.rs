@@ -41,6 +41,9 @@ use http::{Client, Req, Resp};
 pub use report::{findings_jsonl, junit, summary};
 
 const USER: &str = "shoal-fuzz";
+/// A second account, the target of the wrong-password cases: its lockout
+/// (the service's answer to guessing) must not lock the fuzzer out.
+pub(crate) const VICTIM: &str = "shoal-fuzz-victim";
 const PASSWORD: &str = "fuzz-Passw0rd";
 /// Cases between two health checks (liveness, credentials, RSS).
 const BATCH: u64 = 25;
@@ -600,7 +603,10 @@ fn run_target(opts: &Options, target: Target, budget: Duration) -> Result<Target
     std::fs::create_dir_all(&dir)?;
     // Cost 4: the fuzzer's own logins are many; bcrypt's cost is not under test.
     let hash = bcrypt::hash(PASSWORD, 4)?;
-    std::fs::write(dir.join("htpasswd"), format!("{USER}:{hash}\n"))?;
+    std::fs::write(
+        dir.join("htpasswd"),
+        format!("{USER}:{hash}\n{VICTIM}:{hash}\n"),
+    )?;
     let svc = start(opts, target, &dir, 0)?;
     let auth = target.auth().then(|| {
         let b = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));

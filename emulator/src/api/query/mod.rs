@@ -503,8 +503,8 @@ fn not_modified(if_none_match: &HeaderValue, resp: &Response) -> bool {
 
 /// The layer: wraps the routed service (`router`) and answers `req`.
 /// A query string is parsed only once the request has authenticated
-/// (`st`'s accounts), so an anonymous client reaches no parser but the
-/// URL's.
+/// (`st`'s accounts) or is anonymous on a public URL (the service root),
+/// where the parser's bounds are what protects it.
 pub async fn handle(router: Router, st: &AppState, req: Request) -> Response {
     match handle_inner(router, st, req).await {
         Ok(r) => r,
@@ -528,7 +528,13 @@ async fn handle_inner(router: Router, st: &AppState, req: Request) -> Result<Res
     };
     let query = match req.uri().query() {
         Some(raw) if !raw.is_empty() => {
-            super::authorize(st, req.headers(), req.method(), req.uri().path()).await?;
+            match req.extensions().get::<super::guard::Decided>() {
+                Some(super::guard::Decided(Err(e))) => return Err(e.clone()),
+                Some(_) => {}
+                None => {
+                    super::authorize(st, req.headers(), req.method(), req.uri().path()).await?;
+                }
+            }
             parse(raw)?
         }
         _ => Query::default(),
