@@ -217,18 +217,14 @@ fn role_of(v: Option<&Value>, path: &str) -> Result<Option<Role>, ApiError> {
 fn check_username(user: &str) -> Result<(), ApiError> {
     if user.is_empty() || user.contains(':') || user.len() > auth::MAX_USERNAME_LEN {
         return Err(ApiError::bad(
-            Msg::new("PropertyValueFormatError", &[&shown(user), "UserName"]).about("UserName"),
+            Msg::new(
+                "PropertyValueFormatError",
+                &[&super::input::echo(user), "UserName"],
+            )
+            .about("UserName"),
         ));
     }
     Ok(())
-}
-
-/// A value as an error message quotes it: at most 64 characters.
-pub(super) fn shown(v: &str) -> String {
-    match v.char_indices().nth(64) {
-        Some((i, _)) => format!("{}...", &v[..i]),
-        None => v.to_string(),
-    }
 }
 
 fn create_fields() -> Vec<json::Writable> {

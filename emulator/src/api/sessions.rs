@@ -11,7 +11,7 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use serde_json::{json, Value};
 
-use super::accounts::shown;
+use super::input::echo;
 use super::json::{self, validate_patch, writable, JsonObject, Kind, Resource};
 use super::{collection, created, link, AppState};
 use crate::auth::{self, AuthError, Principal, Privilege, Session};
@@ -134,7 +134,7 @@ async fn login(
     let mut long = Vec::new();
     if user.len() > auth::MAX_USERNAME_LEN {
         long.push(
-            Msg::new("PropertyValueFormatError", &[&shown(user), "UserName"]).about("UserName"),
+            Msg::new("PropertyValueFormatError", &[&echo(user), "UserName"]).about("UserName"),
         );
     }
     if pass.len() > auth::MAX_LOGIN_PASSWORD_LEN {

@@ -197,7 +197,10 @@ pub fn download(
                 hops - 1
             )));
         }
-        let mut req = agent.get(&at);
+        // Each hop gets what is left of the one deadline, not a timeout
+        // of its own.
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut req = agent.get(&at).config().timeout_global(Some(left)).build();
         if let (Some(user), true) = (&image.user_name, same_origin(&at, &first)) {
             let pass = image.password.as_deref().unwrap_or("");
             let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));

@@ -66,7 +66,7 @@ impl Query {
 fn format_error(value: &str, param: &str) -> ApiError {
     ApiError::bad(Msg::new(
         "QueryParameterValueFormatError",
-        &[&truncated(value), param],
+        &[&crate::api::input::echo(value), param],
     ))
 }
 
@@ -133,7 +133,7 @@ fn parse_filter(v: &str) -> Result<Filter, ApiError> {
     let out_of_range = |what: &str| {
         ApiError::bad(Msg::new(
             "QueryParameterOutOfRange",
-            &[&truncated(v), "$filter", what],
+            &[&crate::api::input::echo(v), "$filter", what],
         ))
     };
     if v.len() > MAX_FILTER_LEN {
@@ -149,19 +149,6 @@ fn parse_filter(v: &str) -> Result<Filter, ApiError> {
         ))),
         Err(FilterError::Syntax) => Err(format_error(v, "$filter")),
     }
-}
-
-/// A client's value as a message argument: at most 256 bytes of it.
-fn truncated(v: &str) -> String {
-    const MAX: usize = 256;
-    if v.len() <= MAX {
-        return v.to_string();
-    }
-    let mut end = MAX;
-    while !v.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &v[..end])
 }
 
 fn parse_expand(v: &str) -> Result<(Expand, u32), ApiError> {
