@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::model::{
-    Arch, BiosState, BootMode, BootOverride, Disk, IndicatorLed, MediaState, Nic, PowerState,
-    SecureBoot, System,
+    Arch, BiosState, BmcState, BootMode, BootOverride, Disk, IndicatorLed, MediaState, Nic,
+    PowerState, SecureBoot, System,
 };
 use crate::profile::Profiles;
 
@@ -219,7 +219,7 @@ impl ConfigFile {
                     ),
                 ));
             }
-            sys.boot = BootOverride::disabled(mode);
+            sys.bmc.boot = BootOverride::disabled(mode);
             if !e.macs.is_empty() {
                 sys.nics.clear();
                 for (j, m) in e.macs.iter().enumerate() {
@@ -276,14 +276,14 @@ impl ConfigFile {
                         capacity_bytes: d.capacity_gib << 30,
                     })
                     .collect();
-                sys.storage = crate::storage::StorageState::jbod(&sys.disks);
+                sys.bmc.storage = crate::storage::StorageState::jbod(&sys.disks);
             }
             if let Some(sb) = e.secure_boot {
                 if sb && mode != BootMode::Uefi {
                     return Err(err("secure_boot", "needs boot_mode = \"UEFI\"".into()));
                 }
-                sys.secure_boot.enable = sb;
-                sys.secure_boot.current_boot = sb;
+                sys.bmc.secure_boot.enable = sb;
+                sys.bmc.secure_boot.current_boot = sb;
             }
             if let Some(p) = &e.power {
                 sys.power = match p.as_str() {
@@ -362,25 +362,27 @@ pub fn default_system(name: &str) -> System {
             mac: derived_mac(name, 0),
         }],
         power: PowerState::Off,
-        boot: BootOverride::disabled(BootMode::Uefi),
-        bios: BiosState {
-            current: crate::bios::defaults(),
-            pending: Default::default(),
-        },
-        secure_boot: SecureBoot {
-            enable: false,
-            current_boot: false,
-            keys_enrolled: true,
-        },
-        cd: MediaState::default(),
-        floppy: MediaState::default(),
-        indicator: IndicatorLed::Off,
-        asset_tag: String::new(),
-        last_boot: None,
         profile: "generic".into(),
-        storage: crate::storage::StorageState::default(),
+        bmc: BmcState {
+            boot: BootOverride::disabled(BootMode::Uefi),
+            bios: BiosState {
+                current: crate::bios::defaults(),
+                pending: Default::default(),
+            },
+            secure_boot: SecureBoot {
+                enable: false,
+                current_boot: false,
+                keys_enrolled: true,
+            },
+            cd: MediaState::default(),
+            floppy: MediaState::default(),
+            indicator: IndicatorLed::Off,
+            asset_tag: String::new(),
+            last_boot: None,
+            storage: Default::default(),
+        },
     };
-    sys.storage = crate::storage::StorageState::jbod(&sys.disks);
+    sys.bmc.storage = crate::storage::StorageState::jbod(&sys.disks);
     sys
 }
 
@@ -447,7 +449,7 @@ mod tests {
         let p = &s[0];
         assert_eq!(p.id, "0b7c6f1a-1111-4222-8333-444455556666");
         assert_eq!(p.arch, Arch::Ppc64le);
-        assert_eq!(p.boot.mode, BootMode::Legacy);
+        assert_eq!(p.bmc.boot.mode, BootMode::Legacy);
         assert_eq!(p.nics[0].mac, "52:54:00:aa:bb:01");
         assert_eq!(p.disks[0].capacity_bytes, 40 << 30);
     }

@@ -9,7 +9,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use crate::backend::BackendError;
+use crate::backend::{BackendError, MediaError, Unsupported};
 use crate::profile::VendorMessage;
 use crate::registry;
 
@@ -249,18 +249,52 @@ impl IntoResponse for ApiError {
     }
 }
 
+const INSERT: &str = "VirtualMedia.InsertMedia";
+
+/// The one mapping of backend errors, which speak of machines, to Redfish.
 impl From<BackendError> for ApiError {
     fn from(e: BackendError) -> Self {
         match e {
             BackendError::NotFound(id) => ApiError::NotFound(id),
             BackendError::Conflict(why) => ApiError::Conflict(why),
-            BackendError::Invalid(msg) => ApiError::bad(msg),
+            BackendError::Unsupported(u) => ApiError::bad(unsupported(&u)),
+            BackendError::Media(m) => ApiError::bad(media(&m)),
             BackendError::Unavailable(why) => {
                 tracing::warn!(%why, "backend unavailable");
                 ApiError::Unavailable(5)
             }
             BackendError::Internal(why) => ApiError::Internal(why),
         }
+    }
+}
+
+fn unsupported(u: &Unsupported) -> Msg {
+    match u {
+        Unsupported::BootMode(mode) => {
+            const MODE: &str = "Boot/BootSourceOverrideMode";
+            Msg::new("PropertyValueNotInList", &[mode.as_str(), MODE]).about(MODE)
+        }
+        Unsupported::Insert(_) => Msg::new("ActionNotSupported", &[INSERT]),
+        Unsupported::Eject(_) => Msg::new("ActionNotSupported", &["VirtualMedia.EjectMedia"]),
+        Unsupported::Volumes => Msg::new("ActionNotSupported", &["Volume create/delete"]),
+    }
+}
+
+fn media(m: &MediaError) -> Msg {
+    match m {
+        MediaError::Protocol(p) => Msg::new(
+            "ActionParameterValueNotInList",
+            &[p.as_str(), "TransferProtocolType", INSERT],
+        ),
+        MediaError::BadImage(url) => {
+            Msg::new("ActionParameterValueFormatError", &[url, "Image", INSERT])
+        }
+        MediaError::Unreachable(url) => Msg::new("CouldNotEstablishConnection", &[url]),
+        MediaError::Unauthorized { url, status } => {
+            Msg::new("ResourceAtUriUnauthorized", &[url, &status.to_string()])
+        }
+        MediaError::Missing(url) => Msg::new("ResourceMissingAtURI", &[url]),
+        MediaError::TooLarge => Msg::new("PayloadTooLarge", &[]),
     }
 }
 

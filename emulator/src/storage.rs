@@ -10,7 +10,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Disk;
+/// A disk of the machine's inventory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Disk {
+    pub name: String,
+    pub capacity_bytes: u64,
+}
 
 /// The RAID types Shoal's controller supports (DMTF `Volume.RAIDType`).
 pub const RAID_TYPES: &[&str] = &["RAID0", "RAID1", "RAID5", "RAID6", "RAID10", "None"];
@@ -64,6 +69,12 @@ pub enum VolumeError {
 }
 
 impl StorageState {
+    /// No volumes and nothing staged (a machine without disks, or one
+    /// whose backend keeps no volumes).
+    pub fn is_empty(&self) -> bool {
+        self.volumes.is_empty() && self.pending.is_empty()
+    }
+
     /// One pass-through volume per drive, named after it.
     pub fn jbod(disks: &[Disk]) -> StorageState {
         StorageState {

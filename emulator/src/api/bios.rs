@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 use super::json::{self, check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
 use super::{link, AppState, Sys};
 use crate::error::{ApiError, Msg};
-use crate::model::System;
+use crate::model::{Change, System};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -78,8 +78,8 @@ fn settings_json(sys: &System) -> Value {
         "@odata.id": format!("/redfish/v1/Systems/{}/Bios/Settings", sys.id),
         "Id": "Settings",
         "Name": "BIOS Pending Settings",
-        "AttributeRegistry": crate::bios::REGISTRY,
-        "Attributes": sys.bios.pending,
+        "AttributeRegistry": super::bios_registry::REGISTRY,
+        "Attributes": sys.bmc.bios.pending,
     })
 }
 
@@ -100,8 +100,8 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
         "@odata.id": base,
         "Id": "Bios",
         "Name": "BIOS Configuration Current Settings",
-        "AttributeRegistry": crate::bios::REGISTRY,
-        "Attributes": sys.bios.current,
+        "AttributeRegistry": super::bios_registry::REGISTRY,
+        "Attributes": sys.bmc.bios.current,
         "@Redfish.Settings": settings,
         "Actions": {
             "#Bios.ResetBios": { "target": format!("{base}/Actions/Bios.ResetBios") },
@@ -154,16 +154,18 @@ async fn patch_settings(
     errors.extend(
         attrs
             .iter()
-            .filter_map(|(k, v)| crate::bios::validate(k, v).err()),
+            .filter_map(|(k, v)| super::bios_registry::validate(k, v).err()),
     );
     if !errors.is_empty() {
         return Err(ApiError::BadRequest(errors));
     }
-    let mut pending: BTreeMap<String, Value> = sys.bios.pending.clone();
+    let mut pending: BTreeMap<String, Value> = sys.bmc.bios.pending.clone();
     pending.extend(attrs);
-    st.backend.set_bios_pending(&sys.id, pending).await?;
-    let sys = st.backend.system(&sys.id).await?;
-    tracing::info!(system = %sys.name, pending = ?sys.bios.pending, "BIOS settings staged");
+    let sys = st
+        .backend
+        .apply(&sys.id, vec![Change::BiosPending(pending)])
+        .await?;
+    tracing::info!(system = %sys.name, pending = ?sys.bmc.bios.pending, "BIOS settings staged");
     Ok(Resource::new(settings_json(&sys), profile, "GET, PATCH"))
 }
 
@@ -174,6 +176,8 @@ async fn reset_bios(
 ) -> Result<Response, ApiError> {
     json::action_known(&body, &[], "Bios.ResetBios")?;
     let _guard = st.locks.lock(&sys.id).await;
-    st.backend.reset_bios(&sys.id).await?;
+    st.backend
+        .apply(&sys.id, vec![Change::BiosDefaults])
+        .await?;
     Ok(json::no_content())
 }

@@ -12,7 +12,7 @@ use super::json::{check_if_match, validate_patch, writable, JsonObject, Kind, Re
 use super::systems::serial;
 use super::{collection, link, AppState, Sys};
 use crate::error::ApiError;
-use crate::model::{IndicatorLed, PowerState, System, SystemSettings};
+use crate::model::{Change, IndicatorLed, PowerState, System, SystemSettings};
 use crate::profile::Profile;
 
 pub fn router() -> Router<AppState> {
@@ -60,8 +60,8 @@ fn chassis_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "Model": profile.model,
         "SerialNumber": serial(sys),
         "PowerState": sys.power.as_str(),
-        "IndicatorLED": sys.indicator.as_str(),
-        "LocationIndicatorActive": sys.indicator != IndicatorLed::Off,
+        "IndicatorLED": sys.bmc.indicator.as_str(),
+        "LocationIndicatorActive": sys.bmc.indicator != IndicatorLed::Off,
         "Status": { "State": "Enabled", "Health": "OK" },
         "Power": link(&format!("{base}/Power")),
         "Thermal": link(&format!("{base}/Thermal")),
@@ -112,17 +112,14 @@ async fn patch_chassis(
             IndicatorLed::Off
         }
     }));
-    st.backend
-        .update_system(
-            &sys.id,
-            None,
-            &SystemSettings {
-                indicator,
-                asset_tag: None,
-            },
-        )
+    let settings = SystemSettings {
+        indicator,
+        asset_tag: None,
+    };
+    let sys = st
+        .backend
+        .apply(&sys.id, vec![Change::Settings(settings)])
         .await?;
-    let sys = st.backend.system(&sys.id).await?;
     Ok(Resource::new(
         chassis_json(&st, &sys, profile),
         profile,

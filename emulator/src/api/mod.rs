@@ -8,6 +8,7 @@
 
 mod accounts;
 mod bios;
+mod bios_registry;
 mod chassis;
 mod guard;
 pub(crate) mod input;

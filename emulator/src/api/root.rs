@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 use super::json::Resource;
 use super::{collection, link, AppState};
 use crate::error::ApiError;
-use crate::{bios, registry};
+use super::bios_registry as bios;
+use crate::registry;
 
 pub fn router() -> Router<AppState> {
     Router::new()

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::json::{self, check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
 use super::{collection, link, AppState, Sys};
 use crate::error::{ApiError, Msg};
-use crate::model::{ResetKeysType, System};
+use crate::model::{Change, ResetKeysType, System};
 
 const RESET_KEYS: &str = "SecureBoot.ResetKeys";
 /// The databases of the UEFI specification, as BMCs list them.
@@ -49,7 +49,7 @@ pub fn router() -> Router<AppState> {
 
 fn secure_boot_json(sys: &System) -> Value {
     let base = format!("/redfish/v1/Systems/{}/SecureBoot", sys.id);
-    let sb = &sys.secure_boot;
+    let sb = &sys.bmc.secure_boot;
     json!({
         "@odata.type": "#SecureBoot.v1_1_0.SecureBoot",
         "@odata.id": base,
@@ -87,6 +87,7 @@ async fn patch(
     let current = secure_boot_json(sys);
     check_if_match(&headers, &current, profile)?;
     validate_patch(&body, &current, &[writable("SecureBootEnable", Kind::Bool)])?;
+    let mut changes = Vec::new();
     if let Some(enable) = body.get("SecureBootEnable").and_then(Value::as_bool) {
         if enable && !sys.uefi() {
             return Err(ApiError::bad(
@@ -97,9 +98,9 @@ async fn patch(
                 .about("SecureBootEnable"),
             ));
         }
-        st.backend.set_secure_boot(&sys.id, enable).await?;
+        changes.push(Change::SecureBoot(enable));
     }
-    let sys = st.backend.system(&sys.id).await?;
+    let sys = st.backend.apply(&sys.id, changes).await?;
     Ok(Resource::new(secure_boot_json(&sys), profile, "GET, PATCH"))
 }
 
@@ -124,7 +125,9 @@ async fn reset_keys(
         })?,
     };
     let _guard = st.locks.lock(&sys.id).await;
-    st.backend.reset_secure_boot_keys(&sys.id, kind).await?;
+    st.backend
+        .apply(&sys.id, vec![Change::ResetKeys(kind)])
+        .await?;
     Ok(json::no_content())
 }
 

@@ -17,7 +17,7 @@ use super::system_parts::{base, not_found, CONTROLLER, OK};
 use super::{collection, created, link, AppState, Sys};
 use crate::backend::{BackendError, BoxFuture};
 use crate::error::{ApiError, Msg};
-use crate::model::{PowerState, System};
+use crate::model::{Change, PowerState, System};
 use crate::storage::{Volume, VolumeChange, VolumeError, RAID_TYPES};
 use crate::tasks::{Claim, Staged};
 
@@ -179,6 +179,7 @@ async fn drive(
         .ok_or_else(|| not_found(&uri))?;
     let b = storage_uri(&sys);
     let volumes: Vec<Value> = sys
+        .bmc
         .storage
         .volumes
         .iter()
@@ -209,7 +210,12 @@ async fn volumes(
 ) -> Result<Resource, ApiError> {
     check_controller(&ctl, &uri)?;
     let b = format!("{}/Volumes", storage_uri(&sys));
-    let members = sys.storage.volumes.iter().map(|v| format!("{b}/{}", v.id));
+    let members = sys
+        .bmc
+        .storage
+        .volumes
+        .iter()
+        .map(|v| format!("{b}/{}", v.id));
     let mut body = collection("VolumeCollection", &b, "Volume Collection", members);
     let allow = match apply_time_support(&st) {
         Some(support) => {
@@ -246,6 +252,7 @@ async fn volume(
 ) -> Result<Resource, ApiError> {
     check_controller(&ctl, &uri)?;
     let v = sys
+        .bmc
         .storage
         .volumes
         .iter()
@@ -371,7 +378,7 @@ fn staged_task(
         let (backend, id, change) = (backend.clone(), id.clone(), change.clone());
         let look: BoxFuture<Result<Staged, BackendError>> = Box::pin(async move {
             let now = backend.system(&id).await?;
-            Ok(if !now.storage.pending.contains(&change) {
+            Ok(if !now.bmc.storage.pending.contains(&change) {
                 Staged::Applied
             } else if matches!(now.power, PowerState::PoweringOn | PowerState::PoweringOff) {
                 Staged::Settling
@@ -489,6 +496,7 @@ async fn create_volume(
     let sys = &locked.sys;
     let drives = drive_names(sys, links)?;
     let v = sys
+        .bmc
         .storage
         .plan(&sys.disks, &raid, &drives, capacity, name, later)
         .map_err(volume_error)?;
@@ -500,9 +508,11 @@ async fn create_volume(
     };
     tracing::info!(system = %sys.name, volume = %v.id, raid = %v.raid_type, staged = later, "create volume");
     let change = VolumeChange::Create(v.clone());
-    st.backend
-        .change_volumes(&sys.id, change.clone(), later)
-        .await?;
+    let volume = Change::Volume {
+        change: change.clone(),
+        staged: later,
+    };
+    st.backend.apply(&sys.id, vec![volume]).await?;
     if let Some(claim) = claim {
         return Ok(staged_task(&st, claim, sys, &location, change));
     }
@@ -530,14 +540,14 @@ async fn delete_volume(
     let later = staged(&body)?;
     let locked = st.locked(&sys).await?;
     let sys = &locked.sys;
-    if let Some(v) = sys.storage.volumes.iter().find(|v| v.id == vol) {
+    if let Some(v) = sys.bmc.storage.volumes.iter().find(|v| v.id == vol) {
         let mut current = volume_json(sys, v);
         if let Some(support) = apply_time_support(&st) {
             current["@Redfish.OperationApplyTimeSupport"] = support;
         }
         json::check_if_match(&headers, &current, locked.profile)?;
     }
-    if sys.storage.has_pending(&vol) {
+    if sys.bmc.storage.has_pending(&vol) {
         // Its creation or deletion waits for the reset: like a controller
         // with a scheduled configuration job, it takes no other change.
         return Err(ApiError::Conflict(format!(
@@ -545,7 +555,8 @@ async fn delete_volume(
             sys.name
         )));
     }
-    sys.storage
+    sys.bmc
+        .storage
         .check_delete(&vol)
         .map_err(|_| not_found(&uri))?;
     let claim = match later {
@@ -554,9 +565,11 @@ async fn delete_volume(
     };
     tracing::info!(system = %sys.name, volume = %vol, staged = later, "delete volume");
     let change = VolumeChange::Delete(vol);
-    st.backend
-        .change_volumes(&sys.id, change.clone(), later)
-        .await?;
+    let volume = Change::Volume {
+        change: change.clone(),
+        staged: later,
+    };
+    st.backend.apply(&sys.id, vec![volume]).await?;
     if let Some(claim) = claim {
         return Ok(staged_task(&st, claim, sys, uri.path(), change));
     }

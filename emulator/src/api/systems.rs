@@ -18,8 +18,8 @@ use super::json::{
 use super::{collection, link, AppState, Sys};
 use crate::error::{ApiError, Msg};
 use crate::model::{
-    Arch, BootMode, BootOverride, BootTarget, IndicatorLed, OverrideEnabled, ResetType, System,
-    SystemSettings,
+    Arch, BootMode, BootOverride, BootTarget, Change, IndicatorLed, OverrideEnabled, ResetType,
+    System, SystemSettings,
 };
 use crate::profile::{AllowableValues, HttpBootUri, Profile};
 use crate::timefmt::rfc3339_secs;
@@ -117,16 +117,16 @@ fn allowed_modes(sys: &System) -> Vec<&'static str> {
 pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     let base = format!("/redfish/v1/Systems/{}", sys.id);
     let mut boot = json!({
-        "BootSourceOverrideTarget": sys.boot.target.as_str(),
-        "BootSourceOverrideEnabled": sys.boot.enabled.as_str(),
-        "BootSourceOverrideMode": sys.boot.mode.as_str(),
-        "UefiTargetBootSourceOverride": sys.boot.uefi_target,
+        "BootSourceOverrideTarget": sys.bmc.boot.target.as_str(),
+        "BootSourceOverrideEnabled": sys.bmc.boot.enabled.as_str(),
+        "BootSourceOverrideMode": sys.bmc.boot.mode.as_str(),
+        "UefiTargetBootSourceOverride": sys.bmc.boot.uefi_target,
     });
     if profile.boot.allowable_values == AllowableValues::System {
         add_allowable_values(&mut boot, sys, profile);
     }
     if sys.arch.has_uefi() && profile.boot.http_boot_uri != HttpBootUri::Absent {
-        boot["HttpBootUri"] = json!(sys.boot.http_boot_uri);
+        boot["HttpBootUri"] = json!(sys.bmc.boot.http_boot_uri);
     }
     let mut v = json!({
         "@odata.type": "#ComputerSystem.v1_22_0.ComputerSystem",
@@ -140,11 +140,11 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "Manufacturer": profile.manufacturer,
         "Model": profile.model,
         "SerialNumber": serial(sys),
-        "AssetTag": sys.asset_tag,
+        "AssetTag": sys.bmc.asset_tag,
         "BiosVersion": profile.bios_version,
         "PowerState": sys.power.as_str(),
-        "IndicatorLED": sys.indicator.as_str(),
-        "LocationIndicatorActive": sys.indicator != IndicatorLed::Off,
+        "IndicatorLED": sys.bmc.indicator.as_str(),
+        "LocationIndicatorActive": sys.bmc.indicator != IndicatorLed::Off,
         "Status": { "State": "Enabled", "Health": "OK" },
         "ProcessorSummary": {
             "Count": 1,
@@ -158,7 +158,7 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "Boot": boot,
         "BootProgress": {
             "LastState": if sys.power == crate::model::PowerState::On { "OSRunning" } else { "None" },
-            "LastStateTime": sys.last_boot.as_ref().map(|b| rfc3339_secs(b.at)),
+            "LastStateTime": sys.bmc.last_boot.as_ref().map(|b| rfc3339_secs(b.at)),
         },
         "Links": {
             "Chassis": [link(&format!("/redfish/v1/Chassis/{}", st.chassis_id(sys)))],
@@ -240,11 +240,11 @@ fn settings_json(sys: &System, profile: &Profile, path: &str) -> Value {
 /// The Boot fields' current values, by name.
 fn system_boot_values(sys: &System) -> Map<String, Value> {
     let v = json!({
-        "BootSourceOverrideTarget": sys.boot.target.as_str(),
-        "BootSourceOverrideEnabled": sys.boot.enabled.as_str(),
-        "BootSourceOverrideMode": sys.boot.mode.as_str(),
-        "UefiTargetBootSourceOverride": sys.boot.uefi_target,
-        "HttpBootUri": sys.boot.http_boot_uri,
+        "BootSourceOverrideTarget": sys.bmc.boot.target.as_str(),
+        "BootSourceOverrideEnabled": sys.bmc.boot.enabled.as_str(),
+        "BootSourceOverrideMode": sys.bmc.boot.mode.as_str(),
+        "UefiTargetBootSourceOverride": sys.bmc.boot.uefi_target,
+        "HttpBootUri": sys.bmc.boot.http_boot_uri,
     });
     match v {
         Value::Object(m) => m,
@@ -460,7 +460,7 @@ fn pointer<'a>(body: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
 
 /// Merges the Boot object of a (validated) PATCH into the current override.
 fn merged_boot(sys: &System, boot: &Map<String, Value>) -> Result<BootOverride, ApiError> {
-    let mut b = sys.boot.clone();
+    let mut b = sys.bmc.boot.clone();
     let s = |k: &str| boot.get(k).and_then(Value::as_str);
     if let Some(t) = s("BootSourceOverrideTarget").and_then(BootTarget::parse) {
         b.target = t;
@@ -576,19 +576,19 @@ async fn patch_system(
             }
         }
     }
-    let boot = match boot_body {
-        Some(b) => Some(merged_boot(sys, b)?),
-        None => None,
-    };
+    let mut changes = Vec::new();
+    if let Some(b) = boot_body {
+        changes.push(Change::Boot(merged_boot(sys, b)?));
+    }
     let settings = merged_settings(&body)?;
-    st.backend
-        .update_system(&sys.id, boot.as_ref(), &settings)
-        .await?;
-    let sys = st.backend.system(&sys.id).await?;
+    if settings != SystemSettings::default() {
+        changes.push(Change::Settings(settings));
+    }
+    let sys = st.backend.apply(&sys.id, changes).await?;
     // The state answered is the one this PATCH made; rendering it needs no
     // lock, so the next writer to this system goes ahead meanwhile.
     drop(locked);
-    tracing::info!(system = %sys.name, boot = ?sys.boot, "system patched");
+    tracing::info!(system = %sys.name, boot = ?sys.bmc.boot, "system patched");
     Ok(system_view(&st, &sys).rendered.clone().into_response())
 }
 
@@ -647,14 +647,11 @@ async fn patch_settings(
     boot_patch_rules(checked_patch(&body, &current, &fields), boot_body, profile)?;
     let boot = match boot_body {
         Some(b) => merged_boot(sys, b)?,
-        None => sys.boot.clone(),
+        None => sys.bmc.boot.clone(),
     };
-    st.backend
-        .update_system(&sys.id, Some(&boot), &SystemSettings::default())
-        .await?;
-    let sys = st.backend.system(&sys.id).await?;
+    let sys = st.backend.apply(&sys.id, vec![Change::Boot(boot)]).await?;
     drop(locked);
-    tracing::info!(system = %sys.name, boot = ?sys.boot, settings = %path, "settings object patched");
+    tracing::info!(system = %sys.name, boot = ?sys.bmc.boot, settings = %path, "settings object patched");
     Ok(Resource::new(settings_json(&sys, profile, &path), profile, "GET, PATCH").into_response())
 }
 
@@ -768,11 +765,11 @@ mod tests {
         assert_eq!(again.rendered.bytes, first.rendered.bytes);
         assert_eq!(again.json["AssetTag"], "1");
         // Any change to the machine is a new rendering, with a new ETag.
-        sys.asset_tag = "changed".into();
+        sys.bmc.asset_tag = "changed".into();
         let changed = cache.get_or_render(&sys, || render(&renders, "2"));
         assert_eq!(renders.get(), 2);
         assert_ne!(changed.rendered.etag, first.rendered.etag);
-        sys.boot.http_boot_uri = Some("http://h/x.efi".into());
+        sys.bmc.boot.http_boot_uri = Some("http://h/x.efi".into());
         cache.get_or_render(&sys, || render(&renders, "3"));
         assert_eq!(renders.get(), 3);
         // Bounded: a large inventory polled in full keeps at most MAX.

@@ -15,7 +15,9 @@ use super::json::{self, JsonObject, OptionalJsonObject, Resource};
 use super::{collection, AppState, Sys};
 use crate::backend::Completion;
 use crate::error::{ApiError, Msg};
-use crate::model::{MediaImage, MediaSlot, System, TransferMethod, TransferProtocol};
+use crate::model::{
+    Change, MediaImage, MediaSlot, MediaState, System, TransferMethod, TransferProtocol,
+};
 
 const INSERT: &str = "VirtualMedia.InsertMedia";
 const EJECT: &str = "VirtualMedia.EjectMedia";
@@ -79,7 +81,7 @@ fn slot_of(slot: &str, uri: &Uri) -> Result<MediaSlot, ApiError> {
 }
 
 fn media_json(sys: &System, slot: MediaSlot, owner: &str, by_patch: bool) -> Value {
-    let m = sys.media(slot);
+    let m = sys.bmc.media(slot);
     let base = format!("/redfish/v1/{owner}/VirtualMedia/{slot}");
     let (types, name) = match slot {
         MediaSlot::Cd => (vec!["CD", "DVD"], "Virtual CD"),
@@ -165,12 +167,14 @@ async fn patch_member(
             }
         }
         check_not_inserting(&st, &sys, slot)?;
-        st.backend.eject_media(&sys.id, slot).await?;
+        st.backend
+            .apply(&sys.id, vec![Change::Media(slot, MediaState::default())])
+            .await?;
         tracing::info!(system = %sys.name, %slot, "eject media (PATCH)");
     } else {
         let image = parse_media(&body, "VirtualMedia", false)?;
         if body.get("Inserted") == Some(&Value::Bool(true)) {
-            if sys.media(slot).inserted {
+            if sys.bmc.media(slot).inserted {
                 return Err(ApiError::Conflict(format!(
                     "{slot} of {} already holds media",
                     sys.name
@@ -326,7 +330,7 @@ async fn insert(
     let image = parse_insert(&body)?;
     let _guard = st.locks.lock(&sys.id).await;
     let sys = st.backend.system(&sys.id).await?;
-    if sys.media(slot).inserted {
+    if sys.bmc.media(slot).inserted {
         return Err(ApiError::Conflict(format!(
             "{slot} of {} already holds media",
             sys.name
@@ -374,7 +378,9 @@ async fn eject(
     json::action_known(&body, &[], EJECT)?;
     let _guard = st.locks.lock(&sys.id).await;
     check_not_inserting(&st, &sys, slot)?;
-    st.backend.eject_media(&sys.id, slot).await?;
+    st.backend
+        .apply(&sys.id, vec![Change::Media(slot, MediaState::default())])
+        .await?;
     tracing::info!(system = %sys.name, %slot, "eject media");
     Ok(json::no_content())
 }

@@ -21,12 +21,10 @@ use std::time::Duration;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use crate::backend::BackendError;
-use crate::error::Msg;
+use crate::backend::{BackendError, MediaError};
 use crate::model::{MediaImage, MediaSlot, TransferProtocol};
 use crate::netpolicy::AddressPolicy;
 
-const INSERT: &str = "VirtualMedia.InsertMedia";
 /// Requests per download, the redirects included.
 pub const MAX_HOPS: usize = 6;
 /// An ISO 9660 volume descriptor: "CD001" at byte 1 of sector 16.
@@ -117,10 +115,6 @@ fn redirect_target(base: &ureq::http::Uri, location: &str) -> Option<ureq::http:
     url.parse().ok()
 }
 
-fn bad(id: &'static str, args: &[&str]) -> BackendError {
-    BackendError::Invalid(Msg::new(id, args))
-}
-
 /// Downloads `image` for domain `domain` to the cache and checks it fits
 /// the slot.
 pub fn fetch(
@@ -147,19 +141,12 @@ pub fn download(
 ) -> Result<u64, BackendError> {
     match image.transfer_protocol {
         Some(TransferProtocol::Http | TransferProtocol::Https) | None => {}
-        Some(p) => {
-            return Err(bad(
-                "ActionParameterValueNotInList",
-                &[p.as_str(), "TransferProtocolType", INSERT],
-            ))
-        }
+        Some(p) => return Err(MediaError::Protocol(p).into()),
     }
     let url = &image.image;
+    let bad_image = || BackendError::from(MediaError::BadImage(url.clone()));
     if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(bad(
-            "ActionParameterValueFormatError",
-            &[url, "Image", INSERT],
-        ));
+        return Err(bad_image());
     }
     let tls = ureq::tls::TlsConfig::builder()
         .disable_verification(opts.insecure)
@@ -181,11 +168,9 @@ pub fn download(
     // (refused, timed out, refused by policy) would map the network.
     let unreachable = |why: String| {
         tracing::warn!(%url, %why, "virtual media download failed");
-        bad("CouldNotEstablishConnection", &[url])
+        BackendError::from(MediaError::Unreachable(url.clone()))
     };
-    let first: ureq::http::Uri = url
-        .parse()
-        .map_err(|_| bad("ActionParameterValueFormatError", &[url, "Image", INSERT]))?;
+    let first: ureq::http::Uri = url.parse().map_err(|_| bad_image())?;
     let mut at = first.clone();
     let mut hops = 0;
     let deadline = std::time::Instant::now() + opts.timeout;
@@ -228,14 +213,15 @@ pub fn download(
     match status {
         200 => {}
         401 | 403 => {
-            return Err(bad(
-                "ResourceAtUriUnauthorized",
-                &[url, &status.to_string()],
-            ))
+            return Err(MediaError::Unauthorized {
+                url: url.clone(),
+                status,
+            }
+            .into())
         }
         _ => {
             tracing::warn!(%url, status, "image server refused the download");
-            return Err(bad("ResourceMissingAtURI", &[url]));
+            return Err(MediaError::Missing(url.clone()).into());
         }
     }
     let tmp = match keep.and_then(Path::parent) {
@@ -260,7 +246,7 @@ pub fn download(
     loop {
         let n = reader.read(&mut buf).map_err(|e| {
             if e.to_string().contains("limit") {
-                bad("PayloadTooLarge", &[])
+                BackendError::from(MediaError::TooLarge)
             } else {
                 unreachable(e.to_string())
             }
@@ -280,10 +266,7 @@ pub fn download(
         .map_err(|e| BackendError::Internal(e.to_string()))?;
     drop(out);
     if slot == MediaSlot::Cd && head.get(ISO_MAGIC_AT..ISO_MAGIC_AT + 5) != Some(b"CD001") {
-        return Err(bad(
-            "ActionParameterValueFormatError",
-            &[url, "Image", INSERT],
-        ));
+        return Err(bad_image());
     }
     if let (Some(tmp), Some(dest)) = (tmp, keep) {
         tmp.persist(dest)

@@ -8,7 +8,7 @@
 //! machine is touched, so no timer tasks exist. With a state file, a writer
 //! task persists the latest snapshot after changes (atomic rename).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -18,11 +18,9 @@ use tokio::sync::watch;
 
 use super::{Backend, BackendError, Completion, Result};
 use crate::model::{
-    start_machine, BootTarget, MediaImage, MediaSlot, MediaState, PowerState, ResetKeysType,
-    ResetType, System, SystemRef, SystemSettings,
+    BootMode, BootTarget, Change, MediaImage, MediaSlot, MediaState, PowerState, ResetType, System,
+    SystemRef,
 };
-use crate::model::{BootMode, BootOverride};
-use crate::storage::VolumeChange;
 
 /// Timing knobs, so that clients' polling code is exercised.
 #[derive(Debug, Clone, Default)]
@@ -67,24 +65,15 @@ impl Machine {
     /// What happens when the firmware starts: pending BIOS settings take
     /// effect, the override is consumed if Once, the boot is recorded.
     fn boot(&mut self) {
-        let s = &mut self.sys;
+        let uefi = self.sys.uefi();
+        let s = &mut self.sys.bmc;
         let target = s.boot.effective_target().unwrap_or(BootTarget::Hdd);
         let media = match target {
             BootTarget::Cd if s.cd.inserted => s.cd.image.clone(),
             BootTarget::Floppy if s.floppy.inserted => s.floppy.image.clone(),
             _ => None,
         };
-        let uefi = s.uefi();
-        // Volume changes staged OnReset apply as the controller starts.
-        s.storage.apply_pending();
-        s.last_boot = Some(start_machine(
-            &mut s.boot,
-            &mut s.bios,
-            &mut s.secure_boot,
-            uefi,
-            target,
-            media,
-        ));
+        s.start(uefi, target, media);
     }
 
     fn start_transition(&mut self, via: PowerState, to: PowerState, boots: bool, delay: Duration) {
@@ -250,6 +239,17 @@ impl FakeBackend {
         self.inner.changed.send_modify(|v| *v += 1);
         Ok(out)
     }
+
+    /// Applies BMC changes to a machine and returns it. In-memory machines
+    /// can take every change.
+    fn apply_now(&self, id: &str, changes: Vec<Change>) -> Result<System> {
+        self.update(id, |m| {
+            for c in changes {
+                m.sys.bmc.apply(c);
+            }
+            Ok(m.sys.clone())
+        })
+    }
 }
 
 fn lock(m: &Mutex<Machine>) -> MutexGuard<'_, Machine> {
@@ -260,25 +260,21 @@ fn lock(m: &Mutex<Machine>) -> MutexGuard<'_, Machine> {
 
 fn restore(sys: &mut System, old: &System) {
     sys.power = old.power;
-    sys.boot = old.boot.clone();
-    sys.bios = old.bios.clone();
-    sys.secure_boot = old.secure_boot.clone();
-    sys.cd = old.cd.clone();
-    sys.floppy = old.floppy.clone();
-    sys.indicator = old.indicator;
-    sys.asset_tag = old.asset_tag.clone();
-    sys.last_boot = old.last_boot.clone();
     // Volumes survive a restart only over the same drives.
-    let drives_exist = old.storage.volumes.iter().all(|v| {
+    let drives_exist = old.bmc.storage.volumes.iter().all(|v| {
         v.drives
             .iter()
             .all(|d| sys.disks.iter().any(|x| &x.name == d))
     });
-    if drives_exist && old.disks == sys.disks {
-        sys.storage = old.storage.clone();
-    }
+    let storage = if drives_exist && old.disks == sys.disks {
+        old.bmc.storage.clone()
+    } else {
+        std::mem::take(&mut sys.bmc.storage)
+    };
+    sys.bmc = old.bmc.clone();
+    sys.bmc.storage = storage;
     if !sys.arch.has_uefi() {
-        sys.boot.mode = BootMode::Legacy;
+        sys.bmc.boot.mode = BootMode::Legacy;
     }
 }
 
@@ -333,24 +329,8 @@ impl Backend for FakeBackend {
         self.update(id, |m| m.reset(reset, delay))
     }
 
-    async fn update_system(
-        &self,
-        id: &str,
-        boot: Option<&BootOverride>,
-        settings: &SystemSettings,
-    ) -> Result<()> {
-        self.update(id, |m| {
-            if let Some(boot) = boot {
-                m.sys.boot = boot.clone();
-            }
-            if let Some(led) = settings.indicator {
-                m.sys.indicator = led;
-            }
-            if let Some(tag) = &settings.asset_tag {
-                m.sys.asset_tag = tag.clone();
-            }
-            Ok(())
-        })
+    async fn apply(&self, id: &str, changes: Vec<Change>) -> Result<System> {
+        self.apply_now(id, changes)
     }
 
     async fn insert_media(
@@ -372,23 +352,13 @@ impl Backend for FakeBackend {
                 .map(drop)
             }
         });
-        let state = MediaState {
-            image: Some(image.image),
-            inserted: image.inserted,
-            write_protected: image.write_protected,
-            transfer_protocol: image.transfer_protocol,
-            transfer_method: image.transfer_method,
-            user_name: image.user_name,
-        };
+        let change = Change::Media(slot, MediaState::from(&image));
         let delay = self.inner.opts.media_delay;
         if delay.is_zero() {
             if let Some(fetch) = fetch {
                 fetch.await?;
             }
-            self.update(id, |m| {
-                *m.sys.media_mut(slot) = state;
-                Ok(())
-            })?;
+            self.apply_now(id, vec![change])?;
             return Ok(Completion::Done);
         }
         let this = self.clone();
@@ -398,65 +368,12 @@ impl Backend for FakeBackend {
             if let Some(fetch) = fetch {
                 fetch.await?;
             }
-            this.update(&id, |m| {
-                *m.sys.media_mut(slot) = state;
-                Ok(())
-            })
+            this.apply_now(&id, vec![change]).map(drop)
         })))
-    }
-
-    async fn eject_media(&self, id: &str, slot: MediaSlot) -> Result<()> {
-        self.update(id, |m| {
-            *m.sys.media_mut(slot) = MediaState::default();
-            Ok(())
-        })
-    }
-
-    async fn set_bios_pending(
-        &self,
-        id: &str,
-        pending: BTreeMap<String, serde_json::Value>,
-    ) -> Result<()> {
-        self.update(id, |m| {
-            m.sys.bios.pending = pending;
-            Ok(())
-        })
-    }
-
-    async fn reset_bios(&self, id: &str) -> Result<()> {
-        self.update(id, |m| {
-            m.sys.bios.pending = crate::bios::defaults();
-            Ok(())
-        })
     }
 
     fn manages_volumes(&self) -> bool {
         true
-    }
-
-    async fn change_volumes(&self, id: &str, change: VolumeChange, staged: bool) -> Result<()> {
-        self.update(id, |m| {
-            if staged {
-                m.sys.storage.pending.push(change);
-            } else {
-                m.sys.storage.apply(change);
-            }
-            Ok(())
-        })
-    }
-
-    async fn set_secure_boot(&self, id: &str, enable: bool) -> Result<()> {
-        self.update(id, |m| {
-            m.sys.secure_boot.enable = enable;
-            Ok(())
-        })
-    }
-
-    async fn reset_secure_boot_keys(&self, id: &str, kind: ResetKeysType) -> Result<()> {
-        self.update(id, |m| {
-            m.sys.secure_boot.keys_enrolled = kind == ResetKeysType::ResetAllKeysToDefault;
-            Ok(())
-        })
     }
 
     async fn flush(&self) -> Result<()> {
@@ -492,24 +409,22 @@ mod tests {
     async fn once_override_is_consumed_by_power_on() {
         let b = backend(0);
         let id = b.systems().await.unwrap()[0].id.clone();
-        let mut boot = b.system(&id).await.unwrap().boot;
+        let mut boot = b.system(&id).await.unwrap().bmc.boot;
         boot.target = BootTarget::UefiHttp;
         boot.enabled = OverrideEnabled::Once;
         boot.http_boot_uri = Some("http://h/a.iso".into());
-        b.update_system(&id, Some(&boot), &SystemSettings::default())
-            .await
-            .unwrap();
+        b.apply(&id, vec![Change::Boot(boot)]).await.unwrap();
         b.reset(&id, ResetType::On).await.unwrap();
         let s = b.system(&id).await.unwrap();
         assert_eq!(s.power, PowerState::On);
-        assert_eq!(s.boot.enabled, OverrideEnabled::Disabled);
-        let rec = s.last_boot.unwrap();
+        assert_eq!(s.bmc.boot.enabled, OverrideEnabled::Disabled);
+        let rec = s.bmc.last_boot.unwrap();
         assert_eq!(rec.target, BootTarget::UefiHttp);
         assert_eq!(rec.uri.as_deref(), Some("http://h/a.iso"));
         // The next boot goes to the disk.
         b.reset(&id, ResetType::ForceRestart).await.unwrap();
         assert_eq!(
-            b.system(&id).await.unwrap().last_boot.unwrap().target,
+            b.system(&id).await.unwrap().bmc.last_boot.unwrap().target,
             BootTarget::Hdd
         );
     }
@@ -532,17 +447,19 @@ mod tests {
     async fn bios_pending_applies_at_reset_only() {
         let b = backend(0);
         let id = b.systems().await.unwrap()[0].id.clone();
-        let pending =
-            BTreeMap::from([("ProcTurboMode".to_string(), serde_json::json!("Disabled"))]);
-        b.set_bios_pending(&id, pending).await.unwrap();
-        assert_eq!(
-            b.system(&id).await.unwrap().bios.current["ProcTurboMode"],
-            "Enabled"
-        );
+        let pending = std::collections::BTreeMap::from([(
+            "ProcTurboMode".to_string(),
+            serde_json::json!("Disabled"),
+        )]);
+        let after = b
+            .apply(&id, vec![Change::BiosPending(pending)])
+            .await
+            .unwrap();
+        assert_eq!(after.bmc.bios.current["ProcTurboMode"], "Enabled");
         b.reset(&id, ResetType::ForceRestart).await.unwrap();
         let s = b.system(&id).await.unwrap();
-        assert_eq!(s.bios.current["ProcTurboMode"], "Disabled");
-        assert!(s.bios.pending.is_empty());
+        assert_eq!(s.bmc.bios.current["ProcTurboMode"], "Disabled");
+        assert!(s.bmc.bios.pending.is_empty());
     }
 
     #[tokio::test]

@@ -11,20 +11,17 @@ pub mod fake;
 pub mod libvirt;
 pub mod view;
 
-use std::collections::BTreeMap;
-
 use async_trait::async_trait;
 
-use crate::error::Msg;
 use crate::model::{
-    BootOverride, MediaImage, MediaSlot, ResetKeysType, ResetType, System, SystemRef,
-    SystemSettings,
+    BootMode, Change, MediaImage, MediaSlot, ResetType, System, SystemRef, TransferProtocol,
 };
-use crate::storage::VolumeChange;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
 
+/// What went wrong, in the machines' terms; the API alone maps each to a
+/// Redfish status and message (`api::error`).
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     #[error("no system {0}")]
@@ -32,14 +29,57 @@ pub enum BackendError {
     /// The machine's state does not allow this now (HTTP 409).
     #[error("conflict: {0}")]
     Conflict(String),
-    /// The request is well-formed but this machine cannot do it (HTTP 400).
-    #[error("invalid request: {0:?}")]
-    Invalid(Msg),
+    /// Well-formed, but this machine cannot do it (HTTP 400).
+    #[error("not supported: {0}")]
+    Unsupported(#[from] Unsupported),
+    /// InsertMedia's image did not arrive, or is not fit for the device.
+    #[error("virtual media: {0}")]
+    Media(#[from] MediaError),
     /// The hypervisor cannot be reached right now (HTTP 503).
     #[error("backend unavailable: {0}")]
     Unavailable(String),
     #[error("backend failure: {0}")]
     Internal(String),
+}
+
+/// A request this machine cannot honour, whatever its state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    /// The firmware cannot run in this mode (no UEFI firmware for the
+    /// machine, or Legacy BIOS on an architecture without one).
+    #[error("boot mode {0}")]
+    BootMode(BootMode),
+    /// The machine has no such virtual media device to insert into.
+    #[error("{0} virtual media insert")]
+    Insert(MediaSlot),
+    /// ... or to eject from.
+    #[error("{0} virtual media eject")]
+    Eject(MediaSlot),
+    /// The machine's storage controller takes no volume changes.
+    #[error("volume changes")]
+    Volumes,
+}
+
+/// Why InsertMedia's image is not in the device. Whatever keeps an image
+/// from arriving (refused by the address policy, no such host, connection
+/// refused, timeout, TLS) is one answer, `Unreachable`: which it was would
+/// map the network; the cause is logged where it happens.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MediaError {
+    #[error("transfer protocol {0} is not supported")]
+    Protocol(TransferProtocol),
+    /// Not an http(s) URL, or not an image the device can take (a CD must
+    /// be ISO 9660).
+    #[error("{0} is not an image for this device")]
+    BadImage(String),
+    #[error("{0} cannot be reached")]
+    Unreachable(String),
+    #[error("{url}: the server refused the credentials ({status})")]
+    Unauthorized { url: String, status: u16 },
+    #[error("{0}: the server has no such image")]
+    Missing(String),
+    #[error("the image exceeds the size limit")]
+    TooLarge,
 }
 
 pub type Result<T> = std::result::Result<T, BackendError>;
@@ -60,6 +100,9 @@ impl std::fmt::Debug for Completion {
     }
 }
 
+/// Every way a front-end reaches machines: listing and finding them,
+/// reading one, its power, the changes of its BMC state, and the virtual
+/// media insert (the one change that fetches before it applies).
 #[async_trait]
 pub trait Backend: Send + Sync + 'static {
     /// A short name for logs and the service root (`fake`, `libvirt`).
@@ -76,15 +119,13 @@ pub trait Backend: Send + Sync + 'static {
 
     async fn reset(&self, id: &str, reset: ResetType) -> Result<()>;
 
-    /// Applies a System PATCH (already validated and merged by the API) as
-    /// one change: the new boot override, if any, and the other settings.
-    async fn update_system(
-        &self,
-        id: &str,
-        boot: Option<&BootOverride>,
-        settings: &SystemSettings,
-    ) -> Result<()>;
+    /// Applies changes of the BMC state as one: every one the machine can
+    /// take, or none (the first it cannot is the error). Returns the system
+    /// as it is afterwards.
+    async fn apply(&self, id: &str, changes: Vec<Change>) -> Result<System>;
 
+    /// Fetches an InsertMedia image (where the backend fetches) and puts it
+    /// in the device: done, or a future the API turns into a Task.
     async fn insert_media(
         &self,
         id: &str,
@@ -92,37 +133,11 @@ pub trait Backend: Send + Sync + 'static {
         image: MediaImage,
     ) -> Result<Completion>;
 
-    async fn eject_media(&self, id: &str, slot: MediaSlot) -> Result<()>;
-
-    /// Replaces the set of BIOS attributes staged for the next reset.
-    async fn set_bios_pending(
-        &self,
-        id: &str,
-        pending: BTreeMap<String, serde_json::Value>,
-    ) -> Result<()>;
-
-    /// Stages the factory defaults for the next reset.
-    async fn reset_bios(&self, id: &str) -> Result<()>;
-
-    async fn set_secure_boot(&self, id: &str, enable: bool) -> Result<()>;
-
-    /// Whether the machines' storage controllers take RAID volume changes
-    /// (the API offers POST/DELETE on volumes only then).
+    /// Whether the machines' storage controllers take volume changes
+    /// ([`Change::Volume`]; the API offers POST/DELETE on volumes only then).
     fn manages_volumes(&self) -> bool {
         false
     }
-
-    /// Creates or deletes a volume the API has checked (under the system's
-    /// lock), now or, `staged`, at the next start.
-    async fn change_volumes(&self, id: &str, change: VolumeChange, staged: bool) -> Result<()> {
-        let _ = (id, change, staged);
-        Err(BackendError::Invalid(Msg::new(
-            "ActionNotSupported",
-            &["Volume create/delete"],
-        )))
-    }
-
-    async fn reset_secure_boot_keys(&self, id: &str, kind: ResetKeysType) -> Result<()>;
 
     /// Persists whatever the backend keeps in memory (called at shutdown).
     async fn flush(&self) -> Result<()> {

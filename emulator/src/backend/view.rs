@@ -8,17 +8,12 @@
 //! `System.Embedded.1`, `1` or `Self`. Calls are passed through with the
 //! backend's own Id; what comes back carries the view's.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 use super::{Backend, BackendError, Completion, Result};
-use crate::model::{
-    BootOverride, MediaImage, MediaSlot, ResetKeysType, ResetType, System, SystemRef,
-    SystemSettings,
-};
-use crate::storage::VolumeChange;
+use crate::model::{Change, MediaImage, MediaSlot, ResetType, System, SystemRef};
 
 /// One system of a view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,15 +94,9 @@ impl Backend for View {
         self.inner.reset(self.inner_id(id)?, reset).await
     }
 
-    async fn update_system(
-        &self,
-        id: &str,
-        boot: Option<&BootOverride>,
-        settings: &SystemSettings,
-    ) -> Result<()> {
-        self.inner
-            .update_system(self.inner_id(id)?, boot, settings)
-            .await
+    async fn apply(&self, id: &str, changes: Vec<Change>) -> Result<System> {
+        let sys = self.inner.apply(self.inner_id(id)?, changes).await?;
+        Ok(self.outer(sys))
     }
 
     async fn insert_media(
@@ -121,42 +110,8 @@ impl Backend for View {
             .await
     }
 
-    async fn eject_media(&self, id: &str, slot: MediaSlot) -> Result<()> {
-        self.inner.eject_media(self.inner_id(id)?, slot).await
-    }
-
-    async fn set_bios_pending(
-        &self,
-        id: &str,
-        pending: BTreeMap<String, serde_json::Value>,
-    ) -> Result<()> {
-        self.inner
-            .set_bios_pending(self.inner_id(id)?, pending)
-            .await
-    }
-
-    async fn reset_bios(&self, id: &str) -> Result<()> {
-        self.inner.reset_bios(self.inner_id(id)?).await
-    }
-
-    async fn set_secure_boot(&self, id: &str, enable: bool) -> Result<()> {
-        self.inner.set_secure_boot(self.inner_id(id)?, enable).await
-    }
-
     fn manages_volumes(&self) -> bool {
         self.inner.manages_volumes()
-    }
-
-    async fn change_volumes(&self, id: &str, change: VolumeChange, staged: bool) -> Result<()> {
-        self.inner
-            .change_volumes(self.inner_id(id)?, change, staged)
-            .await
-    }
-
-    async fn reset_secure_boot_keys(&self, id: &str, kind: ResetKeysType) -> Result<()> {
-        self.inner
-            .reset_secure_boot_keys(self.inner_id(id)?, kind)
-            .await
     }
 
     /// The backend is flushed once, by whoever owns it, not per view.
@@ -212,5 +167,23 @@ mod tests {
             .unwrap();
         let after = backend.system(&inner_id).await.unwrap();
         assert_ne!(after.power, crate::model::PowerState::Off);
+        let tagged = view
+            .apply(
+                "System.Embedded.1",
+                vec![Change::Settings(crate::model::SystemSettings {
+                    asset_tag: Some("rack-7".into()),
+                    indicator: None,
+                })],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            tagged.id, "System.Embedded.1",
+            "the answer carries the view's Id"
+        );
+        assert_eq!(
+            backend.system(&inner_id).await.unwrap().bmc.asset_tag,
+            "rack-7"
+        );
     }
 }

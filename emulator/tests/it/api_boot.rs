@@ -59,7 +59,7 @@ async fn uefi_http_once_is_stored_reported_and_consumed_by_the_boot() {
     assert_eq!(after["Boot"]["BootSourceOverrideTarget"], "None");
     let id = after["Id"].as_str().unwrap();
     let s = api.state.backend.system(id).await.unwrap();
-    let rec = s.last_boot.unwrap();
+    let rec = s.bmc.last_boot.unwrap();
     assert_eq!(rec.target, BootTarget::UefiHttp);
     assert_eq!(rec.uri.as_deref(), Some("http://192.0.2.1/boot.iso"));
 }
@@ -167,7 +167,7 @@ async fn validation_errors_carry_base_messages_and_change_nothing() {
 async fn uefi_only_targets_follow_the_boot_mode_and_architecture() {
     let mut p9 = default_system("p9");
     p9.arch = Arch::Ppc64le;
-    p9.boot = BootOverride::disabled(BootMode::Legacy);
+    p9.bmc.boot = BootOverride::disabled(BootMode::Legacy);
     let api = Api::with(
         vec![default_system("x86"), p9],
         FakeOptions::default(),

@@ -330,6 +330,7 @@ async fn idrac_http_boot_goes_through_the_bios_attributes() {
         .system(&id)
         .await
         .unwrap()
+        .bmc
         .last_boot
         .unwrap();
     assert_eq!(rec.target, BootTarget::UefiHttp);
@@ -450,6 +451,7 @@ async fn supermicro_offers_usbcd_and_refuses_inserted_on_insert_media() {
         .system(&id)
         .await
         .unwrap()
+        .bmc
         .last_boot
         .unwrap();
     assert_eq!(rec.target, BootTarget::Cd);

@@ -189,6 +189,7 @@ async fn virtual_media_insert_and_eject_through_both_paths() {
         .system(&id)
         .await
         .unwrap()
+        .bmc
         .last_boot
         .unwrap();
     assert_eq!(rec.media.as_deref(), Some("http://192.0.2.1/deploy.iso"));

@@ -21,7 +21,7 @@ fn api() -> (Api, String) {
             capacity_bytes: 100 << 30,
         })
         .collect();
-    sys.storage = StorageState::jbod(&sys.disks);
+    sys.bmc.storage = StorageState::jbod(&sys.disks);
     let base = format!("/redfish/v1/Systems/{}/Storage/1", sys.id);
     let api = Api::with(
         vec![sys],

@@ -2,13 +2,12 @@
 //! machine's facts, Shoal's own state in `<metadata>`, and device boot
 //! order. Pure functions over the element tree, tested without libvirt.
 
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::xml::{Element, Node};
 use crate::model::{
-    Arch, BiosState, BootMode, BootOverride, BootRecord, BootTarget, Disk, IndicatorLed,
-    MediaState, Nic, SecureBoot,
+    Arch, BiosState, BmcState, BootMode, BootOverride, BootTarget, Disk, IndicatorLed, MediaState,
+    Nic, SecureBoot,
 };
 
 /// Namespace of Shoal's element in `<metadata>`.
@@ -38,45 +37,32 @@ pub struct Facts {
     pub secure_loader: bool,
 }
 
-/// What Shoal keeps for a domain that libvirt has no place for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShoalState {
-    pub boot: BootOverride,
-    pub bios: BiosState,
-    pub secure_boot: SecureBoot,
-    pub cd: MediaState,
-    pub floppy: MediaState,
-    pub indicator: IndicatorLed,
-    pub asset_tag: String,
-    pub last_boot: Option<BootRecord>,
-}
-
-impl ShoalState {
-    /// The state of a domain Shoal has not seen before: what its definition
-    /// already is (firmware mode, Secure Boot), nothing overridden.
-    /// `enrolled` tells whether its varstore template carries Secure Boot keys.
-    pub fn fresh(f: &Facts, enrolled: bool) -> Self {
-        ShoalState {
-            boot: BootOverride::disabled(if f.uefi {
-                BootMode::Uefi
-            } else {
-                BootMode::Legacy
-            }),
-            bios: BiosState {
-                current: crate::bios::defaults(),
-                pending: Default::default(),
-            },
-            secure_boot: SecureBoot {
-                enable: f.secure_loader,
-                current_boot: false,
-                keys_enrolled: !f.secure_loader || enrolled,
-            },
-            cd: MediaState::default(),
-            floppy: MediaState::default(),
-            indicator: IndicatorLed::Off,
-            asset_tag: String::new(),
-            last_boot: None,
-        }
+/// The BMC state of a domain Shoal has not seen before: what its
+/// definition already is (firmware mode, Secure Boot), nothing overridden.
+/// `enrolled` tells whether its varstore template carries Secure Boot keys.
+pub fn fresh_state(f: &Facts, enrolled: bool) -> BmcState {
+    BmcState {
+        boot: BootOverride::disabled(if f.uefi {
+            BootMode::Uefi
+        } else {
+            BootMode::Legacy
+        }),
+        bios: BiosState {
+            current: crate::bios::defaults(),
+            pending: Default::default(),
+        },
+        secure_boot: SecureBoot {
+            enable: f.secure_loader,
+            current_boot: false,
+            keys_enrolled: !f.secure_loader || enrolled,
+        },
+        cd: MediaState::default(),
+        floppy: MediaState::default(),
+        indicator: IndicatorLed::Off,
+        asset_tag: String::new(),
+        last_boot: None,
+        // libvirt keeps no volumes: the system shows one per disk.
+        storage: Default::default(),
     }
 }
 
@@ -171,7 +157,7 @@ pub fn facts(d: &Element) -> Result<Facts, String> {
 }
 
 /// Shoal's state stored in the domain, if any (a damaged one counts as none).
-pub fn read_state(d: &Element) -> Option<ShoalState> {
+pub fn read_state(d: &Element) -> Option<BmcState> {
     let el = d
         .child("metadata")?
         .elements()
@@ -180,7 +166,7 @@ pub fn read_state(d: &Element) -> Option<ShoalState> {
 }
 
 /// Stores Shoal's state in `<metadata>`, replacing an older copy.
-pub fn write_state(d: &mut Element, s: &ShoalState) {
+pub fn write_state(d: &mut Element, s: &BmcState) {
     let json = serde_json::to_string(s).expect("state serialises");
     let md = d.child_or_insert("metadata");
     md.remove_where(|e| e.name == STATE_TAG);
@@ -439,7 +425,7 @@ mod tests {
         let mut d = parse(XML).unwrap();
         assert_eq!(read_state(&d), None);
         let f = facts(&d).unwrap();
-        let mut s = ShoalState::fresh(&f, false);
+        let mut s = fresh_state(&f, false);
         s.boot.http_boot_uri = Some("http://h/x?a=1&b=<2>".into());
         write_state(&mut d, &s);
         write_state(&mut d, &s);

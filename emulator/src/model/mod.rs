@@ -10,6 +10,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+mod bmc;
+
+pub use crate::storage::Disk;
+pub use bmc::{bios_at_start, http_boot_uri_at_start, BmcState, Change, SystemSettings};
+
 macro_rules! redfish_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {
         $(#[$meta])*
@@ -231,13 +236,6 @@ impl BootOverride {
     }
 }
 
-/// A disk of the machine's inventory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Disk {
-    pub name: String,
-    pub capacity_bytes: u64,
-}
-
 /// What is (or is not) in one virtual media device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct MediaState {
@@ -259,6 +257,20 @@ pub struct MediaImage {
     pub transfer_method: Option<TransferMethod>,
     pub user_name: Option<String>,
     pub password: Option<String>,
+}
+
+impl From<&MediaImage> for MediaState {
+    /// What the device holds once the image is in (the password is not kept).
+    fn from(img: &MediaImage) -> Self {
+        MediaState {
+            image: Some(img.image.clone()),
+            inserted: img.inserted,
+            write_protected: img.write_protected,
+            transfer_protocol: img.transfer_protocol,
+            transfer_method: img.transfer_method,
+            user_name: img.user_name.clone(),
+        }
+    }
 }
 
 /// UEFI Secure Boot state of a system.
@@ -290,72 +302,15 @@ pub struct BootRecord {
     pub media: Option<String>,
 }
 
-/// The URI the firmware HTTP-boots at the next start: `Boot.HttpBootUri`
-/// when the BMC set one, else the firmware's own HTTP boot settings (the
-/// BIOS attributes that vendors without a writable HttpBootUri use, staged
-/// ones included since they take effect in that same start): Dell's
-/// `HttpDev1Uri` while `HttpDev1EnDis` is Enabled, then HPE's
-/// `UrlBootFile`. `None`: the URL comes from DHCP.
-pub fn http_boot_uri_at_start(boot: &BootOverride, bios: &BiosState) -> Option<String> {
-    if let Some(u) = &boot.http_boot_uri {
-        return Some(u.clone());
-    }
-    let attr = |name: &str| bios_at_start(bios, name);
-    if attr("HttpDev1EnDis") == Some("Enabled") {
-        if let Some(u) = attr("HttpDev1Uri") {
-            return Some(u.to_string());
-        }
-    }
-    attr("UrlBootFile").map(str::to_string)
-}
-
-/// A string BIOS attribute as the next start applies it (staged value
-/// first); `None` when unset or empty.
-pub fn bios_at_start<'a>(bios: &'a BiosState, name: &str) -> Option<&'a str> {
-    bios.pending
-        .get(name)
-        .or_else(|| bios.current.get(name))
-        .and_then(serde_json::Value::as_str)
-        .filter(|v| !v.is_empty())
-}
-
-/// What a BMC does when its machine starts: staged BIOS settings take
-/// effect, the Secure Boot state is latched for this boot, a Once override
-/// is consumed, and the boot is recorded. `booted` is what the firmware was
-/// pointed at, `media` the image it booted from, if any. Every backend calls
-/// this, so the semantics are the same on fake and real machines.
-pub fn start_machine(
-    boot: &mut BootOverride,
-    bios: &mut BiosState,
-    secure_boot: &mut SecureBoot,
-    uefi: bool,
-    booted: BootTarget,
-    media: Option<String>,
-) -> BootRecord {
-    let uri = (booted == BootTarget::UefiHttp)
-        .then(|| http_boot_uri_at_start(boot, bios))
-        .flatten();
-    let pending = std::mem::take(&mut bios.pending);
-    bios.current.extend(pending);
-    secure_boot.current_boot = secure_boot.enable && uefi && secure_boot.keys_enrolled;
-    let record = BootRecord {
-        at: crate::timefmt::unix_now(),
-        target: booted,
-        mode: boot.mode,
-        uri,
-        media,
-    };
-    *boot = boot.after_boot();
-    record
-}
-
 /// A network interface of the machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Nic {
     pub mac: String,
 }
 
-/// A snapshot of one machine, everything the API renders.
+/// A snapshot of one machine, everything the API renders: what the machine
+/// is (its hardware, from the inventory or the domain definition), its
+/// power state, and what its BMC keeps about it ([`BmcState`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct System {
     /// The Redfish `Id` (the UUID, hyphenated lower case).
@@ -368,40 +323,18 @@ pub struct System {
     pub disks: Vec<Disk>,
     pub nics: Vec<Nic>,
     pub power: PowerState,
-    pub boot: BootOverride,
-    pub bios: BiosState,
-    pub secure_boot: SecureBoot,
-    pub cd: MediaState,
-    pub floppy: MediaState,
-    pub indicator: IndicatorLed,
-    pub asset_tag: String,
-    pub last_boot: Option<BootRecord>,
     pub profile: String,
-    /// RAID volumes over `disks` (fake backend; libvirt shows pass-through).
-    #[serde(default)]
-    pub storage: crate::storage::StorageState,
+    /// Flattened, so a state file keeps the shape it always had.
+    #[serde(flatten)]
+    pub bmc: BmcState,
 }
 
 impl System {
-    pub fn media(&self, slot: MediaSlot) -> &MediaState {
-        match slot {
-            MediaSlot::Cd => &self.cd,
-            MediaSlot::Floppy => &self.floppy,
-        }
-    }
-
-    pub fn media_mut(&mut self, slot: MediaSlot) -> &mut MediaState {
-        match slot {
-            MediaSlot::Cd => &mut self.cd,
-            MediaSlot::Floppy => &mut self.floppy,
-        }
-    }
-
     /// Whether the firmware runs in UEFI mode. The override's mode is the
     /// firmware mode: setting `BootSourceOverrideMode` switches it, as
     /// Ironic's boot-mode management expects.
     pub fn uefi(&self) -> bool {
-        self.arch.has_uefi() && self.boot.mode == BootMode::Uefi
+        self.arch.has_uefi() && self.bmc.boot.mode == BootMode::Uefi
     }
 
     /// Boot targets this machine can honour (before profile filtering).
@@ -413,13 +346,6 @@ impl System {
         }
         v
     }
-}
-
-/// Settable top-level properties of a system (other than Boot).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SystemSettings {
-    pub indicator: Option<IndicatorLed>,
-    pub asset_tag: Option<String>,
 }
 
 /// A short reference to a system, for collections.
@@ -451,39 +377,6 @@ mod tests {
             ..b
         };
         assert_eq!(cont.after_boot(), cont);
-    }
-
-    #[test]
-    fn the_http_boot_uri_is_the_bmcs_else_the_firmwares_own_attributes() {
-        let mut boot = BootOverride::disabled(BootMode::Uefi);
-        let mut bios = BiosState::default();
-        assert_eq!(http_boot_uri_at_start(&boot, &bios), None);
-        // Dell: the URI counts only while the device is enabled; a staged
-        // value counts, since it applies in the same start.
-        bios.current
-            .insert("HttpDev1Uri".into(), serde_json::json!("http://h/dell.iso"));
-        assert_eq!(http_boot_uri_at_start(&boot, &bios), None);
-        bios.pending
-            .insert("HttpDev1EnDis".into(), serde_json::json!("Enabled"));
-        assert_eq!(
-            http_boot_uri_at_start(&boot, &bios).as_deref(),
-            Some("http://h/dell.iso")
-        );
-        // HPE: UrlBootFile, when the Dell device is off.
-        bios.pending
-            .insert("HttpDev1EnDis".into(), serde_json::json!("Disabled"));
-        bios.current
-            .insert("UrlBootFile".into(), serde_json::json!("http://h/hpe.efi"));
-        assert_eq!(
-            http_boot_uri_at_start(&boot, &bios).as_deref(),
-            Some("http://h/hpe.efi")
-        );
-        // The BMC's HttpBootUri wins over both.
-        boot.http_boot_uri = Some("http://h/bmc.efi".into());
-        assert_eq!(
-            http_boot_uri_at_start(&boot, &bios).as_deref(),
-            Some("http://h/bmc.efi")
-        );
     }
 
     #[test]

@@ -1,0 +1,306 @@
+//! What a BMC keeps about its machine, and every change a client (over
+//! Redfish today, IPMI next) can make to it.
+//!
+//! [`BmcState`] is the BMC-owned part of a [`System`](super::System): the
+//! boot override, BIOS settings, Secure Boot, virtual media, the indicator,
+//! the asset tag, RAID volumes and the last boot. Each backend persists it
+//! as it is (the fake in its state file, libvirt in the domain's
+//! `<metadata>`). [`Change`] is the closed set of things a front-end asks
+//! of it; [`BmcState::apply`] is the one pure transition, and
+//! [`BmcState::start`] the one place where a machine's start acts on it
+//! (staged BIOS applied, Secure Boot latched, Once consumed, boot
+//! recorded). A backend adds only its feasibility checks and effects.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    BiosState, BootOverride, BootRecord, BootTarget, IndicatorLed, MediaSlot, MediaState,
+    ResetKeysType, SecureBoot,
+};
+use crate::storage::{StorageState, VolumeChange};
+
+/// What the BMC owns about a machine, as opposed to what the machine is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BmcState {
+    pub boot: BootOverride,
+    pub bios: BiosState,
+    pub secure_boot: SecureBoot,
+    pub cd: MediaState,
+    pub floppy: MediaState,
+    pub indicator: IndicatorLed,
+    pub asset_tag: String,
+    pub last_boot: Option<BootRecord>,
+    /// RAID volumes over the machine's disks (the fake backend manages
+    /// them; libvirt shows one pass-through volume per disk and keeps none).
+    #[serde(default, skip_serializing_if = "StorageState::is_empty")]
+    pub storage: StorageState,
+}
+
+/// Settable top-level properties of a system (other than Boot).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SystemSettings {
+    pub indicator: Option<IndicatorLed>,
+    pub asset_tag: Option<String>,
+}
+
+/// One change of a machine's BMC state, already validated by the front-end
+/// that asked for it. A request that makes several (a System PATCH sets the
+/// override and the asset tag) passes them together, and they apply all or
+/// none.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// The whole boot override (the front-end merged it with the current one).
+    Boot(BootOverride),
+    Settings(SystemSettings),
+    /// Replaces the BIOS attributes staged for the next start.
+    BiosPending(BTreeMap<String, serde_json::Value>),
+    /// Stages the factory defaults for the next start.
+    BiosDefaults,
+    SecureBoot(bool),
+    ResetKeys(ResetKeysType),
+    /// What a virtual media device holds now (the backend fetched and
+    /// attached it first, or ejects it).
+    Media(MediaSlot, MediaState),
+    /// A volume change the front-end checked against the current volumes,
+    /// now or (`staged`) at the next start.
+    Volume {
+        change: VolumeChange,
+        staged: bool,
+    },
+}
+
+impl BmcState {
+    /// The one state transition of every change: pure, infallible; whether
+    /// a machine can take it is the backend's check, made before.
+    pub fn apply(&mut self, change: Change) {
+        match change {
+            Change::Boot(b) => self.boot = b,
+            Change::Settings(s) => {
+                if let Some(led) = s.indicator {
+                    self.indicator = led;
+                }
+                if let Some(tag) = s.asset_tag {
+                    self.asset_tag = tag;
+                }
+            }
+            Change::BiosPending(p) => self.bios.pending = p,
+            Change::BiosDefaults => self.bios.pending = crate::bios::defaults(),
+            Change::SecureBoot(enable) => self.secure_boot.enable = enable,
+            Change::ResetKeys(kind) => {
+                self.secure_boot.keys_enrolled = kind == ResetKeysType::ResetAllKeysToDefault
+            }
+            Change::Media(slot, state) => *self.media_mut(slot) = state,
+            Change::Volume {
+                change,
+                staged: true,
+            } => self.storage.pending.push(change),
+            Change::Volume {
+                change,
+                staged: false,
+            } => self.storage.apply(change),
+        }
+    }
+
+    /// What a BMC does when its machine starts: staged volume changes and
+    /// BIOS settings take effect, the Secure Boot state is latched for this
+    /// boot, a Once override is consumed, and the boot is recorded.
+    /// `booted` is what the firmware was pointed at, `media` the image it
+    /// booted from, if any. Every backend calls this, so the semantics are
+    /// the same on fake and real machines.
+    pub fn start(&mut self, uefi: bool, booted: BootTarget, media: Option<String>) {
+        let uri = (booted == BootTarget::UefiHttp)
+            .then(|| self.http_boot_uri_at_start())
+            .flatten();
+        self.storage.apply_pending();
+        let pending = std::mem::take(&mut self.bios.pending);
+        self.bios.current.extend(pending);
+        let sb = &mut self.secure_boot;
+        sb.current_boot = sb.enable && uefi && sb.keys_enrolled;
+        self.last_boot = Some(BootRecord {
+            at: crate::timefmt::unix_now(),
+            target: booted,
+            mode: self.boot.mode,
+            uri,
+            media,
+        });
+        self.boot = self.boot.after_boot();
+    }
+
+    pub fn media(&self, slot: MediaSlot) -> &MediaState {
+        match slot {
+            MediaSlot::Cd => &self.cd,
+            MediaSlot::Floppy => &self.floppy,
+        }
+    }
+
+    pub fn media_mut(&mut self, slot: MediaSlot) -> &mut MediaState {
+        match slot {
+            MediaSlot::Cd => &mut self.cd,
+            MediaSlot::Floppy => &mut self.floppy,
+        }
+    }
+
+    /// The URI the firmware HTTP-boots at the next start.
+    pub fn http_boot_uri_at_start(&self) -> Option<String> {
+        http_boot_uri_at_start(&self.boot, &self.bios)
+    }
+}
+
+/// The URI the firmware HTTP-boots at the next start: `Boot.HttpBootUri`
+/// when the BMC set one, else the firmware's own HTTP boot settings (the
+/// BIOS attributes that vendors without a writable HttpBootUri use, staged
+/// ones included since they take effect in that same start): Dell's
+/// `HttpDev1Uri` while `HttpDev1EnDis` is Enabled, then HPE's
+/// `UrlBootFile`. `None`: the URL comes from DHCP.
+pub fn http_boot_uri_at_start(boot: &BootOverride, bios: &BiosState) -> Option<String> {
+    if let Some(u) = &boot.http_boot_uri {
+        return Some(u.clone());
+    }
+    let attr = |name: &str| bios_at_start(bios, name);
+    if attr("HttpDev1EnDis") == Some("Enabled") {
+        if let Some(u) = attr("HttpDev1Uri") {
+            return Some(u.to_string());
+        }
+    }
+    attr("UrlBootFile").map(str::to_string)
+}
+
+/// A string BIOS attribute as the next start applies it (staged value
+/// first); `None` when unset or empty.
+pub fn bios_at_start<'a>(bios: &'a BiosState, name: &str) -> Option<&'a str> {
+    bios.pending
+        .get(name)
+        .or_else(|| bios.current.get(name))
+        .and_then(serde_json::Value::as_str)
+        .filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{BootMode, OverrideEnabled};
+
+    fn state() -> BmcState {
+        BmcState {
+            boot: BootOverride::disabled(BootMode::Uefi),
+            bios: BiosState {
+                current: crate::bios::defaults(),
+                pending: BTreeMap::new(),
+            },
+            secure_boot: SecureBoot {
+                enable: true,
+                current_boot: false,
+                keys_enrolled: true,
+            },
+            cd: MediaState::default(),
+            floppy: MediaState::default(),
+            indicator: IndicatorLed::Off,
+            asset_tag: String::new(),
+            last_boot: None,
+            storage: StorageState::default(),
+        }
+    }
+
+    #[test]
+    fn a_start_applies_staged_bios_consumes_once_and_records_the_boot() {
+        let mut s = state();
+        s.apply(Change::Boot(BootOverride {
+            target: BootTarget::UefiHttp,
+            enabled: OverrideEnabled::Once,
+            mode: BootMode::Uefi,
+            http_boot_uri: Some("http://h/a.efi".into()),
+            uefi_target: None,
+        }));
+        s.apply(Change::BiosPending(BTreeMap::from([(
+            "ProcTurboMode".to_string(),
+            serde_json::json!("Disabled"),
+        )])));
+        s.start(true, BootTarget::UefiHttp, None);
+        assert_eq!(s.bios.current["ProcTurboMode"], "Disabled");
+        assert!(s.bios.pending.is_empty());
+        assert_eq!(s.boot.enabled, OverrideEnabled::Disabled);
+        assert!(s.secure_boot.current_boot);
+        let rec = s.last_boot.clone().unwrap();
+        assert_eq!(rec.target, BootTarget::UefiHttp);
+        assert_eq!(rec.uri.as_deref(), Some("http://h/a.efi"));
+        // Not UEFI: Secure Boot is not what this boot ran with.
+        s.start(false, BootTarget::Hdd, None);
+        assert!(!s.secure_boot.current_boot);
+        assert_eq!(s.last_boot.unwrap().uri, None);
+    }
+
+    #[test]
+    fn settings_change_only_what_they_name() {
+        let mut s = state();
+        s.apply(Change::Settings(SystemSettings {
+            indicator: Some(IndicatorLed::Lit),
+            asset_tag: None,
+        }));
+        s.apply(Change::Settings(SystemSettings {
+            indicator: None,
+            asset_tag: Some("rack-1".into()),
+        }));
+        assert_eq!(
+            (s.indicator, s.asset_tag.as_str()),
+            (IndicatorLed::Lit, "rack-1")
+        );
+        s.apply(Change::ResetKeys(ResetKeysType::DeleteAllKeys));
+        assert!(!s.secure_boot.keys_enrolled);
+        s.apply(Change::BiosDefaults);
+        assert_eq!(s.bios.pending, crate::bios::defaults());
+    }
+
+    #[test]
+    fn staged_volume_changes_wait_for_a_start() {
+        let mut s = state();
+        let v = crate::storage::Volume {
+            id: "v1".into(),
+            name: "v1".into(),
+            raid_type: "RAID0".into(),
+            capacity_bytes: 1,
+            drives: vec!["sda".into()],
+        };
+        s.apply(Change::Volume {
+            change: VolumeChange::Create(v),
+            staged: true,
+        });
+        assert!(s.storage.volumes.is_empty());
+        s.start(false, BootTarget::Hdd, None);
+        assert_eq!(s.storage.volumes.len(), 1);
+    }
+
+    #[test]
+    fn the_http_boot_uri_is_the_bmcs_else_the_firmwares_own_attributes() {
+        let mut boot = BootOverride::disabled(BootMode::Uefi);
+        let mut bios = BiosState::default();
+        assert_eq!(http_boot_uri_at_start(&boot, &bios), None);
+        // Dell: the URI counts only while the device is enabled; a staged
+        // value counts, since it applies in the same start.
+        bios.current
+            .insert("HttpDev1Uri".into(), serde_json::json!("http://h/dell.iso"));
+        assert_eq!(http_boot_uri_at_start(&boot, &bios), None);
+        bios.pending
+            .insert("HttpDev1EnDis".into(), serde_json::json!("Enabled"));
+        assert_eq!(
+            http_boot_uri_at_start(&boot, &bios).as_deref(),
+            Some("http://h/dell.iso")
+        );
+        // HPE: UrlBootFile, when the Dell device is off.
+        bios.pending
+            .insert("HttpDev1EnDis".into(), serde_json::json!("Disabled"));
+        bios.current
+            .insert("UrlBootFile".into(), serde_json::json!("http://h/hpe.efi"));
+        assert_eq!(
+            http_boot_uri_at_start(&boot, &bios).as_deref(),
+            Some("http://h/hpe.efi")
+        );
+        // The BMC's HttpBootUri wins over both.
+        boot.http_boot_uri = Some("http://h/bmc.efi".into());
+        assert_eq!(
+            http_boot_uri_at_start(&boot, &bios).as_deref(),
+            Some("http://h/bmc.efi")
+        );
+    }
+}
