@@ -6,10 +6,10 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
+use super::bios_registry as bios;
 use super::json::Resource;
 use super::{collection, link, AppState};
 use crate::error::ApiError;
-use super::bios_registry as bios;
 use crate::registry;
 
 pub fn router() -> Router<AppState> {

@@ -169,6 +169,43 @@ async fn domains_are_systems_with_real_power() {
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
 
+/// What one Boot PATCH costs in libvirt calls: the Id resolved by one
+/// lookup (no listing), the definition read under the lock and again by
+/// the change (parsed only if it changed since), one define, no re-read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_boot_patch_parses_the_definition_at_most_once_and_defines_once() {
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("cost-vm"));
+    for other in ["cost-other-1", "cost-other-2"] {
+        hv.define(&legacy_domain(other));
+    }
+    let backend = Arc::new(LibvirtBackend::connect(options(&[])).expect("backend"));
+    let api = Api::on(backend.clone());
+    let sys = format!("/redfish/v1/Systems/{id}");
+    assert_eq!(api.get(&sys).await.status, StatusCode::OK);
+    let before = backend.calls();
+    let r = api
+        .patch(
+            &sys,
+            json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(r.body["Boot"]["BootSourceOverrideTarget"], "Pxe");
+    let after = backend.calls();
+    let cost = |f: fn(&shoal_emulator::backend::libvirt::Calls) -> u64| f(&after) - f(&before);
+    assert_eq!(cost(|c| c.defines), 1, "{before:?} -> {after:?}");
+    assert_eq!(cost(|c| c.parses), 0, "unchanged text is not parsed again");
+    assert!(cost(|c| c.reads) <= 3, "{before:?} -> {after:?}");
+    assert!(cost(|c| c.lookups) <= 4, "{before:?} -> {after:?}");
+    eprintln!("one Boot PATCH: {before:?} -> {after:?}");
+    // The next read sees the new definition: parsed once, then reused.
+    let mark = backend.calls();
+    api.get(&sys).await;
+    api.get(&sys).await;
+    assert_eq!(backend.calls().parses - mark.parses, 1);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn pxe_once_applies_to_one_start_and_continuous_stays() {
     let hv = Hv::open();

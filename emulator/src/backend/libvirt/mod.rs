@@ -29,6 +29,7 @@ pub mod xml;
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -89,6 +90,32 @@ struct Conn {
     conn: Mutex<Option<Connect>>,
 }
 
+/// How many of each libvirt call the backend made since it connected: what
+/// a request costs, for tests and the logs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Calls {
+    /// Domain lookups by UUID or name.
+    pub lookups: u64,
+    /// Reads of a persistent definition (`virDomainGetXMLDesc`).
+    pub reads: u64,
+    /// Of those, the ones whose text was parsed (it had changed).
+    pub parses: u64,
+    /// Definitions written (`virDomainDefineXML`).
+    pub defines: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    lookups: AtomicU64,
+    reads: AtomicU64,
+    parses: AtomicU64,
+    defines: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
 /// A domain definition as last parsed, with the text it came from.
 struct Parsed {
     text: String,
@@ -103,6 +130,7 @@ struct Inner {
     locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     /// The last parse of each domain's persistent definition, by UUID.
     parsed: Mutex<HashMap<String, Arc<Parsed>>>,
+    calls: Counters,
 }
 
 #[derive(Clone)]
@@ -144,8 +172,21 @@ impl LibvirtBackend {
                 opts,
                 locks: Mutex::new(HashMap::new()),
                 parsed: Mutex::new(HashMap::new()),
+                calls: Counters::default(),
             }),
         })
+    }
+
+    /// The libvirt calls made so far.
+    pub fn calls(&self) -> Calls {
+        let c = &self.inner.calls;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Calls {
+            lookups: get(&c.lookups),
+            reads: get(&c.reads),
+            parses: get(&c.parses),
+            defines: get(&c.defines),
+        }
     }
 
     async fn blocking<T: Send + 'static>(
@@ -212,6 +253,7 @@ impl Inner {
     fn find(&self, key: &str) -> Result<Option<SystemRef>> {
         let by_uuid = uuid::Uuid::parse_str(key).is_ok();
         for i in 0..self.conns.len() {
+            bump(&self.calls.lookups);
             let found = self.with_conn(i, |c| match by_uuid {
                 true => c.lookup_domain_by_uuid_string(key),
                 false => c.lookup_domain_by_name(key),
@@ -235,6 +277,7 @@ impl Inner {
     /// The domain with this UUID on any connection.
     fn domain(&self, id: &str) -> Result<(usize, Domain)> {
         for i in 0..self.conns.len() {
+            bump(&self.calls.lookups);
             match self.with_conn(i, |c| c.lookup_domain_by_uuid_string(id)) {
                 Ok(d) => {
                     let name = d.name().map_err(virt_err)?;
@@ -262,6 +305,7 @@ impl Inner {
     /// The persistent definition, parsed, with Shoal's state: one libvirt
     /// call, and a parse only when the text changed since the last one.
     fn read(&self, id: &str, dom: &Domain) -> Result<(xml::Element, Facts, BmcState)> {
+        bump(&self.calls.reads);
         let text = dom
             .xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)
             .map_err(virt_err)?;
@@ -275,6 +319,7 @@ impl Inner {
         let p = match cached {
             Some(p) => p,
             None => {
+                bump(&self.calls.parses);
                 let d = xml::parse(&text).map_err(|e| BackendError::Internal(e.to_string()))?;
                 let f = domain::facts(&d).map_err(BackendError::Internal)?;
                 let s = domain::read_state(&d).unwrap_or_else(|| {
@@ -300,6 +345,7 @@ impl Inner {
     }
 
     fn define(&self, conn: usize, d: &xml::Element) -> Result<()> {
+        bump(&self.calls.defines);
         let text = d.to_xml();
         self.with_conn(conn, |c| c.define_domain_xml(&text))
             .map(drop)
