@@ -9,6 +9,7 @@
 mod accounts;
 mod bios;
 mod bios_registry;
+mod boot_rules;
 mod chassis;
 mod guard;
 pub(crate) mod input;
@@ -16,6 +17,7 @@ pub mod json;
 mod managers;
 pub mod metadata;
 pub mod query;
+mod render_cache;
 mod root;
 mod secure_boot;
 mod sessions;

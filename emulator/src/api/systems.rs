@@ -2,7 +2,7 @@
 //! override semantics), `ComputerSystem.Reset` and its ActionInfo.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -11,16 +11,16 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use super::input::{self, Rule};
-use super::json::{
-    self, check_if_match, validate_patch, writable, JsonObject, Kind, Rendered, Resource, Writable,
+use super::boot_rules::{
+    allowed_modes, allowed_targets, boot_patch_rules, checked_patch, merged_boot, merged_settings,
+    writables,
 };
+use super::json::{self, check_if_match, JsonObject, Rendered, Resource, Writable};
+pub use super::render_cache::RenderCache;
+use super::render_cache::SystemView;
 use super::{collection, link, AppState, Sys};
 use crate::error::{ApiError, Msg};
-use crate::model::{
-    Arch, BootMode, BootOverride, BootTarget, Change, IndicatorLed, OverrideEnabled, ResetType,
-    System, SystemSettings,
-};
+use crate::model::{Arch, Change, IndicatorLed, ResetType, System, SystemSettings};
 use crate::profile::{AllowableValues, HttpBootUri, Profile};
 use crate::timefmt::rfc3339_secs;
 
@@ -89,27 +89,6 @@ impl PowerClock {
                 .unwrap_or_else(|p| p.into_inner())
                 .get(id)
                 .is_some_and(|(at, s)| (!started || *s) && at.elapsed().as_secs() < secs)
-    }
-}
-
-/// Boot targets offered for this system under its profile.
-pub fn allowed_targets(sys: &System, profile: &Profile) -> Vec<&'static str> {
-    let mut targets = sys.boot_targets();
-    if profile.vmedia.usb_cd {
-        targets.push(BootTarget::UsbCd);
-    }
-    targets
-        .into_iter()
-        .filter(|t| profile.offers(*t))
-        .map(BootTarget::as_str)
-        .collect()
-}
-
-fn allowed_modes(sys: &System) -> Vec<&'static str> {
-    if sys.arch.has_uefi() {
-        vec!["UEFI", "Legacy"]
-    } else {
-        vec!["Legacy"]
     }
 }
 
@@ -280,249 +259,6 @@ fn system_view(st: &AppState, sys: &System) -> Arc<SystemView> {
         let res = Resource::new(system_json(st, sys, profile), profile, "GET, PATCH");
         let rendered = res.render();
         (res.body, rendered)
-    })
-}
-
-/// One system's resource as last rendered, and the system it shows.
-pub struct SystemView {
-    sys: System,
-    pub json: Value,
-    pub rendered: Rendered,
-}
-
-/// The last rendering of each system's resource. Drivers poll a system far
-/// more often than they change it, so a GET whose system equals the one
-/// last rendered is answered with the same bytes and ETag, and a PATCH
-/// checks against the same JSON. The rendering is a pure function of the
-/// `System` (its profile included) and the service's fixed feature set, so
-/// equality is the whole validity check: no write path has to remember to
-/// invalidate anything.
-#[derive(Default)]
-pub struct RenderCache(RwLock<HashMap<String, Arc<SystemView>>>);
-
-impl RenderCache {
-    /// Entries kept at most (some 20 KiB each), so that a large inventory
-    /// polled in full does not double its memory.
-    const MAX: usize = 1024;
-
-    pub fn get_or_render(
-        &self,
-        sys: &System,
-        build: impl FnOnce() -> (Value, Rendered),
-    ) -> Arc<SystemView> {
-        let cached = self.read().get(&sys.id).cloned();
-        if let Some(view) = cached.filter(|v| v.sys == *sys) {
-            return view;
-        }
-        let (json, rendered) = build();
-        let view = Arc::new(SystemView {
-            sys: sys.clone(),
-            json,
-            rendered,
-        });
-        let mut map = self.0.write().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= Self::MAX && !map.contains_key(&sys.id) {
-            if let Some(k) = map.keys().next().cloned() {
-                map.remove(&k);
-            }
-        }
-        map.insert(sys.id.clone(), view.clone());
-        view
-    }
-
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<SystemView>>> {
-        self.0.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.read().len()
-    }
-}
-
-fn writables(sys: &System, profile: &Profile) -> Vec<Writable> {
-    let mut w = vec![
-        writable(
-            "Boot/BootSourceOverrideTarget",
-            Kind::Enum(allowed_targets(sys, profile)),
-        ),
-        writable(
-            "Boot/BootSourceOverrideEnabled",
-            Kind::Enum(profile.enabled_values()),
-        ),
-        writable(
-            "Boot/BootSourceOverrideMode",
-            Kind::Enum(allowed_modes(sys)),
-        ),
-        writable("Boot/UefiTargetBootSourceOverride", Kind::NullableStr),
-        writable(
-            "IndicatorLED",
-            Kind::Enum(IndicatorLed::ALL.iter().map(|e| e.as_str()).collect()),
-        ),
-        writable("LocationIndicatorActive", Kind::Bool),
-        writable("AssetTag", Kind::Str),
-    ];
-    if sys.arch.has_uefi() && profile.boot.http_boot_uri == HttpBootUri::Writable {
-        w.push(writable("Boot/HttpBootUri", Kind::NullableStr));
-    }
-    w
-}
-
-/// What a profile demands of any Boot PATCH (wherever it is sent): a
-/// refused HttpBootUri gets the vendor's message too; Mode or Enabled
-/// may be required.
-fn boot_patch_rules(
-    checked: Result<(), ApiError>,
-    boot: Option<&Map<String, Value>>,
-    profile: &'static Profile,
-) -> Result<(), ApiError> {
-    let vendor = profile.boot.http_boot_uri_refusal.as_ref();
-    let checked = match (checked, vendor) {
-        (Err(ApiError::BadRequest(mut msgs)), Some(m))
-            if boot.is_some_and(|b| b.contains_key("HttpBootUri")) =>
-        {
-            msgs.push(Msg::vendor(m, "").about("Boot/HttpBootUri"));
-            Err(ApiError::BadRequest(msgs))
-        }
-        (r, _) => r,
-    };
-    checked?;
-    let Some(boot) = boot else { return Ok(()) };
-    let mut missing = Vec::new();
-    for (required, field) in [
-        (profile.boot.mode_required, "BootSourceOverrideMode"),
-        (profile.boot.enabled_required, "BootSourceOverrideEnabled"),
-    ] {
-        if required && !boot.contains_key(field) {
-            let path = format!("Boot/{field}");
-            missing.push(Msg::new("PropertyMissing", &[&path]).about(&path));
-        }
-    }
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(missing))
-    }
-}
-
-/// The strings a System PATCH can set, with their rules (`input`).
-const STRINGS: &[(&str, Rule)] = &[
-    ("Boot/HttpBootUri", Rule::BOOT_URI),
-    (
-        "Boot/UefiTargetBootSourceOverride",
-        Rule::Text {
-            max: input::URI_MAX,
-        },
-    ),
-    ("AssetTag", Rule::Text { max: ASSET_TAG_MAX }),
-];
-
-/// The longest AssetTag, as the BIOS's own `AssetTagBios`.
-const ASSET_TAG_MAX: usize = 64;
-
-/// `validate_patch`, then the rules of the strings among `fields`, every
-/// problem reported at once.
-fn checked_patch(
-    body: &Map<String, Value>,
-    current: &Value,
-    fields: &[Writable],
-) -> Result<(), ApiError> {
-    let mut msgs = match validate_patch(body, current, fields) {
-        Ok(()) => Vec::new(),
-        Err(ApiError::BadRequest(m)) => m,
-        Err(e) => return Err(e),
-    };
-    for (path, rule) in STRINGS {
-        if !fields.iter().any(|f| f.path == *path) {
-            continue;
-        }
-        if let Some(s) = pointer(body, path).and_then(Value::as_str) {
-            if let Err(m) = input::property(path, s, *rule) {
-                msgs.push(m);
-            }
-        }
-    }
-    if msgs.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(msgs))
-    }
-}
-
-/// The member at `path` (`Boot/HttpBootUri`) of a body.
-fn pointer<'a>(body: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
-    let (parent, key) = match path.rsplit_once('/') {
-        Some((p, k)) => (body.get(p).and_then(Value::as_object)?, k),
-        None => (body, path),
-    };
-    parent.get(key)
-}
-
-/// Merges the Boot object of a (validated) PATCH into the current override.
-fn merged_boot(sys: &System, boot: &Map<String, Value>) -> Result<BootOverride, ApiError> {
-    let mut b = sys.bmc.boot.clone();
-    let s = |k: &str| boot.get(k).and_then(Value::as_str);
-    if let Some(t) = s("BootSourceOverrideTarget").and_then(BootTarget::parse) {
-        b.target = t;
-    }
-    if let Some(e) = s("BootSourceOverrideEnabled").and_then(OverrideEnabled::parse) {
-        b.enabled = e;
-    }
-    if let Some(m) = s("BootSourceOverrideMode").and_then(BootMode::parse) {
-        b.mode = m;
-    }
-    if let Some(v) = boot.get("HttpBootUri") {
-        // Checked by `checked_patch`.
-        b.http_boot_uri = v.as_str().map(str::to_string);
-    }
-    if let Some(v) = boot.get("UefiTargetBootSourceOverride") {
-        b.uefi_target = v.as_str().map(str::to_string);
-    }
-    if b.target.requires_uefi()
-        && b.mode != BootMode::Uefi
-        && b.enabled != OverrideEnabled::Disabled
-    {
-        return Err(ApiError::bad(
-            Msg::new(
-                "PropertyValueConflict",
-                &[
-                    "Boot/BootSourceOverrideTarget",
-                    "Boot/BootSourceOverrideMode",
-                ],
-            )
-            .about("Boot/BootSourceOverrideTarget"),
-        ));
-    }
-    Ok(b)
-}
-
-fn merged_settings(body: &Map<String, Value>) -> Result<SystemSettings, ApiError> {
-    let led = body
-        .get("IndicatorLED")
-        .and_then(Value::as_str)
-        .and_then(IndicatorLed::parse);
-    let active = body.get("LocationIndicatorActive").and_then(Value::as_bool);
-    let indicator = match (led, active) {
-        (Some(l), Some(a)) if (l != IndicatorLed::Off) != a => {
-            return Err(ApiError::bad(
-                Msg::new(
-                    "PropertyValueConflict",
-                    &["LocationIndicatorActive", "IndicatorLED"],
-                )
-                .about("LocationIndicatorActive"),
-            ))
-        }
-        (Some(l), _) => Some(l),
-        (None, Some(true)) => Some(IndicatorLed::Blinking),
-        (None, Some(false)) => Some(IndicatorLed::Off),
-        (None, None) => None,
-    };
-    Ok(SystemSettings {
-        indicator,
-        asset_tag: body
-            .get("AssetTag")
-            .and_then(Value::as_str)
-            .map(str::to_string),
     })
 }
 
@@ -739,44 +475,4 @@ async fn reset_action_info(Sys(sys): Sys) -> Result<Resource, ApiError> {
         }),
         "GET",
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{RenderCache, Rendered, Resource};
-    use crate::config::test_system;
-    use std::cell::Cell;
-
-    fn render(renders: &Cell<u32>, tag: &str) -> (serde_json::Value, Rendered) {
-        renders.set(renders.get() + 1);
-        let body = serde_json::json!({"AssetTag": tag});
-        let r = Resource::new(body.clone(), crate::profile::generic(), "GET").render();
-        (body, r)
-    }
-
-    #[test]
-    fn the_render_cache_answers_an_unchanged_system_and_only_that() {
-        let cache = RenderCache::default();
-        let renders = Cell::new(0);
-        let mut sys = test_system("a");
-        let first = cache.get_or_render(&sys, || render(&renders, "1"));
-        let again = cache.get_or_render(&sys, || render(&renders, "unused"));
-        assert_eq!(renders.get(), 1);
-        assert_eq!(again.rendered.bytes, first.rendered.bytes);
-        assert_eq!(again.json["AssetTag"], "1");
-        // Any change to the machine is a new rendering, with a new ETag.
-        sys.bmc.asset_tag = "changed".into();
-        let changed = cache.get_or_render(&sys, || render(&renders, "2"));
-        assert_eq!(renders.get(), 2);
-        assert_ne!(changed.rendered.etag, first.rendered.etag);
-        sys.bmc.boot.http_boot_uri = Some("http://h/x.efi".into());
-        cache.get_or_render(&sys, || render(&renders, "3"));
-        assert_eq!(renders.get(), 3);
-        // Bounded: a large inventory polled in full keeps at most MAX.
-        for i in 0..RenderCache::MAX + 10 {
-            let s = test_system(&format!("n{i}"));
-            cache.get_or_render(&s, || render(&renders, "x"));
-        }
-        assert_eq!(cache.len(), RenderCache::MAX);
-    }
 }

@@ -1,0 +1,224 @@
+//! What a System PATCH may change and how: the Boot targets and modes a
+//! machine offers under its profile, the writable properties and their
+//! string rules, a profile's demands on any Boot PATCH, and the merge of a
+//! validated PATCH into the override and settings it asks for.
+
+use serde_json::{Map, Value};
+
+use super::input::{self, Rule};
+use super::json::{validate_patch, writable, Kind, Writable};
+use crate::error::{ApiError, Msg};
+use crate::model::{
+    BootMode, BootOverride, BootTarget, IndicatorLed, OverrideEnabled, System, SystemSettings,
+};
+use crate::profile::{HttpBootUri, Profile};
+
+/// Boot targets offered for this system under its profile.
+pub fn allowed_targets(sys: &System, profile: &Profile) -> Vec<&'static str> {
+    let mut targets = sys.boot_targets();
+    if profile.vmedia.usb_cd {
+        targets.push(BootTarget::UsbCd);
+    }
+    targets
+        .into_iter()
+        .filter(|t| profile.offers(*t))
+        .map(BootTarget::as_str)
+        .collect()
+}
+
+pub(super) fn allowed_modes(sys: &System) -> Vec<&'static str> {
+    if sys.arch.has_uefi() {
+        vec!["UEFI", "Legacy"]
+    } else {
+        vec!["Legacy"]
+    }
+}
+
+pub(super) fn writables(sys: &System, profile: &Profile) -> Vec<Writable> {
+    let mut w = vec![
+        writable(
+            "Boot/BootSourceOverrideTarget",
+            Kind::Enum(allowed_targets(sys, profile)),
+        ),
+        writable(
+            "Boot/BootSourceOverrideEnabled",
+            Kind::Enum(profile.enabled_values()),
+        ),
+        writable(
+            "Boot/BootSourceOverrideMode",
+            Kind::Enum(allowed_modes(sys)),
+        ),
+        writable("Boot/UefiTargetBootSourceOverride", Kind::NullableStr),
+        writable(
+            "IndicatorLED",
+            Kind::Enum(IndicatorLed::ALL.iter().map(|e| e.as_str()).collect()),
+        ),
+        writable("LocationIndicatorActive", Kind::Bool),
+        writable("AssetTag", Kind::Str),
+    ];
+    if sys.arch.has_uefi() && profile.boot.http_boot_uri == HttpBootUri::Writable {
+        w.push(writable("Boot/HttpBootUri", Kind::NullableStr));
+    }
+    w
+}
+
+/// What a profile demands of any Boot PATCH (wherever it is sent): a
+/// refused HttpBootUri gets the vendor's message too; Mode or Enabled
+/// may be required.
+pub(super) fn boot_patch_rules(
+    checked: Result<(), ApiError>,
+    boot: Option<&Map<String, Value>>,
+    profile: &'static Profile,
+) -> Result<(), ApiError> {
+    let vendor = profile.boot.http_boot_uri_refusal.as_ref();
+    let checked = match (checked, vendor) {
+        (Err(ApiError::BadRequest(mut msgs)), Some(m))
+            if boot.is_some_and(|b| b.contains_key("HttpBootUri")) =>
+        {
+            msgs.push(Msg::vendor(m, "").about("Boot/HttpBootUri"));
+            Err(ApiError::BadRequest(msgs))
+        }
+        (r, _) => r,
+    };
+    checked?;
+    let Some(boot) = boot else { return Ok(()) };
+    let mut missing = Vec::new();
+    for (required, field) in [
+        (profile.boot.mode_required, "BootSourceOverrideMode"),
+        (profile.boot.enabled_required, "BootSourceOverrideEnabled"),
+    ] {
+        if required && !boot.contains_key(field) {
+            let path = format!("Boot/{field}");
+            missing.push(Msg::new("PropertyMissing", &[&path]).about(&path));
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(missing))
+    }
+}
+
+/// The strings a System PATCH can set, with their rules (`input`).
+const STRINGS: &[(&str, Rule)] = &[
+    ("Boot/HttpBootUri", Rule::BOOT_URI),
+    (
+        "Boot/UefiTargetBootSourceOverride",
+        Rule::Text {
+            max: input::URI_MAX,
+        },
+    ),
+    ("AssetTag", Rule::Text { max: ASSET_TAG_MAX }),
+];
+
+/// The longest AssetTag, as the BIOS's own `AssetTagBios`.
+const ASSET_TAG_MAX: usize = 64;
+
+/// `validate_patch`, then the rules of the strings among `fields`, every
+/// problem reported at once.
+pub(super) fn checked_patch(
+    body: &Map<String, Value>,
+    current: &Value,
+    fields: &[Writable],
+) -> Result<(), ApiError> {
+    let mut msgs = match validate_patch(body, current, fields) {
+        Ok(()) => Vec::new(),
+        Err(ApiError::BadRequest(m)) => m,
+        Err(e) => return Err(e),
+    };
+    for (path, rule) in STRINGS {
+        if !fields.iter().any(|f| f.path == *path) {
+            continue;
+        }
+        if let Some(s) = pointer(body, path).and_then(Value::as_str) {
+            if let Err(m) = input::property(path, s, *rule) {
+                msgs.push(m);
+            }
+        }
+    }
+    if msgs.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(msgs))
+    }
+}
+
+/// The member at `path` (`Boot/HttpBootUri`) of a body.
+fn pointer<'a>(body: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
+    let (parent, key) = match path.rsplit_once('/') {
+        Some((p, k)) => (body.get(p).and_then(Value::as_object)?, k),
+        None => (body, path),
+    };
+    parent.get(key)
+}
+
+/// Merges the Boot object of a (validated) PATCH into the current override.
+pub(super) fn merged_boot(
+    sys: &System,
+    boot: &Map<String, Value>,
+) -> Result<BootOverride, ApiError> {
+    let mut b = sys.bmc.boot.clone();
+    let s = |k: &str| boot.get(k).and_then(Value::as_str);
+    if let Some(t) = s("BootSourceOverrideTarget").and_then(BootTarget::parse) {
+        b.target = t;
+    }
+    if let Some(e) = s("BootSourceOverrideEnabled").and_then(OverrideEnabled::parse) {
+        b.enabled = e;
+    }
+    if let Some(m) = s("BootSourceOverrideMode").and_then(BootMode::parse) {
+        b.mode = m;
+    }
+    if let Some(v) = boot.get("HttpBootUri") {
+        // Checked by `checked_patch`.
+        b.http_boot_uri = v.as_str().map(str::to_string);
+    }
+    if let Some(v) = boot.get("UefiTargetBootSourceOverride") {
+        b.uefi_target = v.as_str().map(str::to_string);
+    }
+    if b.target.requires_uefi()
+        && b.mode != BootMode::Uefi
+        && b.enabled != OverrideEnabled::Disabled
+    {
+        return Err(ApiError::bad(
+            Msg::new(
+                "PropertyValueConflict",
+                &[
+                    "Boot/BootSourceOverrideTarget",
+                    "Boot/BootSourceOverrideMode",
+                ],
+            )
+            .about("Boot/BootSourceOverrideTarget"),
+        ));
+    }
+    Ok(b)
+}
+
+pub(super) fn merged_settings(body: &Map<String, Value>) -> Result<SystemSettings, ApiError> {
+    let led = body
+        .get("IndicatorLED")
+        .and_then(Value::as_str)
+        .and_then(IndicatorLed::parse);
+    let active = body.get("LocationIndicatorActive").and_then(Value::as_bool);
+    let indicator = match (led, active) {
+        (Some(l), Some(a)) if (l != IndicatorLed::Off) != a => {
+            return Err(ApiError::bad(
+                Msg::new(
+                    "PropertyValueConflict",
+                    &["LocationIndicatorActive", "IndicatorLED"],
+                )
+                .about("LocationIndicatorActive"),
+            ))
+        }
+        (Some(l), _) => Some(l),
+        (None, Some(true)) => Some(IndicatorLed::Blinking),
+        (None, Some(false)) => Some(IndicatorLed::Off),
+        (None, None) => None,
+    };
+    Ok(SystemSettings {
+        indicator,
+        asset_tag: body
+            .get("AssetTag")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    })
+}
