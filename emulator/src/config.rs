@@ -13,8 +13,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::model::{
-    Arch, BiosState, BmcState, BootMode, BootOverride, Disk, IndicatorLed, MediaState, Nic,
-    PowerState, SecureBoot, System,
+    Arch, BmcState, BootMode, BootOverride, Disk, Nic, PowerState, SecureBoot, System,
 };
 use crate::profile::Profiles;
 
@@ -363,24 +362,14 @@ pub fn default_system(name: &str) -> System {
         }],
         power: PowerState::Off,
         profile: "generic".into(),
-        bmc: BmcState {
-            boot: BootOverride::disabled(BootMode::Uefi),
-            bios: BiosState {
-                current: crate::bios::defaults(),
-                pending: Default::default(),
-            },
-            secure_boot: SecureBoot {
+        bmc: BmcState::new(
+            BootMode::Uefi,
+            SecureBoot {
                 enable: false,
                 current_boot: false,
                 keys_enrolled: true,
             },
-            cd: MediaState::default(),
-            floppy: MediaState::default(),
-            indicator: IndicatorLed::Off,
-            asset_tag: String::new(),
-            last_boot: None,
-            storage: Default::default(),
-        },
+        ),
     };
     sys.bmc.storage = crate::storage::StorageState::jbod(&sys.disks);
     sys

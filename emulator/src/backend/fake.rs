@@ -333,26 +333,21 @@ impl Backend for FakeBackend {
         self.apply_now(id, changes)
     }
 
-    async fn insert_media(
-        &self,
-        id: &str,
-        slot: MediaSlot,
-        image: MediaImage,
-    ) -> Result<Completion> {
+    async fn insert_media(&self, id: &str, slot: MediaSlot, img: MediaImage) -> Result<Completion> {
         // Checks that the system exists before anything is started.
         drop(self.machine(id)?);
         let fetch = self.inner.opts.fetch_media.clone().map(|opts| {
-            let image = image.clone();
+            let img = img.clone();
             async move {
                 tokio::task::spawn_blocking(move || {
-                    crate::backend::download::download(&opts, &image, slot, None)
+                    crate::backend::download::download(&opts, &img, slot, None)
                 })
                 .await
                 .map_err(|e| BackendError::Internal(format!("media download: {e}")))?
                 .map(drop)
             }
         });
-        let change = Change::Media(slot, MediaState::from(&image));
+        let change = Change::Media(slot, MediaState::from(&img));
         let delay = self.inner.opts.media_delay;
         if delay.is_zero() {
             if let Some(fetch) = fetch {

@@ -126,12 +126,7 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Fetches an InsertMedia image (where the backend fetches) and puts it
     /// in the device: done, or a future the API turns into a Task.
-    async fn insert_media(
-        &self,
-        id: &str,
-        slot: MediaSlot,
-        image: MediaImage,
-    ) -> Result<Completion>;
+    async fn insert_media(&self, id: &str, slot: MediaSlot, img: MediaImage) -> Result<Completion>;
 
     /// Whether the machines' storage controllers take volume changes
     /// ([`Change::Volume`]; the API offers POST/DELETE on volumes only then).

@@ -99,15 +99,8 @@ impl Backend for View {
         Ok(self.outer(sys))
     }
 
-    async fn insert_media(
-        &self,
-        id: &str,
-        slot: MediaSlot,
-        image: MediaImage,
-    ) -> Result<Completion> {
-        self.inner
-            .insert_media(self.inner_id(id)?, slot, image)
-            .await
+    async fn insert_media(&self, id: &str, slot: MediaSlot, img: MediaImage) -> Result<Completion> {
+        self.inner.insert_media(self.inner_id(id)?, slot, img).await
     }
 
     fn manages_volumes(&self) -> bool {

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    BiosState, BootOverride, BootRecord, BootTarget, IndicatorLed, MediaSlot, MediaState,
+    BiosState, BootMode, BootOverride, BootRecord, BootTarget, IndicatorLed, MediaSlot, MediaState,
     ResetKeysType, SecureBoot,
 };
 use crate::storage::{StorageState, VolumeChange};
@@ -72,6 +72,26 @@ pub enum Change {
 }
 
 impl BmcState {
+    /// The state of a machine its BMC has done nothing to yet: no override
+    /// (firmware in `mode`), factory BIOS settings, empty media, the
+    /// indicator off, no volumes, never booted.
+    pub fn new(mode: BootMode, secure_boot: SecureBoot) -> Self {
+        BmcState {
+            boot: BootOverride::disabled(mode),
+            bios: BiosState {
+                current: crate::bios::defaults(),
+                pending: BTreeMap::new(),
+            },
+            secure_boot,
+            cd: MediaState::default(),
+            floppy: MediaState::default(),
+            indicator: IndicatorLed::Off,
+            asset_tag: String::new(),
+            last_boot: None,
+            storage: StorageState::default(),
+        }
+    }
+
     /// The one state transition of every change: pure, infallible; whether
     /// a machine can take it is the backend's check, made before.
     pub fn apply(&mut self, change: Change) {
@@ -180,27 +200,15 @@ pub fn bios_at_start<'a>(bios: &'a BiosState, name: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{BootMode, OverrideEnabled};
+    use crate::model::OverrideEnabled;
 
     fn state() -> BmcState {
-        BmcState {
-            boot: BootOverride::disabled(BootMode::Uefi),
-            bios: BiosState {
-                current: crate::bios::defaults(),
-                pending: BTreeMap::new(),
-            },
-            secure_boot: SecureBoot {
-                enable: true,
-                current_boot: false,
-                keys_enrolled: true,
-            },
-            cd: MediaState::default(),
-            floppy: MediaState::default(),
-            indicator: IndicatorLed::Off,
-            asset_tag: String::new(),
-            last_boot: None,
-            storage: StorageState::default(),
-        }
+        let secure_boot = SecureBoot {
+            enable: true,
+            current_boot: false,
+            keys_enrolled: true,
+        };
+        BmcState::new(BootMode::Uefi, secure_boot)
     }
 
     #[test]

@@ -5,10 +5,7 @@
 use uuid::Uuid;
 
 use super::xml::{Element, Node};
-use crate::model::{
-    Arch, BiosState, BmcState, BootMode, BootOverride, BootTarget, Disk, IndicatorLed, MediaState,
-    Nic, SecureBoot,
-};
+use crate::model::{Arch, BmcState, BootMode, BootTarget, Disk, Nic, SecureBoot};
 
 /// Namespace of Shoal's element in `<metadata>`.
 pub const NS: &str = "https://shoal.dev/libvirt/1";
@@ -41,29 +38,19 @@ pub struct Facts {
 /// definition already is (firmware mode, Secure Boot), nothing overridden.
 /// `enrolled` tells whether its varstore template carries Secure Boot keys.
 pub fn fresh_state(f: &Facts, enrolled: bool) -> BmcState {
-    BmcState {
-        boot: BootOverride::disabled(if f.uefi {
-            BootMode::Uefi
-        } else {
-            BootMode::Legacy
-        }),
-        bios: BiosState {
-            current: crate::bios::defaults(),
-            pending: Default::default(),
-        },
-        secure_boot: SecureBoot {
+    let mode = if f.uefi {
+        BootMode::Uefi
+    } else {
+        BootMode::Legacy
+    };
+    BmcState::new(
+        mode,
+        SecureBoot {
             enable: f.secure_loader,
             current_boot: false,
             keys_enrolled: !f.secure_loader || enrolled,
         },
-        cd: MediaState::default(),
-        floppy: MediaState::default(),
-        indicator: IndicatorLed::Off,
-        asset_tag: String::new(),
-        last_boot: None,
-        // libvirt keeps no volumes: the system shows one per disk.
-        storage: Default::default(),
-    }
+    )
 }
 
 fn memory_mib(e: Option<&Element>) -> u64 {

@@ -477,12 +477,7 @@ impl Backend for LibvirtBackend {
         self.blocking(move |i| i.apply(&id, changes)).await
     }
 
-    async fn insert_media(
-        &self,
-        id: &str,
-        slot: MediaSlot,
-        image: MediaImage,
-    ) -> Result<Completion> {
+    async fn insert_media(&self, id: &str, slot: MediaSlot, img: MediaImage) -> Result<Completion> {
         if slot != MediaSlot::Cd {
             return Err(Unsupported::Insert(slot).into());
         }
@@ -492,8 +487,8 @@ impl Backend for LibvirtBackend {
         let id = id.to_string();
         Ok(Completion::Running(Box::pin(async move {
             this.blocking(move |i| {
-                media::fetch(&i.opts.media, &id, &image, slot)?;
-                i.apply(&id, vec![Change::Media(slot, MediaState::from(&image))])
+                media::fetch(&i.opts.media, &id, &img, slot)?;
+                i.apply(&id, vec![Change::Media(slot, MediaState::from(&img))])
                     .map(drop)
             })
             .await
