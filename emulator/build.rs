@@ -38,10 +38,13 @@ fn main() {
             "    ({name:?}, include_str!({:?})),",
             path.display().to_string()
         )
-        .unwrap();
+        .expect("writing to a String cannot fail");
     }
     out.push_str("];\n");
-    let dest = Path::new(&std::env::var("OUT_DIR").unwrap()).join("csdl.rs");
-    std::fs::write(dest, out).unwrap();
+    let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR for build scripts");
+    let dest = Path::new(&out_dir).join("csdl.rs");
+    if let Err(e) = std::fs::write(&dest, out) {
+        panic!("cannot write {}: {e}", dest.display());
+    }
     println!("cargo:rerun-if-changed=build.rs");
 }

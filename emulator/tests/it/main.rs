@@ -2,6 +2,9 @@
 //! tests (`oneshot` on the router), tests that spawn the real binary over
 //! HTTP and HTTPS, and client compatibility with the real `sushy` library.
 
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 mod api_auth;
 mod api_auth_limits;
 mod api_boot;
