@@ -17,6 +17,7 @@ pub mod json;
 mod managers;
 pub mod metadata;
 mod middleware;
+mod patch;
 pub mod query;
 mod root;
 mod secure_boot;
