@@ -1,14 +1,107 @@
-//! PATCH: validation of a body against the resource's current
+//! PATCH: the preamble every PATCH handler shares (`Patch`: the resource's
+//! lock taken, the resource read and rendered under it, If-Match checked
+//! against that rendering) and validation of a body against the current
 //! representation and its writable properties (`validate_patch`).
 //!
-//! Invariants: a PATCH is validated whole before anything is applied, and
-//! every problem is reported at once; read-only vs unknown is decided from
-//! the current representation.
+//! Invariants: If-Match and validation see the resource as it is under the
+//! lock the write is made under; a PATCH is validated whole before anything
+//! is applied, and every problem is reported at once; read-only vs unknown
+//! is decided from the current representation.
 
+use axum::http::HeaderMap;
 use serde_json::{Map, Value};
+use tokio::sync::OwnedMutexGuard;
 
-use super::json::shown;
+use super::json::{check_if_match, shown};
+use super::state::{AppState, Locked};
 use crate::error::{ApiError, Msg};
+use crate::model::System;
+use crate::profile::Profile;
+
+/// A PATCH past its preamble: the resource's lock is held (until this is
+/// dropped), `target` and `current` were read under it, and If-Match was
+/// checked against `current` with `profile`'s ETag policy.
+pub struct Patch<T> {
+    /// What the resource belongs to, as read under the lock (the system,
+    /// the account).
+    pub target: T,
+    /// The profile whose ETag policy If-Match followed.
+    pub profile: &'static Profile,
+    /// The resource's representation under the lock.
+    pub current: Value,
+    _guard: OwnedMutexGuard<()>,
+}
+
+impl AppState {
+    /// The preamble of a PATCH to a resource of `sys`: takes the system's
+    /// lock and re-reads it (`AppState::locked`), renders the resource with
+    /// `render` and checks If-Match against that.
+    pub async fn begin_patch(
+        &self,
+        sys: &System,
+        headers: &HeaderMap,
+        render: impl FnOnce(&System, &'static Profile) -> Value,
+    ) -> Result<Patch<System>, ApiError> {
+        let Locked {
+            sys,
+            profile,
+            _guard,
+        } = self.locked(sys).await?;
+        let current = render(&sys, profile);
+        Patch::checked(sys, profile, current, _guard, headers)
+    }
+
+    /// The preamble of a PATCH to a resource that is not a system's (an
+    /// account, the AccountService): takes the lock `key`, then `read`
+    /// gives what the resource is and its representation, and If-Match is
+    /// checked against that with `profile`'s ETag policy.
+    pub async fn begin_patch_keyed<T>(
+        &self,
+        key: &str,
+        headers: &HeaderMap,
+        profile: &'static Profile,
+        read: impl FnOnce() -> Result<(T, Value), ApiError>,
+    ) -> Result<Patch<T>, ApiError> {
+        let guard = self.locks.lock(key).await;
+        let (target, current) = read()?;
+        Patch::checked(target, profile, current, guard, headers)
+    }
+}
+
+impl<T> Patch<T> {
+    fn checked(
+        target: T,
+        profile: &'static Profile,
+        current: Value,
+        guard: OwnedMutexGuard<()>,
+        headers: &HeaderMap,
+    ) -> Result<Self, ApiError> {
+        check_if_match(headers, &current, profile)?;
+        Ok(Patch {
+            target,
+            profile,
+            current,
+            _guard: guard,
+        })
+    }
+
+    /// The same, once `body` is valid against the current representation
+    /// and `fields` (`validate_patch`).
+    pub fn validated(
+        self,
+        body: &Map<String, Value>,
+        fields: &[Writable],
+    ) -> Result<Self, ApiError> {
+        validate_patch(body, &self.current, fields)?;
+        Ok(self)
+    }
+
+    /// What is wrong with `body` against the current representation and
+    /// `fields`, for a handler that checks more and reports it all at once.
+    pub fn problems(&self, body: &Map<String, Value>, fields: &[Writable]) -> Vec<Msg> {
+        patch_problems(body, &self.current, fields)
+    }
+}
 
 /// The kind of value a writable property takes.
 #[derive(Debug, Clone)]
@@ -44,16 +137,22 @@ pub fn validate_patch(
     current: &Value,
     fields: &[Writable],
 ) -> Result<(), ApiError> {
-    if body.is_empty() {
-        return Err(ApiError::bad(Msg::new("EmptyJSON", &[])));
-    }
-    let mut errors = Vec::new();
-    walk(body, Some(current), "", fields, &mut errors);
+    let errors = patch_problems(body, current, fields);
     if errors.is_empty() {
         Ok(())
     } else {
         Err(ApiError::BadRequest(errors))
     }
+}
+
+/// The problems `validate_patch` reports, in its order (none when valid).
+fn patch_problems(body: &Map<String, Value>, current: &Value, fields: &[Writable]) -> Vec<Msg> {
+    if body.is_empty() {
+        return vec![Msg::new("EmptyJSON", &[])];
+    }
+    let mut errors = Vec::new();
+    walk(body, Some(current), "", fields, &mut errors);
+    errors
 }
 
 fn walk(

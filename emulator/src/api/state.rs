@@ -217,7 +217,7 @@ impl AppState {
 pub struct Locked {
     pub sys: System,
     pub profile: &'static Profile,
-    _guard: tokio::sync::OwnedMutexGuard<()>,
+    pub(super) _guard: tokio::sync::OwnedMutexGuard<()>,
 }
 
 /// Extracts the system named by the `{id}` segment of the URL, resolving a
