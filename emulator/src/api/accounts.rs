@@ -72,29 +72,31 @@ async fn patch_service(
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
-    // One writer at a time, so If-Match and the checks see what is applied.
-    let _guard = st.locks.lock("account:service").await;
-    let current = service_json(&st);
-    json::check_if_match(&headers, &current, crate::profile::generic())?;
     let seconds = || Kind::Int {
         min: 0,
         max: auth::MAX_LOCKOUT_SECONDS as i64,
     };
-    validate_patch(
-        &body,
-        &current,
-        &[
-            writable(
-                "AccountLockoutThreshold",
-                Kind::Int {
-                    min: 0,
-                    max: auth::MAX_LOCKOUT_THRESHOLD as i64,
-                },
-            ),
-            writable("AccountLockoutDuration", seconds()),
-            writable("AccountLockoutCounterResetAfter", seconds()),
-        ],
-    )?;
+    let fields = [
+        writable(
+            "AccountLockoutThreshold",
+            Kind::Int {
+                min: 0,
+                max: auth::MAX_LOCKOUT_THRESHOLD as i64,
+            },
+        ),
+        writable("AccountLockoutDuration", seconds()),
+        writable("AccountLockoutCounterResetAfter", seconds()),
+    ];
+    // One writer at a time, so If-Match and the checks see what is applied.
+    let _patch = st
+        .begin_patch_keyed(
+            "account:service",
+            &headers,
+            crate::profile::generic(),
+            || Ok(((), service_json(&st))),
+        )
+        .await?
+        .validated(&body, &fields)?;
     let mut p = st.auth.lockout_policy();
     let int = |k: &str| body.get(k).and_then(Value::as_u64);
     if let Some(v) = int("AccountLockoutThreshold") {
@@ -289,12 +291,16 @@ async fn patch(
     may_change(&me, &a, only_password)?;
     // If-Match is checked against the account as it is under this lock,
     // so of two writers holding the same ETag only the first succeeds.
-    let _guard = st.locks.lock(&format!("account:{id}")).await;
-    let a = get_account(&st, &id)?;
-    may_change(&me, &a, only_password)?;
-    let current = account_json(&a);
-    json::check_if_match(&headers, &current, crate::profile::generic())?;
-    validate_patch(&body, &current, &create_fields())?;
+    let key = format!("account:{id}");
+    let _patch = st
+        .begin_patch_keyed(&key, &headers, crate::profile::generic(), || {
+            let a = get_account(&st, &id)?;
+            may_change(&me, &a, only_password)?;
+            let current = account_json(&a);
+            Ok((a, current))
+        })
+        .await?
+        .validated(&body, &create_fields())?;
     let change = AccountChange {
         username: body
             .get("UserName")

@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use super::json::{self, check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
+use super::json::{self, writable, JsonObject, Kind, Resource};
 use super::{link, AppState, Sys};
 use crate::error::{ApiError, Msg};
 use crate::model::{Change, System};
@@ -121,10 +121,10 @@ async fn patch_settings(
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
-    let locked = st.locked(&sys).await?;
-    let (sys, profile) = (&locked.sys, locked.profile);
-    let current = settings_json(sys);
-    check_if_match(&headers, &current, profile)?;
+    let p = st
+        .begin_patch(&sys, &headers, |sys, _| settings_json(sys))
+        .await?;
+    let (sys, profile) = (&p.target, p.profile);
     // `@Redfish.SettingsApplyTime` may name when to apply: one of the
     // times `@Redfish.Settings` advertises. The whole body is checked
     // before anything is staged.
@@ -137,15 +137,11 @@ async fn patch_settings(
     if apply.is_some() && body.is_empty() {
         // Only the apply time: nothing to stage.
         if errors.is_empty() {
-            return Ok(Resource::new(current, profile, "GET, PATCH"));
+            return Ok(Resource::new(p.current, profile, "GET, PATCH"));
         }
         return Err(ApiError::BadRequest(errors));
     }
-    match validate_patch(&body, &current, &[writable("Attributes", Kind::Object)]) {
-        Ok(()) => {}
-        Err(ApiError::BadRequest(m)) => errors.extend(m),
-        Err(e) => return Err(e),
-    }
+    errors.extend(p.problems(&body, &[writable("Attributes", Kind::Object)]));
     let attrs = body
         .get("Attributes")
         .and_then(Value::as_object)

@@ -8,7 +8,7 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::json::{check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
+use super::json::{writable, JsonObject, Kind, Resource};
 use super::systems::serial;
 use super::{collection, link, AppState, Sys};
 use crate::error::ApiError;
@@ -88,10 +88,6 @@ async fn patch_chassis(
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
-    let locked = st.locked(&sys).await?;
-    let (sys, profile) = (&locked.sys, locked.profile);
-    let current = chassis_json(&st, sys, profile);
-    check_if_match(&headers, &current, profile)?;
     let fields = [
         writable(
             "IndicatorLED",
@@ -99,7 +95,13 @@ async fn patch_chassis(
         ),
         writable("LocationIndicatorActive", Kind::Bool),
     ];
-    validate_patch(&body, &current, &fields)?;
+    let p = st
+        .begin_patch(&sys, &headers, |sys, profile| {
+            chassis_json(&st, sys, profile)
+        })
+        .await?
+        .validated(&body, &fields)?;
+    let (sys, profile) = (&p.target, p.profile);
     let led = body
         .get("IndicatorLED")
         .and_then(Value::as_str)

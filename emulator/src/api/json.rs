@@ -1,7 +1,8 @@
 //! Request and response plumbing shared by every resource module: the JSON
-//! body extractor (MalformedJSON, 413), resource responses with ETag and
-//! OData headers, If-Match checks, and PATCH validation against a list of
-//! writable properties.
+//! body extractor (MalformedJSON, 413, 415) and action parameters, resource
+//! responses (`Resource`, with ETag and OData headers, and their final form
+//! `Rendered`) and If-Match checks. PATCH validation is in `api::patch`
+//! (re-exported here).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -10,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+pub use super::patch::{validate_patch, writable, Kind, Writable};
 use crate::error::{ApiError, Msg};
 use crate::profile::{EtagStyle, Profile};
 
@@ -292,113 +294,6 @@ pub fn no_content() -> Response {
     r
 }
 
-/// The kind of value a writable property takes.
-#[derive(Debug, Clone)]
-pub enum Kind {
-    Enum(Vec<&'static str>),
-    Str,
-    NullableStr,
-    Bool,
-    Int {
-        min: i64,
-        max: i64,
-    },
-    /// An object whose members are checked by the handler (e.g. BIOS Attributes).
-    Object,
-}
-
-/// A writable property, by its path (`Boot/HttpBootUri`).
-#[derive(Debug, Clone)]
-pub struct Writable {
-    pub path: &'static str,
-    pub kind: Kind,
-}
-
-pub fn writable(path: &'static str, kind: Kind) -> Writable {
-    Writable { path, kind }
-}
-
-/// Validates a PATCH body against the resource's current representation and
-/// its writable properties. All problems are reported at once; nothing is
-/// applied by the caller unless this returns Ok.
-pub fn validate_patch(
-    body: &Map<String, Value>,
-    current: &Value,
-    fields: &[Writable],
-) -> Result<(), ApiError> {
-    if body.is_empty() {
-        return Err(ApiError::bad(Msg::new("EmptyJSON", &[])));
-    }
-    let mut errors = Vec::new();
-    walk(body, Some(current), "", fields, &mut errors);
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(errors))
-    }
-}
-
-fn walk(
-    body: &Map<String, Value>,
-    current: Option<&Value>,
-    prefix: &str,
-    fields: &[Writable],
-    errors: &mut Vec<Msg>,
-) {
-    for (k, v) in body {
-        if k.starts_with("@odata.") {
-            continue;
-        }
-        let path = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}/{k}")
-        };
-        let cur = current.and_then(|c| c.get(k));
-        if let Some(f) = fields.iter().find(|f| f.path == path) {
-            if let Some(m) = check_kind(&f.kind, v, &path) {
-                errors.push(m);
-            }
-            continue;
-        }
-        let nested = fields
-            .iter()
-            .any(|f| f.path.starts_with(&path) && f.path[path.len()..].starts_with('/'));
-        match v {
-            Value::Object(inner) if nested => walk(inner, cur, &path, fields, errors),
-            _ if cur.is_some() || k.contains('@') => {
-                errors.push(Msg::new("PropertyNotWritable", &[&path]).about(&path))
-            }
-            _ => errors.push(Msg::new("PropertyUnknown", &[&path]).about(&path)),
-        }
-    }
-}
-
-fn check_kind(kind: &Kind, v: &Value, path: &str) -> Option<Msg> {
-    let type_err = || Some(Msg::new("PropertyValueTypeError", &[&shown(v), path]).about(path));
-    match kind {
-        Kind::Enum(values) => match v.as_str() {
-            None => type_err(),
-            Some(s) if !values.contains(&s) => {
-                Some(Msg::new("PropertyValueNotInList", &[s, path]).about(path))
-            }
-            Some(_) => None,
-        },
-        Kind::Str if !v.is_string() => type_err(),
-        Kind::NullableStr if !(v.is_string() || v.is_null()) => type_err(),
-        Kind::Bool if !v.is_boolean() => type_err(),
-        Kind::Int { min, max } => match v.as_i64() {
-            None => type_err(),
-            Some(i) if i < *min || i > *max => {
-                Some(Msg::new("PropertyValueOutOfRange", &[&shown(v), path]).about(path))
-            }
-            Some(_) => None,
-        },
-        Kind::Object if !v.is_object() => type_err(),
-        _ => None,
-    }
-}
-
 /// Reads a string-valued action parameter, with the action's error messages.
 pub fn action_str<'a>(
     body: &'a Map<String, Value>,
@@ -451,6 +346,7 @@ pub fn action_known(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn one_serialization_gives_body_etag_and_header() {
@@ -467,74 +363,6 @@ mod tests {
         let empty = Resource::new(serde_json::json!({}), crate::profile::generic(), "GET");
         let (bytes, _) = empty.render_body();
         assert!(serde_json::from_slice::<Value>(&bytes).unwrap()["@odata.etag"].is_string());
-    }
-    use serde_json::json;
-
-    fn fields() -> Vec<Writable> {
-        vec![
-            writable(
-                "Boot/BootSourceOverrideTarget",
-                Kind::Enum(vec!["None", "Pxe"]),
-            ),
-            writable("Boot/HttpBootUri", Kind::NullableStr),
-            writable("AssetTag", Kind::Str),
-        ]
-    }
-
-    fn ids(r: Result<(), ApiError>) -> Vec<&'static str> {
-        match r {
-            Err(ApiError::BadRequest(m)) => m.iter().map(|m| m.id).collect(),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn patch_errors_are_classified() {
-        let cur = json!({"Id": "x", "Boot": {"BootSourceOverrideTarget": "None", "HttpBootUri": null}, "AssetTag": ""});
-        let b = |v: Value| v.as_object().unwrap().clone();
-        assert!(
-            validate_patch(&b(json!({"Boot": {"HttpBootUri": null}})), &cur, &fields()).is_ok()
-        );
-        assert_eq!(
-            ids(validate_patch(&b(json!({"Id": "y"})), &cur, &fields())),
-            ["PropertyNotWritable"]
-        );
-        assert_eq!(
-            ids(validate_patch(&b(json!({"Colour": 1})), &cur, &fields())),
-            ["PropertyUnknown"]
-        );
-        assert_eq!(
-            ids(validate_patch(
-                &b(json!({"Boot": {"BootSourceOverrideTarget": "Bogus"}})),
-                &cur,
-                &fields()
-            )),
-            ["PropertyValueNotInList"]
-        );
-        assert_eq!(
-            ids(validate_patch(
-                &b(json!({"Boot": {"HttpBootUri": 5}})),
-                &cur,
-                &fields()
-            )),
-            ["PropertyValueTypeError"]
-        );
-        assert_eq!(
-            ids(validate_patch(&b(json!({"Boot": 5})), &cur, &fields())),
-            ["PropertyNotWritable"]
-        );
-        assert_eq!(
-            ids(validate_patch(
-                &b(json!({"AssetTag": 1, "Nope": 2})),
-                &cur,
-                &fields()
-            )),
-            ["PropertyValueTypeError", "PropertyUnknown"]
-        );
-        assert_eq!(
-            ids(validate_patch(&Map::new(), &cur, &fields())),
-            ["EmptyJSON"]
-        );
     }
 
     #[test]

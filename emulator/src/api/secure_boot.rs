@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::json::{self, check_if_match, validate_patch, writable, JsonObject, Kind, Resource};
+use super::json::{self, writable, JsonObject, Kind, Resource};
 use super::{collection, link, AppState, Sys};
 use crate::error::{ApiError, Msg};
 use crate::model::{Change, ResetKeysType, System};
@@ -82,11 +82,11 @@ async fn patch(
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
-    let locked = st.locked(&sys).await?;
-    let (sys, profile) = (&locked.sys, locked.profile);
-    let current = secure_boot_json(sys);
-    check_if_match(&headers, &current, profile)?;
-    validate_patch(&body, &current, &[writable("SecureBootEnable", Kind::Bool)])?;
+    let p = st
+        .begin_patch(&sys, &headers, |sys, _| secure_boot_json(sys))
+        .await?
+        .validated(&body, &[writable("SecureBootEnable", Kind::Bool)])?;
+    let (sys, profile) = (&p.target, p.profile);
     let mut changes = Vec::new();
     if let Some(enable) = body.get("SecureBootEnable").and_then(Value::as_bool) {
         if enable && !sys.uefi() {

@@ -9,31 +9,37 @@
 //! `only` fetch the resources they need through the same router with the
 //! caller's credentials, so a query sees exactly what plain GETs would.
 //! A request without a query string costs two header lookups.
+//!
+//! This module parses the query and applies it in order; the subrequests
+//! and `$expand` are in `expand`, `$select` in `select`, the `$filter`
+//! grammar in `filter`.
 
 use std::collections::HashSet;
 use std::convert::Infallible;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tower::ServiceExt;
 
 use super::AppState;
 use crate::error::{ApiError, Msg};
 
+mod expand;
 mod filter;
+mod select;
 
+use expand::{is_reference, json_of, Fetcher};
 pub use filter::{
     Cmp, Filter, FilterError, Operand, MAX_FILTER_DEPTH, MAX_FILTER_LEN, MAX_FILTER_TOKENS,
 };
+pub use select::select;
 
 /// Deepest `$levels` accepted (advertised as `ExpandQuery.MaxLevels`).
 pub const MAX_LEVELS: u32 = 6;
-/// Resources one query may fetch to answer it.
-const MAX_FETCHES: usize = 20_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expand {
@@ -176,193 +182,6 @@ fn parse_expand(v: &str) -> Result<(Expand, u32), ApiError> {
         )));
     }
     Ok((kind, levels))
-}
-
-// ---------------------------------------------------------------- $select
-
-/// Keeps the selected properties and the OData annotations a client needs
-/// to identify the resource (`@odata.id`, `@odata.type`, `@odata.context`,
-/// `@odata.etag`, which stays the whole resource's ETag).
-pub fn select(v: &Value, paths: &[Vec<String>]) -> Value {
-    let Some(obj) = v.as_object() else {
-        return v.clone();
-    };
-    let mut out = Map::new();
-    for k in ["@odata.context", "@odata.id", "@odata.type", "@odata.etag"] {
-        if let Some(x) = obj.get(k) {
-            out.insert(k.into(), x.clone());
-        }
-    }
-    for p in paths {
-        copy_path(obj, p, &mut out);
-    }
-    Value::Object(out)
-}
-
-fn copy_path(from: &Map<String, Value>, path: &[String], to: &mut Map<String, Value>) {
-    let Some((head, rest)) = path.split_first() else {
-        return;
-    };
-    let Some(v) = from.get(head) else {
-        return;
-    };
-    if rest.is_empty() {
-        to.insert(head.clone(), v.clone());
-        return;
-    }
-    if let Some(inner) = v.as_object() {
-        let slot = to
-            .entry(head.clone())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Some(slot) = slot.as_object_mut() {
-            copy_path(inner, rest, slot);
-        }
-    }
-}
-
-// ---------------------------------------------------------------- the layer
-
-fn is_reference(v: &Value) -> Option<&str> {
-    match v.as_object() {
-        Some(o) if o.len() == 1 => o.get("@odata.id")?.as_str(),
-        _ => None,
-    }
-}
-
-/// Fetches resources through the router with the caller's credentials.
-struct Fetcher {
-    router: Router,
-    auth: HeaderMap,
-    fetched: usize,
-}
-
-impl Fetcher {
-    fn new(router: Router, headers: &HeaderMap) -> Fetcher {
-        let mut auth = HeaderMap::new();
-        for h in [header::AUTHORIZATION.as_str(), "x-auth-token"] {
-            if let Some(v) = headers.get(h) {
-                auth.insert(h.parse::<header::HeaderName>().expect("static"), v.clone());
-            }
-        }
-        Fetcher {
-            router,
-            auth,
-            fetched: 0,
-        }
-    }
-
-    async fn response(&mut self, uri: &str) -> Result<Response, ApiError> {
-        self.fetched += 1;
-        if self.fetched > MAX_FETCHES {
-            return Err(ApiError::bad(Msg::new(
-                "QueryParameterOutOfRange",
-                &[&MAX_FETCHES.to_string(), "$expand", "resources per query"],
-            )));
-        }
-        let mut req = Request::get(uri)
-            .body(Body::empty())
-            .map_err(|e| ApiError::Internal(format!("subrequest {uri}: {e}")))?;
-        *req.headers_mut() = self.auth.clone();
-        Ok(self
-            .router
-            .clone()
-            .oneshot(req)
-            .await
-            .unwrap_or_else(|e: Infallible| match e {}))
-    }
-
-    /// The JSON body of `uri`, or `None` when it does not answer 200 JSON.
-    async fn json(&mut self, uri: &str) -> Result<Option<Value>, ApiError> {
-        let resp = self.response(uri).await?;
-        Ok(json_of(resp).await.map(|(_, v)| v))
-    }
-
-    /// Replaces hyperlinks with the resources they name, `levels` deep.
-    async fn expand(
-        &mut self,
-        v: &mut Value,
-        kind: Expand,
-        levels: u32,
-        in_links: bool,
-        path: &mut Vec<String>,
-    ) -> Result<(), ApiError> {
-        if levels == 0 {
-            return Ok(());
-        }
-        if let Some(uri) = is_reference(v).map(str::to_string) {
-            let wanted = match kind {
-                Expand::All => true,
-                Expand::NoLinks => !in_links,
-                Expand::Links => in_links,
-            };
-            // A link back to a resource being expanded stays a link.
-            if wanted && !path.contains(&uri) {
-                if let Some(mut target) = self.json(&uri).await? {
-                    path.push(uri);
-                    Box::pin(self.expand_members(&mut target, kind, levels - 1, path)).await?;
-                    path.pop();
-                    *v = target;
-                }
-            }
-            return Ok(());
-        }
-        match v {
-            Value::Array(items) => {
-                for item in items {
-                    Box::pin(self.expand(item, kind, levels, in_links, path)).await?;
-                }
-            }
-            Value::Object(obj) => {
-                for (k, item) in obj.iter_mut() {
-                    if k.starts_with("@odata.") {
-                        continue;
-                    }
-                    let links = in_links || k == "Links";
-                    Box::pin(self.expand(item, kind, levels, links, path)).await?;
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    /// Expands the hyperlinks inside a resource (not the resource itself).
-    async fn expand_members(
-        &mut self,
-        v: &mut Value,
-        kind: Expand,
-        levels: u32,
-        path: &mut Vec<String>,
-    ) -> Result<(), ApiError> {
-        if let Value::Object(obj) = v {
-            for (k, item) in obj.iter_mut() {
-                if k.starts_with("@odata.") {
-                    continue;
-                }
-                self.expand(item, kind, levels, k == "Links", path).await?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// `(headers, body)` of a 200 JSON response; `None` for anything else.
-async fn json_of(resp: Response) -> Option<(axum::http::response::Parts, Value)> {
-    if resp.status() != StatusCode::OK {
-        return None;
-    }
-    let is_json = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !is_json {
-        return None;
-    }
-    let (parts, body) = resp.into_parts();
-    let bytes = axum::body::to_bytes(body, usize::MAX).await.ok()?;
-    let v = serde_json::from_slice(&bytes).ok()?;
-    Some((parts, v))
 }
 
 fn is_collection(v: &Value) -> bool {
@@ -553,7 +372,6 @@ async fn handle_inner(router: Router, st: &AppState, req: Request) -> Result<Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn query_strings_parse() {
@@ -591,25 +409,5 @@ mod tests {
                 "{bad} should be a 400"
             );
         }
-    }
-
-    #[test]
-    fn select_keeps_identity_and_paths() {
-        let v = json!({
-            "@odata.id": "/r", "@odata.type": "#R.v1_0_0.R", "@odata.etag": "\"e\"",
-            "Name": "n", "Other": 1,
-            "Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}
-        });
-        let paths = vec![
-            vec!["Name".into()],
-            vec!["Boot".into(), "BootSourceOverrideTarget".into()],
-        ];
-        assert_eq!(
-            select(&v, &paths),
-            json!({
-                "@odata.id": "/r", "@odata.type": "#R.v1_0_0.R", "@odata.etag": "\"e\"",
-                "Name": "n", "Boot": {"BootSourceOverrideTarget": "Pxe"}
-            })
-        );
     }
 }

@@ -1,0 +1,241 @@
+//! The state every handler shares (`AppState`: the backend, accounts,
+//! tasks, profiles, faults, an endpoint's fixed Ids), the per-resource
+//! locks (`SystemLocks`, `Locked`) and the `Sys` extractor, which turns the
+//! `{id}` of a URL into a system (or a redirect when it is a name).
+//!
+//! Invariant: every read-check-write of a system holds that system's lock
+//! (`AppState::locked`); `SystemLocks` keeps only the locks someone holds or
+//! awaits.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{FromRequestParts, RawPathParams};
+use axum::http::request::Parts;
+use axum::http::{Method, Uri};
+use uuid::Uuid;
+
+use super::systems;
+use crate::auth::AuthStore;
+use crate::backend::Backend;
+use crate::config::FeatureSet;
+use crate::error::ApiError;
+use crate::faults::Faults;
+use crate::model::System;
+use crate::profile::{self, Profile, Profiles};
+use crate::tasks::Tasks;
+
+/// Per-resource async locks serialising read-check-write sequences, keyed
+/// by system Id (accounts use `account:ID`). Only locks someone holds or
+/// waits for stay in the map: each new key first drops the others.
+#[derive(Default)]
+pub struct SystemLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+
+impl SystemLocks {
+    pub async fn lock(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let m = {
+            let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            match map.get(id) {
+                Some(m) => m.clone(),
+                None => {
+                    // A holder or waiter has a clone of its own; only the
+                    // map's is left of a lock nobody wants (and no one can
+                    // reach it but through the map, under this mutex).
+                    map.retain(|_, m| Arc::strong_count(m) > 1);
+                    map.entry(id.to_string()).or_default().clone()
+                }
+            }
+        };
+        m.lock_owned().await
+    }
+
+    /// How many locks the map keeps.
+    pub fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Everything a handler needs. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub backend: Arc<dyn Backend>,
+    pub auth: Arc<AuthStore>,
+    pub tasks: Arc<Tasks>,
+    pub locks: Arc<SystemLocks>,
+    /// The last rendering of each System resource.
+    pub renders: Arc<systems::RenderCache>,
+    pub features: FeatureSet,
+    /// `ServiceRoot.UUID`, stable for a given inventory.
+    pub service_uuid: Uuid,
+    /// The behaviour profiles systems may name.
+    pub profiles: Arc<Profiles>,
+    /// On an endpoint of one system whose profile fixes them: the Ids of
+    /// its Manager and Chassis (the System's is the backend view's).
+    pub fixed: Option<Arc<profile::Ids>>,
+    /// The process's injected faults.
+    pub faults: Arc<Faults>,
+    /// On an endpoint of its own: the names of its systems (what a fault
+    /// aimed at them hits, service root included).
+    pub endpoint_systems: Option<Arc<Vec<String>>>,
+    /// The last power action of each system, for profiles whose BMC is
+    /// busy or whose host is in POST for a while after one.
+    pub power_clock: Arc<systems::PowerClock>,
+    /// `ServiceRoot.Vendor`: the profile's of the systems this service
+    /// serves, when they share one (`server::endpoints`).
+    pub vendor: Arc<str>,
+}
+
+impl AppState {
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        auth: AuthStore,
+        features: FeatureSet,
+        service_uuid: Uuid,
+    ) -> Self {
+        AppState {
+            backend,
+            auth: Arc::new(auth),
+            tasks: Arc::new(Tasks::default()),
+            locks: Arc::new(SystemLocks::default()),
+            renders: Arc::new(systems::RenderCache::default()),
+            features,
+            service_uuid,
+            profiles: Arc::new(Profiles::default()),
+            fixed: None,
+            faults: Arc::new(Faults::default()),
+            endpoint_systems: None,
+            power_clock: Arc::new(systems::PowerClock::default()),
+            vendor: profile::generic().vendor.as_str().into(),
+        }
+    }
+
+    /// The same state sharing the process's faults.
+    pub fn with_faults(mut self, faults: Arc<Faults>) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// The same state as an endpoint of its own serving these systems.
+    pub fn with_endpoint_systems(mut self, names: Vec<String>) -> Self {
+        self.endpoint_systems = Some(Arc::new(names));
+        self
+    }
+
+    /// The same state serving one system under a profile's fixed Ids.
+    pub fn with_fixed_ids(mut self, ids: profile::Ids) -> Self {
+        self.fixed = Some(Arc::new(ids));
+        self
+    }
+
+    /// The Id of the Manager of `sys`.
+    pub fn manager_id<'a>(&'a self, sys: &'a System) -> &'a str {
+        self.fixed.as_ref().map_or(&sys.id, |f| &f.manager)
+    }
+
+    /// The Id of the Chassis of `sys`.
+    pub fn chassis_id<'a>(&'a self, sys: &'a System) -> &'a str {
+        self.fixed.as_ref().map_or(&sys.id, |f| &f.chassis)
+    }
+
+    /// The same state knowing `profiles` (built-in and user profiles).
+    pub fn with_profiles(mut self, profiles: Profiles) -> Self {
+        self.profiles = Arc::new(profiles);
+        self
+    }
+
+    /// Finds the system a URL names. A name (rather than the Id) answers
+    /// with a redirect to the same URL under the Id, as sushy-tools does;
+    /// GET and HEAD get 301, other methods 308 so that they are repeated.
+    pub async fn resolve(&self, id: &str, uri: &Uri, method: &Method) -> Result<System, ApiError> {
+        // Under fixed Ids a Manager or Chassis has its own Id, no other.
+        let id = match &self.fixed {
+            Some(f) => {
+                let path = uri.path();
+                let own = if path.starts_with("/redfish/v1/Managers/") {
+                    Some(&f.manager)
+                } else if path.starts_with("/redfish/v1/Chassis/") {
+                    Some(&f.chassis)
+                } else {
+                    None
+                };
+                match own {
+                    Some(own) if own == id => f.system.as_str(),
+                    Some(_) => return Err(ApiError::NotFound(path.to_string())),
+                    None => id,
+                }
+            }
+            None => id,
+        };
+        match self.backend.find(id).await? {
+            None => Err(ApiError::NotFound(uri.path().to_string())),
+            Some(r) if r.id != id => {
+                let from = format!("/{id}");
+                let path = uri.path();
+                let location = match path
+                    .find(&format!("{from}/"))
+                    .or_else(|| path.strip_suffix(&from).map(|p| p.len()))
+                {
+                    Some(i) => format!("{}/{}{}", &path[..i], r.id, &path[i + from.len()..]),
+                    None => return Err(ApiError::NotFound(path.to_string())),
+                };
+                let permanent_method = !matches!(*method, Method::GET | Method::HEAD);
+                Err(ApiError::Redirect {
+                    location,
+                    permanent_method,
+                })
+            }
+            Some(_) => Ok(self.backend.system(id).await?),
+        }
+    }
+
+    pub fn profile(&self, sys: &System) -> &'static Profile {
+        // Inventories are checked against the profiles at start-up; a name
+        // only a state file from elsewhere could bring falls back.
+        self.profiles
+            .get(&sys.profile)
+            .unwrap_or_else(|_| profile::generic())
+    }
+
+    /// Takes the system's lock and re-reads it, for a read-check-write.
+    pub async fn locked(&self, sys: &System) -> Result<Locked, ApiError> {
+        let guard = self.locks.lock(&sys.id).await;
+        let sys = self.backend.system(&sys.id).await?;
+        let profile = self.profile(&sys);
+        Ok(Locked {
+            sys,
+            profile,
+            _guard: guard,
+        })
+    }
+}
+
+/// A system read under its lock; the lock is held until this is dropped.
+pub struct Locked {
+    pub sys: System,
+    pub profile: &'static Profile,
+    pub(super) _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+/// Extracts the system named by the `{id}` segment of the URL, resolving a
+/// name to a redirect (see [`AppState::resolve`]).
+pub struct Sys(pub System);
+
+impl FromRequestParts<AppState> for Sys {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, ApiError> {
+        let params = RawPathParams::from_request_parts(parts, st)
+            .await
+            .map_err(|e| ApiError::Internal(format!("path parameters: {e}")))?;
+        let id = params
+            .iter()
+            .find(|(k, _)| *k == "id")
+            .map(|(_, v)| v.to_string())
+            .ok_or_else(|| ApiError::Internal("route without {id}".into()))?;
+        st.resolve(&id, &parts.uri, &parts.method).await.map(Sys)
+    }
+}

@@ -1,0 +1,220 @@
+//! Fault rules: the configuration (`FaultConfig`, its `Rule`s), parsed
+//! from JSON or TOML and checked, and which requests a rule selects.
+//!
+//! Invariant: every number is bounded at parse time (latency ≤ 60 s, power
+//! delay ≤ 10 min, ≤ 256 rules); errors name the key.
+
+use serde::{Deserialize, Serialize};
+
+const METHODS: &[&str] = &["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"];
+
+/// Bounds of a fault configuration: whatever a client sends, a request
+/// waits at most `MAX_RULES * MAX_LATENCY_MS` and no duration overflows.
+pub const MAX_RULES: usize = 256;
+/// The longest latency a rule adds (ms).
+pub const MAX_LATENCY_MS: u64 = 60_000;
+/// The longest delay of a power action (ms).
+pub const MAX_POWER_DELAY_MS: u64 = 600_000;
+/// The most systems one rule names.
+pub const MAX_SYSTEMS: usize = 4096;
+/// The longest path pattern (bytes).
+pub const MAX_PATH: usize = 1024;
+/// The members of a rule that are whole numbers, with their type's bound.
+const WHOLE: &[(&str, u64)] = &[
+    ("latency_ms", u64::MAX),
+    ("power_delay_ms", u64::MAX),
+    ("status", u16::MAX as u64),
+];
+
+/// One rule. A request matches when every given selector matches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// System names; empty: every system (and the service root).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub systems: Vec<String>,
+    /// HTTP methods; empty: all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<String>,
+    /// A path pattern; `*` stands for any run of characters
+    /// (`/redfish/v1/Systems/*/Actions/*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Added to every matching request.
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// The share of matching requests that fail with `status`.
+    #[serde(default)]
+    pub error_rate: f64,
+    /// The failure's status; default: the profile's busy error (iDRAC's
+    /// SYS518, iLO's InvalidOperationForSystemState), else 500.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The share of matching requests whose connection is dropped with no
+    /// answer.
+    #[serde(default)]
+    pub drop_rate: f64,
+    /// Power actions of matching systems take effect this much later than
+    /// they are accepted.
+    #[serde(default)]
+    pub power_delay_ms: u64,
+}
+
+/// What `[faults]` and the admin endpoint's `PUT` carry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultConfig {
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+impl FaultConfig {
+    /// Reads the admin endpoint's JSON (`{"seed": N, "rules": [...]}`) and
+    /// checks it; every error names its key (`rules[2].latency_ms`).
+    pub fn from_json(bytes: &[u8]) -> Result<FaultConfig, String> {
+        let text = if bytes.is_empty() { b"{}" } else { bytes };
+        let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+        let obj = v.as_object().ok_or("the body must be a JSON object")?;
+        if let Some(k) = obj.keys().find(|k| !matches!(k.as_str(), "seed" | "rules")) {
+            return Err(format!("{k}: unknown key (expected seed, rules)"));
+        }
+        let seed = match obj.get("seed") {
+            None => 0,
+            Some(s) => s
+                .as_u64()
+                .ok_or_else(|| format!("seed: {s} is not a whole number from 0 to {}", u64::MAX))?,
+        };
+        let rules = match obj.get("rules") {
+            None => Vec::new(),
+            Some(serde_json::Value::Array(a)) if a.len() > MAX_RULES => {
+                return Err(format!("rules: {} rules, at most {MAX_RULES}", a.len()))
+            }
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    for (k, v) in r.as_object().into_iter().flatten() {
+                        let Some((_, max)) = WHOLE.iter().find(|(w, _)| w == k) else {
+                            continue;
+                        };
+                        if v.as_u64().is_none_or(|n| n > *max) {
+                            return Err(format!(
+                                "rules[{i}].{k}: {v} is not a whole number from 0 to {max}"
+                            ));
+                        }
+                    }
+                    serde_json::from_value(r.clone()).map_err(|e| format!("rules[{i}]: {e}"))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => return Err(format!("rules: {other} is not an array")),
+        };
+        let cfg = FaultConfig { seed, rules };
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    /// Checks every rule; the error names the key (`rules[1].error_rate`).
+    pub fn check(&self) -> Result<(), String> {
+        if self.rules.len() > MAX_RULES {
+            return Err(format!(
+                "rules: {} rules, at most {MAX_RULES}",
+                self.rules.len()
+            ));
+        }
+        for (i, r) in self.rules.iter().enumerate() {
+            let key = |k: &str| format!("rules[{i}].{k}");
+            for (name, ms, max) in [
+                ("latency_ms", r.latency_ms, MAX_LATENCY_MS),
+                ("power_delay_ms", r.power_delay_ms, MAX_POWER_DELAY_MS),
+            ] {
+                if ms > max {
+                    return Err(format!("{}: {ms} is more than {max}", key(name)));
+                }
+            }
+            if r.systems.len() > MAX_SYSTEMS {
+                return Err(format!(
+                    "{}: {} names, at most {MAX_SYSTEMS}",
+                    key("systems"),
+                    r.systems.len()
+                ));
+            }
+            if r.methods.len() > METHODS.len() {
+                return Err(format!(
+                    "{}: {} methods, at most {}",
+                    key("methods"),
+                    r.methods.len(),
+                    METHODS.len()
+                ));
+            }
+            for (name, rate) in [("error_rate", r.error_rate), ("drop_rate", r.drop_rate)] {
+                if !(0.0..=1.0).contains(&rate) {
+                    return Err(format!("{}: {rate} is not between 0 and 1", key(name)));
+                }
+            }
+            if let Some(s) = r.status {
+                if !(400..=599).contains(&s) {
+                    return Err(format!(
+                        "{}: {s} is not an HTTP error status (400-599)",
+                        key("status")
+                    ));
+                }
+            }
+            for (j, m) in r.methods.iter().enumerate() {
+                if !METHODS.contains(&m.as_str()) {
+                    return Err(format!(
+                        "{}: {m:?} is not one of {}",
+                        key(&format!("methods[{j}]")),
+                        METHODS.join(", ")
+                    ));
+                }
+            }
+            if let Some(p) = &r.path {
+                if !p.starts_with('/') {
+                    return Err(format!("{}: {p:?} must start with '/'", key("path")));
+                }
+                if p.len() > MAX_PATH {
+                    return Err(format!(
+                        "{}: {} bytes, at most {MAX_PATH}",
+                        key("path"),
+                        p.len()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `path` matches `pattern`, `*` standing for any run of chars.
+pub(super) fn glob(pattern: &str, path: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = path.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for p in middle {
+        match rest.find(p) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
+}
+
+impl Rule {
+    pub(super) fn selects_systems(&self, systems: &[String]) -> bool {
+        self.systems.is_empty() || self.systems.iter().any(|s| systems.contains(s))
+    }
+
+    pub(super) fn matches(&self, method: &str, path: &str, systems: &[String]) -> bool {
+        self.selects_systems(systems)
+            && (self.methods.is_empty() || self.methods.iter().any(|m| m == method))
+            && self.path.as_deref().is_none_or(|p| glob(p, path))
+    }
+}

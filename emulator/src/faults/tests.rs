@@ -1,0 +1,195 @@
+//! Tests of the rules (parsing, bounds, matching) and of the decisions
+//! and outages they make.
+
+use super::rules::glob;
+use super::*;
+
+fn rule() -> Rule {
+    Rule {
+        systems: Vec::new(),
+        methods: Vec::new(),
+        path: None,
+        latency_ms: 0,
+        error_rate: 0.0,
+        status: None,
+        drop_rate: 0.0,
+        power_delay_ms: 0,
+    }
+}
+
+#[test]
+fn paths_match_with_stars() {
+    assert!(glob("/redfish/v1/Systems/*", "/redfish/v1/Systems/abc"));
+    assert!(glob(
+        "/redfish/v1/Systems/*/Actions/*",
+        "/redfish/v1/Systems/x/Actions/ComputerSystem.Reset"
+    ));
+    assert!(!glob(
+        "/redfish/v1/Systems/*/Actions/*",
+        "/redfish/v1/Systems/x"
+    ));
+    assert!(glob("/redfish/v1", "/redfish/v1"));
+    assert!(!glob("/redfish/v1", "/redfish/v1/Systems"));
+    assert!(glob("*", "/anything"));
+}
+
+#[test]
+fn the_same_seed_makes_the_same_decisions() {
+    let cfg = FaultConfig {
+        seed: 7,
+        rules: vec![Rule {
+            error_rate: 0.5,
+            ..rule()
+        }],
+    };
+    let run = || {
+        let f = Faults::new(cfg.clone());
+        (0..200)
+            .map(|_| f.decide("GET", "/redfish/v1", &[]).1 != Decision::Pass)
+            .collect::<Vec<_>>()
+    };
+    let a = run();
+    assert_eq!(a, run());
+    let failed = a.iter().filter(|x| **x).count();
+    assert!((70..130).contains(&failed), "{failed} of 200 at rate 0.5");
+    let other = Faults::new(FaultConfig {
+        seed: 8,
+        ..cfg.clone()
+    });
+    let b: Vec<bool> = (0..200)
+        .map(|_| other.decide("GET", "/redfish/v1", &[]).1 != Decision::Pass)
+        .collect();
+    assert_ne!(a, b, "another seed, other decisions");
+}
+
+#[test]
+fn rules_select_by_system_method_and_path_and_latencies_add_up() {
+    let f = Faults::new(FaultConfig {
+        seed: 0,
+        rules: vec![
+            Rule {
+                systems: vec!["node-1".into()],
+                methods: vec!["PATCH".into()],
+                path: Some("/redfish/v1/Systems/*".into()),
+                error_rate: 1.0,
+                status: Some(503),
+                latency_ms: 5,
+                ..rule()
+            },
+            Rule {
+                latency_ms: 7,
+                ..rule()
+            },
+        ],
+    });
+    let n1 = ["node-1".to_string()];
+    let (lat, d) = f.decide("PATCH", "/redfish/v1/Systems/a", &n1);
+    assert_eq!(
+        (lat, d),
+        (Duration::from_millis(12), Decision::Fail(Some(503)))
+    );
+    assert_eq!(
+        f.decide("GET", "/redfish/v1/Systems/a", &n1).1,
+        Decision::Pass
+    );
+    assert_eq!(
+        f.decide("PATCH", "/redfish/v1/Systems/a", &["node-2".to_string()]),
+        (Duration::from_millis(7), Decision::Pass)
+    );
+    f.clear();
+    assert!(!f.active());
+}
+
+#[test]
+fn a_reboot_makes_the_bmc_unavailable_then_ends() {
+    let f = Faults::default();
+    assert!(!f.active());
+    f.reboot(vec!["node-0".into()], 30);
+    assert!(f.active());
+    match f.decide("GET", "/redfish/v1", &["node-0".to_string()]).1 {
+        Decision::Unavailable(s) => assert!((29..=30).contains(&s), "{s}"),
+        d => panic!("{d:?}"),
+    }
+    assert_eq!(
+        f.decide("GET", "/redfish/v1", &["node-1".to_string()]).1,
+        Decision::Pass
+    );
+    f.reboot(Vec::new(), 0);
+    assert_eq!(f.outages().len(), 1, "a zero-second reboot is over at once");
+}
+
+#[test]
+fn bad_rules_name_their_key() {
+    let bad = |r: Rule| {
+        FaultConfig {
+            seed: 0,
+            rules: vec![rule(), r],
+        }
+        .check()
+        .unwrap_err()
+    };
+    assert!(bad(Rule {
+        error_rate: 1.5,
+        ..rule()
+    })
+    .contains("rules[1].error_rate"));
+    assert!(bad(Rule {
+        drop_rate: -0.1,
+        ..rule()
+    })
+    .contains("rules[1].drop_rate"));
+    assert!(bad(Rule {
+        status: Some(200),
+        ..rule()
+    })
+    .contains("rules[1].status"));
+    assert!(bad(Rule {
+        methods: vec!["FETCH".into()],
+        ..rule()
+    })
+    .contains("rules[1].methods[0]"));
+    assert!(bad(Rule {
+        path: Some("Systems".into()),
+        ..rule()
+    })
+    .contains("rules[1].path"));
+    assert!(bad(Rule {
+        latency_ms: MAX_LATENCY_MS + 1,
+        ..rule()
+    })
+    .contains("rules[1].latency_ms"));
+    assert!(bad(Rule {
+        power_delay_ms: u64::MAX,
+        ..rule()
+    })
+    .contains("rules[1].power_delay_ms"));
+    assert!(bad(Rule {
+        path: Some(format!("/{}", "a".repeat(MAX_PATH))),
+        ..rule()
+    })
+    .contains("rules[1].path"));
+    let many = FaultConfig {
+        seed: 0,
+        rules: vec![rule(); MAX_RULES + 1],
+    };
+    assert!(many.check().unwrap_err().starts_with("rules:"));
+}
+
+#[test]
+fn json_errors_name_their_key() {
+    let err = |s: &str| FaultConfig::from_json(s.as_bytes()).unwrap_err();
+    assert!(err(r#"{"rules":[{},{"latency_ms":18446744073709551615}]}"#)
+        .starts_with("rules[1].latency_ms:"));
+    assert!(err(r#"{"rules":[{"latency_ms":1e30}]}"#).starts_with("rules[0].latency_ms:"));
+    assert!(err(r#"{"rules":[{"latency_ms":-1}]}"#).starts_with("rules[0].latency_ms:"));
+    assert!(err(r#"{"rules":[{"status":"503"}]}"#).starts_with("rules[0].status:"));
+    assert!(err(r#"{"rules":[{"status":70000}]}"#).starts_with("rules[0].status:"));
+    assert!(err(r#"{"rules":[{"error_rate":2}]}"#).starts_with("rules[0].error_rate:"));
+    assert!(err(r#"{"rules":[{"bogus":1}]}"#).starts_with("rules[0]:"));
+    assert!(err(r#"{"seed":-3}"#).starts_with("seed:"));
+    assert!(err(r#"{"rule":[]}"#).starts_with("rule:"));
+    assert!(err("[]").contains("object"));
+    let ok = FaultConfig::from_json(br#"{"seed":3,"rules":[{"latency_ms":60000}]}"#).unwrap();
+    assert_eq!((ok.seed, ok.rules[0].latency_ms), (3, 60_000));
+    assert_eq!(FaultConfig::from_json(b"").unwrap(), FaultConfig::default());
+}

@@ -1,0 +1,236 @@
+//! Validation of a profile file: `Profile::parse` reads the TOML and
+//! checks every key (errors name it), and the quirks a profile has
+//! (`QUIRKS`) are each covered by a `[[sources]]` entry.
+
+use super::{AllowableValues, EtagStyle, HttpBootUri, Profile, INSERT_PARAMS};
+use crate::model::BootTarget;
+
+/// The profile keys that are quirks (behaviour other than the neutral
+/// BMC's). Identity strings and `Oem` blocks are not quirks.
+pub const QUIRKS: &[&str] = &[
+    "ids",
+    "etag.style",
+    "etag.if_match_required",
+    "etag.strict_if_match",
+    "boot.allowable_values",
+    "boot.settings",
+    "boot.settings.refused_on_system",
+    "boot.continuous",
+    "boot.mode_required",
+    "boot.enabled_required",
+    "boot.http_boot_uri",
+    "boot.http_boot_uri_refusal",
+    "boot.hidden_targets",
+    "power.post_secs",
+    "power.post_refusal",
+    "power.busy_secs",
+    "power.busy_refusal",
+    "vmedia.usb_cd",
+    "vmedia.insert_refuses",
+    "vmedia.insert_requires",
+    "vmedia.eject_needs_body",
+    "vmedia.insert_by_patch",
+    "errors.busy",
+];
+/// Boot fields a settings object may carry.
+const BOOT_FIELDS: &[&str] = &[
+    "BootSourceOverrideTarget",
+    "BootSourceOverrideEnabled",
+    "BootSourceOverrideMode",
+    "HttpBootUri",
+    "UefiTargetBootSourceOverride",
+];
+
+impl Profile {
+    /// Parses and checks a profile file's text; errors name the key.
+    pub fn parse(text: &str) -> Result<Profile, String> {
+        let p: Profile = toml::from_str(text).map_err(|e| e.to_string())?;
+        p.check()?;
+        Ok(p)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(format!(
+                "name: {:?} must be letters, digits, '-' or '_'",
+                self.name
+            ));
+        }
+        if let Some(ids) = &self.ids {
+            for (key, v) in [
+                ("ids.system", &ids.system),
+                ("ids.manager", &ids.manager),
+                ("ids.chassis", &ids.chassis),
+            ] {
+                if v.is_empty()
+                    || !v
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_')
+                {
+                    return Err(format!("{key}: {v:?} is not a usable resource Id"));
+                }
+            }
+        }
+        for (i, t) in self.boot.hidden_targets.iter().enumerate() {
+            if BootTarget::parse(t).is_none() {
+                return Err(format!(
+                    "boot.hidden_targets[{i}]: {t:?} is not a BootSourceOverrideTarget"
+                ));
+            }
+        }
+        match &self.boot.settings {
+            Some(s) => {
+                if s.path.is_empty()
+                    || !s
+                        .path
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '.')
+                {
+                    return Err(format!(
+                        "boot.settings.path: {:?} must be one path segment",
+                        s.path
+                    ));
+                }
+                for (i, f) in s.fields.iter().enumerate() {
+                    if !BOOT_FIELDS.contains(&f.as_str()) {
+                        return Err(format!(
+                            "boot.settings.fields[{i}]: {f:?} is not one of {}",
+                            BOOT_FIELDS.join(", ")
+                        ));
+                    }
+                }
+            }
+            None if self.boot.allowable_values == AllowableValues::Settings => {
+                return Err(
+                    "boot.allowable_values: \"settings\" needs a [boot.settings] object".into(),
+                );
+            }
+            None => {}
+        }
+        if self.boot.http_boot_uri != HttpBootUri::Writable && self.in_settings("HttpBootUri") {
+            return Err(
+                "boot.settings.fields: HttpBootUri is listed but boot.http_boot_uri is not \"writable\""
+                    .into(),
+            );
+        }
+        for (key, list) in [
+            ("vmedia.insert_refuses", &self.vmedia.insert_refuses),
+            ("vmedia.insert_requires", &self.vmedia.insert_requires),
+        ] {
+            for (i, p) in list.iter().enumerate() {
+                if !INSERT_PARAMS.contains(&p.as_str()) {
+                    return Err(format!(
+                        "{key}[{i}]: {p:?} is not one of {}",
+                        INSERT_PARAMS.join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(b) = &self.errors.busy {
+            if !(400..=599).contains(&b.status) {
+                return Err(format!(
+                    "errors.busy.status: {} is not an HTTP error status (400-599)",
+                    b.status
+                ));
+            }
+        }
+        self.check_sources()
+    }
+
+    /// The quirks this profile has (keys of [`QUIRKS`]), in that order.
+    pub fn quirks(&self) -> Vec<&'static str> {
+        let (e, b, p, v) = (&self.etag, &self.boot, &self.power, &self.vmedia);
+        let set = [
+            self.ids.is_some(),
+            e.style != EtagStyle::Strong,
+            e.if_match_required,
+            e.strict_if_match,
+            b.allowable_values != AllowableValues::System,
+            b.settings.is_some(),
+            b.settings
+                .as_ref()
+                .is_some_and(|s| s.refused_on_system.is_some()),
+            !b.continuous,
+            b.mode_required,
+            b.enabled_required,
+            b.http_boot_uri != HttpBootUri::Writable,
+            b.http_boot_uri_refusal.is_some(),
+            !b.hidden_targets.is_empty(),
+            p.post_secs > 0,
+            p.post_refusal.is_some(),
+            p.busy_secs > 0,
+            p.busy_refusal.is_some(),
+            v.usb_cd,
+            !v.insert_refuses.is_empty(),
+            !v.insert_requires.is_empty(),
+            v.eject_needs_body,
+            v.insert_by_patch,
+            self.errors.busy.is_some(),
+        ];
+        QUIRKS
+            .iter()
+            .zip(set)
+            .filter(|(_, on)| *on)
+            .map(|(q, _)| *q)
+            .collect()
+    }
+
+    /// The quirks marked synthetic (no public source shows the vendor
+    /// doing them).
+    pub fn synthetic_quirks(&self) -> Vec<&str> {
+        self.sources
+            .iter()
+            .filter(|s| s.synthetic)
+            .flat_map(|s| s.quirks.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// Every quirk is covered by a `[[sources]]` entry: a reference, or
+    /// `synthetic = true`; every entry names quirks the profile has.
+    fn check_sources(&self) -> Result<(), String> {
+        let have = self.quirks();
+        for (i, s) in self.sources.iter().enumerate() {
+            if s.quirks.is_empty() {
+                return Err(format!("sources[{i}].quirks: names no quirk"));
+            }
+            for (j, q) in s.quirks.iter().enumerate() {
+                if !QUIRKS.contains(&q.as_str()) {
+                    return Err(format!(
+                        "sources[{i}].quirks[{j}]: {q:?} is not one of {}",
+                        QUIRKS.join(", ")
+                    ));
+                }
+                if !have.contains(&q.as_str()) {
+                    return Err(format!(
+                        "sources[{i}].quirks[{j}]: {q:?} is cited but the profile does not set it"
+                    ));
+                }
+            }
+            if !s.synthetic && s.reference.trim().is_empty() {
+                return Err(format!(
+                    "sources[{i}].reference: a public source (URL or repository and path), \
+                     or synthetic = true"
+                ));
+            }
+            if s.shows.trim().is_empty() {
+                return Err(format!(
+                    "sources[{i}].shows: one line on what the source shows"
+                ));
+            }
+        }
+        for q in have {
+            if !self.sources.iter().any(|s| s.quirks.iter().any(|c| c == q)) {
+                return Err(format!(
+                    "{q}: this quirk cites no source; add a [[sources]] entry with \
+                     quirks = [\"{q}\"] and a reference, or synthetic = true"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
