@@ -9,7 +9,6 @@ pub mod backend;
 pub mod bios;
 pub mod cli;
 pub mod config;
-pub mod error;
 pub mod faults;
 pub mod model;
 pub mod netpolicy;
@@ -19,7 +18,6 @@ pub mod registry;
 pub mod serve;
 pub mod server;
 pub mod storage;
-pub mod tasks;
 pub mod timefmt;
 
 pub use api::{app, AppState};

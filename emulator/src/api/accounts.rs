@@ -11,10 +11,11 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use serde_json::{json, Map, Value};
 
-use super::json::{self, validate_patch, writable, JsonObject, Kind, Resource};
+use super::json::{self, JsonObject, Resource};
+use super::patch::{validate_patch, writable, Kind, Writable};
 use super::{collection, created, link, AppState};
+use crate::api::error::{ApiError, Msg};
 use crate::auth::{self, Account, AccountChange, AuthError, Principal, Privilege, Role};
-use crate::error::{ApiError, Msg};
 
 const ACCOUNTS: &str = "/redfish/v1/AccountService/Accounts";
 
@@ -229,7 +230,7 @@ fn check_username(user: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn create_fields() -> Vec<json::Writable> {
+fn create_fields() -> Vec<Writable> {
     vec![
         writable("UserName", Kind::Str),
         writable("Password", Kind::Str),

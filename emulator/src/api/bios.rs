@@ -11,9 +11,10 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use super::json::{self, writable, JsonObject, Kind, Resource};
-use super::{link, AppState, Sys};
-use crate::error::{ApiError, Msg};
+use super::json::{self, JsonObject, Resource};
+use super::patch::{writable, Kind};
+use super::{link, AppState, Sys, SysId};
+use crate::api::error::{ApiError, Msg};
 use crate::model::{Change, System};
 
 pub fn router() -> Router<AppState> {
@@ -117,12 +118,12 @@ async fn settings(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource,
 
 async fn patch_settings(
     State(st): State<AppState>,
-    Sys(sys): Sys,
+    SysId(id): SysId,
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
     let p = st
-        .begin_patch(&sys, &headers, |sys, _| settings_json(sys))
+        .begin_patch(&id, &headers, |sys, _| settings_json(sys))
         .await?;
     let (sys, profile) = (&p.target, p.profile);
     // `@Redfish.SettingsApplyTime` may name when to apply: one of the

@@ -5,8 +5,8 @@
 use serde_json::{json, Value};
 
 use super::input::{self, Rule};
+use crate::api::error::Msg;
 use crate::bios::{AttrKind, ATTRIBUTES};
-use crate::error::Msg;
 
 /// Id of the attribute registry that describes [`ATTRIBUTES`].
 pub const REGISTRY: &str = "BiosAttributeRegistry.v1_0_0";

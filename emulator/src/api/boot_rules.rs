@@ -6,8 +6,8 @@
 use serde_json::{Map, Value};
 
 use super::input::{self, Rule};
-use super::json::{validate_patch, writable, Kind, Writable};
-use crate::error::{ApiError, Msg};
+use super::patch::{validate_patch, writable, Kind, Writable};
+use crate::api::error::{ApiError, Msg};
 use crate::model::{
     BootMode, BootOverride, BootTarget, IndicatorLed, OverrideEnabled, System, SystemSettings,
 };

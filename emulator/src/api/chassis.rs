@@ -8,10 +8,11 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::json::{writable, JsonObject, Kind, Resource};
+use super::json::{JsonObject, Resource};
+use super::patch::{writable, Kind};
 use super::systems::serial;
-use super::{collection, link, AppState, Sys};
-use crate::error::ApiError;
+use super::{collection, link, AppState, Sys, SysId};
+use crate::api::error::ApiError;
 use crate::model::{Change, IndicatorLed, PowerState, System, SystemSettings};
 use crate::profile::Profile;
 
@@ -84,7 +85,7 @@ async fn chassis(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, 
 
 async fn patch_chassis(
     State(st): State<AppState>,
-    Sys(sys): Sys,
+    SysId(id): SysId,
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
@@ -96,7 +97,7 @@ async fn patch_chassis(
         writable("LocationIndicatorActive", Kind::Bool),
     ];
     let p = st
-        .begin_patch(&sys, &headers, |sys, profile| {
+        .begin_patch(&id, &headers, |sys, profile| {
             chassis_json(&st, sys, profile)
         })
         .await?

@@ -22,8 +22,8 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::json::MAX_BODY;
 use super::AppState;
+use crate::api::error::{ApiError, Msg};
 use crate::auth::Principal;
-use crate::error::{ApiError, Msg};
 
 /// How long a client may take to send its body.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);

@@ -18,7 +18,7 @@
 //!   and is the URL length clients and servers have long supported; edk2's
 //!   own setup form is tighter still (255 characters).
 
-use crate::error::Msg;
+use crate::api::error::Msg;
 
 /// The longest URI (bytes) a client may set: boot URIs and media images.
 pub const URI_MAX: usize = 2048;

@@ -11,8 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-pub use super::patch::{validate_patch, writable, Kind, Writable};
-use crate::error::{ApiError, Msg};
+use crate::api::error::{ApiError, Msg};
 use crate::profile::{EtagStyle, Profile};
 
 /// Largest request body accepted (413 beyond).

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::json::Resource;
 use super::{collection, link, AppState, Sys};
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::model::System;
 use crate::profile::Profile;
 use crate::timefmt::rfc3339;

@@ -12,7 +12,7 @@ use axum::routing::get;
 use axum::Router;
 
 use super::AppState;
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/csdl.rs"));

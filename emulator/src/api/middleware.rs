@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 
 use super::{guard, AppState};
+use crate::api::error::{ApiError, Msg};
 use crate::auth::{Principal, Privilege};
-use crate::error::{ApiError, Msg};
 use crate::faults::Decision;
 
 /// The systems a request concerns, by name: the one its path names, else

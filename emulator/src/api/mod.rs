@@ -13,13 +13,14 @@ mod bios;
 mod bios_registry;
 mod boot_rules;
 mod chassis;
+pub mod error;
 mod guard;
 pub(crate) mod input;
 pub mod json;
 mod managers;
 pub mod metadata;
 mod middleware;
-mod patch;
+pub mod patch;
 pub mod query;
 mod render_cache;
 mod root;
@@ -29,6 +30,7 @@ mod state;
 mod storage;
 mod system_parts;
 mod systems;
+pub mod task_store;
 mod tasks;
 mod vmedia;
 
@@ -38,10 +40,10 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tower::ServiceExt;
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 
 pub(crate) use middleware::authorize;
-pub use state::{AppState, Locked, Sys, SystemLocks};
+pub use state::{AppState, Locked, Sys, SysId, SystemLocks};
 pub use tasks::TASK_MONITOR_PREFIX;
 
 /// The whole Redfish service as one router.

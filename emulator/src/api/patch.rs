@@ -14,7 +14,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use super::json::{check_if_match, shown};
 use super::state::{AppState, Locked};
-use crate::error::{ApiError, Msg};
+use crate::api::error::{ApiError, Msg};
 use crate::model::System;
 use crate::profile::Profile;
 
@@ -38,7 +38,7 @@ impl AppState {
     /// `render` and checks If-Match against that.
     pub async fn begin_patch(
         &self,
-        sys: &System,
+        id: &str,
         headers: &HeaderMap,
         render: impl FnOnce(&System, &'static Profile) -> Value,
     ) -> Result<Patch<System>, ApiError> {
@@ -46,7 +46,7 @@ impl AppState {
             sys,
             profile,
             _guard,
-        } = self.locked(sys).await?;
+        } = self.locked(id).await?;
         let current = render(&sys, profile);
         Patch::checked(sys, profile, current, _guard, headers)
     }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::bios_registry as bios;
 use super::json::Resource;
 use super::{collection, link, AppState};
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::registry;
 
 pub fn router() -> Router<AppState> {

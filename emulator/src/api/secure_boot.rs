@@ -9,9 +9,10 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::json::{self, writable, JsonObject, Kind, Resource};
-use super::{collection, link, AppState, Sys};
-use crate::error::{ApiError, Msg};
+use super::json::{self, JsonObject, Resource};
+use super::patch::{writable, Kind};
+use super::{collection, link, AppState, Sys, SysId};
+use crate::api::error::{ApiError, Msg};
 use crate::model::{Change, ResetKeysType, System};
 
 const RESET_KEYS: &str = "SecureBoot.ResetKeys";
@@ -78,12 +79,12 @@ async fn secure_boot(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resour
 
 async fn patch(
     State(st): State<AppState>,
-    Sys(sys): Sys,
+    SysId(id): SysId,
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Resource, ApiError> {
     let p = st
-        .begin_patch(&sys, &headers, |sys, _| secure_boot_json(sys))
+        .begin_patch(&id, &headers, |sys, _| secure_boot_json(sys))
         .await?
         .validated(&body, &[writable("SecureBootEnable", Kind::Bool)])?;
     let (sys, profile) = (&p.target, p.profile);

@@ -12,10 +12,11 @@ use axum::{Extension, Router};
 use serde_json::{json, Value};
 
 use super::input::echo;
-use super::json::{self, validate_patch, writable, JsonObject, Kind, Resource};
+use super::json::{self, JsonObject, Resource};
+use super::patch::{validate_patch, writable, Kind};
 use super::{collection, created, link, AppState};
+use crate::api::error::{ApiError, Msg};
 use crate::auth::{self, AuthError, Principal, Privilege, Session};
-use crate::error::{ApiError, Msg};
 use crate::timefmt::rfc3339;
 
 pub fn router() -> Router<AppState> {

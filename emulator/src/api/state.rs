@@ -15,15 +15,16 @@ use axum::http::request::Parts;
 use axum::http::{Method, Uri};
 use uuid::Uuid;
 
+use super::render_cache::RenderCache;
 use super::systems;
+use crate::api::error::ApiError;
+use crate::api::task_store::Tasks;
 use crate::auth::AuthStore;
 use crate::backend::Backend;
 use crate::config::FeatureSet;
-use crate::error::ApiError;
 use crate::faults::Faults;
 use crate::model::System;
 use crate::profile::{self, Profile, Profiles};
-use crate::tasks::Tasks;
 
 /// Per-resource async locks serialising read-check-write sequences, keyed
 /// by system Id (accounts use `account:ID`). Only locks someone holds or
@@ -67,7 +68,7 @@ pub struct AppState {
     pub tasks: Arc<Tasks>,
     pub locks: Arc<SystemLocks>,
     /// The last rendering of each System resource.
-    pub renders: Arc<systems::RenderCache>,
+    pub renders: Arc<RenderCache>,
     pub features: FeatureSet,
     /// `ServiceRoot.UUID`, stable for a given inventory.
     pub service_uuid: Uuid,
@@ -101,7 +102,7 @@ impl AppState {
             auth: Arc::new(auth),
             tasks: Arc::new(Tasks::default()),
             locks: Arc::new(SystemLocks::default()),
-            renders: Arc::new(systems::RenderCache::default()),
+            renders: Arc::new(RenderCache::default()),
             features,
             service_uuid,
             profiles: Arc::new(Profiles::default()),
@@ -151,6 +152,18 @@ impl AppState {
     /// with a redirect to the same URL under the Id, as sushy-tools does;
     /// GET and HEAD get 301, other methods 308 so that they are repeated.
     pub async fn resolve(&self, id: &str, uri: &Uri, method: &Method) -> Result<System, ApiError> {
+        let id = self.resolve_id(id, uri, method).await?;
+        Ok(self.backend.system(&id).await?)
+    }
+
+    /// The backend Id of the system a URL names, as [`AppState::resolve`]
+    /// finds it, without reading the system.
+    pub async fn resolve_id(
+        &self,
+        id: &str,
+        uri: &Uri,
+        method: &Method,
+    ) -> Result<String, ApiError> {
         // Under fixed Ids a Manager or Chassis has its own Id, no other.
         let id = match &self.fixed {
             Some(f) => {
@@ -188,7 +201,7 @@ impl AppState {
                     permanent_method,
                 })
             }
-            Some(_) => Ok(self.backend.system(id).await?),
+            Some(r) => Ok(r.id),
         }
     }
 
@@ -200,10 +213,10 @@ impl AppState {
             .unwrap_or_else(|_| profile::generic())
     }
 
-    /// Takes the system's lock and re-reads it, for a read-check-write.
-    pub async fn locked(&self, sys: &System) -> Result<Locked, ApiError> {
-        let guard = self.locks.lock(&sys.id).await;
-        let sys = self.backend.system(&sys.id).await?;
+    /// Takes the system's lock and reads it, for a read-check-write.
+    pub async fn locked(&self, id: &str) -> Result<Locked, ApiError> {
+        let guard = self.locks.lock(id).await;
+        let sys = self.backend.system(id).await?;
         let profile = self.profile(&sys);
         Ok(Locked {
             sys,
@@ -224,18 +237,39 @@ pub struct Locked {
 /// name to a redirect (see [`AppState::resolve`]).
 pub struct Sys(pub System);
 
+/// The backend Id of the system the `{id}` segment names, resolved as
+/// [`Sys`] resolves it but not read: for writes, which read the system
+/// under its lock ([`AppState::locked`]) and need no copy from before.
+pub struct SysId(pub String);
+
+/// The `{id}` segment of the request's path.
+async fn id_segment(parts: &mut Parts, st: &AppState) -> Result<String, ApiError> {
+    let params = RawPathParams::from_request_parts(parts, st)
+        .await
+        .map_err(|e| ApiError::Internal(format!("path parameters: {e}")))?;
+    params
+        .iter()
+        .find(|(k, _)| *k == "id")
+        .map(|(_, v)| v.to_string())
+        .ok_or_else(|| ApiError::Internal("route without {id}".into()))
+}
+
 impl FromRequestParts<AppState> for Sys {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, ApiError> {
-        let params = RawPathParams::from_request_parts(parts, st)
-            .await
-            .map_err(|e| ApiError::Internal(format!("path parameters: {e}")))?;
-        let id = params
-            .iter()
-            .find(|(k, _)| *k == "id")
-            .map(|(_, v)| v.to_string())
-            .ok_or_else(|| ApiError::Internal("route without {id}".into()))?;
+        let id = id_segment(parts, st).await?;
         st.resolve(&id, &parts.uri, &parts.method).await.map(Sys)
+    }
+}
+
+impl FromRequestParts<AppState> for SysId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, ApiError> {
+        let id = id_segment(parts, st).await?;
+        st.resolve_id(&id, &parts.uri, &parts.method)
+            .await
+            .map(SysId)
     }
 }

@@ -15,11 +15,11 @@ use super::input::{self, Rule};
 use super::json::{self, JsonObject, Resource};
 use super::system_parts::{base, not_found, CONTROLLER, OK};
 use super::{collection, created, link, AppState, Sys};
+use crate::api::error::{ApiError, Msg};
+use crate::api::task_store::{Claim, Staged};
 use crate::backend::{BackendError, BoxFuture};
-use crate::error::{ApiError, Msg};
 use crate::model::{Change, PowerState, System};
 use crate::storage::{Volume, VolumeChange, VolumeError, RAID_TYPES};
-use crate::tasks::{Claim, Staged};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -492,7 +492,7 @@ async fn create_volume(
     let later = staged(&body)?;
     // Planned and applied under the system's lock: no other change of the
     // volumes comes between the check and the write.
-    let locked = st.locked(&sys).await?;
+    let locked = st.locked(&sys.id).await?;
     let sys = &locked.sys;
     let drives = drive_names(sys, links)?;
     let v = sys
@@ -538,7 +538,7 @@ async fn delete_volume(
         return Err(ApiError::bad(Msg::new("PropertyUnknown", &[k]).about(k)));
     }
     let later = staged(&body)?;
-    let locked = st.locked(&sys).await?;
+    let locked = st.locked(&sys.id).await?;
     let sys = &locked.sys;
     if let Some(v) = sys.bmc.storage.volumes.iter().find(|v| v.id == vol) {
         let mut current = volume_json(sys, v);

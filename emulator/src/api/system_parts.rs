@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::json::Resource;
 use super::{collection, AppState, Sys};
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 use crate::model::System;
 
 pub fn router() -> Router<AppState> {

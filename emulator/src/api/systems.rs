@@ -15,11 +15,11 @@ use super::boot_rules::{
     allowed_modes, allowed_targets, boot_patch_rules, checked_patch, merged_boot, merged_settings,
     writables,
 };
-use super::json::{self, check_if_match, JsonObject, Rendered, Resource, Writable};
-pub use super::render_cache::RenderCache;
+use super::json::{self, check_if_match, JsonObject, Rendered, Resource};
+use super::patch::Writable;
 use super::render_cache::SystemView;
-use super::{collection, link, AppState, Sys};
-use crate::error::{ApiError, Msg};
+use super::{collection, link, AppState, Sys, SysId};
+use crate::api::error::{ApiError, Msg};
 use crate::model::{Arch, Change, IndicatorLed, ResetType, System, SystemSettings};
 use crate::profile::{AllowableValues, HttpBootUri, Profile};
 use crate::timefmt::rfc3339_secs;
@@ -264,11 +264,11 @@ fn system_view(st: &AppState, sys: &System) -> Arc<SystemView> {
 
 async fn patch_system(
     State(st): State<AppState>,
-    Sys(sys): Sys,
+    SysId(id): SysId,
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let locked = st.locked(&sys).await?;
+    let locked = st.locked(&id).await?;
     let (sys, profile) = (&locked.sys, locked.profile);
     let current = system_view(&st, sys);
     check_if_match(&headers, &current.json, profile)?;
@@ -359,15 +359,15 @@ async fn get_settings(
 
 async fn patch_settings(
     State(st): State<AppState>,
-    Sys(sys): Sys,
+    SysId(id): SysId,
     axum::extract::Path((_, path)): axum::extract::Path<(String, String)>,
     uri: axum::http::Uri,
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    settings_of(&st, &sys, &path, &uri)?;
-    let locked = st.locked(&sys).await?;
+    let locked = st.locked(&id).await?;
     let (sys, profile) = (&locked.sys, locked.profile);
+    settings_of(&st, sys, &path, &uri)?;
     let current = settings_json(sys, profile, &path);
     check_if_match(&headers, &current, profile)?;
     // Only the Boot fields the settings object lists are writable here.

@@ -13,8 +13,8 @@ use serde_json::json;
 
 use super::json::{no_content, Resource};
 use super::{collection, link, AppState};
-use crate::error::{error_body, ApiError};
-use crate::tasks::{Task, TaskState};
+use crate::api::error::{error_body, ApiError};
+use crate::api::task_store::{Task, TaskState};
 use crate::timefmt::rfc3339;
 
 pub const TASK_MONITOR_PREFIX: &str = "/redfish/v1/TaskService/TaskMonitors/";

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use super::input::{self, Rule};
 use super::json::{self, JsonObject, OptionalJsonObject, Resource};
 use super::{collection, AppState, Sys};
+use crate::api::error::{ApiError, Msg};
 use crate::backend::Completion;
-use crate::error::{ApiError, Msg};
 use crate::model::{
     Change, MediaImage, MediaSlot, MediaState, System, TransferMethod, TransferProtocol,
 };

@@ -1,10 +1,11 @@
-//! Property tests of PATCH validation (`api::json::validate_patch`): any
+//! Property tests of PATCH validation (`api::patch::validate_patch`): any
 //! JSON body is accepted or refused whole, never panics, and what it
 //! accepts only names writable properties with values of their kind.
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-use shoal_emulator::api::json::{shown, validate_patch, writable, Kind, Writable};
+use shoal_emulator::api::json::shown;
+use shoal_emulator::api::patch::{validate_patch, writable, Kind, Writable};
 
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![

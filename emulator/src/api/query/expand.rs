@@ -16,7 +16,7 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use super::Expand;
-use crate::error::{ApiError, Msg};
+use crate::api::error::{ApiError, Msg};
 
 /// Resources one query may fetch to answer it.
 const MAX_FETCHES: usize = 20_000;

@@ -26,7 +26,7 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use super::AppState;
-use crate::error::{ApiError, Msg};
+use crate::api::error::{ApiError, Msg};
 
 mod expand;
 mod filter;

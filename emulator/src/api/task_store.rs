@@ -19,8 +19,8 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
+use crate::api::error::{ApiError, Msg};
 use crate::backend::{BackendError, BoxFuture};
-use crate::error::{ApiError, Msg};
 
 /// Finished tasks kept at most.
 pub const KEEP: usize = 64;
