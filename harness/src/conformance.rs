@@ -514,48 +514,38 @@ pub fn summary(results: &[ToolResult]) -> String {
     out
 }
 
-pub(crate) fn xml_attr(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
+/// JUnit XML: one test case per tool, its FAIL lines as the failure's text.
 pub fn junit(results: &[ToolResult]) -> String {
-    let failures = results.iter().filter(|r| !r.passed()).count();
-    let mut x = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"shoal-conformance\" tests=\"{}\" failures=\"{failures}\">\n",
-        results.len()
-    );
-    for r in results {
-        x.push_str(&format!(
-            "  <testcase classname=\"conformance\" name=\"{}\" time=\"{:.1}\"",
-            r.tool.name(),
-            r.elapsed.as_secs_f64()
-        ));
-        if r.passed() {
-            x.push_str("/>\n");
-            continue;
-        }
-        let msg = match (&r.error, &r.counts) {
-            (Some(e), _) => e.clone(),
-            (None, Some(c)) => format!("{} FAIL", c.fail),
-            (None, None) => "no counts".into(),
-        };
-        let fails: Vec<&str> = r
-            .findings
+    crate::junit::Suite {
+        name: "shoal-conformance",
+        time: None,
+        cases: results
             .iter()
-            .filter(|f| f.starts_with("FAIL"))
-            .map(String::as_str)
-            .collect();
-        x.push_str(&format!(
-            ">\n    <failure message=\"{}\">{}</failure>\n  </testcase>\n",
-            xml_attr(&msg),
-            xml_attr(&fails.join("\n"))
-        ));
+            .map(|r| crate::junit::Case {
+                classname: "conformance".into(),
+                name: r.tool.name().into(),
+                time: r.elapsed.as_secs_f64(),
+                failure: (!r.passed()).then(|| {
+                    let message = match (&r.error, &r.counts) {
+                        (Some(e), _) => e.clone(),
+                        (None, Some(c)) => format!("{} FAIL", c.fail),
+                        (None, None) => "no counts".into(),
+                    };
+                    let fails: Vec<&str> = r
+                        .findings
+                        .iter()
+                        .filter(|f| f.starts_with("FAIL"))
+                        .map(String::as_str)
+                        .collect();
+                    crate::junit::Failure {
+                        message,
+                        text: Some(fails.join("\n")),
+                    }
+                }),
+            })
+            .collect(),
     }
-    x.push_str("</testsuite>\n");
-    x
+    .to_xml()
 }
 
 #[cfg(test)]

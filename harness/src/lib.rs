@@ -1,5 +1,6 @@
 //! `shoal-harness` as a library: the lab real VMs run in, the boot file
 //! server, image recipes, scenario files, the drivers that talk to the BMC,
+//! the host check (`doctor`), the one JUnit writer,
 //! the standalone Ironic of the `ironic` driver,
 //! the runner, the conformance run of DMTF's tools, the HTTP fuzzer, and
 //! the benchmark
@@ -7,12 +8,14 @@
 
 pub mod bench;
 pub mod conformance;
+pub mod doctor;
 pub mod driver;
 pub mod emulator;
 pub mod fileserver;
 pub mod fuzz;
 pub mod images;
 pub mod ironic;
+pub mod junit;
 pub mod lab;
 pub mod load;
 pub mod netns;

@@ -944,41 +944,32 @@ pub fn summary(results: &[CaseResult]) -> String {
     out
 }
 
-fn xml_attr(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
 /// JUnit XML for CI systems.
 pub fn junit(results: &[CaseResult]) -> String {
-    let failures = results.iter().filter(|r| !r.passed).count();
-    let time: f64 = results.iter().map(|r| r.elapsed.as_secs_f64()).sum();
-    let mut x = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"shoal-harness\" tests=\"{}\" failures=\"{failures}\" time=\"{time:.1}\">\n", results.len());
-    for r in results {
-        x.push_str(&format!(
-            "  <testcase classname=\"scenarios.{}\" name=\"{}\" time=\"{:.1}\"",
-            xml_attr(&r.scenario),
-            r.driver.name(),
-            r.elapsed.as_secs_f64()
-        ));
-        if r.passed {
-            x.push_str("/>\n");
-        } else {
-            let art = r
-                .artifacts
-                .as_ref()
-                .map(|p| format!(" (artifacts: {})", p.display()))
-                .unwrap_or_default();
-            x.push_str(&format!(
-                ">\n    <failure message=\"{}\"/>\n  </testcase>\n",
-                xml_attr(&format!("{}{art}", r.detail))
-            ));
-        }
+    crate::junit::Suite {
+        name: "shoal-harness",
+        time: Some(results.iter().map(|r| r.elapsed.as_secs_f64()).sum()),
+        cases: results
+            .iter()
+            .map(|r| crate::junit::Case {
+                classname: format!("scenarios.{}", r.scenario),
+                name: r.driver.name().to_string(),
+                time: r.elapsed.as_secs_f64(),
+                failure: (!r.passed).then(|| {
+                    let art = r
+                        .artifacts
+                        .as_ref()
+                        .map(|p| format!(" (artifacts: {})", p.display()))
+                        .unwrap_or_default();
+                    crate::junit::Failure {
+                        message: format!("{}{art}", r.detail),
+                        text: None,
+                    }
+                }),
+            })
+            .collect(),
     }
-    x.push_str("</testsuite>\n");
-    x
+    .to_xml()
 }
 
 #[cfg(test)]
