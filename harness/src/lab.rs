@@ -58,6 +58,22 @@ pub struct NetSpec {
     pub dnsmasq_log: Option<PathBuf>,
 }
 
+/// A ppc64le pseries machine for `Lab::define_pseries`.
+pub struct Pseries<'a> {
+    pub name: &'a str,
+    pub uuid: &'a str,
+    pub net: &'a Net,
+    pub mac: &'a str,
+    pub memory_mib: u64,
+    /// Where its console (hvc0) writes.
+    pub serial: &'a Path,
+    /// The netboot image it boots as its firmware.
+    pub kernel: &'a Path,
+    pub initrd: &'a Path,
+    /// A raw disk, as a virtio disk.
+    pub disk: Option<&'a Path>,
+}
+
 pub struct Lab {
     pub ns: String,
     dir: PathBuf,
@@ -318,19 +334,18 @@ impl Lab {
     /// machines run petitboot from flash), with one spapr-vlan NIC on `net`
     /// and its console (hvc0) writing `serial`, and `disk` (raw) as a virtio
     /// disk when given.
-    #[allow(clippy::too_many_arguments)]
-    pub fn define_pseries(
-        &mut self,
-        name: &str,
-        uuid: &str,
-        net: &Net,
-        mac: &str,
-        memory_mib: u64,
-        serial: &Path,
-        kernel: &Path,
-        initrd: &Path,
-        disk: Option<&Path>,
-    ) -> Result<String> {
+    pub fn define_pseries(&mut self, m: &Pseries) -> Result<String> {
+        let Pseries {
+            name,
+            uuid,
+            net,
+            mac,
+            memory_mib,
+            serial,
+            kernel,
+            initrd,
+            disk,
+        } = *m;
         let disk = disk
             .map(|p| {
                 format!(
