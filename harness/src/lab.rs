@@ -180,8 +180,10 @@ impl Lab {
         Ok(lab)
     }
 
-    pub fn conn(&self) -> &Connect {
-        self.conn.as_ref().expect("connected while the lab lives")
+    /// The lab's libvirt connection; gone once the lab is stopped (by a
+    /// signal while cases still run).
+    pub fn conn(&self) -> Result<&Connect> {
+        self.conn.as_ref().context("the lab is stopped")
     }
 
     pub fn dir(&self) -> &Path {
@@ -233,7 +235,7 @@ impl Lab {
              <ip address='{host}' netmask='255.255.255.0'>{tftp}{dhcp4}</ip>{v6}{opts}</network>"
         );
         std::fs::write(self.dir.join(format!("{name}.xml")), &xml)?;
-        self.conn()
+        self.conn()?
             .create_network_xml(&xml)
             .with_context(|| format!("network {name}"))?;
         self.networks.push(name.clone());
@@ -383,7 +385,7 @@ impl Lab {
         // A run that was killed before its lab stopped leaves its domains
         // defined; this lab's names are its own, so such a leftover goes.
         if !self.domains.iter().any(|d| d == name) {
-            if let Ok(old) = self.conn().lookup_domain_by_name(name) {
+            if let Ok(old) = self.conn()?.lookup_domain_by_name(name) {
                 eprintln!("lab: removing domain {name}, which a killed run left behind");
                 if old.is_active().unwrap_or(false) {
                     let _ = old.destroy();
@@ -392,7 +394,7 @@ impl Lab {
             }
         }
         let d = self
-            .conn()
+            .conn()?
             .define_domain_xml(xml)
             .with_context(|| format!("define {name}"))?;
         self.domains.push(name.to_string());
@@ -412,15 +414,17 @@ impl Lab {
     }
 
     pub fn is_running(&self, name: &str) -> bool {
-        self.conn()
-            .lookup_domain_by_name(name)
-            .and_then(|d| d.is_active())
-            .unwrap_or(false)
+        self.conn().is_ok_and(|c| {
+            c.lookup_domain_by_name(name)
+                .and_then(|d| d.is_active())
+                .unwrap_or(false)
+        })
     }
 
     /// The domain's current definition, for artifact folders.
     pub fn domain_xml(&self, name: &str) -> Option<String> {
         self.conn()
+            .ok()?
             .lookup_domain_by_name(name)
             .and_then(|d| d.xml_desc(0))
             .ok()

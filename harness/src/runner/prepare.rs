@@ -149,7 +149,7 @@ pub(super) fn prepare(
     let id = lab
         .lock()
         .map_err(|_| anyhow!("lab lock"))?
-        .conn()
+        .conn()?
         .lookup_domain_by_name(&domain)?
         .uuid_string()?;
     let ns = lab.lock().map_err(|_| anyhow!("lab lock"))?.ns.clone();

@@ -97,7 +97,7 @@ impl Gen<'_> {
             why = Some("an unknown property".into());
         }
         c.must_reject = why;
-        let text = serde_json::to_vec(&Value::Object(body)).expect("serializable");
+        let text = Value::Object(body).to_string().into_bytes();
         let mut req = self.json_req("PATCH", &res.path, text);
         if r.chance(15) {
             let tag = *r.pick(&["*", "\"nope\"", "W/\"x\""]);
@@ -162,7 +162,7 @@ impl Gen<'_> {
         c.req = self.json_req(
             "POST",
             &a.target,
-            serde_json::to_vec(&Value::Object(body)).expect("serializable"),
+            Value::Object(body).to_string().into_bytes(),
         );
     }
 
@@ -205,7 +205,7 @@ impl Gen<'_> {
         c.req = self.json_req(
             "POST",
             &coll.path,
-            serde_json::to_vec(&Value::Object(body)).expect("serializable"),
+            Value::Object(body).to_string().into_bytes(),
         );
     }
 }

@@ -100,19 +100,26 @@ pub(super) fn leaves(v: &Value, prefix: &mut Vec<String>, out: &mut Vec<(Vec<Str
     }
 }
 
+/// Sets the property at `path` in `body` to `v`, making (or replacing
+/// with) objects on the way; an empty path sets nothing.
 pub(super) fn set_path(body: &mut Map<String, Value>, path: &[String], v: Value) {
-    let (last, parents) = path.split_last().expect("non-empty path");
-    let mut cur = body;
-    for p in parents {
-        let next = cur
-            .entry(p.clone())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !next.is_object() {
-            *next = Value::Object(Map::new());
+    match path {
+        [] => {}
+        [last] => {
+            body.insert(last.clone(), v);
         }
-        cur = next.as_object_mut().expect("object");
+        [first, rest @ ..] => {
+            let next = body
+                .entry(first.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !next.is_object() {
+                *next = Value::Object(Map::new());
+            }
+            if let Value::Object(m) = next {
+                set_path(m, rest, v);
+            }
+        }
     }
-    cur.insert(last.clone(), v);
 }
 
 /// The AllowableValues the representation gives for the leaf at `path`.
