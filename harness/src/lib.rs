@@ -5,6 +5,9 @@
 //! the runner, the conformance run of DMTF's tools, the HTTP fuzzer, and
 //! the benchmark
 //! against sushy-tools and nginx with its load generator.
+//!
+//! The lab itself (`lab::Lab`) and the runner need libvirt's C library and
+//! are behind the cargo feature `lab` (on by default).
 
 pub mod bench;
 pub mod conformance;
@@ -20,5 +23,6 @@ pub mod lab;
 pub mod load;
 pub mod netns;
 pub mod petitboot;
+#[cfg(feature = "lab")]
 pub mod runner;
 pub mod scenario;

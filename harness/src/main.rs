@@ -1,6 +1,7 @@
 //! `shoal-harness`: end-to-end boot scenarios against shoal-emulator.
 //!
-//! - `run [SCENARIO_DIR]`: runs `scenarios/*.toml` in a confined lab.
+//! - `run [SCENARIO_DIR]`: runs `scenarios/*.toml` in a confined lab
+//!   (cargo feature `lab`, on by default).
 //! - `doctor`: whether this host has what real-VM scenarios need.
 //! - `serve`: the boot file server on its own.
 //! - `conformance`: DMTF's four conformance tools against the emulator.
@@ -14,7 +15,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use shoal_harness::{bench, conformance, doctor, fuzz, runner, scenario::Scenario};
+use shoal_harness::{bench, conformance, doctor, fuzz};
+#[cfg(feature = "lab")]
+use shoal_harness::{runner, scenario::Scenario};
 
 #[derive(Parser)]
 #[command(name = "shoal-harness", version, about)]
@@ -26,6 +29,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run boot scenarios end to end.
+    #[cfg(feature = "lab")]
     Run {
         /// Folder of scenario files.
         #[arg(default_value = "scenarios")]
@@ -349,6 +353,7 @@ fn real_main() -> Result<ExitCode> {
             rt.block_on(shoal_harness::fileserver::run(&dir, bind, &log))?;
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(feature = "lab")]
         Command::Run {
             dir,
             filter,
