@@ -34,7 +34,10 @@ impl EmulatorProcess {
         let file = std::fs::File::create(log).with_context(|| format!("{}", log.display()))?;
         // The emulator goes when this process goes, however it ends (a
         // signal handler's exit skips the drop below).
-        // SAFETY: prctl(2) only, between fork and exec.
+        // SAFETY: `pre_exec` runs the closure in the forked child before
+        // exec, where only async-signal-safe calls are allowed: prctl(2) is
+        // a plain system call on integer arguments that allocates nothing,
+        // takes no lock and touches no memory of the parent's.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
@@ -47,7 +50,12 @@ impl EmulatorProcess {
             .stdin(Stdio::null())
             .spawn()
             .with_context(|| format!("starting {program}"))?;
-        let mut out = BufReader::new(child.stdout.take().expect("piped"));
+        let mut out = BufReader::new(
+            child
+                .stdout
+                .take()
+                .expect("stdout is Stdio::piped() in this very spawn"),
+        );
         let mut urls = Vec::with_capacity(endpoints + 1);
         for _ in 0..=endpoints {
             let mut line = String::new();

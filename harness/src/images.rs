@@ -107,7 +107,9 @@ fn shared_files(folder: &Path) -> Result<Vec<(String, Vec<u8>)>> {
 fn lock_exclusive(file: &std::fs::File) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     loop {
-        // SAFETY: flock on a descriptor this File owns for the whole call.
+        // SAFETY: flock(2) takes a descriptor and a flag and touches no
+        // memory of this process; the descriptor is `file`'s, open for the
+        // whole call because `file` is borrowed across it.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
             return Ok(());
         }

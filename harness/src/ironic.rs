@@ -156,12 +156,18 @@ static RUNNING: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
 pub fn stop_all() {
     let groups = std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|p| p.into_inner()));
     for g in &groups {
-        // SAFETY: kill(2) on process groups this process started.
+        // SAFETY: kill(2) takes two integers and touches none of this
+        // process's memory. Each group is one `Ironic::start` made
+        // (`process_group(0)`: its id is the leader's pid) and whose leader
+        // is not reaped yet (only the drop, which first takes it out of
+        // RUNNING, waits for it), so the id still names that group.
         unsafe { libc::kill(-g, libc::SIGTERM) };
     }
     std::thread::sleep(Duration::from_secs(2));
     for g in &groups {
-        // SAFETY: as above.
+        // SAFETY: kill(2) touches no memory; the leaders are still not
+        // reaped (nothing here waits for them), so the ids are still these
+        // groups'.
         unsafe { libc::kill(-g, libc::SIGKILL) };
     }
 }
@@ -304,7 +310,10 @@ impl Drop for Ironic {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|g| *g != pgid);
-        // SAFETY: kill(2) on the process group this struct started.
+        // SAFETY: kill(2) takes two integers and touches none of this
+        // process's memory. `pgid` is the group `start` made with the child
+        // as its leader (`process_group(0)`), and the child is not reaped
+        // yet (`wait` comes below), so the id cannot have been reused.
         unsafe { libc::kill(-pgid, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut exited = false;
@@ -317,7 +326,10 @@ impl Drop for Ironic {
         }
         // Whatever of the group is left. Once the leader is reaped, the
         // group id is still ours only while a member lives (kill 0 says).
-        // SAFETY: kill(2) on that group, as above.
+        // SAFETY: kill(2) touches no memory. If the leader is not reaped,
+        // the id is still ours (as above); once it is, signal 0 first
+        // checks that a member of the group lives, which keeps the id from
+        // being reused, before the KILL goes to it.
         unsafe {
             if !exited || libc::kill(-pgid, 0) == 0 {
                 libc::kill(-pgid, libc::SIGKILL);

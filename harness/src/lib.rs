@@ -1,21 +1,28 @@
 //! `shoal-harness` as a library: the lab real VMs run in, the boot file
 //! server, image recipes, scenario files, the drivers that talk to the BMC,
+//! the host check (`doctor`), the one JUnit writer,
 //! the standalone Ironic of the `ironic` driver,
 //! the runner, the conformance run of DMTF's tools, the HTTP fuzzer, and
 //! the benchmark
 //! against sushy-tools and nginx with its load generator.
+//!
+//! The lab itself (`lab::Lab`) and the runner need libvirt's C library and
+//! are behind the cargo feature `lab` (on by default).
 
 pub mod bench;
 pub mod conformance;
+pub mod doctor;
 pub mod driver;
 pub mod emulator;
 pub mod fileserver;
 pub mod fuzz;
 pub mod images;
 pub mod ironic;
+pub mod junit;
 pub mod lab;
 pub mod load;
 pub mod netns;
 pub mod petitboot;
+#[cfg(feature = "lab")]
 pub mod runner;
 pub mod scenario;

@@ -34,18 +34,24 @@ impl Conn {
     }
 
     async fn sender(&mut self) -> Result<&mut SendRequest<Full<Bytes>>> {
-        if self.sender.as_ref().is_none_or(|s| s.is_closed()) {
-            let tcp = TcpStream::connect(self.addr)
-                .await
-                .with_context(|| format!("connect {}", self.addr))?;
-            tcp.set_nodelay(true)?;
-            let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
-            tokio::spawn(async move {
-                let _ = conn.await;
-            });
-            self.sender = Some(sender);
+        if self.sender.as_ref().is_some_and(|s| s.is_closed()) {
+            self.sender = None;
         }
-        Ok(self.sender.as_mut().expect("just set"))
+        match &mut self.sender {
+            Some(s) => Ok(s),
+            slot => {
+                let tcp = TcpStream::connect(self.addr)
+                    .await
+                    .with_context(|| format!("connect {}", self.addr))?;
+                tcp.set_nodelay(true)?;
+                let (sender, conn) =
+                    hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+                Ok(slot.insert(sender))
+            }
+        }
     }
 
     /// Sends one request and reads the whole answer. A connection the

@@ -1,6 +1,7 @@
 //! `shoal-harness`: end-to-end boot scenarios against shoal-emulator.
 //!
-//! - `run [SCENARIO_DIR]`: runs `scenarios/*.toml` in a confined lab.
+//! - `run [SCENARIO_DIR]`: runs `scenarios/*.toml` in a confined lab
+//!   (cargo feature `lab`, on by default).
 //! - `doctor`: whether this host has what real-VM scenarios need.
 //! - `serve`: the boot file server on its own.
 //! - `conformance`: DMTF's four conformance tools against the emulator.
@@ -9,12 +10,14 @@
 //!   storm and in a soak.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use shoal_harness::{bench, conformance, fuzz, lab, runner, scenario::Scenario};
+use shoal_harness::{bench, conformance, doctor, fuzz};
+#[cfg(feature = "lab")]
+use shoal_harness::{runner, scenario::Scenario};
 
 #[derive(Parser)]
 #[command(name = "shoal-harness", version, about)]
@@ -26,6 +29,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run boot scenarios end to end.
+    #[cfg(feature = "lab")]
     Run {
         /// Folder of scenario files.
         #[arg(default_value = "scenarios")]
@@ -184,12 +188,18 @@ fn parse_target(s: &str) -> Result<fuzz::Target, String> {
     })
 }
 
-fn sibling(name: &str) -> Option<PathBuf> {
-    std::env::current_exe()
-        .ok()?
-        .parent()
-        .map(|d| d.join(name))
-        .filter(|p| p.exists())
+/// `--emulator`, else the `shoal-emulator` beside this program.
+fn emulator_or_sibling(emulator: Option<PathBuf>) -> Result<PathBuf> {
+    let sibling = || {
+        std::env::current_exe()
+            .ok()?
+            .parent()
+            .map(|d| d.join("shoal-emulator"))
+            .filter(|p| p.exists())
+    };
+    emulator
+        .or_else(sibling)
+        .context("no shoal-emulator beside this program; pass --emulator")
 }
 
 fn main() -> ExitCode {
@@ -210,52 +220,7 @@ fn main() -> ExitCode {
 
 fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
-        Command::Doctor => {
-            let missing = lab::missing();
-            for (p, pkg) in lab::NEEDS
-                .iter()
-                .chain(lab::NEEDS_PPC64LE)
-                .chain(lab::NEEDS_IRONIC)
-            {
-                let ok = Path::new(p).exists();
-                println!(
-                    "{:<8} {p:<40} {}",
-                    if ok { "ok" } else { "MISSING" },
-                    if ok {
-                        String::new()
-                    } else {
-                        format!("install {pkg}")
-                    }
-                );
-            }
-            let ppc64le = lab::missing_ppc64le();
-            let venv = std::env::var_os("SHOAL_IRONIC_VENV").map(PathBuf::from);
-            let ironic = shoal_harness::ironic::python(venv.as_deref());
-            match &ironic {
-                Ok(py) => println!("{:<8} {:<40}", "ok", py.display()),
-                Err(e) => println!("{:<8} {e}", "MISSING"),
-            }
-            let ironic_ready =
-                ironic.is_ok() && lab::NEEDS_IRONIC.iter().all(|(p, _)| Path::new(p).exists());
-            match (missing.is_empty(), ppc64le.is_empty()) {
-                (true, true) if !ironic_ready => {
-                    eprintln!("this host can run the VM scenarios except the ironic-* ones");
-                    Ok(ExitCode::FAILURE)
-                }
-                (true, true) => {
-                    println!("this host can run every VM scenario");
-                    Ok(ExitCode::SUCCESS)
-                }
-                (true, false) => {
-                    eprintln!("this host can run the x86_64 VM scenarios, not the ppc64le (petitboot) ones{}", if ironic_ready { "" } else { ", nor the ironic-* ones" });
-                    Ok(ExitCode::FAILURE)
-                }
-                _ => {
-                    eprintln!("{} requirement(s) missing for VM scenarios", missing.len());
-                    Ok(ExitCode::FAILURE)
-                }
-            }
-        }
+        Command::Doctor => Ok(doctor::run()),
         Command::Conformance {
             out,
             venv,
@@ -263,9 +228,7 @@ fn real_main() -> Result<ExitCode> {
             only,
             timeout_secs,
         } => {
-            let emulator = emulator
-                .or_else(|| sibling("shoal-emulator"))
-                .context("no shoal-emulator beside this program; pass --emulator")?;
+            let emulator = emulator_or_sibling(emulator)?;
             let out = std::path::absolute(&out)?;
             std::fs::create_dir_all(&out).with_context(|| format!("{}", out.display()))?;
             let opts = conformance::Options {
@@ -302,9 +265,7 @@ fn real_main() -> Result<ExitCode> {
             timeout_secs,
             emulator,
         } => {
-            let emulator = emulator
-                .or_else(|| sibling("shoal-emulator"))
-                .context("no shoal-emulator beside this program; pass --emulator")?;
+            let emulator = emulator_or_sibling(emulator)?;
             let out = std::path::absolute(&out)?;
             let seed = seed.unwrap_or_else(|| {
                 let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
@@ -353,9 +314,7 @@ fn real_main() -> Result<ExitCode> {
             rack_endpoints,
             soak_secs,
         } => {
-            let emulator = emulator
-                .or_else(|| sibling("shoal-emulator"))
-                .context("no shoal-emulator beside this program; pass --emulator")?;
+            let emulator = emulator_or_sibling(emulator)?;
             if !no_nginx && !nginx.exists() {
                 anyhow::bail!(
                     "{} is missing (apt-get install nginx-light, or --no-nginx)",
@@ -394,6 +353,7 @@ fn real_main() -> Result<ExitCode> {
             rt.block_on(shoal_harness::fileserver::run(&dir, bind, &log))?;
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(feature = "lab")]
         Command::Run {
             dir,
             filter,
@@ -412,9 +372,7 @@ fn real_main() -> Result<ExitCode> {
             if scenarios.is_empty() {
                 anyhow::bail!("no scenario in {} matches", dir.display());
             }
-            let emulator = emulator
-                .or_else(|| sibling("shoal-emulator"))
-                .context("no shoal-emulator beside this program; pass --emulator")?;
+            let emulator = emulator_or_sibling(emulator)?;
             let python = python.or_else(|| {
                 std::env::var_os("SHOAL_TEST_VENV")
                     .map(|v| PathBuf::from(v).join("bin/python"))

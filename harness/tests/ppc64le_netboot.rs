@@ -78,6 +78,7 @@ fn netboot(machine: &[&str], nic: &str, what: &str) {
         qemu.exists(),
         "qemu-system-ppc64 is missing (qemu-system-ppc from bookworm-backports; run ci/test)",
     ) || !required(
+        // SAFETY: geteuid(2) takes nothing, touches no memory, cannot fail.
         unsafe { libc::geteuid() } == 0,
         "the ppc64le netboot test runs QEMU in a network namespace of its own: run it as root",
     ) {

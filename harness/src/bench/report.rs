@@ -132,8 +132,7 @@ pub fn targets(rows: &[Row], clients: usize, scale_systems: usize, rss_mib: f64)
             met,
         );
     }
-    if let Some(r) = rows.iter().find(|r| r.nginx.is_some()) {
-        let n = r.nginx.as_ref().expect("found");
+    if let Some((r, n)) = rows.iter().find_map(|r| r.nginx.as_ref().map(|n| (r, n))) {
         let x = r.shoal.rate() / n.rate().max(1e-9);
         line(
             "GET System >= 0.5x nginx".into(),

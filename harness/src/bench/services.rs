@@ -26,6 +26,10 @@ pub(super) struct Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         // gunicorn and nginx stop their workers on SIGTERM.
+        // SAFETY: kill(2) takes two integers and touches none of this
+        // process's memory; the pid is our child's, not reaped yet (only
+        // `try_wait`/`wait` below reap it), so it cannot name another
+        // process.
         unsafe {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
         }

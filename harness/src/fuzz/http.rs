@@ -186,14 +186,16 @@ impl Client {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Error::Timeout,
             _ => Error::Closed(e.to_string()),
         };
-        if self.conn.is_none() {
-            let s = TcpStream::connect_timeout(&self.addr, self.timeout).map_err(io)?;
-            s.set_read_timeout(Some(self.timeout)).map_err(io)?;
-            s.set_write_timeout(Some(self.timeout)).map_err(io)?;
-            s.set_nodelay(true).map_err(io)?;
-            self.conn = Some(BufReader::new(s));
-        }
-        let conn = self.conn.as_mut().expect("connected");
+        let conn = match &mut self.conn {
+            Some(conn) => conn,
+            none => {
+                let s = TcpStream::connect_timeout(&self.addr, self.timeout).map_err(io)?;
+                s.set_read_timeout(Some(self.timeout)).map_err(io)?;
+                s.set_write_timeout(Some(self.timeout)).map_err(io)?;
+                s.set_nodelay(true).map_err(io)?;
+                none.insert(BufReader::new(s))
+            }
+        };
         // A server may answer (413, 400) and close before reading it all.
         let write_err = conn.get_mut().write_all(wire).err();
         let mut line = Vec::new();

@@ -2,7 +2,7 @@
 //! XML (one test case per target and invariant).
 
 use super::{Finding, Invariant, Options, TargetResult};
-use crate::conformance::xml_attr;
+use crate::junit;
 
 fn mib(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
@@ -109,54 +109,49 @@ pub fn findings_jsonl(opts: &Options, results: &[TargetResult]) -> String {
     o
 }
 
+/// JUnit XML: one test case per target and invariant, the findings (with
+/// their replay command) as the failure's text.
 pub fn junit(opts: &Options, results: &[TargetResult]) -> String {
     let mut cases = Vec::new();
     for r in results {
         for inv in Invariant::ALL {
             let found: Vec<&Finding> = r.findings.iter().filter(|f| f.invariant == inv).collect();
             let failure = match (&r.error, found.is_empty()) {
-                (Some(e), _) => Some((e.clone(), String::new())),
+                (Some(e), _) => Some(junit::Failure {
+                    message: e.clone(),
+                    text: Some(String::new()),
+                }),
                 (None, true) => None,
-                (None, false) => Some((
-                    format!("{} finding(s)", found.len()),
-                    found
-                        .iter()
-                        .map(|f| {
-                            format!(
-                                "case {} ({}): {}\n  {}\n  replay: shoal-harness fuzz --seed {} --case {} --targets {}",
-                                f.case, f.kind, f.detail, f.request, opts.seed, f.case, r.name
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                )),
+                (None, false) => Some(junit::Failure {
+                    message: format!("{} finding(s)", found.len()),
+                    text: Some(
+                        found
+                            .iter()
+                            .map(|f| {
+                                format!(
+                                    "case {} ({}): {}\n  {}\n  replay: shoal-harness fuzz --seed {} --case {} --targets {}",
+                                    f.case, f.kind, f.detail, f.request, opts.seed, f.case, r.name
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    ),
+                }),
             };
-            cases.push((r, inv, failure));
+            cases.push(junit::Case {
+                classname: format!("fuzz.{}", r.name),
+                name: inv.name().into(),
+                time: r.elapsed.as_secs_f64(),
+                failure,
+            });
         }
     }
-    let failures = cases.iter().filter(|c| c.2.is_some()).count();
-    let mut x = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"shoal-fuzz\" tests=\"{}\" failures=\"{failures}\">\n",
-        cases.len()
-    );
-    for (r, inv, failure) in cases {
-        x.push_str(&format!(
-            "  <testcase classname=\"fuzz.{}\" name=\"{}\" time=\"{:.1}\"",
-            xml_attr(&r.name),
-            inv.name(),
-            r.elapsed.as_secs_f64()
-        ));
-        match failure {
-            None => x.push_str("/>\n"),
-            Some((msg, text)) => x.push_str(&format!(
-                ">\n    <failure message=\"{}\">{}</failure>\n  </testcase>\n",
-                xml_attr(&msg),
-                xml_attr(&text)
-            )),
-        }
+    junit::Suite {
+        name: "shoal-fuzz",
+        time: None,
+        cases,
     }
-    x.push_str("</testsuite>\n");
-    x
+    .to_xml()
 }
 
 #[cfg(test)]

@@ -1,10 +1,6 @@
-//! The confined lab that real-VM runs happen in: a network namespace of its
-//! own with libvirtd and virtlogd inside, isolated libvirt networks (no
-//! forward; DHCP with the dnsmasq options a scenario asks for), boot file
-//! servers bound inside the namespace, and domains whose serial port goes
-//! to a file. Everything started here is stopped on drop: domains
-//! destroyed and undefined, networks removed, daemons killed by pid, the
-//! namespace deleted.
+//! The lab itself (cargo feature `lab`): the namespace with its own
+//! libvirtd and virtlogd, the networks, boot file servers and domains,
+//! over libvirt's C library; all stopped on drop.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -14,48 +10,25 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use virt::connect::Connect;
 
+use super::{host6, missing, Net, NetSpec, BOOT_PORT, SYSTEM_URI};
 use crate::netns;
 
-pub const SYSTEM_URI: &str = "qemu:///system";
-pub const BOOT_PORT: u16 = 8080;
 const DNSMASQ_NS: &str = "http://libvirt.org/schemas/network/dnsmasq/1.0";
 
-/// An isolated network of the lab: 198.18.N.0/24 (and fd00:5e:N::/64).
-#[derive(Debug, Clone)]
-pub struct Net {
-    pub name: String,
-    pub index: u8,
-    pub host: Ipv4Addr,
-    pub host6: Option<String>,
-}
-
-impl Net {
-    /// The boot server's base URL on this network.
-    pub fn boot_url(&self) -> String {
-        format!("http://{}:{BOOT_PORT}", self.host)
-    }
-}
-
-/// The host's IPv6 address on network `index`: fd00:5e:N::1.
-pub fn host6(index: u8) -> std::net::Ipv6Addr {
-    std::net::Ipv6Addr::new(0xfd00, 0x5e, index.into(), 0, 0, 0, 0, 1)
-}
-
-/// What a network offers through DHCP.
-#[derive(Debug, Clone, Default)]
-pub struct NetSpec {
-    /// Raw dnsmasq options (`dhcp-option-force=...`), added to libvirt's.
-    pub dnsmasq_options: Vec<String>,
-    /// Also fd00:5e:N::/64 with DHCPv6.
-    pub ipv6: bool,
-    /// No DHCPv4 (the address stays, for the boot server).
-    pub no_dhcp4: bool,
-    /// dnsmasq's TFTP server serves this folder.
-    pub tftp_root: Option<PathBuf>,
-    /// Fixed DHCPv4 leases: (MAC, host number in the /24).
-    pub hosts: Vec<(String, u8)>,
-    /// dnsmasq logs its DHCP and router advertisement traffic here.
-    pub dnsmasq_log: Option<PathBuf>,
+/// A ppc64le pseries machine for `Lab::define_pseries`.
+pub struct Pseries<'a> {
+    pub name: &'a str,
+    pub uuid: &'a str,
+    pub net: &'a Net,
+    pub mac: &'a str,
+    pub memory_mib: u64,
+    /// Where its console (hvc0) writes.
+    pub serial: &'a Path,
+    /// The netboot image it boots as its firmware.
+    pub kernel: &'a Path,
+    pub initrd: &'a Path,
+    /// A raw disk, as a virtio disk.
+    pub disk: Option<&'a Path>,
 }
 
 pub struct Lab {
@@ -66,47 +39,6 @@ pub struct Lab {
     networks: Vec<String>,
     domains: Vec<String>,
     servers: Vec<tokio::task::JoinHandle<()>>,
-}
-
-/// Host programs and files the lab needs, with the Debian package of each.
-pub const NEEDS: &[(&str, &str)] = &[
-    ("/usr/sbin/libvirtd", "libvirt-daemon-system"),
-    ("/usr/sbin/virtlogd", "libvirt-daemon-system"),
-    ("/usr/bin/qemu-system-x86_64", "qemu-system-x86"),
-    ("/usr/sbin/dnsmasq", "dnsmasq-base"),
-    ("/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf"),
-];
-
-/// What ppc64le (petitboot) machines need on top of `NEEDS`; their images
-/// are built from ppc64el packages (`dpkg --add-architecture ppc64el`).
-pub const NEEDS_PPC64LE: &[(&str, &str)] = &[("/usr/bin/qemu-system-ppc64", "qemu-system-ppc")];
-
-/// The boot files of the Ironic DHCP-path scenarios: iPXE (http-ipxe) and
-/// Debian's network grub (http), as Ironic's docs name them.
-pub const IPXE_SNPONLY: &str = "/usr/lib/ipxe/snponly.efi";
-pub const GRUB_NETBOOT: &str = "/usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed";
-pub const NEEDS_IRONIC: &[(&str, &str)] = &[
-    (IPXE_SNPONLY, "ipxe"),
-    (GRUB_NETBOOT, "grub-efi-amd64-signed"),
-];
-
-/// What of `NEEDS_PPC64LE` is missing on this host.
-pub fn missing_ppc64le() -> Vec<String> {
-    absent(NEEDS_PPC64LE)
-}
-
-/// What is missing on this host (empty when the lab can run).
-pub fn missing() -> Vec<String> {
-    absent(NEEDS)
-}
-
-/// The entries of `needs` whose file is absent, with their package.
-fn absent(needs: &[(&str, &str)]) -> Vec<String> {
-    needs
-        .iter()
-        .filter(|(p, _)| !Path::new(p).exists())
-        .map(|(p, pkg)| format!("{p} (Debian package {pkg})"))
-        .collect()
 }
 
 impl Lab {
@@ -164,8 +96,10 @@ impl Lab {
         Ok(lab)
     }
 
-    pub fn conn(&self) -> &Connect {
-        self.conn.as_ref().expect("connected while the lab lives")
+    /// The lab's libvirt connection; gone once the lab is stopped (by a
+    /// signal while cases still run).
+    pub fn conn(&self) -> Result<&Connect> {
+        self.conn.as_ref().context("the lab is stopped")
     }
 
     pub fn dir(&self) -> &Path {
@@ -217,7 +151,7 @@ impl Lab {
              <ip address='{host}' netmask='255.255.255.0'>{tftp}{dhcp4}</ip>{v6}{opts}</network>"
         );
         std::fs::write(self.dir.join(format!("{name}.xml")), &xml)?;
-        self.conn()
+        self.conn()?
             .create_network_xml(&xml)
             .with_context(|| format!("network {name}"))?;
         self.networks.push(name.clone());
@@ -318,19 +252,18 @@ impl Lab {
     /// machines run petitboot from flash), with one spapr-vlan NIC on `net`
     /// and its console (hvc0) writing `serial`, and `disk` (raw) as a virtio
     /// disk when given.
-    #[allow(clippy::too_many_arguments)]
-    pub fn define_pseries(
-        &mut self,
-        name: &str,
-        uuid: &str,
-        net: &Net,
-        mac: &str,
-        memory_mib: u64,
-        serial: &Path,
-        kernel: &Path,
-        initrd: &Path,
-        disk: Option<&Path>,
-    ) -> Result<String> {
+    pub fn define_pseries(&mut self, m: &Pseries) -> Result<String> {
+        let Pseries {
+            name,
+            uuid,
+            net,
+            mac,
+            memory_mib,
+            serial,
+            kernel,
+            initrd,
+            disk,
+        } = *m;
         let disk = disk
             .map(|p| {
                 format!(
@@ -368,7 +301,7 @@ impl Lab {
         // A run that was killed before its lab stopped leaves its domains
         // defined; this lab's names are its own, so such a leftover goes.
         if !self.domains.iter().any(|d| d == name) {
-            if let Ok(old) = self.conn().lookup_domain_by_name(name) {
+            if let Ok(old) = self.conn()?.lookup_domain_by_name(name) {
                 eprintln!("lab: removing domain {name}, which a killed run left behind");
                 if old.is_active().unwrap_or(false) {
                     let _ = old.destroy();
@@ -377,7 +310,7 @@ impl Lab {
             }
         }
         let d = self
-            .conn()
+            .conn()?
             .define_domain_xml(xml)
             .with_context(|| format!("define {name}"))?;
         self.domains.push(name.to_string());
@@ -397,15 +330,17 @@ impl Lab {
     }
 
     pub fn is_running(&self, name: &str) -> bool {
-        self.conn()
-            .lookup_domain_by_name(name)
-            .and_then(|d| d.is_active())
-            .unwrap_or(false)
+        self.conn().is_ok_and(|c| {
+            c.lookup_domain_by_name(name)
+                .and_then(|d| d.is_active())
+                .unwrap_or(false)
+        })
     }
 
     /// The domain's current definition, for artifact folders.
     pub fn domain_xml(&self, name: &str) -> Option<String> {
         self.conn()
+            .ok()?
             .lookup_domain_by_name(name)
             .and_then(|d| d.xml_desc(0))
             .ok()
@@ -452,19 +387,5 @@ impl Lab {
             let _ = d.wait();
         }
         netns::delete(&self.ns);
-    }
-}
-
-/// Polls `cond` every 250 ms until it holds or `limit` passes.
-pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
-    let start = Instant::now();
-    loop {
-        if cond() {
-            return Some(start.elapsed());
-        }
-        if start.elapsed() >= limit {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(250));
     }
 }

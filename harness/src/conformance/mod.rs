@@ -1,0 +1,311 @@
+//! `shoal-harness conformance`: the four DMTF conformance tools against a
+//! `shoal-emulator` on the fake backend, the way a real BMC is checked:
+//! HTTPS with a certificate the tools trust, Basic and session auth, the
+//! full feature set and several kinds of systems.
+//!
+//! The service validator's CSDL comes from the service itself: `$metadata`
+//! and every schema it references, transitively, fetched from
+//! `/redfish/v1/Schemas/` (offline; OASIS's own vocabularies are not served
+//! and the validator does not need them). Ironic's interop profile ships in
+//! this binary (`conformance/`, Apache-2.0).
+//!
+//! Each tool's reports go to `OUT/<tool>/`, its console to `OUT/<tool>.log`;
+//! the counts and every FAIL and WARN line go to `OUT/summary.txt` and JUnit
+//! XML. A tool fails its case when it reports a FAIL, or when its counts
+//! cannot be read (it crashed or changed its output).
+
+mod output;
+mod report;
+mod schemas;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::emulator::EmulatorProcess;
+use output::{findings, parse_protocol_summary, parse_table};
+pub use report::{junit, summary};
+pub use schemas::fetch_schemas;
+
+/// Ironic's Redfish interop profile (openstack/ironic, Apache-2.0).
+pub const IRONIC_PROFILE: &str =
+    include_str!("../../conformance/OpenStackIronicProfile.v1_2_0.json");
+const USER: &str = "shoal-admin";
+const PASSWORD: &str = "conformance-Passw0rd";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    Service,
+    Protocol,
+    UseCases,
+    Interop,
+}
+
+impl Tool {
+    pub const ALL: [Tool; 4] = [Tool::Service, Tool::Protocol, Tool::UseCases, Tool::Interop];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Service => "service-validator",
+            Tool::Protocol => "protocol-validator",
+            Tool::UseCases => "use-case-checkers",
+            Tool::Interop => "interop-validator",
+        }
+    }
+
+    fn program(self) -> &'static str {
+        match self {
+            Tool::Service => "rf_service_validator",
+            Tool::Protocol => "rf_protocol_validator",
+            Tool::UseCases => "rf_use_case_checkers",
+            Tool::Interop => "rf_interop_validator",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.name() == s)
+    }
+}
+
+pub struct Options {
+    pub emulator: PathBuf,
+    /// The venv's `bin/` with the four tools.
+    pub venv_bin: PathBuf,
+    pub out: PathBuf,
+    pub tools: Vec<Tool>,
+    /// Limit per tool.
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub pass: u64,
+    pub warn: u64,
+    pub fail: u64,
+    pub not_tested: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolResult {
+    pub tool: Tool,
+    pub counts: Option<Counts>,
+    /// The FAIL and WARN findings, one line each.
+    pub findings: Vec<String>,
+    /// Why the run is void (crash, timeout, unreadable output).
+    pub error: Option<String>,
+    pub elapsed: Duration,
+    pub reports: PathBuf,
+}
+
+impl ToolResult {
+    pub fn passed(&self) -> bool {
+        self.error.is_none() && self.counts.as_ref().is_some_and(|c| c.fail == 0)
+    }
+}
+
+/// The inventory the tools see: UEFI and legacy x86_64 machines and a
+/// ppc64le one (no UEFI), one of them powered off.
+fn inventory(dir: &Path) -> String {
+    format!(
+        r#"feature_set = "full"
+[auth]
+htpasswd = "{dir}/htpasswd"
+[tls]
+certificate = "{dir}/cert.pem"
+key = "{dir}/key.pem"
+
+[[systems]]
+name = "conformance-uefi-0"
+disks = [{{ name = "disk0", capacity_gib = 40 }}, {{ name = "disk1", capacity_gib = 40 }}]
+
+[[systems]]
+name = "conformance-uefi-1"
+power = "Off"
+
+[[systems]]
+name = "conformance-legacy"
+boot_mode = "Legacy"
+
+[[systems]]
+name = "conformance-ppc64le"
+arch = "ppc64le"
+boot_mode = "Legacy"
+"#,
+        dir = dir.display()
+    )
+}
+
+/// Writes the certificate (127.0.0.1, self-signed), the htpasswd and the
+/// inventory into `dir`; returns the inventory's path.
+fn prepare(dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()])?;
+    std::fs::write(dir.join("cert.pem"), ck.cert.pem())?;
+    std::fs::write(dir.join("key.pem"), ck.key_pair.serialize_pem())?;
+    let hash = bcrypt::hash(PASSWORD, 10)?;
+    std::fs::write(dir.join("htpasswd"), format!("{USER}:{hash}\n"))?;
+    let inv = dir.join("inventory.toml");
+    std::fs::write(&inv, inventory(dir))?;
+    Ok(inv)
+}
+
+fn run_tool(tool: Tool, opts: &Options, url: &str, dir: &Path) -> ToolResult {
+    let started = Instant::now();
+    let reports = opts.out.join(tool.name());
+    let _ = std::fs::remove_dir_all(&reports);
+    let mut result = ToolResult {
+        tool,
+        counts: None,
+        findings: Vec::new(),
+        error: None,
+        elapsed: Duration::ZERO,
+        reports: reports.clone(),
+    };
+    if let Err(e) = std::fs::create_dir_all(&reports) {
+        result.error = Some(format!("{}: {e}", reports.display()));
+        return result;
+    }
+    let mut cmd = Command::new(opts.venv_bin.join(tool.program()));
+    match tool {
+        Tool::Service => {
+            cmd.args([
+                "--authtype",
+                "Session",
+                "--skipschema",
+                "--schema_directory",
+            ])
+            .arg(dir.join("schemas"))
+            .arg("--logdir")
+            .arg(&reports);
+        }
+        Tool::Protocol => {
+            cmd.arg("--ca-bundle")
+                .arg(dir.join("cert.pem"))
+                .arg("--report-dir")
+                .arg(&reports);
+        }
+        Tool::UseCases => {
+            cmd.arg("--report-dir").arg(&reports);
+        }
+        Tool::Interop => {
+            cmd.arg(dir.join("OpenStackIronicProfile.v1_2_0.json"))
+                .args(["--authtype", "Session", "--logdir"])
+                .arg(&reports);
+        }
+    }
+    cmd.args(["-r", url, "-u", USER, "-p", PASSWORD])
+        .current_dir(&reports)
+        // python-requests trusts the service's certificate through this
+        // (the tools build sessions that ignore their own CA options).
+        .env("REQUESTS_CA_BUNDLE", dir.join("cert.pem"))
+        .env("NO_PROXY", "*");
+    let console = opts.out.join(format!("{}.log", tool.name()));
+    let output = run_with_timeout(cmd, &console, opts.timeout);
+    result.elapsed = started.elapsed();
+    let text = std::fs::read_to_string(&console).unwrap_or_default();
+    match output {
+        Err(e) => result.error = Some(format!("{e:#}")),
+        Ok(status) => {
+            result.counts = match tool {
+                Tool::Protocol => parse_protocol_summary(&text),
+                _ => parse_table(&text),
+            };
+            if result.counts.is_none() {
+                result.error = Some(format!(
+                    "no result counts in its output ({status}); see {}",
+                    console.display()
+                ));
+            }
+        }
+    }
+    result.findings = findings(tool, &reports);
+    result
+}
+
+/// Runs `cmd` with stdout and stderr to `console`, killing it (by its pid)
+/// after `limit`.
+fn run_with_timeout(
+    mut cmd: Command,
+    console: &Path,
+    limit: Duration,
+) -> Result<std::process::ExitStatus> {
+    let log = std::fs::File::create(console)?;
+    let mut child = cmd
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {}", cmd.get_program().to_string_lossy()))?;
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("still running after {limit:?}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Starts the emulator, fetches its schemas and runs each tool in turn.
+pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
+    for t in &opts.tools {
+        let p = opts.venv_bin.join(t.program());
+        if !p.exists() {
+            bail!(
+                "{} is missing (the conformance venv: ci/test builds it)",
+                p.display()
+            );
+        }
+    }
+    let dir = opts.out.join("service");
+    let inventory = prepare(&dir)?;
+    std::fs::write(
+        dir.join("OpenStackIronicProfile.v1_2_0.json"),
+        IRONIC_PROFILE,
+    )?;
+    let mut cmd = Command::new(&opts.emulator);
+    cmd.arg("--config")
+        .arg(&inventory)
+        .args(["--port", "0"])
+        .env("RUST_LOG", "info");
+    let mut emu = EmulatorProcess::spawn(cmd, &opts.out.join("emulator.log"))?;
+    let url = emu.url.clone();
+    eprintln!("conformance: shoal-emulator at {url} (pid {})", emu.pid());
+    let n = fetch_schemas(&url, &dir.join("schemas"))?;
+    eprintln!("conformance: {n} schema files fetched from the service");
+    let mut results = Vec::new();
+    for (i, &tool) in opts.tools.iter().enumerate() {
+        eprintln!(
+            "conformance: [{}/{}] {} ...",
+            i + 1,
+            opts.tools.len(),
+            tool.name()
+        );
+        let r = run_tool(tool, opts, &url, &dir);
+        eprintln!(
+            "conformance: [{}/{}] {} {} in {:.0}s",
+            i + 1,
+            opts.tools.len(),
+            tool.name(),
+            if r.passed() { "passed" } else { "FAILED" },
+            r.elapsed.as_secs_f64()
+        );
+        results.push(r);
+        if let Some(status) = emu.exited() {
+            bail!(
+                "the emulator exited ({status}) during {}; see {}",
+                tool.name(),
+                opts.out.join("emulator.log").display()
+            );
+        }
+    }
+    Ok(results)
+}

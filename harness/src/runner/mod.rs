@@ -1,0 +1,208 @@
+//! Runs scenarios end to end in one lab: per case (a scenario with one
+//! driver) its own network, boot servers, domain and emulator process;
+//! several cases in parallel (`--jobs`). Reports progress as it goes, a
+//! summary table with time-to-marker, JUnit XML, and keeps the artifact
+//! folder of every failed case (serial log, emulator log, HTTP logs, DHCP
+//! log, domain XML).
+//!
+//! A case goes through [`prepare`] (images, network, machine, emulator),
+//! [`drive`] (a driver asks the BMC, or Ironic deploys), [`checks`] (the
+//! serial port and what the scenario asks to be seen), then [`report`]
+//! (summary, JUnit, case times); [`retry`] runs a case once more after the
+//! one known platform hang.
+
+mod checks;
+mod drive;
+mod prepare;
+mod report;
+mod retry;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+
+use crate::lab::Lab;
+use crate::scenario::{Driver, Scenario};
+use report::CaseTimes;
+pub use report::{junit, summary};
+use retry::{platform_stop, run_again};
+
+pub struct Options {
+    pub jobs: usize,
+    pub artifacts: PathBuf,
+    pub emulator: PathBuf,
+    pub python: Option<PathBuf>,
+    /// The venv with Ironic (the `ironic` driver).
+    pub ironic_venv: Option<PathBuf>,
+    pub keep_passed: bool,
+}
+
+/// The result of one case.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    pub scenario: String,
+    pub driver: Driver,
+    pub passed: bool,
+    pub detail: String,
+    pub elapsed: Duration,
+    /// From the power-on request to the last expected serial line.
+    pub to_marker: Option<Duration>,
+    pub artifacts: Option<PathBuf>,
+}
+
+/// Runs one case; `index` picks its network (198.18.index.0/24). Its
+/// artifact folder is kept when it failed (or with `--keep-passed`).
+fn run_case(
+    lab: &Mutex<Lab>,
+    opts: &Options,
+    s: &Scenario,
+    driver: Driver,
+    index: u8,
+) -> CaseResult {
+    let dir = opts.artifacts.join(format!("{}-{}", s.name, driver.name()));
+    let start = Instant::now();
+    let verdict = prepare::prepare(lab, opts, s, driver, index, &dir).and_then(|case| {
+        let drive = drive::drive(opts, s, driver, &case)?;
+        checks::judge(lab, s, driver, &case, drive)
+    });
+    let (passed, detail, to_marker) = match verdict {
+        Ok(v) => (v.passed, v.detail, v.to_marker),
+        Err(e) => (false, format!("{e:#}"), None),
+    };
+    let artifacts = if passed && !opts.keep_passed {
+        let _ = std::fs::remove_dir_all(&dir);
+        None
+    } else {
+        Some(dir)
+    };
+    CaseResult {
+        scenario: s.name.clone(),
+        driver,
+        passed,
+        detail,
+        elapsed: start.elapsed(),
+        to_marker,
+        artifacts,
+    }
+}
+
+/// Runs every (scenario, driver) case; returns the results in case order.
+pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
+    let cases: Vec<(usize, &Scenario, Driver)> = scenarios
+        .iter()
+        .flat_map(|s| s.drivers.iter().map(move |d| (s, *d)))
+        .enumerate()
+        .map(|(i, (s, d))| (i, s, d))
+        .collect();
+    if cases.len() > 250 {
+        bail!(
+            "{} cases: at most 250 per run (one /24 network each)",
+            cases.len()
+        );
+    }
+    std::fs::create_dir_all(&opts.artifacts)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let _guard = rt.enter();
+    let lab = Arc::new(Mutex::new(Lab::start(&opts.artifacts.join("lab"))?));
+    stop_on_signal(&rt, lab.clone());
+    let total = cases.len();
+    // The slow cases start first, so that the run does not end with one job
+    // working through a long case alone: slow as the last run on this
+    // machine measured, else as a long timeout suggests. Cases keep their
+    // numbers, and the summary their order.
+    let times = CaseTimes::load();
+    let mut cases = cases;
+    cases.sort_by_key(|(_, s, d)| {
+        std::cmp::Reverse(
+            times
+                .expected(&s.name, *d)
+                .unwrap_or(s.timeout_secs as f64 / 2.0) as u64,
+        )
+    });
+    let queue = Arc::new(Mutex::new(cases.into_iter()));
+    let results = Arc::new(Mutex::new(Vec::new()));
+    std::thread::scope(|scope| {
+        for _ in 0..opts.jobs.max(1) {
+            let (queue, results, lab, handle) = (
+                queue.clone(),
+                results.clone(),
+                lab.clone(),
+                rt.handle().clone(),
+            );
+            scope.spawn(move || {
+                let _g = handle.enter();
+                while let Some((i, s, d)) = queue.lock().ok().and_then(|mut q| q.next()) {
+                    let r = run_numbered(&lab, opts, s, d, (i, total));
+                    // Poisoned only by a panic in `push`: the results are whole.
+                    results
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((i, r));
+                }
+            });
+        }
+    });
+    drop(lab);
+    let mut results = Arc::try_unwrap(results)
+        .map_err(|_| anyhow!("results still shared"))?
+        .into_inner()
+        .map_err(|_| anyhow!("results lock"))?;
+    results.sort_by_key(|(i, _)| *i);
+    let results: Vec<CaseResult> = results.into_iter().map(|(_, r)| r).collect();
+    times.save(&results);
+    Ok(results)
+}
+
+/// Case number `i` of `total`, with its progress lines, run once more
+/// when it stopped in the platform.
+fn run_numbered(
+    lab: &Mutex<Lab>,
+    opts: &Options,
+    s: &Scenario,
+    d: Driver,
+    (i, total): (usize, usize),
+) -> CaseResult {
+    eprintln!("[{}/{total}] {} ({}) ...", i + 1, s.name, d.name());
+    let mut r = run_case(lab, opts, s, d, (i + 1) as u8);
+    if let Some(why) = platform_stop(&r) {
+        r = run_again(lab, opts, s, d, (i + 1) as u8, r, why);
+    }
+    eprintln!(
+        "[{}/{total}] {} ({}) {} in {:.1} s: {}{}",
+        i + 1,
+        s.name,
+        d.name(),
+        if r.passed { "PASS" } else { "FAIL" },
+        r.elapsed.as_secs_f64(),
+        r.detail,
+        r.artifacts
+            .as_ref()
+            .filter(|_| !r.passed)
+            .map(|p| format!(" (artifacts: {})", p.display()))
+            .unwrap_or_default()
+    );
+    r
+}
+
+/// Ctrl-C or SIGTERM: tear the lab down (VMs, networks, daemons,
+/// namespace) before leaving, whatever the cases are doing.
+fn stop_on_signal(rt: &tokio::runtime::Runtime, lab: Arc<Mutex<Lab>>) {
+    rt.spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
+        }
+        eprintln!("interrupted: stopping the lab");
+        crate::ironic::stop_all();
+        if let Ok(mut l) = lab.lock() {
+            l.stop();
+        }
+        std::process::exit(130);
+    });
+}

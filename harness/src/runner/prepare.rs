@@ -1,0 +1,394 @@
+//! A case's preparation, everything before the drive: its folder and boot
+//! images (built without the lab), its network's DHCP profile (the
+//! scenario's, Ironic's DHCP provider folders, a petitboot machine's
+//! options and fixed address), the petitboot configuration and patterns
+//! rendered for the machine, the network, boot servers and domain in the
+//! lab, and the case's emulator.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+
+use super::checks::Patterns;
+use super::Options;
+use crate::driver::Bmc;
+use crate::emulator::EmulatorProcess;
+use crate::ironic::Layout;
+use crate::lab::{Lab, Net, NetSpec, Pseries};
+use crate::scenario::{Dhcp, Driver, HttpBoot, Image, Protocol, Scenario};
+
+/// The host number of a petitboot machine's fixed address in its /24.
+const PETITBOOT_HOST: u8 = 50;
+
+/// A case ready to be driven: its machine defined (not started), its
+/// servers and emulator up.
+pub(super) struct Prepared {
+    /// The artifact folder.
+    pub dir: PathBuf,
+    pub domain: String,
+    pub serial: PathBuf,
+    pub mac: String,
+    /// The lab's namespace.
+    pub ns: String,
+    /// Where the case's Ironic keeps its files (the `ironic` driver).
+    pub layout: Option<Layout>,
+    pub patterns: Patterns,
+    pub net: Net,
+    /// The BMC's own file server (empty for Ironic, which hands out its own).
+    pub bmc_url: String,
+    /// The case's emulator, in front of the domain (`bmc.system`).
+    pub bmc: Bmc,
+    /// The scenario's timeout, for each wait on the serial port.
+    pub limit: Duration,
+    /// Held, not read: the emulator stops when the case is dropped (after
+    /// the drive's Ironic, which talks to it).
+    _emulator: EmulatorProcess,
+}
+
+/// The libvirt domain of case number `index` of scenario `name`.
+pub(super) fn domain_name(index: u8, name: &str) -> String {
+    format!("shoal-{index}-{name}")
+}
+
+/// Prepares case `index` (network 198.18.index.0/24) of `s` with `driver`
+/// in `dir`, which it empties first.
+pub(super) fn prepare(
+    lab: &Mutex<Lab>,
+    opts: &Options,
+    s: &Scenario,
+    driver: Driver,
+    index: u8,
+    dir: &Path,
+) -> Result<Prepared> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.join("www"))?;
+    // Images first: building them needs no lab.
+    copy_artifacts(s, &dir.join("www"))?;
+    let host = Ipv4Addr::new(198, 18, index, 1);
+    let domain = domain_name(index, &s.name);
+    let serial = dir.join("serial.log");
+    let mac = format!("52:54:00:5e:{index:02x}:01");
+    let uuid = domain_uuid(&domain);
+    let mut spec = net_spec(s, host);
+    spec.dnsmasq_log = Some(std::fs::canonicalize(dir)?.join("dnsmasq.log"));
+    let ironic = driver == Driver::Ironic;
+    let layout = ironic
+        .then(|| ironic_layout(s, index, host, dir))
+        .transpose()?;
+    if let Some(l) = &layout {
+        // The network's dnsmasq watches these folders from its start.
+        l.create_dhcp_dirs()?;
+        spec.dnsmasq_options.extend(l.dnsmasq_options());
+        spec.tftp_root = Some(l.www.clone());
+    }
+    let mut patterns = Patterns {
+        serial: s.checks.serial.clone(),
+        requests: s.checks.requests.clone(),
+        failure: s.checks.failure.clone(),
+        then: s.then.clone(),
+    };
+    if let Some(p) = &s.petitboot {
+        // The machine gets a fixed address, so that the configuration
+        // can be named after it (the pxelinux IP probe).
+        let target = crate::petitboot::Target {
+            uuid: &uuid,
+            mac: &mac,
+            ip: Ipv4Addr::new(198, 18, index, PETITBOOT_HOST),
+            server: if s.network.ipv6_only {
+                crate::lab::host6(index).into()
+            } else {
+                host.into()
+            },
+        };
+        let www = std::fs::canonicalize(dir.join("www"))?;
+        let names: Vec<&str> = s.artifacts.iter().map(|a| a.name.as_str()).collect();
+        spec.dnsmasq_options
+            .extend(crate::petitboot::prepare(p, &target, &www, &names)?);
+        for c in patterns
+            .serial
+            .iter_mut()
+            .chain(patterns.requests.iter_mut())
+            .chain(patterns.failure.iter_mut())
+            .chain(
+                patterns
+                    .then
+                    .iter_mut()
+                    .flat_map(|t| t.serial.iter_mut().chain(t.requests_absent.iter_mut())),
+            )
+        {
+            *c = crate::petitboot::render(c, p, &target)?;
+        }
+        spec.hosts.push((mac.clone(), PETITBOOT_HOST));
+        if p.protocol == Protocol::Tftp {
+            spec.tftp_root = Some(www);
+        }
+    }
+    let (net, bmc_url) = {
+        let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
+        let net = lab.network(index, &spec)?;
+        lab.file_server(&net, &dir.join("www"), &dir.join("http.log"))?;
+        // What the BMC itself downloads; Ironic hands it http_url instead.
+        let bmc_url = match ironic {
+            true => String::new(),
+            false => lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?,
+        };
+        let machine = Machine {
+            domain: &domain,
+            uuid: &uuid,
+            net: &net,
+            mac: &mac,
+            serial: &serial,
+        };
+        define_machine(&mut lab, s, &machine, dir)?;
+        (net, bmc_url)
+    };
+    let id = lab
+        .lock()
+        .map_err(|_| anyhow!("lab lock"))?
+        .conn()?
+        .lookup_domain_by_name(&domain)?
+        .uuid_string()?;
+    let ns = lab.lock().map_err(|_| anyhow!("lab lock"))?.ns.clone();
+    let emulator = start_emulator(opts, &domain, &s.emulator, dir, ironic.then_some(&ns))?;
+    Ok(Prepared {
+        dir: dir.to_path_buf(),
+        bmc: Bmc {
+            url: emulator.url.clone(),
+            system: id,
+            python: opts.python.clone(),
+        },
+        domain,
+        serial,
+        mac,
+        ns,
+        layout,
+        patterns,
+        net,
+        bmc_url,
+        limit: Duration::from_secs(s.timeout_secs),
+        _emulator: emulator,
+    })
+}
+
+/// Builds (or takes from the cache) the scenario's boot files and copies
+/// them into the served folder `www` under their scenario names.
+fn copy_artifacts(s: &Scenario, www: &Path) -> Result<()> {
+    for a in &s.artifacts {
+        let marker = a.marker.as_deref().unwrap_or_default();
+        let built = match a.image {
+            Image::GrubMarkerEfi => crate::images::grub_marker("efi", marker)?,
+            Image::GrubMarkerIso => crate::images::grub_marker("iso", marker)?,
+            Image::DeployRamdisk => {
+                crate::images::build("deploy-ramdisk.sh", &["iso"], "deploy.iso")?
+            }
+            Image::DeployKernel => {
+                crate::images::build("deploy-ramdisk.sh", &["kernel"], "vmlinuz")?
+            }
+            Image::DeployInitrd => {
+                crate::images::build("deploy-ramdisk.sh", &["initrd"], "initrd.gz")?
+            }
+            Image::IpxeSnponly => packaged(crate::lab::IPXE_SNPONLY, "ipxe")?,
+            Image::GrubNetbootEfi => packaged(crate::lab::GRUB_NETBOOT, "grub-efi-amd64-signed")?,
+            Image::Ppc64leKernel => ppc64le("kernel", "vmlinux")?,
+            Image::Ppc64lePayload => ppc64le("payload", "payload.cpio.gz")?,
+        };
+        std::fs::copy(&built, www.join(&a.name))?;
+    }
+    Ok(())
+}
+
+/// Where the case's Ironic keeps its files and how it names the boot
+/// server; on an IPv6-only network Ironic's URLs name the host's IPv6
+/// address.
+fn ironic_layout(s: &Scenario, index: u8, host: Ipv4Addr, dir: &Path) -> Result<Layout> {
+    let case = std::fs::canonicalize(dir)?;
+    let (server, authority) = if s.network.ipv6_only {
+        let v6 = crate::lab::host6(index);
+        (v6.to_string(), format!("[{v6}]"))
+    } else {
+        (host.to_string(), host.to_string())
+    };
+    Ok(Layout {
+        dir: case.join("ironic"),
+        www: case.join("www"),
+        http_url: format!("http://{authority}:{}", crate::lab::BOOT_PORT),
+        tftp_server: server,
+        api_port: 16000 + u16::from(index),
+    })
+}
+
+/// The names a case's domain is defined with.
+struct Machine<'a> {
+    domain: &'a str,
+    uuid: &'a str,
+    net: &'a Net,
+    mac: &'a str,
+    serial: &'a Path,
+}
+
+/// Defines the case's machine: a ppc64le pseries running the netboot
+/// image (with a disk when the scenario gives it an OS), else UEFI x86_64.
+fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Path) -> Result<()> {
+    if !s.petitboot() {
+        lab.define_uefi(m.domain, m.net, m.mac, s.machine.memory_mib, m.serial)?;
+        return Ok(());
+    }
+    let gone = crate::lab::missing_ppc64le();
+    if !gone.is_empty() {
+        bail!(
+            "this host cannot run ppc64le machines; missing: {}",
+            gone.join(", ")
+        );
+    }
+    let kernel = ppc64le("kernel", "vmlinux")?;
+    let netboot = ppc64le("netboot", "netboot.cpio.gz")?;
+    let disk = match &s.machine.disk_os {
+        Some(os) => {
+            // An installed OS, as far as petitboot can tell.
+            let mut bytes = format!("SHOAL-DISK-OS {os}\n").into_bytes();
+            bytes.resize(1 << 20, 0);
+            let p = std::fs::canonicalize(dir)?.join("disk.img");
+            std::fs::write(&p, bytes)?;
+            Some(p)
+        }
+        None => None,
+    };
+    lab.define_pseries(&Pseries {
+        name: m.domain,
+        uuid: m.uuid,
+        net: m.net,
+        mac: m.mac,
+        memory_mib: s.machine.memory_mib,
+        serial: m.serial,
+        kernel: &kernel,
+        initrd: &netboot,
+        disk: disk.as_deref(),
+    })?;
+    Ok(())
+}
+
+fn start_emulator(
+    opts: &Options,
+    domain: &str,
+    emulator: &crate::scenario::Emulator,
+    dir: &Path,
+    ns: Option<&str>,
+) -> Result<EmulatorProcess> {
+    let http_boot = emulator.http_boot;
+    // Inside the lab's namespace (for Ironic there) it listens on the
+    // namespace's loopback.
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(&opts.emulator);
+            c
+        }
+        None => Command::new(&opts.emulator),
+    };
+    if let Some(p) = &emulator.profile {
+        cmd.args(["--profile", p]);
+    }
+    cmd.args([
+        "--libvirt-uri",
+        crate::lab::SYSTEM_URI,
+        "--libvirt-domain",
+        domain,
+        "--port",
+        "0",
+    ])
+    .args([
+        "--http-boot",
+        match http_boot {
+            HttpBoot::Firmware => "firmware",
+            HttpBoot::Vmedia => "vmedia",
+        },
+    ])
+    .arg("--media-cache")
+    .arg(dir.join("media"))
+    // What the BMC downloads is served on the host's loopback
+    // (`Lab::bmc_file_server`), which the emulator refuses by default.
+    .args(["--media-allow-net", "127.0.0.0/8"])
+    .env("RUST_LOG", "info");
+    EmulatorProcess::spawn(cmd, &dir.join("emulator.log"))
+}
+
+/// The DHCP profile the scenario gives its network.
+fn net_spec(s: &Scenario, net_host: Ipv4Addr) -> NetSpec {
+    let url = |f: &str| format!("http://{net_host}:{}/{f}", crate::lab::BOOT_PORT);
+    let mut o = Vec::new();
+    if s.network.ipv6_only {
+        // DHCPv6: the bootfile URL (option 59) and the HTTPClient vendor
+        // class (option 16). OVMF takes an ADVERTISE as an HTTP offer only
+        // when option 16 has "HTTPClient" at offset 6, after the 4-byte
+        // enterprise number and the 2-byte length of the first class item
+        // (HttpBootDxe, HttpBootParseDhcp6Packet); it does not check the
+        // enterprise number. dnsmasq writes an option6:16 value as a list of
+        // items, each behind a 2-byte length, and has no way to write the
+        // raw enterprise number: the two-byte item "EN" stands in for it
+        // (a captured ADVERTISE showed a hex value sent as one text item).
+        let index = net_host.octets()[2];
+        if let (Dhcp::Httpclient, Some(f)) = (s.network.dhcp, &s.network.bootfile) {
+            o.push(format!(
+                "dhcp-option=option6:bootfile-url,http://[{}]:{}/{f}",
+                crate::lab::host6(index),
+                crate::lab::BOOT_PORT
+            ));
+            o.push("dhcp-option-force=option6:16,EN,HTTPClient".into());
+        }
+        return NetSpec {
+            dnsmasq_options: o,
+            ipv6: true,
+            no_dhcp4: true,
+            ..NetSpec::default()
+        };
+    }
+    match (s.network.dhcp, &s.network.bootfile) {
+        (Dhcp::Httpclient, Some(f)) => {
+            o.push("dhcp-vendorclass=set:efihttp,HTTPClient".to_string());
+            o.push("dhcp-option-force=tag:efihttp,60,HTTPClient".to_string());
+            o.push(format!("dhcp-boot=tag:efihttp,{}", url(f)));
+        }
+        (Dhcp::HttpclientWithoutVendorClass, Some(f)) => {
+            o.push("dhcp-vendorclass=set:efihttp,HTTPClient".to_string());
+            o.push(format!("dhcp-boot=tag:efihttp,{}", url(f)));
+        }
+        _ => {}
+    }
+    NetSpec {
+        dnsmasq_options: o,
+        ..NetSpec::default()
+    }
+}
+
+/// A boot file a Debian package installs.
+fn packaged(path: &str, package: &str) -> Result<PathBuf> {
+    let p = PathBuf::from(path);
+    if !p.exists() {
+        bail!("{path} is missing (Debian package {package}; ci/test installs it)");
+    }
+    Ok(p)
+}
+
+/// A ppc64le image from vm-images/ppc64le-netboot.sh.
+fn ppc64le(kind: &str, name: &str) -> Result<PathBuf> {
+    crate::images::build("ppc64le-netboot.sh", &[kind], name)
+}
+
+/// A stable UUID for a domain name, so that templates can name the machine
+/// before it is defined.
+fn domain_uuid(name: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let h = hex::encode(&Sha256::digest(name.as_bytes())[..16]);
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
+}

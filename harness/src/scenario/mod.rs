@@ -1,0 +1,395 @@
+//! Scenario files (`scenarios/*.toml`): data, not code. Parsed strictly;
+//! every error names the file and the key.
+//!
+//! A scenario describes one machine, its network's DHCP profile, the boot
+//! artifacts, what the driver asks of the BMC, and what must be seen: serial
+//! markers in order, requests the boot servers answered, the Redfish state
+//! afterwards, and optionally a second start (`[then]`). Serial patterns in
+//! `expect.failure` mean the boot failed; with `expect = "fail"` the
+//! scenario passes only if such a failure is seen (not on a timeout).
+//!
+//! This module is the schema; `validate` loads a file and checks what the
+//! schema alone cannot (combinations of keys).
+
+mod validate;
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Driver {
+    /// The real sushy library, as Ironic uses it.
+    Sushy,
+    /// Ironic's redfish-https / redfish-virtual-media request sequence in Rust.
+    IronicSequence,
+    /// OpenStack Ironic itself, standalone, through its API (`[ironic]`).
+    Ironic,
+}
+
+impl Driver {
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::Sushy => "sushy",
+            Driver::IronicSequence => "ironic-sequence",
+            Driver::Ironic => "ironic",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    Fail,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dhcp {
+    /// Addresses only.
+    Plain,
+    /// Options 209/210 and the TFTP server from `[petitboot]`.
+    Petitboot,
+    /// Answers the HTTPClient vendor class with option 60 and a bootfile URL.
+    Httpclient,
+    /// A bootfile URL but no option 60: the firmware must ignore the offer.
+    HttpclientWithoutVendorClass,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Image {
+    /// A grub EFI application printing `SHOAL-MARKER <marker>`.
+    GrubMarkerEfi,
+    /// The same as a bootable ISO.
+    GrubMarkerIso,
+    /// A Linux ramdisk ISO that reports its command line and boot path and
+    /// sends a heartbeat (vm-images/deploy-ramdisk.sh).
+    DeployRamdisk,
+    /// That ramdisk's kernel alone (for network boot).
+    DeployKernel,
+    /// That ramdisk's initramfs alone.
+    DeployInitrd,
+    /// iPXE's EFI build that drives the firmware's NIC (Debian's ipxe
+    /// package, /usr/lib/ipxe/snponly.efi).
+    IpxeSnponly,
+    /// Debian's signed network grub (grub-efi-amd64-signed,
+    /// grubnetx64.efi.signed), the bootloader Ironic's docs name for its
+    /// `http` and `pxe` interfaces on UEFI.
+    GrubNetbootEfi,
+    /// Debian's ppc64el kernel (vm-images/ppc64le-netboot.sh kernel).
+    Ppc64leKernel,
+    /// The ppc64le payload initramfs: marker, command line, heartbeat.
+    Ppc64lePayload,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    UefiHttp,
+    VirtualMedia,
+    /// The driver only powers the machine on (its firmware decides).
+    PowerOn,
+    /// The driver asks for a network boot (`Pxe`), then powers on.
+    Pxe,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Enabled {
+    Once,
+    Continuous,
+}
+
+impl Enabled {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enabled::Once => "Once",
+            Enabled::Continuous => "Continuous",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HttpBoot {
+    Firmware,
+    Vmedia,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(skip)]
+    pub name: String,
+    pub description: String,
+    #[serde(default = "default_drivers")]
+    pub drivers: Vec<Driver>,
+    #[serde(default = "default_outcome")]
+    pub expect: Outcome,
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    #[serde(default)]
+    pub machine: Machine,
+    #[serde(default)]
+    pub emulator: Emulator,
+    #[serde(default)]
+    pub network: Network,
+    #[serde(default)]
+    pub artifacts: Vec<Artifact>,
+    /// What the driver asks of the BMC; absent for Ironic, which decides.
+    pub boot: Option<Boot>,
+    /// The Ironic node: boot interface, instance_info, expectations.
+    pub ironic: Option<IronicNode>,
+    /// What the DHCP server and the boot servers offer a petitboot machine.
+    pub petitboot: Option<Petitboot>,
+    #[serde(rename = "checks")]
+    pub checks: Checks,
+    pub then: Option<Then>,
+}
+
+fn default_drivers() -> Vec<Driver> {
+    vec![Driver::Sushy]
+}
+fn default_outcome() -> Outcome {
+    Outcome::Pass
+}
+fn default_timeout() -> u64 {
+    120
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    #[serde(default = "x86")]
+    pub arch: String,
+    #[serde(default = "uefi")]
+    pub firmware: String,
+    #[serde(default = "mem")]
+    pub memory_mib: u64,
+    /// A disk with an installed OS of this name (petitboot machines: its
+    /// first sector reads `SHOAL-DISK-OS <name>`).
+    pub disk_os: Option<String>,
+}
+
+fn x86() -> String {
+    "x86_64".into()
+}
+fn uefi() -> String {
+    "uefi".into()
+}
+fn mem() -> u64 {
+    1024
+}
+
+impl Default for Machine {
+    fn default() -> Self {
+        Machine {
+            arch: x86(),
+            firmware: uefi(),
+            memory_mib: mem(),
+            disk_os: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Emulator {
+    #[serde(default = "firmware_mapping")]
+    pub http_boot: HttpBoot,
+    /// The BMC profile (`--profile`): `idrac9`, `ilo5`, ...
+    pub profile: Option<String>,
+}
+
+fn firmware_mapping() -> HttpBoot {
+    HttpBoot::Firmware
+}
+
+impl Default for Emulator {
+    fn default() -> Self {
+        Emulator {
+            http_boot: HttpBoot::Firmware,
+            profile: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    #[serde(default = "plain")]
+    pub dhcp: Dhcp,
+    /// Artifact offered as the DHCP bootfile URL.
+    pub bootfile: Option<String>,
+    /// DHCPv6 on fd00:5e:N::/64 (bootfile-url, option 59) and no DHCPv4.
+    #[serde(default)]
+    pub ipv6_only: bool,
+}
+
+fn plain() -> Dhcp {
+    Dhcp::Plain
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Network {
+            dhcp: Dhcp::Plain,
+            bootfile: None,
+            ipv6_only: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Http,
+    Tftp,
+}
+
+/// Templates, rendered per case (also in the case's `checks.serial`,
+/// `checks.failure` and `checks.requests`): `{uuid}` (the machine's), `{mac}` (lower
+/// case with dashes), `{ip}`, `{iphex}` or `{iphex:N}` (the first N
+/// upper-case hex digits of the IPv4 address), `{server}` (the boot
+/// server's address) and `{base}` (`http://server:port` or `tftp://server`,
+/// after `protocol`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Petitboot {
+    /// Where the artifacts and the configuration are served.
+    pub protocol: Protocol,
+    /// DHCP option 209 (pxeconffile).
+    pub option_209: Option<String>,
+    /// DHCP option 210 (pxepathprefix).
+    pub option_210: Option<String>,
+    /// DHCPv6 option 59 (bootfile-url), on `network.ipv6_only` networks,
+    /// where it takes the place of 209 and 210.
+    pub bootfile_url: Option<String>,
+    /// Where the configuration is written, relative to the served folder.
+    pub config_path: String,
+    /// A folder (relative to the served one) that gets a copy of every
+    /// artifact, as Ironic lays out `<uuid>/deploy_kernel`.
+    pub files_dir: Option<String>,
+    /// The pxelinux-style configuration.
+    pub config: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Artifact {
+    pub name: String,
+    pub image: Image,
+    /// The marker text of the grub images.
+    pub marker: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Boot {
+    pub method: Method,
+    /// An artifact name, or a name that is not served (a 404). Absent with
+    /// uefi-http: `HttpBootUri: null`, the URL comes from DHCP.
+    pub uri: Option<String>,
+    #[serde(default = "once")]
+    pub enabled: Enabled,
+    /// BIOS attributes the driver stages (`Bios/Settings`) before the boot
+    /// override, `{uri}` standing for the boot URI: the vendor route where
+    /// the BMC has no writable HttpBootUri (`HttpDev1Uri` for iDRAC,
+    /// `UrlBootFile` for iLO). The override then carries no HttpBootUri.
+    #[serde(default)]
+    pub bios: std::collections::BTreeMap<String, String>,
+    /// The override also carries BootSourceOverrideMode (some BMCs demand
+    /// it in every Boot PATCH).
+    #[serde(default)]
+    pub with_mode: bool,
+}
+
+fn once() -> Enabled {
+    Enabled::Once
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checks {
+    /// Serial lines that must appear, in this order.
+    #[serde(default)]
+    pub serial: Vec<String>,
+    /// Serial text that means the boot failed.
+    #[serde(default)]
+    pub failure: Vec<String>,
+    /// `METHOD /path` the boot server (machine side) must have answered.
+    #[serde(default)]
+    pub requests: Vec<String>,
+    /// `METHOD /path` the BMC-side server must have answered.
+    #[serde(default)]
+    pub bmc_requests: Vec<String>,
+    /// Text every heartbeat the machine sent must contain.
+    #[serde(default)]
+    pub heartbeat: Vec<String>,
+    /// Redfish System properties by path (`Boot/BootSourceOverrideEnabled`).
+    #[serde(default)]
+    pub redfish: BTreeMap<String, String>,
+}
+
+/// A second start after the first boot ended, and what it must (not) do.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Then {
+    #[serde(default)]
+    pub serial: Vec<String>,
+    #[serde(default)]
+    pub requests_absent: Vec<String>,
+}
+
+/// Ironic's boot interfaces the harness drives.
+pub const IRONIC_BOOT_INTERFACES: &[&str] = &[
+    "redfish-https",
+    "redfish-virtual-media",
+    "http",
+    "http-ipxe",
+    "pxe",
+];
+
+/// How Ironic deploys the machine (the `ramdisk` deploy interface): the
+/// node's boot interface and properties, its instance_info, and what must
+/// come of it. Values may name `{http}`, Ironic's `[deploy] http_url` (the
+/// boot server on the machine's network, serving the artifacts).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IronicNode {
+    pub boot_interface: String,
+    /// instance_info: `boot_iso`, or `kernel` and `ramdisk`, and
+    /// `ramdisk_kernel_arguments`.
+    pub instance: BTreeMap<String, String>,
+    /// Node properties (`capabilities = "boot_mode:bios"`, `cpu_arch`).
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+    /// The deploy must fail, and Ironic's error (last_error, or the API's
+    /// refusal) must contain this text.
+    pub expect_error: Option<String>,
+    /// Text Ironic's DHCP provider must have written into its options
+    /// folder by the time the node is active (evidence for what DHCP
+    /// offered).
+    #[serde(default)]
+    pub dhcp_opts_contain: Vec<String>,
+    /// After the deploy and undeploy: the node switches to another boot
+    /// interface and deploys again.
+    pub switch: Option<IronicSwitch>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IronicSwitch {
+    pub boot_interface: String,
+    pub instance: BTreeMap<String, String>,
+    /// Serial lines the second deploy must show, in order.
+    pub serial: Vec<String>,
+    /// `METHOD /path` the boot server must answer during the second deploy.
+    #[serde(default)]
+    pub requests: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,174 @@
+//! The scenario schema and its checks, on small files and on every
+//! shipped scenario.
+
+use super::*;
+use anyhow::Result;
+use std::path::Path;
+
+fn parse(text: &str) -> Result<Scenario> {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, text).unwrap();
+    Scenario::load(&p)
+}
+
+const OK: &str = r#"
+description = "x"
+[[artifacts]]
+name = "m.efi"
+image = "grub-marker-efi"
+marker = "m"
+[boot]
+method = "uefi-http"
+uri = "m.efi"
+[checks]
+serial = ["SHOAL-MARKER m"]
+"#;
+
+#[test]
+fn a_minimal_scenario_gets_defaults() {
+    let s = parse(OK).unwrap();
+    assert_eq!(
+        (
+            s.drivers.clone(),
+            s.expect,
+            s.boot.unwrap().enabled,
+            s.timeout_secs
+        ),
+        (vec![Driver::Sushy], Outcome::Pass, Enabled::Once, 120)
+    );
+}
+
+#[test]
+fn errors_name_the_file_and_key() {
+    let e = parse(&OK.replace("[boot]", "colour = 1\n[boot]"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("s.toml") && e.contains("colour"), "{e}");
+    let e = parse(&OK.replace("uefi-http", "carrier-pigeon"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("s.toml") && e.contains("carrier-pigeon"), "{e}");
+    let e = parse(&format!(
+        "{OK}\n[network]\ndhcp = \"httpclient\"\nbootfile = \"nope.efi\"\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("network.bootfile"), "{e}");
+    let e = parse(&OK.replace(
+        "description = \"x\"",
+        "description = \"x\"\nexpect = \"fail\"",
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("checks.failure"), "{e}");
+    let e = parse(&OK.replace(
+        "method = \"uefi-http\"",
+        "method = \"virtual-media\"\nbios = { UrlBootFile = \"{uri}\" }",
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("boot.bios"), "{e}");
+    let e = parse(&format!("{OK}\n[emulator]\nprofile = \"../x\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("emulator.profile"), "{e}");
+}
+
+#[test]
+fn petitboot_machines_are_checked_as_a_whole() {
+    let pb = "[machine]\narch = \"ppc64le\"\nfirmware = \"petitboot\"\n[network]\ndhcp = \"petitboot\"\n\
+              [petitboot]\nprotocol = \"tftp\"\nconfig_path = \"c\"\nconfig = \"x\"\n\
+              [boot]\nmethod = \"power-on\"\n[checks]\nserial = [\"m\"]\n";
+    let s = parse(&format!("description = \"x\"\n{pb}")).unwrap();
+    assert!(s.petitboot());
+    let e = |text: String| parse(&text).unwrap_err().to_string();
+    let no_section = pb.replace(
+        "[petitboot]\nprotocol = \"tftp\"\nconfig_path = \"c\"\nconfig = \"x\"\n",
+        "",
+    );
+    assert!(e(format!("description = \"x\"\n{no_section}")).contains("[petitboot]"));
+    let uefi = pb
+        .replace("uefi", "x")
+        .replace("firmware = \"petitboot\"", "firmware = \"uefi\"");
+    assert!(e(format!("description = \"x\"\n{uefi}")).contains("machine.firmware"));
+    let http = pb.replace("power-on", "uefi-http");
+    assert!(e(format!("description = \"x\"\n{http}")).contains("boot.method"));
+    let arm = pb.replace("ppc64le", "riscv64");
+    assert!(e(format!("description = \"x\"\n{arm}")).contains("machine.arch"));
+    // And a UEFI machine cannot take the petitboot DHCP profile.
+    assert!(e(format!("{OK}\n[network]\ndhcp = \"petitboot\"\n")).contains("network.dhcp"));
+    // Option 59 goes with IPv6-only networks, over http, and 209/210 not.
+    let v6 = pb
+        .replace(
+            "dhcp = \"petitboot\"",
+            "dhcp = \"petitboot\"\nipv6_only = true",
+        )
+        .replace(
+            "protocol = \"tftp\"",
+            "protocol = \"http\"\nbootfile_url = \"{base}/c\"",
+        );
+    assert!(parse(&format!("description = \"x\"\n{v6}")).is_ok());
+    let v6_tftp = v6.replace("\"http\"", "\"tftp\"");
+    assert!(e(format!("description = \"x\"\n{v6_tftp}")).contains("petitboot.protocol"));
+    let v6_209 = v6.replace("config = ", "option_209 = \"c\"\nconfig = ");
+    assert!(e(format!("description = \"x\"\n{v6_209}")).contains("petitboot.bootfile_url"));
+    let v4_59 = v6.replace("ipv6_only = true", "");
+    assert!(e(format!("description = \"x\"\n{v4_59}")).contains("petitboot.bootfile_url"));
+}
+
+#[test]
+fn ironic_scenarios_describe_a_node_not_a_request() {
+    const IRONIC: &str = r#"
+description = "x"
+drivers = ["ironic"]
+[[artifacts]]
+name = "d.iso"
+image = "deploy-ramdisk"
+[ironic]
+boot_interface = "redfish-https"
+instance = { boot_iso = "{http}/d.iso" }
+[checks]
+serial = ["SHOAL-MARKER deploy-ramdisk"]
+"#;
+    let s = parse(IRONIC).unwrap();
+    assert!(s.boot.is_none());
+    assert_eq!(s.ironic.unwrap().boot_interface, "redfish-https");
+    let e = |text: String| parse(&text).unwrap_err().to_string();
+    assert!(e(IRONIC.replace("redfish-https", "ipmitool")).contains("ironic.boot_interface"));
+    assert!(e(IRONIC.replace("boot_iso", "image")).contains("ironic.instance"));
+    assert!(e(IRONIC.replace("[\"ironic\"]", "[\"ironic\", \"sushy\"]")).contains("drivers"));
+    assert!(e(format!("{IRONIC}\n[boot]\nmethod = \"pxe\"\n")).contains("boot:"));
+    assert!(e(IRONIC.replace("[ironic]\nboot_interface = \"redfish-https\"\ninstance = { boot_iso = \"{http}/d.iso\" }\n", "")).contains("[ironic]"));
+    let redfish = IRONIC.replace(
+        "[checks]",
+        "[checks]\nredfish = { \"Boot/BootSourceOverrideEnabled\" = \"Once\" }",
+    );
+    assert!(e(redfish).contains("checks.redfish"));
+    let bmc = IRONIC.replace("[checks]", "[checks]\nbmc_requests = [\"GET /d.iso\"]");
+    assert!(e(bmc).contains("checks.bmc_requests"));
+    // An expected error needs no serial markers; a switch needs some.
+    let failing = IRONIC
+        .replace("serial = [\"SHOAL-MARKER deploy-ramdisk\"]", "")
+        .replace("[checks]", "expect_error = \"HTTP 500\"\n[checks]");
+    assert!(parse(&failing).is_ok());
+    let both = failing.replace("drivers = ", "expect = \"fail\"\ndrivers = ");
+    assert!(e(both).contains("expect:"));
+    let switch = IRONIC.replace("[checks]", "[ironic.switch]\nboot_interface = \"http\"\ninstance = { kernel = \"k\", ramdisk = \"r\" }\nserial = []\n[checks]");
+    assert!(e(switch).contains("ironic.switch.serial"));
+    // And the other drivers still need [boot], and take no [ironic].
+    assert!(
+        e(OK.replace("[boot]\nmethod = \"uefi-http\"\nuri = \"m.efi\"\n", ""))
+            .contains("boot: missing")
+    );
+    let stray =
+        format!("{OK}\n[ironic]\nboot_interface = \"pxe\"\ninstance = {{ boot_iso = \"x\" }}\n");
+    assert!(e(stray).contains("ironic:"));
+}
+
+#[test]
+fn the_shipped_scenarios_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let all = Scenario::load_dir(&dir).unwrap();
+    assert!(all.len() >= 6, "{} scenarios", all.len());
+}

@@ -1,0 +1,196 @@
+//! Loading a scenario file and the checks the schema alone cannot make:
+//! keys that go together (machine and firmware, petitboot and its
+//! artifacts, a driver and the sections it needs). Every error names the
+//! file and the key.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use super::{Dhcp, Driver, Image, Method, Outcome, Protocol, Scenario, IRONIC_BOOT_INTERFACES};
+
+impl Scenario {
+    pub fn load(path: &Path) -> Result<Scenario> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+        let mut s: Scenario = toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
+        s.name = path
+            .file_stem()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        s.validate()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        Ok(s)
+    }
+
+    /// An OpenPOWER machine booting through petitboot.
+    pub fn petitboot(&self) -> bool {
+        self.machine.firmware == "petitboot"
+    }
+
+    fn validate(&self) -> Result<()> {
+        match (self.machine.arch.as_str(), self.machine.firmware.as_str()) {
+            ("x86_64", "uefi") | ("ppc64le", "petitboot") => {}
+            ("x86_64" | "ppc64le", f) => bail!(
+                "machine.firmware: {f:?} does not go with machine.arch {:?} (x86_64: \"uefi\"; ppc64le: \"petitboot\")",
+                self.machine.arch
+            ),
+            (a, _) => bail!("machine.arch: {a:?} is not one of \"x86_64\", \"ppc64le\""),
+        }
+        let ironic = self.drivers.contains(&Driver::Ironic);
+        if ironic {
+            self.validate_ironic()?;
+        } else if self.boot.is_none() {
+            bail!("boot: missing (what the driver asks of the BMC)");
+        } else if self.ironic.is_some() {
+            bail!("ironic: an [ironic] section goes with drivers = [\"ironic\"]");
+        }
+        if self.petitboot() != self.petitboot.is_some() && !ironic {
+            bail!("petitboot: a [petitboot] section goes with machine.firmware = \"petitboot\", and only there");
+        }
+        let method = self.boot.as_ref().map(|b| b.method);
+        if self.petitboot() && !ironic {
+            if !matches!(method, Some(Method::PowerOn | Method::Pxe)) {
+                bail!("boot.method: petitboot machines take \"power-on\" or \"pxe\"");
+            }
+            if self.network.dhcp != Dhcp::Petitboot {
+                bail!("network.dhcp: petitboot machines take \"petitboot\"");
+            }
+            if let Some(p) = &self.petitboot {
+                if self.network.ipv6_only {
+                    if p.bootfile_url.is_none() || p.option_209.is_some() || p.option_210.is_some()
+                    {
+                        bail!("petitboot.bootfile_url: an IPv6-only network offers the configuration through option 59 (bootfile_url), not 209/210");
+                    }
+                    if p.protocol != Protocol::Http {
+                        bail!(
+                            "petitboot.protocol: IPv6-only networks serve petitboot over \"http\""
+                        );
+                    }
+                } else if p.bootfile_url.is_some() {
+                    bail!("petitboot.bootfile_url: option 59 is DHCPv6's; it needs network.ipv6_only = true");
+                }
+            }
+        } else if matches!(method, Some(Method::PowerOn)) || self.network.dhcp == Dhcp::Petitboot {
+            bail!("boot.method / network.dhcp: \"power-on\" and \"petitboot\" are for petitboot machines");
+        }
+        if self.drivers.is_empty() {
+            bail!("drivers: at least one driver");
+        }
+        let known = |n: &str| self.artifacts.iter().any(|a| a.name == n);
+        for (i, a) in self.artifacts.iter().enumerate() {
+            if a.name.contains('/') || a.name.is_empty() {
+                bail!("artifacts[{i}].name: {:?} is not a plain file name", a.name);
+            }
+            let grub = matches!(a.image, Image::GrubMarkerEfi | Image::GrubMarkerIso);
+            if grub != a.marker.is_some() {
+                bail!("artifacts[{i}].marker: grub marker images need one, other images take none");
+            }
+        }
+        if let Some(b) = &self.network.bootfile {
+            if !known(b) {
+                bail!("network.bootfile: {b:?} is not one of the artifacts");
+            }
+            if self.network.dhcp == Dhcp::Plain {
+                bail!("network.bootfile: needs network.dhcp = \"httpclient\" or \"httpclient-without-vendor-class\"");
+            }
+        }
+        if let Some(b) = &self.boot {
+            if !b.bios.is_empty() && b.method != Method::UefiHttp {
+                bail!("boot.bios: BIOS attributes carry an HTTP boot URI; they go with boot.method = \"uefi-http\"");
+            }
+            if b.method == Method::VirtualMedia && b.uri.is_none() {
+                bail!("boot.uri: virtual-media needs an image");
+            }
+        }
+        if let Some(p) = &self.emulator.profile {
+            if p.is_empty()
+                || !p
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                bail!("emulator.profile: {p:?} is not a profile name");
+            }
+        }
+        let expect_error = self
+            .ironic
+            .as_ref()
+            .is_some_and(|i| i.expect_error.is_some());
+        if self.checks.serial.is_empty() && self.checks.failure.is_empty() && !expect_error {
+            bail!("checks: give serial markers to wait for, or failure patterns");
+        }
+        if self.expect == Outcome::Fail && self.checks.failure.is_empty() {
+            bail!("checks.failure: a scenario expected to fail must say how the failure shows");
+        }
+        Ok(())
+    }
+
+    /// The rules of scenarios that Ironic drives.
+    fn validate_ironic(&self) -> Result<()> {
+        if self.drivers != [Driver::Ironic] {
+            bail!("drivers: \"ironic\" runs alone (its scenarios describe an Ironic node, not a request sequence)");
+        }
+        let Some(node) = &self.ironic else {
+            bail!("ironic: the \"ironic\" driver needs an [ironic] section");
+        };
+        if self.boot.is_some() {
+            bail!("boot: Ironic decides how the machine boots; give [ironic] instead of [boot]");
+        }
+        if self.petitboot.is_some() || self.then.is_some() {
+            bail!("petitboot / then: Ironic writes the boot configuration and starts the machine itself");
+        }
+        if self.network.dhcp != Dhcp::Plain || self.network.bootfile.is_some() {
+            bail!("network.dhcp: Ironic writes its own DHCP options (its dnsmasq provider); leave it \"plain\"");
+        }
+        if !self.checks.redfish.is_empty() {
+            bail!("checks.redfish: with Ironic, the node's state is the check");
+        }
+        if !self.checks.bmc_requests.is_empty() {
+            bail!("checks.bmc_requests: Ironic hands the BMC its http_url; check checks.requests");
+        }
+        if node.expect_error.is_some() && self.expect == Outcome::Fail {
+            bail!("expect: an Ironic error is expected with ironic.expect_error alone (expect = \"fail\" is for boots that fail)");
+        }
+        let iface = |key: &str, name: &str| -> Result<()> {
+            if !IRONIC_BOOT_INTERFACES.contains(&name) {
+                bail!("{key}: {name:?} is not one of {IRONIC_BOOT_INTERFACES:?}");
+            }
+            Ok(())
+        };
+        iface("ironic.boot_interface", &node.boot_interface)?;
+        let instance = |key: &str, i: &BTreeMap<String, String>| -> Result<()> {
+            if !(i.contains_key("boot_iso")
+                || i.contains_key("kernel") && i.contains_key("ramdisk"))
+            {
+                bail!("{key}: the ramdisk deploy needs boot_iso, or kernel and ramdisk");
+            }
+            Ok(())
+        };
+        instance("ironic.instance", &node.instance)?;
+        if let Some(sw) = &node.switch {
+            iface("ironic.switch.boot_interface", &sw.boot_interface)?;
+            instance("ironic.switch.instance", &sw.instance)?;
+            if node.expect_error.is_some() {
+                bail!("ironic.switch: a node whose deploy must fail has nothing to switch");
+            }
+            if sw.serial.is_empty() {
+                bail!("ironic.switch.serial: say what the second deploy must show");
+            }
+        }
+        Ok(())
+    }
+
+    /// All scenarios in `dir`, sorted by name.
+    pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>> {
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .with_context(|| format!("read {}", dir.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        paths.sort();
+        paths.iter().map(|p| Scenario::load(p)).collect()
+    }
+}
