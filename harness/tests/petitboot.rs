@@ -3,6 +3,9 @@
 //! runs the script with a lease's variables, a fetcher that serves a folder
 //! (and logs every URL asked for) and a kexec that records its arguments.
 
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -8,6 +8,9 @@
 //! namespace made for the test with nothing but loopback in it, so no
 //! packet can leave the machine.
 
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,6 +3,9 @@
 //! text, the answer is a scenario or an error naming the file; a template
 //! renders or is refused, never a panic.
 
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
