@@ -302,15 +302,10 @@ async fn patch(
         })
         .await?
         .validated(&body, &create_fields())?;
+    let text = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_string);
     let change = AccountChange {
-        username: body
-            .get("UserName")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        password: body
-            .get("Password")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        username: text("UserName"),
+        password: text("Password"),
         role: role_of(body.get("RoleId"), "RoleId")?,
         enabled: body.get("Enabled").and_then(Value::as_bool),
         locked: body.get("Locked").and_then(Value::as_bool),

@@ -5,15 +5,15 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
 use super::json::{self, JsonObject, Resource};
+use super::patch::SysPatch;
 use super::patch::{writable, Kind};
-use super::{link, AppState, Sys, SysId};
+use super::{link, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
 use crate::model::{Change, System};
 
@@ -116,20 +116,13 @@ async fn settings(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource,
     Ok(Resource::new(settings_json(&sys), profile, "GET, PATCH"))
 }
 
-async fn patch_settings(
-    State(st): State<AppState>,
-    SysId(id): SysId,
-    headers: HeaderMap,
-    JsonObject(body): JsonObject,
-) -> Result<Resource, ApiError> {
-    let p = st
-        .begin_patch(&id, &headers, |sys, _| settings_json(sys))
-        .await?;
+async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Resource, ApiError> {
+    let p = st.begin_patch(&req, |sys, _| settings_json(sys)).await?;
     let (sys, profile) = (&p.target, p.profile);
     // `@Redfish.SettingsApplyTime` may name when to apply: one of the
     // times `@Redfish.Settings` advertises. The whole body is checked
     // before anything is staged.
-    let mut body: Map<String, Value> = body;
+    let mut body: Map<String, Value> = req.body;
     let apply = body.remove(SETTINGS_APPLY_TIME);
     let mut errors = apply
         .as_ref()

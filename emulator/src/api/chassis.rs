@@ -3,15 +3,15 @@
 //! follow the power state (a powered-off machine draws standby power).
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::json::{JsonObject, Resource};
+use super::json::Resource;
+use super::patch::SysPatch;
 use super::patch::{writable, Kind};
 use super::systems::serial;
-use super::{collection, link, AppState, Sys, SysId};
+use super::{collection, link, AppState, Sys};
 use crate::api::error::ApiError;
 use crate::model::{Change, IndicatorLed, PowerState, System, SystemSettings};
 use crate::profile::Profile;
@@ -83,12 +83,7 @@ async fn chassis(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, 
     ))
 }
 
-async fn patch_chassis(
-    State(st): State<AppState>,
-    SysId(id): SysId,
-    headers: HeaderMap,
-    JsonObject(body): JsonObject,
-) -> Result<Resource, ApiError> {
+async fn patch_chassis(State(st): State<AppState>, req: SysPatch) -> Result<Resource, ApiError> {
     let fields = [
         writable(
             "IndicatorLED",
@@ -97,17 +92,19 @@ async fn patch_chassis(
         writable("LocationIndicatorActive", Kind::Bool),
     ];
     let p = st
-        .begin_patch(&id, &headers, |sys, profile| {
-            chassis_json(&st, sys, profile)
-        })
+        .begin_patch(&req, |sys, profile| chassis_json(&st, sys, profile))
         .await?
-        .validated(&body, &fields)?;
+        .validated(&req.body, &fields)?;
     let (sys, profile) = (&p.target, p.profile);
-    let led = body
+    let led = req
+        .body
         .get("IndicatorLED")
         .and_then(Value::as_str)
         .and_then(IndicatorLed::parse);
-    let active = body.get("LocationIndicatorActive").and_then(Value::as_bool);
+    let active = req
+        .body
+        .get("LocationIndicatorActive")
+        .and_then(Value::as_bool);
     let indicator = led.or(active.map(|a| {
         if a {
             IndicatorLed::Blinking

@@ -8,12 +8,13 @@
 //! is applied, and every problem is reported at once; read-only vs unknown
 //! is decided from the current representation.
 
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::HeaderMap;
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 
-use super::json::{check_if_match, shown};
-use super::state::{AppState, Locked};
+use super::json::{check_if_match, shown, JsonObject};
+use super::state::{AppState, Locked, SysId};
 use crate::api::error::{ApiError, Msg};
 use crate::model::System;
 use crate::profile::Profile;
@@ -32,23 +33,45 @@ pub struct Patch<T> {
     _guard: OwnedMutexGuard<()>,
 }
 
+/// A PATCH to one of a system's resources, as extracted: the system's Id
+/// (resolved as [`SysId`] resolves it, the system not read), the request's
+/// headers (If-Match) and its body, a JSON object.
+pub struct SysPatch {
+    pub id: String,
+    pub headers: HeaderMap,
+    pub body: Map<String, Value>,
+}
+
+impl FromRequest<AppState> for SysPatch {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, st: &AppState) -> Result<Self, ApiError> {
+        let (mut parts, body) = req.into_parts();
+        let SysId(id) = SysId::from_request_parts(&mut parts, st).await?;
+        let headers = parts.headers.clone();
+        let JsonObject(body) =
+            JsonObject::from_request(Request::from_parts(parts, body), st).await?;
+        Ok(SysPatch { id, headers, body })
+    }
+}
+
 impl AppState {
-    /// The preamble of a PATCH to a resource of `sys`: takes the system's
-    /// lock and re-reads it (`AppState::locked`), renders the resource with
-    /// `render` and checks If-Match against that.
+    /// The preamble of a PATCH to a resource of a system: takes the
+    /// system's lock and reads it (`AppState::locked`), renders the
+    /// resource with `render` and checks the request's If-Match against
+    /// that.
     pub async fn begin_patch(
         &self,
-        id: &str,
-        headers: &HeaderMap,
+        req: &SysPatch,
         render: impl FnOnce(&System, &'static Profile) -> Value,
     ) -> Result<Patch<System>, ApiError> {
         let Locked {
             sys,
             profile,
             _guard,
-        } = self.locked(id).await?;
+        } = self.locked(&req.id).await?;
         let current = render(&sys, profile);
-        Patch::checked(sys, profile, current, _guard, headers)
+        Patch::checked(sys, profile, current, _guard, &req.headers)
     }
 
     /// The preamble of a PATCH to a resource that is not a system's (an

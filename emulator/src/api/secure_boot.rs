@@ -3,15 +3,16 @@
 //! UEFI key databases.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Uri};
+use axum::http::Uri;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
 use super::json::{self, JsonObject, Resource};
+use super::patch::SysPatch;
 use super::patch::{writable, Kind};
-use super::{collection, link, AppState, Sys, SysId};
+use super::{collection, link, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
 use crate::model::{Change, ResetKeysType, System};
 
@@ -77,19 +78,14 @@ async fn secure_boot(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resour
     ))
 }
 
-async fn patch(
-    State(st): State<AppState>,
-    SysId(id): SysId,
-    headers: HeaderMap,
-    JsonObject(body): JsonObject,
-) -> Result<Resource, ApiError> {
+async fn patch(State(st): State<AppState>, req: SysPatch) -> Result<Resource, ApiError> {
     let p = st
-        .begin_patch(&id, &headers, |sys, _| secure_boot_json(sys))
+        .begin_patch(&req, |sys, _| secure_boot_json(sys))
         .await?
-        .validated(&body, &[writable("SecureBootEnable", Kind::Bool)])?;
+        .validated(&req.body, &[writable("SecureBootEnable", Kind::Bool)])?;
     let (sys, profile) = (&p.target, p.profile);
     let mut changes = Vec::new();
-    if let Some(enable) = body.get("SecureBootEnable").and_then(Value::as_bool) {
+    if let Some(enable) = req.body.get("SecureBootEnable").and_then(Value::as_bool) {
         if enable && !sys.uefi() {
             return Err(ApiError::bad(
                 Msg::new(

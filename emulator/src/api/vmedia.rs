@@ -217,20 +217,11 @@ fn parse_media(
             ));
         }
     }
-    json::action_known(
-        body,
-        &[
-            "Image",
-            "Inserted",
-            "WriteProtected",
-            "TransferProtocolType",
-            "TransferMethod",
-            "UserName",
-            "Password",
-            "MediaType",
-        ],
-        what,
-    )?;
+    let known: Vec<&str> = ["Image", "MediaType"]
+        .into_iter()
+        .chain(crate::profile::INSERT_PARAMS.iter().copied())
+        .collect();
+    json::action_known(body, &known, what)?;
     let image = json::action_str(body, "Image", what)?
         .ok_or_else(|| ApiError::bad(Msg::new("ActionParameterMissing", &[what, "Image"])))?;
     input::parameter(what, "Image", image, Rule::URI).map_err(ApiError::bad)?;
