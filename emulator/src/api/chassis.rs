@@ -145,6 +145,24 @@ fn temperature(sys: &System) -> f64 {
     }
 }
 
+/// The one member of a Power or Thermal array `list` under `base`: its
+/// identity, `fields`, then a healthy status.
+fn member(base: &str, list: &str, name: &str, fields: Value) -> Value {
+    let mut m = json!({
+        "@odata.id": format!("{base}#/{list}/0"),
+        "MemberId": "0",
+        "Name": name,
+    });
+    if let (Some(m), Value::Object(fields)) = (m.as_object_mut(), fields) {
+        m.extend(fields);
+        m.insert(
+            "Status".into(),
+            json!({ "State": "Enabled", "Health": "OK" }),
+        );
+    }
+    m
+}
+
 async fn power(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let base = format!("/redfish/v1/Chassis/{}/Power", st.chassis_id(&sys));
     Ok(Resource::plain(
@@ -153,23 +171,15 @@ async fn power(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Ap
             "@odata.id": base,
             "Id": "Power",
             "Name": "Power",
-            "PowerControl": [{
-                "@odata.id": format!("{base}#/PowerControl/0"),
-                "MemberId": "0",
-                "Name": "System Power Control",
+            "PowerControl": [member(&base, "PowerControl", "System Power Control", json!({
                 "PowerConsumedWatts": watts(&sys),
                 "PowerCapacityWatts": 750,
-                "Status": { "State": "Enabled", "Health": "OK" },
-            }],
-            "PowerSupplies": [{
-                "@odata.id": format!("{base}#/PowerSupplies/0"),
-                "MemberId": "0",
-                "Name": "PSU 0",
+            }))],
+            "PowerSupplies": [member(&base, "PowerSupplies", "PSU 0", json!({
                 "PowerSupplyType": "AC",
                 "PowerCapacityWatts": 750,
                 "LastPowerOutputWatts": watts(&sys),
-                "Status": { "State": "Enabled", "Health": "OK" },
-            }],
+            }))],
         }),
         "GET",
     ))
@@ -184,24 +194,16 @@ async fn thermal(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, 
             "@odata.id": base,
             "Id": "Thermal",
             "Name": "Thermal",
-            "Temperatures": [{
-                "@odata.id": format!("{base}#/Temperatures/0"),
-                "MemberId": "0",
-                "Name": "CPU Temp",
+            "Temperatures": [member(&base, "Temperatures", "CPU Temp", json!({
                 "ReadingCelsius": temperature(&sys),
                 "UpperThresholdCritical": 95,
                 "PhysicalContext": "CPU",
-                "Status": { "State": "Enabled", "Health": "OK" },
-            }],
-            "Fans": [{
-                "@odata.id": format!("{base}#/Fans/0"),
-                "MemberId": "0",
-                "Name": "Fan 0",
+            }))],
+            "Fans": [member(&base, "Fans", "Fan 0", json!({
                 "Reading": rpm,
                 "ReadingUnits": "RPM",
                 "PhysicalContext": "SystemBoard",
-                "Status": { "State": "Enabled", "Health": "OK" },
-            }],
+            }))],
         }),
         "GET",
     ))
