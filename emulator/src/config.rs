@@ -12,10 +12,9 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::model::{
-    Arch, BmcState, BootMode, BootOverride, Disk, Nic, PowerState, SecureBoot, System,
-};
+use crate::model::{Arch, BmcState, BootMode, BootOverride, Nic, PowerState, SecureBoot, System};
 use crate::profile::Profiles;
+use crate::storage::Disk;
 
 /// Namespace of the name-derived system UUIDs (stable across runs).
 const UUID_NAMESPACE: Uuid = Uuid::from_u128(0x5b0a_1e00_5e0a_4c1b_9d3e_7a11_0c0f_fee0);

@@ -10,7 +10,7 @@
 //! redirects are followed by hand (at most [`MAX_HOPS`]), each re-checked,
 //! credentials only to the first URL's origin. Whatever keeps the image
 //! from arriving (refused by the policy, no such host, connection refused,
-//! timeout, TLS) is one answer, `CouldNotEstablishConnection`; the cause is
+//! timeout, TLS) is one answer, `MediaError::Unreachable`; the cause is
 //! logged. Each domain has its own cached file, so one domain's eject
 //! leaves another's image alone.
 

@@ -121,7 +121,7 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Applies changes of the BMC state as one: every one the machine can
     /// take, or none (the first it cannot is the error). Returns the system
-    /// as it is afterwards.
+    /// as it is afterwards; no changes write nothing.
     async fn apply(&self, id: &str, changes: Vec<Change>) -> Result<System>;
 
     /// Fetches an InsertMedia image (where the backend fetches) and puts it

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 mod bmc;
 
-pub use crate::storage::Disk;
+use crate::storage::Disk;
 pub use bmc::{bios_at_start, http_boot_uri_at_start, BmcState, Change, SystemSettings};
 
 macro_rules! redfish_enum {

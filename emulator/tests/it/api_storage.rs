@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use shoal_emulator::auth::AuthStore;
 use shoal_emulator::backend::fake::FakeOptions;
 use shoal_emulator::config::{default_system, FeatureSet};
-use shoal_emulator::model::Disk;
+use shoal_emulator::storage::Disk;
 use shoal_emulator::storage::StorageState;
 
 use crate::common::Api;

@@ -206,6 +206,44 @@ async fn a_boot_patch_parses_the_definition_at_most_once_and_defines_once() {
     assert_eq!(backend.calls().parses - mark.parses, 1);
 }
 
+/// Ids are found by lookups, never by listing: a hyphenated UUID (any
+/// case) or a name; a name that looks like a UUID is still a name; other
+/// spellings of a UUID name nothing (404, not an error of libvirt's).
+#[tokio::test(flavor = "multi_thread")]
+async fn systems_are_found_by_uuid_or_name_and_nothing_else() {
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("find-vm"));
+    let odd_name = "0badc0de-0000-4000-8000-00000000f1d0";
+    let odd = hv.define(&legacy_domain(odd_name));
+    let api = api(&["find-vm", odd_name]);
+    let sys = format!("/redfish/v1/Systems/{id}");
+    assert_eq!(api.get(&sys).await.status, StatusCode::OK);
+    let upper = format!("/redfish/v1/Systems/{}", id.to_uppercase());
+    assert_eq!(api.get(&upper).await.header("location"), Some(sys.clone()));
+    assert_eq!(
+        api.get("/redfish/v1/Systems/find-vm")
+            .await
+            .header("location"),
+        Some(sys.clone())
+    );
+    assert_eq!(
+        api.get(&format!("/redfish/v1/Systems/{odd_name}"))
+            .await
+            .header("location"),
+        Some(format!("/redfish/v1/Systems/{odd}")),
+        "a domain named like a UUID is found by its name"
+    );
+    for other in [
+        format!("%7B{id}%7D"),
+        format!("urn:uuid:{id}"),
+        id.replace('-', ""),
+        "nope".to_string(),
+    ] {
+        let r = api.get(&format!("/redfish/v1/Systems/{other}")).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{other}: {r}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn pxe_once_applies_to_one_start_and_continuous_stays() {
     let hv = Hv::open();

@@ -5,7 +5,8 @@
 use uuid::Uuid;
 
 use super::xml::{Element, Node};
-use crate::model::{Arch, BmcState, BootMode, BootTarget, Disk, Nic, SecureBoot};
+use crate::model::{Arch, BmcState, BootMode, BootTarget, Nic, SecureBoot};
+use crate::storage::Disk;
 
 /// Namespace of Shoal's element in `<metadata>`.
 pub const NS: &str = "https://shoal.dev/libvirt/1";

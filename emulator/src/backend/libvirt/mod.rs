@@ -116,7 +116,13 @@ fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A domain definition as last parsed, with the text it came from.
+/// Most parsed definitions kept (a few tens of KiB each).
+const PARSED_MAX: usize = 4096;
+
+/// A domain definition as last parsed, with the text it came from. For a
+/// domain without Shoal's metadata the state is the fresh one, which also
+/// depends on the firmware descriptors installed: those change only with
+/// the host's packages, which a restart of the emulator follows.
 struct Parsed {
     text: String,
     d: xml::Element,
@@ -248,17 +254,29 @@ impl Inner {
         Ok(out)
     }
 
-    /// The system a client names, by UUID (any case) or domain name, on
-    /// any connection: one lookup, not a listing.
+    /// The system a client names, by UUID (hyphenated, any case) or domain
+    /// name, on any connection: lookups, not a listing. A key that is a
+    /// UUID but names no domain may still be a domain's name.
     fn find(&self, key: &str) -> Result<Option<SystemRef>> {
-        let by_uuid = uuid::Uuid::parse_str(key).is_ok();
+        let hyphenated = uuid::Uuid::parse_str(key)
+            .is_ok_and(|u| u.hyphenated().to_string().eq_ignore_ascii_case(key));
+        if hyphenated {
+            if let Some(found) = self.lookup(key, |c, k| c.lookup_domain_by_uuid_string(k))? {
+                return Ok(Some(found));
+            }
+        }
+        self.lookup(key, |c, k| c.lookup_domain_by_name(k))
+    }
+
+    /// The first allowed domain `how` finds on any connection.
+    fn lookup(
+        &self,
+        key: &str,
+        how: fn(&Connect, &str) -> std::result::Result<Domain, virt::error::Error>,
+    ) -> Result<Option<SystemRef>> {
         for i in 0..self.conns.len() {
             bump(&self.calls.lookups);
-            let found = self.with_conn(i, |c| match by_uuid {
-                true => c.lookup_domain_by_uuid_string(key),
-                false => c.lookup_domain_by_name(key),
-            });
-            let dom = match found {
+            let dom = match self.with_conn(i, |c| how(c, key)) {
                 Ok(d) => d,
                 Err(BackendError::NotFound(_)) => continue,
                 Err(e) => return Err(e),
@@ -329,10 +347,14 @@ impl Inner {
                     domain::fresh_state(&f, enrolled)
                 });
                 let p = Arc::new(Parsed { text, d, f, s });
-                self.parsed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(id.to_string(), p.clone());
+                let mut cache = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.len() >= PARSED_MAX && !cache.contains_key(id) {
+                    // Domains come and go: an old entry makes room.
+                    if let Some(k) = cache.keys().next().cloned() {
+                        cache.remove(&k);
+                    }
+                }
+                cache.insert(id.to_string(), p.clone());
                 p
             }
         };
@@ -404,6 +426,9 @@ impl Inner {
     /// before anything changes, one define (and, for the CD-ROM, the
     /// running instance's device). Returns the system afterwards.
     fn apply(&self, id: &str, changes: Vec<Change>) -> Result<System> {
+        if changes.is_empty() {
+            return self.system(id);
+        }
         let lock = self.lock(id);
         let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
         let (conn, dom) = self.domain(id)?;
