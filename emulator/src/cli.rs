@@ -140,6 +140,26 @@ pub struct Cli {
         value_delimiter = ','
     )]
     pub media_allow_nets: Vec<crate::netpolicy::IpNet>,
+    /// UDP port of the IPMI (RMCP+, "lanplus") listener of every BMC of
+    /// one system (an endpoint of its own, or the main service when it
+    /// serves one system), on that BMC's address; 0: no IPMI
+    /// [default: 623].
+    #[arg(long, env = "SHOAL_IPMI_PORT")]
+    pub ipmi_port: Option<u16>,
+    /// An IPMI user, NAME:PASSWORD[:PRIVILEGE] (user, operator or
+    /// administrator, the default); repeatable. Without any (here or in
+    /// the config's [ipmi]), one user admin:password.
+    #[arg(
+        long = "ipmi-user",
+        env = "SHOAL_IPMI_USERS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub ipmi_users: Vec<String>,
+    /// Serve IPMI cipher suite 0: no authentication, any password logs
+    /// in. A known hole of real BMCs, for tests of clients that probe it.
+    #[arg(long, env = "SHOAL_IPMI_CIPHER_SUITE_ZERO")]
+    pub ipmi_cipher_suite_zero: bool,
 }
 
 /// Which backend serves the systems.
@@ -184,6 +204,8 @@ pub struct Settings {
     pub faults: crate::faults::FaultConfig,
     /// The admin endpoint: address and bearer token.
     pub admin: Option<(SocketAddr, String)>,
+    /// The IPMI listeners.
+    pub ipmi: crate::ipmi::IpmiSettings,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -204,6 +226,8 @@ pub enum CliError {
     NoSystems,
     #[error("--libvirt-uri serves libvirt domains; it cannot be combined with --fake-systems or [[systems]]")]
     LibvirtAndFake,
+    #[error("{0}")]
+    Ipmi(String),
 }
 
 impl Cli {
@@ -314,6 +338,38 @@ impl Cli {
             },
             faults,
             admin,
+            ipmi: self.ipmi_settings(&file, &cfg)?,
+        })
+    }
+
+    /// `--ipmi-*` over the config's `[ipmi]`.
+    fn ipmi_settings(
+        &self,
+        file: &str,
+        cfg: &ConfigFile,
+    ) -> Result<crate::ipmi::IpmiSettings, CliError> {
+        use crate::ipmi::users::Users;
+        let section = cfg.ipmi.clone().unwrap_or_default();
+        let users = if !self.ipmi_users.is_empty() {
+            let list = self
+                .ipmi_users
+                .iter()
+                .map(|u| Users::parse_flag(u))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| CliError::Ipmi(format!("--ipmi-user: {e}")))?;
+            Users::new(list).map_err(|e| CliError::Ipmi(format!("--ipmi-user: {e}")))?
+        } else if let Some(list) = section.users {
+            Users::new(list.into_iter().map(config::IpmiUserEntry::user).collect())
+                .map_err(|e| CliError::Ipmi(format!("{file}: ipmi.users: {e}")))?
+        } else {
+            Users::default()
+        };
+        let port = self.ipmi_port.or(section.port);
+        Ok(crate::ipmi::IpmiSettings {
+            port: port.unwrap_or(623),
+            port_explicit: port.is_some(),
+            users,
+            cipher_suite_zero: self.ipmi_cipher_suite_zero || section.cipher_suite_zero,
         })
     }
 }

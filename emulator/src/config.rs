@@ -85,6 +85,56 @@ pub struct ConfigFile {
     pub endpoints: Vec<EndpointEntry>,
     /// Injected faults from the start (the admin endpoint changes them).
     pub faults: Option<crate::faults::FaultConfig>,
+    /// IPMI listeners and users (`--ipmi-*` win).
+    pub ipmi: Option<IpmiSection>,
+}
+
+/// `[ipmi]`: the IPMI (RMCP+) side of the BMCs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IpmiSection {
+    pub port: Option<u16>,
+    #[serde(default)]
+    pub cipher_suite_zero: bool,
+    pub users: Option<Vec<IpmiUserEntry>>,
+}
+
+/// `[[ipmi.users]]`: clear passwords, as RAKP needs them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IpmiUserEntry {
+    pub name: String,
+    pub password: String,
+    #[serde(default = "IpmiUserEntry::default_privilege")]
+    pub privilege: IpmiPrivilege,
+}
+
+/// The privilege levels a user may have.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IpmiPrivilege {
+    User,
+    Operator,
+    Administrator,
+}
+
+impl IpmiUserEntry {
+    fn default_privilege() -> IpmiPrivilege {
+        IpmiPrivilege::Administrator
+    }
+
+    pub fn user(self) -> crate::ipmi::users::User {
+        use crate::ipmi::users::Privilege;
+        crate::ipmi::users::User {
+            name: self.name.into_bytes(),
+            password: self.password.into_bytes(),
+            privilege: match self.privilege {
+                IpmiPrivilege::User => Privilege::User,
+                IpmiPrivilege::Operator => Privilege::Operator,
+                IpmiPrivilege::Administrator => Privilege::Administrator,
+            },
+        }
+    }
 }
 
 /// A BMC endpoint of its own: listen address, service root, sessions and

@@ -10,6 +10,7 @@ pub mod bios;
 pub mod cli;
 pub mod config;
 pub mod faults;
+pub mod ipmi;
 pub mod model;
 pub mod netpolicy;
 pub mod nvram;

@@ -300,8 +300,22 @@ pub struct Profile {
     pub errors: Errors,
     #[serde(default)]
     pub oem: Oem,
+    /// What Get Device ID says over IPMI.
+    #[serde(default)]
+    pub ipmi: IpmiIdentity,
     #[serde(default)]
     pub sources: Vec<Source>,
+}
+
+/// The BMC's identity over IPMI (Get Device ID).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct IpmiIdentity {
+    /// The vendor's IANA Private Enterprise Number (0: unspecified).
+    #[serde(default)]
+    pub manufacturer_id: u32,
+    #[serde(default)]
+    pub product_id: u16,
 }
 
 fn default_vendor() -> String {

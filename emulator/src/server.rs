@@ -261,6 +261,45 @@ pub fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
     Ok(cfg)
 }
 
+/// The IPMI side of an endpoint that serves one system.
+async fn ipmi_bmc(
+    ipmi: &crate::ipmi::IpmiSettings,
+    e: &Endpoint,
+    id: &str,
+    http: SocketAddr,
+) -> Result<Arc<crate::ipmi::Bmc>> {
+    let sys = e.state.backend.system(id).await?;
+    Ok(Arc::new(crate::ipmi::Bmc::new(
+        &e.state,
+        id,
+        &sys,
+        ipmi,
+        SocketAddr::new(http.ip(), ipmi.port),
+    )))
+}
+
+/// Binds a BMC's UDP socket. The default port (623 needs root) that
+/// cannot be had is a warning; one asked for is an error.
+fn bmc_socket(
+    ipmi: &crate::ipmi::IpmiSettings,
+    addr: SocketAddr,
+) -> Result<Option<tokio::net::UdpSocket>> {
+    match std::net::UdpSocket::bind(addr) {
+        Ok(s) => {
+            s.set_nonblocking(true)?;
+            Ok(Some(tokio::net::UdpSocket::from_std(s)?))
+        }
+        Err(e) if !ipmi.port_explicit => {
+            tracing::warn!(error = %e, "no IPMI on udp://{addr} (--ipmi-port picks another port, 0 turns IPMI off)");
+            Ok(None)
+        }
+        Err(e) => {
+            Err(anyhow::Error::new(e)
+                .context(format!("--ipmi-port: cannot listen on udp://{addr}")))
+        }
+    }
+}
+
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -296,6 +335,7 @@ pub async fn run(settings: Settings) -> Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let slots = settings.limits.slots();
     let mut servers = tokio::task::JoinSet::new();
+    let mut bmcs = Vec::new();
     for (i, e) in endpoints.into_iter().enumerate() {
         let std_listener = std::net::TcpListener::bind(e.listen)
             .with_context(|| format!("cannot listen on {}", e.listen))?;
@@ -325,6 +365,12 @@ pub async fn run(settings: Settings) -> Result<()> {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        }
+        if let ([only], true) = (systems.as_slice(), settings.ipmi.port != 0) {
+            bmcs.push((
+                only.name.clone(),
+                ipmi_bmc(&settings.ipmi, &e, &only.id, addr).await?,
+            ));
         }
         servers.spawn(crate::serve::serve(
             std_listener,
@@ -362,6 +408,22 @@ pub async fn run(settings: Settings) -> Result<()> {
             admin_limits.slots(),
             stop_rx.clone(),
         ));
+    }
+    // IPMI lines come last: readers of the Redfish lines above (the
+    // harness, scripts) see them as they always were.
+    for (name, bmc) in bmcs {
+        let Some(socket) = bmc_socket(&settings.ipmi, bmc.addr)? else {
+            continue;
+        };
+        let at = socket.local_addr()?;
+        tracing::info!(system = %name, "IPMI (RMCP+) on udp://{at}");
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "shoal-emulator ipmi {name} on udp://{at}")
+                .and_then(|()| out.flush());
+        }
+        servers.spawn(crate::ipmi::serve(socket, bmc, stop_rx.clone()));
     }
     tokio::spawn(async move {
         shutdown_signal().await;

@@ -17,6 +17,7 @@ mod api_storage;
 mod binary;
 mod common;
 mod drivers;
+mod ipmi;
 #[cfg(feature = "libvirt")]
 mod libvirt;
 mod nvram;

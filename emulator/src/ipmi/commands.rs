@@ -1,0 +1,558 @@
+//! IPMI commands, each carried out on the backend exactly as its Redfish
+//! equivalent is: power through [`Backend::reset`], boot flags and the
+//! identify light through [`Change`]s, identity from the profile.
+//!
+//! [`execute`] takes a parsed request and the privilege it runs at and
+//! returns the completion code and the response data. Requests that are
+//! short, long or out of range get the completion code the IPMI spec
+//! names for them, and change nothing.
+
+use std::time::{Duration, Instant};
+
+use super::boot;
+use super::inventory;
+use super::users::Privilege;
+use super::Bmc;
+use crate::backend::BackendError;
+use crate::model::{BootOverride, Change, IndicatorLed, PowerState, ResetType, SystemSettings};
+
+/// Network functions.
+pub mod netfn {
+    pub const CHASSIS: u8 = 0x00;
+    pub const SENSOR: u8 = 0x04;
+    pub const APP: u8 = 0x06;
+    pub const STORAGE: u8 = 0x0a;
+    pub const TRANSPORT: u8 = 0x0c;
+    pub const PICMG: u8 = 0x2c;
+}
+
+/// Completion codes.
+pub mod cc {
+    pub const OK: u8 = 0x00;
+    pub const NODE_BUSY: u8 = 0xc0;
+    pub const INVALID_COMMAND: u8 = 0xc1;
+    pub const BAD_LENGTH: u8 = 0xc7;
+    pub const OUT_OF_RANGE: u8 = 0xc9;
+    pub const NOT_PRESENT: u8 = 0xcb;
+    pub const INVALID_FIELD: u8 = 0xcc;
+    pub const INSUFFICIENT_PRIVILEGE: u8 = 0xd4;
+    pub const NOT_NOW: u8 = 0xd5;
+    pub const UNSPECIFIED: u8 = 0xff;
+    /// Get/Set System Boot Options: parameter not supported.
+    pub const PARAM_NOT_SUPPORTED: u8 = 0x80;
+}
+
+/// How long the boot flags stay valid without a restart (IPMI v2.0
+/// section 28.12), unless parameter 3 bit 3 stops the timer.
+pub const BOOT_VALID_TIMEOUT: Duration = Duration::from_secs(60);
+/// Chassis Identify's default interval.
+const IDENTIFY_DEFAULT: u64 = 15;
+
+/// What an IPMI BMC keeps beside the machine's shared state: the boot
+/// option parameters that have no Redfish meaning, and the timers.
+#[derive(Debug, Default)]
+pub struct ChassisState {
+    /// Parameter 0: set in progress.
+    pub set_in_progress: u8,
+    /// Parameter 3: which events do not clear the valid bit.
+    pub valid_clearing: u8,
+    /// Parameter 4: boot info acknowledge bits.
+    pub boot_ack: u8,
+    /// When IPMI made the boot flags valid, and the override it set:
+    /// 60 seconds later without a restart, the override is cleared.
+    pub valid_since: Option<(Instant, BootOverride)>,
+    /// A temporary Chassis Identify ends then.
+    pub identify_until: Option<Instant>,
+}
+
+/// The privilege a command needs; `None` for commands not served.
+pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
+    use Privilege::*;
+    Some(match (netfn, cmd) {
+        (netfn::APP, 0x01 | 0x04 | 0x08 | 0x37 | 0x38 | 0x54 | 0x42) => User,
+        (netfn::APP, 0x3b | 0x3c | 0x44 | 0x46) => Callback,
+        (netfn::CHASSIS, 0x00 | 0x01 | 0x09) => User,
+        (netfn::CHASSIS, 0x02 | 0x04 | 0x08) => Operator,
+        (netfn::STORAGE, 0x10 | 0x11 | 0x20 | 0x21 | 0x22 | 0x23 | 0x40 | 0x42 | 0x43 | 0x48) => {
+            User
+        }
+        (netfn::TRANSPORT, 0x02) => Operator,
+        _ => return None,
+    })
+}
+
+fn backend_cc(e: &BackendError) -> u8 {
+    match e {
+        BackendError::Conflict(_) => cc::NOT_NOW,
+        BackendError::Unsupported(_) => cc::INVALID_FIELD,
+        BackendError::NotFound(_) | BackendError::Media(_) => cc::NOT_PRESENT,
+        BackendError::Unavailable(_) => cc::NODE_BUSY,
+        BackendError::Internal(_) => cc::UNSPECIFIED,
+    }
+}
+
+type Reply = (u8, Vec<u8>);
+
+fn ok(data: Vec<u8>) -> Reply {
+    (cc::OK, data)
+}
+
+fn err(code: u8) -> Reply {
+    (code, Vec::new())
+}
+
+/// Carries out one command at `privilege` (the session's, or User for
+/// the few commands served outside a session).
+pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: &[u8]) -> Reply {
+    let Some(needed) = required(netfn, cmd) else {
+        return err(cc::INVALID_COMMAND);
+    };
+    if privilege < needed {
+        return err(cc::INSUFFICIENT_PRIVILEGE);
+    }
+    match (netfn, cmd) {
+        (netfn::APP, 0x01) => device_id(bmc, data),
+        (netfn::APP, 0x04) => exact(data, 0, || ok(vec![0x55, 0x00])),
+        (netfn::APP, 0x08 | 0x37) => exact(data, 0, || ok(bmc.guid.to_vec())),
+        (netfn::APP, 0x42) => channel_info(data),
+        (netfn::APP, 0x44) => user_access(bmc, data),
+        (netfn::APP, 0x46) => user_name(bmc, data),
+        (netfn::CHASSIS, 0x00) => exact(data, 0, || ok(vec![0x0f, 0, 0, 0, 0])),
+        (netfn::CHASSIS, 0x01) => chassis_status(bmc, data).await,
+        (netfn::CHASSIS, 0x02) => chassis_control(bmc, data).await,
+        (netfn::CHASSIS, 0x04) => identify(bmc, data).await,
+        (netfn::CHASSIS, 0x08) => set_boot_option(bmc, data).await,
+        (netfn::CHASSIS, 0x09) => get_boot_option(bmc, data).await,
+        (netfn::STORAGE, 0x10) => fru_info(bmc, data).await,
+        (netfn::STORAGE, 0x11) => fru_read(bmc, data).await,
+        (netfn::STORAGE, 0x20) => exact(data, 0, sdr_info),
+        (netfn::STORAGE, 0x22) => exact(data, 0, || ok(vec![0x01, 0x00])),
+        (netfn::STORAGE, 0x23) => get_sdr(data),
+        (netfn::STORAGE, 0x40) => exact(data, 0, sel_info),
+        (netfn::STORAGE, 0x42) => exact(data, 0, || ok(vec![0x01, 0x00])),
+        (netfn::STORAGE, 0x43) => err(cc::NOT_PRESENT),
+        (netfn::STORAGE, 0x48) => exact(data, 0, sel_time),
+        (netfn::TRANSPORT, 0x02) => lan_config(bmc, data),
+        _ => err(cc::INVALID_COMMAND),
+    }
+}
+
+/// Runs `f` when the request has exactly `n` data bytes.
+fn exact(data: &[u8], n: usize, f: impl FnOnce() -> Reply) -> Reply {
+    if data.len() != n {
+        return err(cc::BAD_LENGTH);
+    }
+    f()
+}
+
+fn device_id(bmc: &Bmc, data: &[u8]) -> Reply {
+    if !data.is_empty() {
+        return err(cc::BAD_LENGTH);
+    }
+    let id = &bmc.identity;
+    let m = id.manufacturer_id.to_le_bytes();
+    let p = id.product_id.to_le_bytes();
+    ok(vec![
+        0x20,               // device id
+        0x01,               // device revision; no device SDRs (the repository has them)
+        id.fw_major & 0x7f, // device available
+        id.fw_minor_bcd,
+        0x02, // IPMI 2.0
+        0x8e, // chassis, FRU inventory, SEL, SDR repository
+        m[0],
+        m[1],
+        m[2],
+        p[0],
+        p[1],
+        0,
+        0,
+        0,
+        0,
+    ])
+}
+
+fn channel_info(data: &[u8]) -> Reply {
+    let [ch] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    if !matches!(ch & 0x0f, 0x01 | 0x0e) {
+        return err(cc::INVALID_FIELD);
+    }
+    // Channel 1: 802.3 LAN, IPMB-1.0 protocol, multi-session; IANA of
+    // the IPMI forum (7154).
+    ok(vec![0x01, 0x04, 0x01, 0x80, 0xf2, 0x1b, 0x00, 0x00, 0x00])
+}
+
+fn user_access(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [ch, id] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    let id = id & 0x3f;
+    if !matches!(ch & 0x0f, 0x01 | 0x0e) || id == 0 || id as usize > super::users::MAX_USERS {
+        return err(cc::INVALID_FIELD);
+    }
+    let enabled = bmc.users.len() as u8;
+    let access = match bmc.users.by_id(id) {
+        // IPMI messaging and link authentication on, the user's limit.
+        Some(u) => 0x30 | u.privilege as u8,
+        // No access.
+        None => 0x0f,
+    };
+    ok(vec![
+        super::users::MAX_USERS as u8,
+        0x40 | enabled,
+        0x01,
+        access,
+    ])
+}
+
+fn user_name(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [id] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    let id = id & 0x3f;
+    if id == 0 || id as usize > super::users::MAX_USERS {
+        return err(cc::INVALID_FIELD);
+    }
+    let mut name = [0u8; 16];
+    if let Some(u) = bmc.users.by_id(id) {
+        name[..u.name.len()].copy_from_slice(&u.name);
+    }
+    ok(name.to_vec())
+}
+
+async fn chassis_status(bmc: &Bmc, data: &[u8]) -> Reply {
+    if !data.is_empty() {
+        return err(cc::BAD_LENGTH);
+    }
+    let sys = match bmc.system().await {
+        Ok(s) => s,
+        Err(e) => return err(backend_cc(&e)),
+    };
+    let on = matches!(sys.power, PowerState::On | PowerState::PoweringOff);
+    // Power restore policy "always off" (bits 6:5 = 00).
+    let b1 = u8::from(on);
+    let identify = match sys.bmc.indicator {
+        IndicatorLed::Off => 0x00,
+        IndicatorLed::Blinking => 0x10,
+        IndicatorLed::Lit => 0x20,
+    };
+    // Identify state reported (bit 6).
+    ok(vec![b1, 0x00, 0x40 | identify, 0x00])
+}
+
+async fn chassis_control(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [action] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    let reset = match action & 0x0f {
+        0x00 => ResetType::ForceOff,
+        0x01 => ResetType::On,
+        0x02 => ResetType::PowerCycle,
+        0x03 => ResetType::ForceRestart,
+        0x04 => ResetType::Nmi,
+        0x05 => ResetType::GracefulShutdown,
+        _ => return err(cc::INVALID_FIELD),
+    };
+    // A Chassis Control command stops the valid bit's timer (the restart
+    // it starts consumes the flags, as a boot consumes Once).
+    bmc.chassis().valid_since = None;
+    match bmc.backend.reset(&bmc.system_id, reset).await {
+        Ok(()) => ok(Vec::new()),
+        Err(e) => err(backend_cc(&e)),
+    }
+}
+
+async fn identify(bmc: &Bmc, data: &[u8]) -> Reply {
+    let (interval, force) = match data {
+        [] => (IDENTIFY_DEFAULT, false),
+        [i] => (*i as u64, false),
+        [i, f] => (*i as u64, f & 1 == 1),
+        _ => return err(cc::BAD_LENGTH),
+    };
+    let led = if force {
+        IndicatorLed::Lit
+    } else if interval == 0 {
+        IndicatorLed::Off
+    } else {
+        IndicatorLed::Blinking
+    };
+    let change = Change::Settings(SystemSettings {
+        indicator: Some(led),
+        asset_tag: None,
+    });
+    match bmc.backend.apply(&bmc.system_id, vec![change]).await {
+        Ok(_) => {
+            bmc.chassis().identify_until = (led == IndicatorLed::Blinking)
+                .then(|| Instant::now() + Duration::from_secs(interval));
+            ok(Vec::new())
+        }
+        Err(e) => err(backend_cc(&e)),
+    }
+}
+
+async fn set_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
+    let Some((&param, rest)) = data.split_first() else {
+        return err(cc::BAD_LENGTH);
+    };
+    match param & 0x7f {
+        0 => {
+            let [v] = rest else {
+                return err(cc::BAD_LENGTH);
+            };
+            let mut c = bmc.chassis();
+            match v & 0x03 {
+                // "Set in progress" when one already is: 0x81.
+                0x01 if c.set_in_progress == 0x01 => return err(0x81),
+                0x03 => return err(cc::INVALID_FIELD),
+                // Commit write: the flags apply as they are set.
+                0x02 => {}
+                v => c.set_in_progress = v,
+            }
+            ok(Vec::new())
+        }
+        3 => {
+            let [v] = rest else {
+                return err(cc::BAD_LENGTH);
+            };
+            let mut c = bmc.chassis();
+            c.valid_clearing = v & 0x1f;
+            if c.valid_clearing & 0x08 != 0 {
+                c.valid_since = None;
+            }
+            ok(Vec::new())
+        }
+        4 => {
+            let [mask, bits] = rest else {
+                return err(cc::BAD_LENGTH);
+            };
+            let mut c = bmc.chassis();
+            c.boot_ack = (c.boot_ack & !mask) | (bits & mask);
+            ok(Vec::new())
+        }
+        5 => set_boot_flags(bmc, rest).await,
+        1 | 2 | 6 | 7 => err(cc::PARAM_NOT_SUPPORTED),
+        _ => err(cc::PARAM_NOT_SUPPORTED),
+    }
+}
+
+async fn set_boot_flags(bmc: &Bmc, data: &[u8]) -> Reply {
+    // Read, check and write under the system's lock, as a Redfish PATCH.
+    let _guard = bmc.lock_system().await;
+    let sys = match bmc.system().await {
+        Ok(s) => s,
+        Err(e) => return err(backend_cc(&e)),
+    };
+    let wanted = match boot::override_of(data, &sys.bmc.boot, sys.arch.has_uefi()) {
+        Ok(o) => o,
+        Err(boot::FlagsError::Length) => return err(cc::BAD_LENGTH),
+        Err(_) => return err(cc::INVALID_FIELD),
+    };
+    let profile = bmc.profile(&sys);
+    if !profile.offers(wanted.target)
+        || (wanted.enabled == crate::model::OverrideEnabled::Continuous && !profile.boot.continuous)
+    {
+        return err(cc::INVALID_FIELD);
+    }
+    // Keep what IPMI cannot say when the target stays (a Redfish
+    // UefiHttp with its URI reads as PXE; setting PXE again keeps it).
+    let merged = if wanted.target == crate::model::BootTarget::Pxe
+        && sys.bmc.boot.target == crate::model::BootTarget::UefiHttp
+        && wanted.mode == sys.bmc.boot.mode
+    {
+        BootOverride {
+            enabled: wanted.enabled,
+            ..sys.bmc.boot.clone()
+        }
+    } else {
+        wanted
+    };
+    match bmc
+        .backend
+        .apply(&bmc.system_id, vec![Change::Boot(merged.clone())])
+        .await
+    {
+        Ok(after) => {
+            let mut c = bmc.chassis();
+            c.valid_since = (after.bmc.boot.enabled == crate::model::OverrideEnabled::Once
+                && c.valid_clearing & 0x08 == 0)
+                .then(|| (Instant::now(), after.bmc.boot.clone()));
+            ok(Vec::new())
+        }
+        Err(e) => err(backend_cc(&e)),
+    }
+}
+
+async fn get_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [param, _set, _block] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    let param = param & 0x7f;
+    // Response: parameter version 1, the parameter, its data.
+    let with = |d: &[u8]| {
+        let mut v = vec![0x01, param];
+        v.extend_from_slice(d);
+        ok(v)
+    };
+    match param {
+        0 => with(&[bmc.chassis().set_in_progress]),
+        3 => with(&[bmc.chassis().valid_clearing]),
+        4 => with(&[0x00, bmc.chassis().boot_ack]),
+        5 => match bmc.system().await {
+            Ok(sys) => with(&boot::flags_of(&sys.bmc.boot)),
+            Err(e) => err(backend_cc(&e)),
+        },
+        _ => err(cc::PARAM_NOT_SUPPORTED),
+    }
+}
+
+async fn fru_info(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [id] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    if *id != 0 {
+        return err(cc::NOT_PRESENT);
+    }
+    match bmc.fru().await {
+        Ok(img) => {
+            let n = (img.len() as u16).to_le_bytes();
+            // Accessed by bytes.
+            ok(vec![n[0], n[1], 0x00])
+        }
+        Err(e) => err(backend_cc(&e)),
+    }
+}
+
+async fn fru_read(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [id, lo, hi, count] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    if *id != 0 {
+        return err(cc::NOT_PRESENT);
+    }
+    let img = match bmc.fru().await {
+        Ok(img) => img,
+        Err(e) => return err(backend_cc(&e)),
+    };
+    let at = u16::from_le_bytes([*lo, *hi]) as usize;
+    if at >= img.len() {
+        return err(cc::OUT_OF_RANGE);
+    }
+    // At most 32 bytes a read: the response must fit what clients take.
+    let n = (*count as usize).min(32).min(img.len() - at);
+    let mut v = vec![n as u8];
+    v.extend_from_slice(&img[at..at + n]);
+    ok(v)
+}
+
+fn sdr_info() -> Reply {
+    let n = inventory::sdr_records().len() as u16;
+    let n = n.to_le_bytes();
+    // Version 0x51, count, free space 0, timestamps unspecified, ops:
+    // reserve supported (bit 1).
+    ok(vec![
+        0x51, n[0], n[1], 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02,
+    ])
+}
+
+fn get_sdr(data: &[u8]) -> Reply {
+    let [_r0, _r1, id_lo, id_hi, offset, count] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    let records = inventory::sdr_records();
+    let id = u16::from_le_bytes([*id_lo, *id_hi]);
+    // Record id 0 is the first record; ids are 1, 2, ...
+    let index = if id == 0 { 0 } else { id as usize - 1 };
+    let Some(r) = records.get(index) else {
+        return err(cc::NOT_PRESENT);
+    };
+    let next: u16 = if index + 1 < records.len() {
+        index as u16 + 2
+    } else {
+        0xffff
+    };
+    let at = *offset as usize;
+    if at > r.len() {
+        return err(cc::OUT_OF_RANGE);
+    }
+    let n = if *count == 0xff {
+        r.len() - at
+    } else {
+        (*count as usize).min(r.len() - at)
+    };
+    let mut v = next.to_le_bytes().to_vec();
+    v.extend_from_slice(&r[at..at + n]);
+    ok(v)
+}
+
+fn sel_info() -> Reply {
+    // Version 0x51, no entries, 0xffff bytes free, no additions or
+    // erasures yet, operations: reserve (bit 1).
+    ok(vec![
+        0x51, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02,
+    ])
+}
+
+fn sel_time() -> Reply {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(0);
+    ok(now.to_le_bytes().to_vec())
+}
+
+fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [ch, param, _set, _block] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    if !matches!(ch & 0x0f, 0x01 | 0x0e) {
+        return err(cc::INVALID_FIELD);
+    }
+    // Bit 7: the revision only.
+    if ch & 0x80 != 0 {
+        return ok(vec![0x11]);
+    }
+    let ip = match bmc.addr.ip() {
+        std::net::IpAddr::V4(v4) => v4.octets(),
+        std::net::IpAddr::V6(_) => [0; 4],
+    };
+    let suites: Vec<u8> = super::crypto::SUITES.iter().map(|s| s.id).collect();
+    let d: Vec<u8> = match param {
+        0 => vec![0x00],
+        // Authentication types: none (RMCP+ carries its own).
+        1 => vec![0x01],
+        2 => vec![0x01; 5],
+        3 => ip.to_vec(),
+        // Static address.
+        4 => vec![0x01],
+        5 => bmc.mac.to_vec(),
+        6 => vec![255, 255, 255, 0],
+        // TTL 64, flags don't fragment, precedence/TOS normal.
+        7 => vec![0x40, 0x40, 0x10],
+        10 => vec![0x00],
+        11 => vec![0x00],
+        12 | 14 => vec![0, 0, 0, 0],
+        13 | 15 => vec![0; 6],
+        16 => {
+            let mut c = b"public".to_vec();
+            c.resize(18, 0);
+            c
+        }
+        20 => vec![0x00, 0x00],
+        21 => vec![0x00],
+        22 => vec![suites.len() as u8],
+        23 => [vec![0x00], suites.clone()].concat(),
+        // Privilege levels per suite entry, two to a byte: ADMINISTRATOR.
+        24 => {
+            let mut v = vec![0x00];
+            v.extend(std::iter::repeat_n(0x44, 8));
+            v
+        }
+        // Bad password threshold: none.
+        26 => vec![0; 6],
+        _ => return err(cc::PARAM_NOT_SUPPORTED),
+    };
+    let mut v = vec![0x11];
+    v.extend_from_slice(&d);
+    ok(v)
+}

@@ -1,0 +1,115 @@
+//! What a BMC tells about itself and its machine: the FRU inventory image
+//! (IPMI Platform Management FRU Information Storage Definition v1.0) and
+//! the SDR repository (one Management Controller Device Locator record,
+//! so clients that rebuild an empty repository leave it alone).
+
+use crate::model::System;
+use crate::profile::Profile;
+
+/// A FRU field: type/length byte 0xC0 | len (8-bit ASCII), then the bytes
+/// (at most 63).
+fn field(out: &mut Vec<u8>, s: &str) {
+    let b: Vec<u8> = s
+        .bytes()
+        .filter(|c| c.is_ascii() && !c.is_ascii_control())
+        .take(63)
+        .collect();
+    out.push(0xc0 | b.len() as u8);
+    out.extend_from_slice(&b);
+}
+
+/// Closes an area: end marker 0xC1, zero pad to 8 bytes with room for
+/// the checksum, the length byte (in 8-byte units) and the zero-sum
+/// checksum.
+fn close_area(mut a: Vec<u8>) -> Vec<u8> {
+    a.push(0xc1);
+    while (a.len() + 1) % 8 != 0 {
+        a.push(0);
+    }
+    a[1] = ((a.len() + 1) / 8) as u8;
+    let sum = a.iter().fold(0u8, |s, b| s.wrapping_add(*b));
+    a.push(sum.wrapping_neg());
+    a
+}
+
+/// The FRU image of a machine: chassis, board and product areas.
+pub fn fru(sys: &System, profile: &Profile) -> Vec<u8> {
+    let serial = sys.uuid.simple().to_string()[..12].to_uppercase();
+    // Chassis: version, length, type 0x17 (rack mount chassis).
+    let mut chassis = vec![1, 0, 0x17];
+    field(&mut chassis, &profile.model);
+    field(&mut chassis, &serial);
+    let chassis = close_area(chassis);
+    // Board: version, length, language English, manufacturing date
+    // (0: unspecified), manufacturer, product, serial, part, FRU file id.
+    let mut board = vec![1, 0, 0, 0, 0, 0];
+    field(&mut board, &profile.manufacturer);
+    field(&mut board, &profile.model);
+    field(&mut board, &serial);
+    field(&mut board, "");
+    field(&mut board, "");
+    let board = close_area(board);
+    // Product: version, length, language, manufacturer, name, part,
+    // version, serial, asset tag, FRU file id.
+    let mut product = vec![1, 0, 0];
+    field(&mut product, &profile.manufacturer);
+    field(&mut product, &profile.model);
+    field(&mut product, "");
+    field(&mut product, &profile.bios_version);
+    field(&mut product, &serial);
+    field(&mut product, &sys.bmc.asset_tag);
+    field(&mut product, "");
+    let product = close_area(product);
+    let chassis_at = 1u8;
+    let board_at = chassis_at + (chassis.len() / 8) as u8;
+    let product_at = board_at + (board.len() / 8) as u8;
+    let mut header = vec![1, 0, chassis_at, board_at, product_at, 0, 0];
+    let sum = header.iter().fold(0u8, |s, b| s.wrapping_add(*b));
+    header.push(sum.wrapping_neg());
+    [header, chassis, board, product].concat()
+}
+
+/// The SDR repository's one record: a Management Controller Device
+/// Locator (type 0x12) for the BMC at slave address 0x20, named `BMC`.
+pub fn sdr_records() -> Vec<Vec<u8>> {
+    let name = b"BMC";
+    let mut body = vec![
+        0x20, // device slave address
+        0x00, // channel 0
+        0x00, // power state notification / global initialization
+        0x8e, // capabilities: chassis, FRU, SEL, SDR repository
+        0, 0, 0,    // reserved
+        0x00, // entity id (unspecified)
+        0x01, // entity instance
+        0x00, // OEM
+    ];
+    body.push(0xc0 | name.len() as u8);
+    body.extend_from_slice(name);
+    // Header: record id 0x0001, SDR version 0x51, type 0x12, length.
+    let mut r = vec![0x01, 0x00, 0x51, 0x12, body.len() as u8];
+    r.extend_from_slice(&body);
+    vec![r]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zero_sum(b: &[u8]) -> bool {
+        b.iter().fold(0u8, |s, x| s.wrapping_add(*x)) == 0
+    }
+
+    #[test]
+    fn the_fru_image_has_valid_areas_and_checksums() {
+        let sys = crate::config::fake_systems(1).remove(0);
+        let img = fru(&sys, crate::profile::generic());
+        assert_eq!(img[0], 1);
+        assert!(zero_sum(&img[..8]), "header checksum");
+        for at in [img[2], img[3], img[4]] {
+            let start = at as usize * 8;
+            let len = img[start + 1] as usize * 8;
+            assert!(zero_sum(&img[start..start + len]), "area at {start}");
+        }
+        assert_eq!(img.len() % 8, 0);
+    }
+}

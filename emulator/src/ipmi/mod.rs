@@ -1,0 +1,564 @@
+//! IPMI v2.0 over LAN (RMCP+, "lanplus") for every BMC of one system:
+//! the second front-end on the same machines as Redfish.
+//!
+//! A [`Bmc`] serves one machine on one UDP socket (port 623 by default,
+//! on its endpoint's address). It holds no machine state of its own: power
+//! goes through [`Backend::reset`], boot flags and the identify light are
+//! [`Change`](crate::model::Change)s on the shared [`BmcState`]
+//! (crate::model::BmcState), under the same per-system lock as a Redfish
+//! PATCH, so either protocol reads what the other wrote.
+//!
+//! - `wire`: RMCP and session framing, the IPMI message (pure).
+//! - `crypto`: cipher suites 1-3 and 15-17 (suite 0 only when enabled).
+//! - `session`: Open Session, RAKP 1-4, sequence window, bounds.
+//! - `commands`: the commands, mapped onto the backend.
+//! - `boot`: boot flags (parameter 5) ⇄ the Redfish boot override.
+//! - `inventory`: FRU image and SDR records.
+//!
+//! Invariant: a datagram that does not parse, fails its integrity check,
+//! is out of its sequence window or names no session is dropped without
+//! an answer (as real BMCs do) and changes nothing; a request that parses
+//! gets a completion code.
+
+pub mod boot;
+pub mod commands;
+pub mod crypto;
+pub mod inventory;
+pub mod session;
+pub mod users;
+pub mod wire;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::net::UdpSocket;
+use tokio::sync::{watch, Semaphore};
+
+use crate::api::SystemLocks;
+use crate::backend::{Backend, BackendError};
+use crate::model::{BootOverride, Change, IndicatorLed, SystemSettings};
+use crate::profile::{Profile, Profiles};
+use commands::{cc, netfn, ChassisState};
+use session::Sessions;
+use users::{Privilege, Users};
+use wire::{payload, Datagram};
+
+/// What the IPMI listeners run with.
+#[derive(Debug, Clone)]
+pub struct IpmiSettings {
+    /// UDP port of every BMC; 0: no IPMI.
+    pub port: u16,
+    /// Whether the port was asked for (a failure to bind it is then an
+    /// error; with the default, a warning).
+    pub port_explicit: bool,
+    pub users: Users,
+    /// Serve cipher suite 0 (no authentication: any password logs in).
+    pub cipher_suite_zero: bool,
+}
+
+impl Default for IpmiSettings {
+    fn default() -> Self {
+        IpmiSettings {
+            port: 623,
+            port_explicit: false,
+            users: Users::default(),
+            cipher_suite_zero: false,
+        }
+    }
+}
+
+/// Get Device ID's identity, from the profile.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub manufacturer_id: u32,
+    pub product_id: u16,
+    pub fw_major: u8,
+    pub fw_minor_bcd: u8,
+}
+
+impl Identity {
+    /// From the profile: its IANA enterprise number, and the first
+    /// `MAJOR.MINOR` of its BMC firmware version (`iLO 5 v3.08` → 3,
+    /// 0x08; `7.00.00.181` → 7, 0x00).
+    pub fn of(profile: &Profile) -> Identity {
+        let (major, minor) = firmware_version(&profile.bmc_firmware_version);
+        Identity {
+            manufacturer_id: profile.ipmi.manufacturer_id & 0x00ff_ffff,
+            product_id: profile.ipmi.product_id,
+            fw_major: major.min(127) as u8,
+            fw_minor_bcd: (((minor / 10) << 4) | (minor % 10)) as u8,
+        }
+    }
+}
+
+/// The first `digits.digits` of a version text (minor: its first two
+/// digits), else its first number and 0.
+fn firmware_version(v: &str) -> (u32, u32) {
+    let b = v.as_bytes();
+    let digits = |from: usize| b[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let mut first = None;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_digit()) {
+            let n = digits(i);
+            let major = v[i..i + n].parse::<u32>().unwrap_or(0);
+            first.get_or_insert(major);
+            if b.get(i + n) == Some(&b'.') && digits(i + n + 1) > 0 {
+                let m = digits(i + n + 1).min(2);
+                let minor = v[i + n + 1..i + n + 1 + m].parse::<u32>().unwrap_or(0);
+                return (major, minor);
+            }
+            i += n;
+        } else {
+            i += 1;
+        }
+    }
+    (first.unwrap_or(1), 0)
+}
+
+/// One BMC's IPMI side: its machine, its sessions.
+pub struct Bmc {
+    /// The system's Id in `backend` (the endpoint's view).
+    pub system_id: String,
+    pub backend: Arc<dyn Backend>,
+    pub locks: Arc<SystemLocks>,
+    pub profiles: Arc<Profiles>,
+    pub identity: Identity,
+    /// The system's UUID as Get System GUID sends it (SMBIOS byte order,
+    /// what pyghmi decodes and ipmitool prints as the same UUID).
+    pub guid: [u8; 16],
+    pub users: Arc<Users>,
+    pub addr: SocketAddr,
+    pub mac: [u8; 6],
+    pub cipher_suite_zero: bool,
+    sessions: Mutex<Sessions>,
+    chassis: Mutex<ChassisState>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Bmc {
+    /// The IPMI side of system `id` of an endpoint's `state` (its view,
+    /// locks and profiles: the ones its Redfish side uses).
+    pub fn new(
+        state: &crate::api::AppState,
+        id: &str,
+        sys: &crate::model::System,
+        settings: &IpmiSettings,
+        addr: SocketAddr,
+    ) -> Bmc {
+        let u = sys.uuid.as_bytes();
+        // A locally administered unicast MAC derived from the UUID.
+        let mac = [0x02, u[10], u[11], u[12], u[13], u[14]];
+        Bmc {
+            system_id: id.to_string(),
+            backend: state.backend.clone(),
+            locks: state.locks.clone(),
+            profiles: state.profiles.clone(),
+            identity: Identity::of(state.profile(sys)),
+            guid: sys.uuid.to_bytes_le(),
+            users: Arc::new(settings.users.clone()),
+            addr,
+            mac,
+            cipher_suite_zero: settings.cipher_suite_zero,
+            sessions: Mutex::new(Sessions::default()),
+            chassis: Mutex::new(ChassisState::default()),
+        }
+    }
+
+    pub fn chassis(&self) -> MutexGuard<'_, ChassisState> {
+        lock(&self.chassis)
+    }
+
+    pub async fn system(&self) -> Result<crate::model::System, BackendError> {
+        self.backend.system(&self.system_id).await
+    }
+
+    pub async fn lock_system(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        self.locks.lock(&self.system_id).await
+    }
+
+    pub fn profile(&self, sys: &crate::model::System) -> &'static Profile {
+        self.profiles
+            .get(&sys.profile)
+            .unwrap_or_else(|_| crate::profile::generic())
+    }
+
+    pub async fn fru(&self) -> Result<Vec<u8>, BackendError> {
+        let sys = self.system().await?;
+        Ok(inventory::fru(&sys, self.profile(&sys)))
+    }
+
+    /// Established sessions now.
+    pub fn active_sessions(&self) -> usize {
+        lock(&self.sessions).active_count()
+    }
+
+    /// The timers: sessions idle too long, the boot flags' 60 seconds,
+    /// a temporary identify.
+    pub async fn tick(&self, now: Instant) {
+        lock(&self.sessions).prune(now);
+        let (expired, identify_over) = {
+            let mut c = self.chassis();
+            let expired = match &c.valid_since {
+                Some((at, o)) if now.duration_since(*at) >= commands::BOOT_VALID_TIMEOUT => {
+                    let o = o.clone();
+                    c.valid_since = None;
+                    Some(o)
+                }
+                _ => None,
+            };
+            let identify_over = c.identify_until.is_some_and(|t| now >= t);
+            if identify_over {
+                c.identify_until = None;
+            }
+            (expired, identify_over)
+        };
+        if let Some(set) = expired {
+            self.clear_flags_if_unchanged(&set).await;
+        }
+        if identify_over {
+            let _guard = self.lock_system().await;
+            if let Ok(sys) = self.system().await {
+                if sys.bmc.indicator == IndicatorLed::Blinking {
+                    let off = Change::Settings(SystemSettings {
+                        indicator: Some(IndicatorLed::Off),
+                        asset_tag: None,
+                    });
+                    let _ = self.backend.apply(&self.system_id, vec![off]).await;
+                }
+            }
+        }
+    }
+
+    /// The valid bit's timer ran out: the override IPMI set is cleared,
+    /// unless something (a boot, Redfish) changed it since.
+    async fn clear_flags_if_unchanged(&self, set: &BootOverride) {
+        let _guard = self.lock_system().await;
+        let Ok(sys) = self.system().await else {
+            return;
+        };
+        if &sys.bmc.boot == set {
+            tracing::info!(system = %self.system_id, "IPMI boot flags expired after 60 s without a restart");
+            let cleared = BootOverride::disabled(sys.bmc.boot.mode);
+            let _ = self
+                .backend
+                .apply(&self.system_id, vec![Change::Boot(cleared)])
+                .await;
+        }
+    }
+
+    /// Answers one datagram; `None`: no answer.
+    pub async fn handle(&self, buf: &[u8]) -> Option<Vec<u8>> {
+        let d = match wire::parse(buf) {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::debug!(error = %e, "IPMI datagram dropped");
+                return None;
+            }
+        };
+        match d {
+            Datagram::Ping { rmcp_seq, tag } => Some(wire::build_pong(rmcp_seq, tag)),
+            Datagram::V15 {
+                session_id: 0,
+                message,
+                ..
+            } => {
+                let req = wire::parse_request(message).ok()?;
+                let (code, data) = self.outside_session(&req).await?;
+                Some(wire::build_v15(&wire::build_response(&req, code, &data)))
+            }
+            // IPMI v1.5 sessions are not served: RMCP+ only.
+            Datagram::V15 { .. } => None,
+            Datagram::V20(p) => self.handle_v20(p).await,
+        }
+    }
+
+    /// The few commands served before a session (IPMI v2.0 section 13.3).
+    async fn outside_session(&self, req: &wire::Request<'_>) -> Option<(u8, Vec<u8>)> {
+        match (req.netfn, req.cmd) {
+            (netfn::APP, 0x38) => Some(auth_capabilities(req.data)),
+            (netfn::APP, 0x54) => Some(cipher_suites(req.data, self.cipher_suite_zero)),
+            (netfn::APP, 0x37 | 0x01) => {
+                Some(commands::execute(self, Privilege::User, req.netfn, req.cmd, req.data).await)
+            }
+            _ => None,
+        }
+    }
+
+    async fn handle_v20(&self, p: wire::V20<'_>) -> Option<Vec<u8>> {
+        let now = Instant::now();
+        let plain = |pt: u8, body: Vec<u8>| wire::build_v20(pt, false, 0, 0, &body, None);
+        if p.session_id == 0 {
+            if p.authenticated || p.encrypted {
+                return None;
+            }
+            return match p.payload_type {
+                payload::OPEN_SESSION_REQUEST => {
+                    let r = lock(&self.sessions).open(p.payload, self.cipher_suite_zero, now)?;
+                    Some(plain(payload::OPEN_SESSION_RESPONSE, r))
+                }
+                payload::RAKP1 => {
+                    let r = lock(&self.sessions).rakp1(p.payload, &self.users, &self.guid)?;
+                    Some(plain(payload::RAKP2, r))
+                }
+                payload::RAKP3 => {
+                    let r = lock(&self.sessions).rakp3(p.payload, &self.guid, now)?;
+                    Some(plain(payload::RAKP4, r))
+                }
+                payload::IPMI => {
+                    let req = wire::parse_request(p.payload).ok()?;
+                    let (code, data) = self.outside_session(&req).await?;
+                    Some(plain(
+                        payload::IPMI,
+                        wire::build_response(&req, code, &data),
+                    ))
+                }
+                _ => None,
+            };
+        }
+        // In a session: integrity, then the sequence window, then the
+        // payload decrypted.
+        let (keys, console_sid, privilege, user_max) = {
+            let mut s = lock(&self.sessions);
+            let a = s.get_mut(p.session_id)?;
+            let keys = a.keys.clone();
+            if !session::protection_ok(&keys.suite, p.authenticated, p.encrypted) {
+                return None;
+            }
+            if p.authenticated {
+                let (covered, code) = p.integrity_parts(keys.suite.integrity.code_len()).ok()?;
+                if keys.suite.integrity.code(&keys.k1, covered) != code {
+                    return None;
+                }
+            }
+            let out = (keys, a.console_sid, a.privilege, a.max);
+            if !s.accept_seq(p.session_id, p.seq, now) {
+                return None;
+            }
+            out
+        };
+        let body = if p.encrypted {
+            keys.decrypt(p.payload)?
+        } else {
+            p.payload.to_vec()
+        };
+        if p.payload_type != payload::IPMI {
+            // Serial-over-LAN and OEM payloads are not served yet.
+            return None;
+        }
+        let req = wire::parse_request(&body).ok()?;
+        // A retransmission of the last request: the same answer again.
+        let cached = {
+            let mut s = lock(&self.sessions);
+            s.get_mut(p.session_id).and_then(|a| {
+                a.last
+                    .as_ref()
+                    .filter(|(q, _)| *q == body)
+                    .map(|(_, r)| r.clone())
+            })
+        };
+        let response = match cached {
+            Some(r) => r,
+            None => {
+                let (code, data) = self
+                    .in_session(p.session_id, privilege, user_max, &req)
+                    .await;
+                let r = wire::build_response(&req, code, &data);
+                if let Some(a) = lock(&self.sessions).get_mut(p.session_id) {
+                    a.last = Some((body.clone(), r.clone()));
+                }
+                r
+            }
+        };
+        let seq = {
+            let mut s = lock(&self.sessions);
+            match s.get_mut(p.session_id) {
+                Some(a) => a.next_out_seq(),
+                // Closed by this very request (Close Session): its answer
+                // still goes out, numbered after the request.
+                None => p.seq,
+            }
+        };
+        let payload_bytes = if keys.suite.conf == crypto::Conf::AesCbc128 {
+            keys.encrypt(&response, rand::random())
+        } else {
+            response
+        };
+        let code = |covered: &[u8]| keys.suite.integrity.code(&keys.k1, covered);
+        let auth: wire::AuthCode<'_> =
+            (keys.suite.integrity != crypto::Integrity::None).then_some(&code);
+        Some(wire::build_v20(
+            payload::IPMI,
+            keys.suite.conf == crypto::Conf::AesCbc128,
+            console_sid,
+            seq,
+            &payload_bytes,
+            auth,
+        ))
+    }
+
+    /// A command inside a session: the session commands here, the rest
+    /// to [`commands::execute`].
+    async fn in_session(
+        &self,
+        sid: u32,
+        privilege: Privilege,
+        max: Privilege,
+        req: &wire::Request<'_>,
+    ) -> (u8, Vec<u8>) {
+        match (req.netfn, req.cmd) {
+            (netfn::APP, 0x38) => auth_capabilities(req.data),
+            (netfn::APP, 0x54) => cipher_suites(req.data, self.cipher_suite_zero),
+            // Set Session Privilege Level.
+            (netfn::APP, 0x3b) => {
+                let [level] = req.data else {
+                    return (cc::BAD_LENGTH, Vec::new());
+                };
+                let level = level & 0x0f;
+                if level == 0 {
+                    return (cc::OK, vec![privilege as u8]);
+                }
+                let Some(want) = Privilege::from_u8(level).filter(|p| *p != Privilege::Oem) else {
+                    return (cc::INVALID_FIELD, Vec::new());
+                };
+                if want > max {
+                    // Above the session's (and user's) limit.
+                    return (0x81, Vec::new());
+                }
+                if let Some(a) = lock(&self.sessions).get_mut(sid) {
+                    a.privilege = want;
+                }
+                (cc::OK, vec![want as u8])
+            }
+            // Close Session: this one, or another (administrators).
+            (netfn::APP, 0x3c) => {
+                let Some(id) = req.data.get(..4) else {
+                    return (cc::BAD_LENGTH, Vec::new());
+                };
+                let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
+                if id != sid && privilege < Privilege::Administrator {
+                    return (cc::INSUFFICIENT_PRIVILEGE, Vec::new());
+                }
+                if lock(&self.sessions).close(id) {
+                    (cc::OK, Vec::new())
+                } else {
+                    // Invalid session ID in request.
+                    (0x87, Vec::new())
+                }
+            }
+            // HPM.2 capabilities (ipmitool asks after login): not a PICMG
+            // controller.
+            (netfn::PICMG, _) => (cc::INVALID_COMMAND, Vec::new()),
+            _ => commands::execute(self, privilege, req.netfn, req.cmd, req.data).await,
+        }
+    }
+}
+
+/// Get Channel Authentication Capabilities: IPMI v2.0 extended data,
+/// non-null user names, per-message authentication, no K_g.
+fn auth_capabilities(data: &[u8]) -> (u8, Vec<u8>) {
+    let [ch, level] = data else {
+        return (cc::BAD_LENGTH, Vec::new());
+    };
+    if !matches!(ch & 0x0f, 0x01 | 0x0e) || Privilege::from_u8(level & 0x0f).is_none() {
+        return (cc::INVALID_FIELD, Vec::new());
+    }
+    let v2 = ch & 0x80 != 0;
+    // Byte 1: v2.0 extended data follows (bit 7), authentication type
+    // NONE is the only IPMI v1.5 one. Byte 2: non-null user names
+    // (bit 2). Byte 3: IPMI v2.0 connections supported (bit 1).
+    let b1 = if v2 { 0x80 } else { 0x01 };
+    let b3 = if v2 { 0x02 } else { 0x00 };
+    (cc::OK, vec![0x01, b1, 0x04, b3, 0, 0, 0, 0])
+}
+
+/// Get Channel Cipher Suites (list by cipher suite): 16 bytes of records
+/// per index.
+fn cipher_suites(data: &[u8], zero: bool) -> (u8, Vec<u8>) {
+    let [ch, payload_type, index] = data else {
+        return (cc::BAD_LENGTH, Vec::new());
+    };
+    if !matches!(ch & 0x0f, 0x01 | 0x0e) || *payload_type != 0 {
+        return (cc::INVALID_FIELD, Vec::new());
+    }
+    let mut records = Vec::new();
+    let suites = zero
+        .then_some(crypto::SUITE_ZERO)
+        .into_iter()
+        .chain(crypto::SUITES.iter().copied());
+    for s in suites {
+        records.extend_from_slice(&[
+            0xc0,
+            s.id,
+            s.auth.id(),
+            0x40 | s.integrity.id(),
+            0x80 | s.conf.id(),
+        ]);
+    }
+    let at = (index & 0x3f) as usize * 16;
+    if at > records.len() {
+        return (cc::INVALID_FIELD, Vec::new());
+    }
+    let mut out = vec![0x01];
+    out.extend_from_slice(&records[at..(at + 16).min(records.len())]);
+    (cc::OK, out)
+}
+
+/// Datagrams handled at once per socket; more are dropped, as a busy
+/// BMC drops them (clients retransmit).
+const IN_FLIGHT: usize = 256;
+
+/// Serves `bmc` on `socket` until `stop` turns true.
+pub async fn serve(
+    socket: UdpSocket,
+    bmc: Arc<Bmc>,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let socket = Arc::new(socket);
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut buf = vec![0u8; wire::MAX_DATAGRAM + 1];
+    loop {
+        let (n, peer) = tokio::select! {
+            _ = stopped(&mut stop) => break,
+            _ = tick.tick() => {
+                bmc.tick(Instant::now()).await;
+                continue;
+            }
+            r = socket.recv_from(&mut buf) => match r {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::debug!(error = %e, "IPMI receive failed");
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            continue;
+        };
+        let datagram = buf[..n].to_vec();
+        let bmc = bmc.clone();
+        let socket = socket.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            if let Some(reply) = bmc.handle(&datagram).await {
+                if let Err(e) = socket.send_to(&reply, peer).await {
+                    tracing::debug!(%peer, error = %e, "IPMI send failed");
+                }
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Resolves once the flag turns true (or its sender is gone).
+async fn stopped(flag: &mut watch::Receiver<bool>) {
+    let _ = flag.wait_for(|s| *s).await;
+}
+
+#[cfg(test)]
+mod tests;

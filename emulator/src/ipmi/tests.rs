@@ -1,0 +1,391 @@
+//! In-process tests of a whole BMC: a minimal RMCP+ console (written from
+//! the spec, independent of the server's session code) logs in over
+//! [`Bmc::handle`], and hostile input is thrown at the same entry point.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+
+use super::crypto::{Auth, Keys, SUITES};
+use super::users::{Privilege, User, Users};
+use super::wire::{self, payload, Datagram};
+use super::{Bmc, IpmiSettings};
+use crate::backend::fake::FakeBackend;
+use crate::backend::Backend;
+use crate::model::{BootMode, BootTarget, OverrideEnabled, PowerState};
+
+fn bmc() -> Arc<Bmc> {
+    let backend: Arc<dyn Backend> =
+        Arc::new(FakeBackend::new(crate::config::fake_systems(1), Default::default()).unwrap());
+    let state = crate::api::AppState::new(
+        backend,
+        crate::auth::AuthStore::open(),
+        crate::config::FeatureSet::Full,
+        uuid::Uuid::nil(),
+    );
+    let sys = crate::config::fake_systems(1).remove(0);
+    let settings = IpmiSettings {
+        users: Users::new(vec![
+            User {
+                name: b"admin".to_vec(),
+                password: b"secret".to_vec(),
+                privilege: Privilege::Administrator,
+            },
+            User {
+                name: b"viewer".to_vec(),
+                password: b"look".to_vec(),
+                privilege: Privilege::User,
+            },
+        ])
+        .unwrap(),
+        ..IpmiSettings::default()
+    };
+    Arc::new(Bmc::new(
+        &state,
+        &sys.id,
+        &sys,
+        &settings,
+        "127.0.0.1:623".parse().unwrap(),
+    ))
+}
+
+/// A console's side of one session.
+struct Console {
+    keys: Keys,
+    bmc_sid: u32,
+    seq: u32,
+    rq_seq: u8,
+}
+
+fn unwrap_v20(reply: &[u8]) -> wire::V20<'_> {
+    match wire::parse(reply).unwrap() {
+        Datagram::V20(p) => p,
+        other => panic!("not RMCP+: {other:?}"),
+    }
+}
+
+/// Logs in with `suite_id`; `Err(status)` for an RMCP+ error status.
+async fn login(
+    bmc: &Bmc,
+    user: &str,
+    password: &str,
+    suite_id: u8,
+    role: u8,
+) -> Result<Console, u8> {
+    let suite = *SUITES.iter().find(|s| s.id == suite_id).unwrap();
+    let console_sid = 0x0a0b_0c0du32;
+    let mut open = vec![7, 0, 0, 0];
+    open.extend_from_slice(&console_sid.to_le_bytes());
+    open.extend_from_slice(&[0, 0, 0, 8, suite.auth.id(), 0, 0, 0]);
+    open.extend_from_slice(&[1, 0, 0, 8, suite.integrity.id(), 0, 0, 0]);
+    open.extend_from_slice(&[2, 0, 0, 8, suite.conf.id(), 0, 0, 0]);
+    let r = bmc
+        .handle(&wire::build_v20(
+            payload::OPEN_SESSION_REQUEST,
+            false,
+            0,
+            0,
+            &open,
+            None,
+        ))
+        .await
+        .unwrap();
+    let p = unwrap_v20(&r);
+    assert_eq!(p.payload_type, payload::OPEN_SESSION_RESPONSE);
+    if p.payload[1] != 0 {
+        return Err(p.payload[1]);
+    }
+    let bmc_sid = u32::from_le_bytes(p.payload[8..12].try_into().unwrap());
+    let rm = [0x5au8; 16];
+    let mut rakp1 = vec![8, 0, 0, 0];
+    rakp1.extend_from_slice(&bmc_sid.to_le_bytes());
+    rakp1.extend_from_slice(&rm);
+    rakp1.extend_from_slice(&[0x10 | role, 0, 0, user.len() as u8]);
+    rakp1.extend_from_slice(user.as_bytes());
+    let r = bmc
+        .handle(&wire::build_v20(payload::RAKP1, false, 0, 0, &rakp1, None))
+        .await
+        .unwrap();
+    let p = unwrap_v20(&r);
+    if p.payload[1] != 0 {
+        return Err(p.payload[1]);
+    }
+    let rc: [u8; 16] = p.payload[8..24].try_into().unwrap();
+    let guid: [u8; 16] = p.payload[24..40].try_into().unwrap();
+    let role_name = [0x10 | role, user.len() as u8];
+    let expected = suite.auth.hmac(
+        password.as_bytes(),
+        &[
+            &console_sid.to_le_bytes(),
+            &bmc_sid.to_le_bytes(),
+            &rm,
+            &rc,
+            &guid,
+            &role_name,
+            user.as_bytes(),
+        ],
+    );
+    let password_ok = p.payload[40..] == expected[..];
+    // A console that found the RAKP 2 code wrong still answers (as
+    // FreeIPMI may), with its own idea of the key: RAKP 4 must refuse.
+    let mut rakp3 = vec![9, 0, 0, 0];
+    rakp3.extend_from_slice(&bmc_sid.to_le_bytes());
+    rakp3.extend_from_slice(&suite.auth.hmac(
+        password.as_bytes(),
+        &[&rc, &console_sid.to_le_bytes(), &role_name, user.as_bytes()],
+    ));
+    let r = bmc
+        .handle(&wire::build_v20(payload::RAKP3, false, 0, 0, &rakp3, None))
+        .await
+        .unwrap();
+    let p = unwrap_v20(&r);
+    if p.payload[1] != 0 {
+        assert!(!password_ok, "a good password refused at RAKP 3");
+        return Err(p.payload[1]);
+    }
+    assert!(password_ok, "RAKP 2's code did not match the password");
+    let sik = suite.auth.hmac(
+        password.as_bytes(),
+        &[&rm, &rc, &role_name, user.as_bytes()],
+    );
+    let mut icv = suite.auth.hmac(&sik, &[&rm, &bmc_sid.to_le_bytes(), &guid]);
+    icv.truncate(suite.auth.icv_len());
+    assert_eq!(&p.payload[8..], &icv[..], "RAKP 4 integrity check value");
+    assert_ne!(suite.auth, Auth::None);
+    Ok(Console {
+        keys: Keys::derive(suite, &sik),
+        bmc_sid,
+        seq: 0,
+        rq_seq: 0,
+    })
+}
+
+impl Console {
+    /// The datagram of a request, with the next sequence number.
+    fn packet(&mut self, netfn: u8, cmd: u8, data: &[u8]) -> Vec<u8> {
+        self.seq += 1;
+        self.rq_seq = (self.rq_seq + 1) % 64;
+        let msg = wire::build_request(netfn, cmd, self.rq_seq, data);
+        let body = self.keys.encrypt(&msg, [3; 16]);
+        let keys = self.keys.clone();
+        let code = move |b: &[u8]| keys.suite.integrity.code(&keys.k1, b);
+        wire::build_v20(
+            payload::IPMI,
+            true,
+            self.bmc_sid,
+            self.seq,
+            &body,
+            Some(&code),
+        )
+    }
+
+    /// Sends a request; the completion code and data, or `None` when the
+    /// BMC dropped it.
+    async fn call(&mut self, bmc: &Bmc, netfn: u8, cmd: u8, data: &[u8]) -> Option<(u8, Vec<u8>)> {
+        let pkt = self.packet(netfn, cmd, data);
+        self.send(bmc, &pkt).await
+    }
+
+    async fn send(&self, bmc: &Bmc, pkt: &[u8]) -> Option<(u8, Vec<u8>)> {
+        let reply = bmc.handle(pkt).await?;
+        let p = unwrap_v20(&reply);
+        assert!(p.authenticated && p.encrypted);
+        let (covered, code) = p
+            .integrity_parts(self.keys.suite.integrity.code_len())
+            .unwrap();
+        assert_eq!(self.keys.suite.integrity.code(&self.keys.k1, covered), code);
+        let msg = self.keys.decrypt(p.payload).unwrap();
+        Some((msg[6], msg[7..msg.len() - 1].to_vec()))
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_console_logs_in_with_suites_3_and_17_and_a_bad_password_does_not() {
+    rt().block_on(async {
+        let bmc = bmc();
+        for suite in [3, 17] {
+            let mut c = login(&bmc, "admin", "secret", suite, 4).await.unwrap();
+            let (code, data) = c.call(&bmc, 0x06, 0x3b, &[4]).await.unwrap();
+            assert_eq!((code, data), (0, vec![4]));
+            let (code, data) = c.call(&bmc, 0x00, 0x01, &[]).await.unwrap();
+            assert_eq!(code, 0);
+            assert_eq!(data[0] & 1, 0, "off");
+        }
+        assert_eq!(login(&bmc, "admin", "wrong", 17, 4).await.err(), Some(0x0f));
+        assert_eq!(
+            login(&bmc, "nobody", "secret", 17, 4).await.err(),
+            Some(0x0d)
+        );
+        // A USER account asking for ADMINISTRATOR: invalid role.
+        assert_eq!(login(&bmc, "viewer", "look", 3, 4).await.err(), Some(0x09));
+        assert_eq!(bmc.active_sessions(), 2);
+    });
+}
+
+#[test]
+fn replayed_tampered_and_unprivileged_requests_change_nothing() {
+    rt().block_on(async {
+        let bmc = bmc();
+        let mut c = login(&bmc, "admin", "secret", 17, 4).await.unwrap();
+        // At USER (before Set Session Privilege Level): no power control.
+        assert_eq!(c.call(&bmc, 0x00, 0x02, &[1]).await.unwrap().0, 0xd4);
+        assert_eq!(bmc.system().await.unwrap().power, PowerState::Off);
+        assert_eq!(c.call(&bmc, 0x06, 0x3b, &[4]).await.unwrap().0, 0);
+        let on = c.packet(0x00, 0x02, &[1]);
+        // A flipped bit anywhere after the RMCP header: dropped.
+        for i in 4..on.len() {
+            let mut bad = on.clone();
+            bad[i] ^= 0x01;
+            assert!(bmc.handle(&bad).await.is_none(), "byte {i} flipped");
+        }
+        assert_eq!(bmc.system().await.unwrap().power, PowerState::Off);
+        assert_eq!(c.send(&bmc, &on).await.unwrap().0, 0);
+        assert_eq!(bmc.system().await.unwrap().power, PowerState::On);
+        // The same packet again: a replay, dropped.
+        assert!(bmc.handle(&on).await.is_none());
+        // Way out of the window: dropped.
+        c.seq += 1000;
+        assert!(c.call(&bmc, 0x00, 0x01, &[]).await.is_none());
+        // A viewer at USER reads, and cannot act.
+        let mut v = login(&bmc, "viewer", "look", 3, 2).await.unwrap();
+        assert_eq!(v.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);
+        assert_eq!(v.call(&bmc, 0x00, 0x02, &[0]).await.unwrap().0, 0xd4);
+        assert_eq!(v.call(&bmc, 0x06, 0x3b, &[3]).await.unwrap().0, 0x81);
+        assert_eq!(bmc.system().await.unwrap().power, PowerState::On);
+    });
+}
+
+#[test]
+fn boot_flags_are_the_redfish_override_and_expire_after_60_seconds() {
+    rt().block_on(async {
+        let bmc = bmc();
+        let mut c = login(&bmc, "admin", "secret", 17, 4).await.unwrap();
+        c.call(&bmc, 0x06, 0x3b, &[4]).await.unwrap();
+        // ipmitool's sequence: set in progress, ack, flags, commit, done.
+        for data in [
+            &[0x00, 0x01][..],
+            &[0x04, 0x01, 0x01],
+            &[0x05, 0xa0, 0x04, 0, 0, 0],
+            &[0x00, 0x02],
+            &[0x00, 0x00],
+        ] {
+            assert_eq!(
+                c.call(&bmc, 0x00, 0x08, data).await.unwrap().0,
+                0,
+                "{data:x?}"
+            );
+        }
+        let boot = bmc.system().await.unwrap().bmc.boot;
+        assert_eq!(
+            (boot.target, boot.mode, boot.enabled),
+            (BootTarget::Pxe, BootMode::Uefi, OverrideEnabled::Once)
+        );
+        let (code, data) = c.call(&bmc, 0x00, 0x09, &[5, 0, 0]).await.unwrap();
+        assert_eq!((code, data), (0, vec![1, 5, 0xa0, 0x04, 0, 0, 0]));
+        // 60 seconds without a restart: the flags are cleared.
+        bmc.tick(Instant::now() + Duration::from_secs(30)).await;
+        assert_eq!(
+            bmc.system().await.unwrap().bmc.boot.enabled,
+            OverrideEnabled::Once
+        );
+        bmc.tick(Instant::now() + Duration::from_secs(61)).await;
+        assert_eq!(
+            bmc.system().await.unwrap().bmc.boot.enabled,
+            OverrideEnabled::Disabled
+        );
+        // The session idled out with the clock: a new one.
+        assert!(c.call(&bmc, 0x00, 0x01, &[]).await.is_none());
+        let mut c = login(&bmc, "admin", "secret", 17, 4).await.unwrap();
+        c.call(&bmc, 0x06, 0x3b, &[4]).await.unwrap();
+        // With parameter 3 bit 3 (Ironic and pyghmi send it) they stay.
+        assert_eq!(c.call(&bmc, 0x00, 0x08, &[0x03, 0x08]).await.unwrap().0, 0);
+        assert_eq!(
+            c.call(&bmc, 0x00, 0x08, &[0x05, 0xa0, 0x08, 0, 0, 0])
+                .await
+                .unwrap()
+                .0,
+            0
+        );
+        // Bad flags change nothing.
+        for data in [&[0x05, 0xa0][..], &[0x05, 0xa0, 0x28, 0, 0, 0], &[0x05]] {
+            assert_ne!(
+                c.call(&bmc, 0x00, 0x08, data).await.unwrap().0,
+                0,
+                "{data:x?}"
+            );
+        }
+        bmc.tick(Instant::now() + Duration::from_secs(61)).await;
+        assert_eq!(bmc.system().await.unwrap().bmc.boot.target, BootTarget::Hdd);
+    });
+}
+
+#[test]
+fn a_thousand_half_open_sessions_leave_room_to_log_in() {
+    rt().block_on(async {
+        let bmc = bmc();
+        let mut open = vec![1, 0, 0, 0, 1, 2, 3, 4];
+        open.extend_from_slice(&[
+            0, 0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 8, 4, 0, 0, 0, 2, 0, 0, 8, 1, 0, 0, 0,
+        ]);
+        for _ in 0..1000 {
+            let pkt = wire::build_v20(payload::OPEN_SESSION_REQUEST, false, 0, 0, &open, None);
+            assert!(bmc.handle(&pkt).await.is_some());
+        }
+        let mut c = login(&bmc, "admin", "secret", 17, 4).await.unwrap();
+        assert_eq!(c.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);
+        // Close Session ends it: the next request is dropped.
+        let sid = c.bmc_sid.to_le_bytes();
+        assert_eq!(c.call(&bmc, 0x06, 0x3c, &sid).await.unwrap().0, 0);
+        assert!(c.call(&bmc, 0x00, 0x01, &[]).await.is_none());
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Any datagram: an answer or none, never a panic, never a change.
+    #[test]
+    fn arbitrary_datagrams_never_panic_or_change_the_machine(
+        head in prop::sample::select(vec![
+            vec![], vec![6, 0, 0xff, 7, 0], vec![6, 0, 0xff, 7, 6], vec![6, 0, 0xff, 6],
+            vec![6, 0, 0xff, 7, 6, 0x10], vec![6, 0, 0xff, 7, 6, 0x12], vec![6, 0, 0xff, 7, 6, 0x14],
+            vec![6, 0, 0xff, 7, 6, 0xc0],
+        ]),
+        tail in prop::collection::vec(any::<u8>(), 0..200),
+    ) {
+        let bmc = bmc();
+        let before = rt().block_on(bmc.system()).unwrap();
+        let pkt = [head, tail].concat();
+        let _ = rt().block_on(bmc.handle(&pkt));
+        let after = rt().block_on(bmc.system()).unwrap();
+        prop_assert_eq!(before, after);
+    }
+
+    /// Any request inside a good session: a completion code, no panic.
+    #[test]
+    fn arbitrary_requests_in_a_session_get_a_completion_code(
+        netfn in prop::sample::select(vec![0x00u8, 0x04, 0x06, 0x0a, 0x0c, 0x2c, 0x30]),
+        cmd in any::<u8>(),
+        data in prop::collection::vec(any::<u8>(), 0..40),
+    ) {
+        rt().block_on(async {
+            let bmc = bmc();
+            let mut c = login(&bmc, "viewer", "look", 17, 2).await.unwrap();
+            let before = bmc.system().await.unwrap();
+            let (code, _) = c.call(&bmc, netfn, cmd, &data).await.unwrap();
+            // At USER nothing may change the machine.
+            if code == 0 {
+                let after = bmc.system().await.unwrap();
+                assert_eq!(before, after, "netfn {netfn:#x} cmd {cmd:#x} {data:x?}");
+            }
+        });
+    }
+}

@@ -1,0 +1,324 @@
+//! IPMI over LAN with real clients, unmodified: ipmitool (lanplus, cipher
+//! suites 3 and 17), FreeIPMI and pyghmi, against a spawned emulator; each
+//! answer is checked against what Redfish says of the same machine.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{required, venv_program, Spawned};
+
+/// A UDP port free now on 127.0.0.1.
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Bmc {
+    emu: Spawned,
+    port: u16,
+}
+
+impl Bmc {
+    /// One fake system with its IPMI users.
+    fn start() -> Bmc {
+        let port = free_udp_port();
+        let (emu, lines) = Spawned::start_lines(
+            &[
+                "--fake-systems",
+                "1",
+                "--ipmi-port",
+                &port.to_string(),
+                "--ipmi-user",
+                "admin:Adm1n-pw",
+                "--ipmi-user",
+                "op:0per-pw:operator",
+                "--ipmi-user",
+                "ro:r3ad-pw:user",
+            ],
+            2,
+        );
+        assert_eq!(
+            lines[1],
+            format!("shoal-emulator ipmi node-0 on udp://127.0.0.1:{port}")
+        );
+        Bmc { emu, port }
+    }
+
+    fn system(&self) -> Value {
+        let list = get(&format!("{}/redfish/v1/Systems", self.emu.url));
+        get(&format!(
+            "{}{}",
+            self.emu.url,
+            list["Members"][0]["@odata.id"].as_str().unwrap()
+        ))
+    }
+
+    /// `ipmitool -I lanplus` as `user`, with cipher suite `suite` (None:
+    /// ipmitool picks from Get Channel Cipher Suites).
+    fn ipmitool(&self, user: (&str, &str), suite: Option<u8>, args: &[&str]) -> (bool, String) {
+        let mut c = Command::new("ipmitool");
+        c.args([
+            "-I",
+            "lanplus",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &self.port.to_string(),
+        ])
+        .args(["-U", user.0, "-P", user.1, "-N", "1", "-R", "3"]);
+        if let Some(s) = suite {
+            c.args(["-C", &s.to_string()]);
+        }
+        let out = c.args(args).output().expect("run ipmitool");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    }
+}
+
+fn get(url: &str) -> Value {
+    let out = Command::new("curl").args(["-sf", url]).output().unwrap();
+    assert!(out.status.success(), "GET {url}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn patch(url: &str, body: &str) {
+    let out = Command::new("curl")
+        .args([
+            "-sf",
+            "-X",
+            "PATCH",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            body,
+            url,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "PATCH {url} {body}");
+}
+
+const ADMIN: (&str, &str) = ("admin", "Adm1n-pw");
+
+fn ipmitool_installed() -> bool {
+    required("/usr/bin/ipmitool", "Debian package ipmitool").is_some()
+}
+
+#[test]
+fn ipmitool_drives_power_and_boot_over_both_cipher_suites() {
+    if !ipmitool_installed() {
+        return;
+    }
+    let bmc = Bmc::start();
+    for suite in [Some(3), Some(17), None] {
+        let run = |args: &[&str]| {
+            let (ok, out) = bmc.ipmitool(ADMIN, suite, args);
+            assert!(ok, "ipmitool -C {suite:?} {args:?}: {out}");
+            out
+        };
+        run(&["power", "off"]);
+        assert!(run(&["power", "status"]).contains("Chassis Power is off"));
+        assert!(run(&["power", "on"]).contains("Up/On"));
+        assert_eq!(bmc.system()["PowerState"], "On", "suite {suite:?}");
+        assert!(run(&["chassis", "status"]).contains("System Power         : on"));
+        run(&["chassis", "bootdev", "pxe", "options=efiboot"]);
+        let boot = bmc.system()["Boot"].clone();
+        assert_eq!(
+            (
+                &boot["BootSourceOverrideTarget"],
+                &boot["BootSourceOverrideMode"],
+                &boot["BootSourceOverrideEnabled"]
+            ),
+            (&"Pxe".into(), &"UEFI".into(), &"Once".into()),
+            "{boot}"
+        );
+        let p5 = run(&["chassis", "bootparam", "get", "5"]);
+        assert!(p5.contains("Boot parameter data: a004000000"), "{p5}");
+    }
+    // Redfish writes, IPMI reads.
+    let url = format!(
+        "{}{}",
+        bmc.emu.url,
+        bmc.system()["@odata.id"].as_str().unwrap()
+    );
+    patch(
+        &url,
+        r#"{"Boot":{"BootSourceOverrideTarget":"Hdd","BootSourceOverrideEnabled":"Continuous","BootSourceOverrideMode":"Legacy"}}"#,
+    );
+    let (_, p5) = bmc.ipmitool(ADMIN, None, &["chassis", "bootparam", "get", "5"]);
+    assert!(p5.contains("Boot parameter data: c008000000"), "{p5}");
+    assert!(p5.contains("Options apply to all future boots"), "{p5}");
+    // Every power action reaches the machine.
+    for (action, state) in [
+        ("cycle", "On"),
+        ("reset", "On"),
+        ("diag", "On"),
+        ("soft", "Off"),
+        ("on", "On"),
+        ("off", "Off"),
+    ] {
+        let (ok, out) = bmc.ipmitool(ADMIN, None, &["power", action]);
+        assert!(ok, "power {action}: {out}");
+        assert_eq!(bmc.system()["PowerState"], state, "after power {action}");
+    }
+    // An NMI to a machine that is off cannot be: a completion code.
+    let (ok, out) = bmc.ipmitool(ADMIN, None, &["power", "diag"]);
+    assert!(!ok, "{out}");
+}
+
+#[test]
+fn ipmitool_reads_the_bmc_inventory() {
+    if !ipmitool_installed() {
+        return;
+    }
+    let bmc = Bmc::start();
+    let run = |args: &[&str]| {
+        let (ok, out) = bmc.ipmitool(ADMIN, None, args);
+        assert!(ok, "ipmitool {args:?}: {out}");
+        out
+    };
+    let uuid = bmc.system()["UUID"].as_str().unwrap().to_string();
+    assert!(run(&["mc", "guid"]).contains(&format!("System GUID   : {uuid}")));
+    let info = run(&["mc", "info"]);
+    assert!(info.contains("IPMI Version              : 2.0"), "{info}");
+    let lan = run(&["lan", "print", "1"]);
+    assert!(lan.contains("IP Address              : 127.0.0.1"), "{lan}");
+    assert!(
+        lan.contains("RMCP+ Cipher Suites     : 1,2,3,15,16,17"),
+        "{lan}"
+    );
+    let users = run(&["user", "list", "1"]);
+    for line in [
+        "admin            true    true       true       ADMINISTRATOR",
+        "op               true    true       true       OPERATOR",
+        "ro               true    true       true       USER",
+    ] {
+        assert!(users.contains(line), "{line:?} in\n{users}");
+    }
+    assert!(run(&["sel", "info"]).contains("Entries          : 0"));
+    run(&["sdr", "list"]);
+    let fru = run(&["fru", "print"]);
+    assert!(fru.contains("Product Manufacturer  : Shoal"), "{fru}");
+    assert!(
+        fru.contains(&format!(
+            "Product Serial        : {}",
+            uuid.replace('-', "")[..12].to_uppercase()
+        )),
+        "{fru}"
+    );
+}
+
+#[test]
+fn ipmi_users_get_their_privilege_and_no_more() {
+    if !ipmitool_installed() {
+        return;
+    }
+    let bmc = Bmc::start();
+    // Wrong password, unknown user: no session.
+    for user in [("admin", "nope"), ("nobody", "Adm1n-pw")] {
+        let (ok, out) = bmc.ipmitool(user, None, &["power", "status"]);
+        assert!(
+            !ok && out.contains("Unable to establish IPMI v2 / RMCP+ session"),
+            "{user:?}: {out}"
+        );
+    }
+    // A USER asking for ADMINISTRATOR gets no session; at USER it reads
+    // but cannot act.
+    let ro = ("ro", "r3ad-pw");
+    assert!(!bmc.ipmitool(ro, None, &["power", "status"]).0);
+    let (ok, out) = bmc.ipmitool(ro, None, &["-L", "USER", "power", "status"]);
+    assert!(ok, "{out}");
+    let (ok, out) = bmc.ipmitool(ro, None, &["-L", "USER", "power", "on"]);
+    assert!(!ok && out.contains("Insufficient privilege level"), "{out}");
+    assert_eq!(bmc.system()["PowerState"], "Off");
+    // An OPERATOR powers on.
+    let (ok, out) = bmc.ipmitool(("op", "0per-pw"), None, &["-L", "OPERATOR", "power", "on"]);
+    assert!(ok, "{out}");
+    assert_eq!(bmc.system()["PowerState"], "On");
+}
+
+#[test]
+fn freeipmi_drives_the_same_bmc() {
+    let Some(ipmipower) = required("/usr/sbin/ipmipower", "Debian package freeipmi-tools") else {
+        return;
+    };
+    let bmc = Bmc::start();
+    let host = format!("127.0.0.1:{}", bmc.port);
+    let common = [
+        "-h",
+        host.as_str(),
+        "-u",
+        "admin",
+        "-p",
+        "Adm1n-pw",
+        "-D",
+        "LAN_2_0",
+    ];
+    let run = |prog: &std::path::Path, args: &[&str]| {
+        let out = Command::new(prog).args(common).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{} {args:?}: {text}{}",
+            prog.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    assert!(run(&ipmipower, &["--stat"]).contains(": off"));
+    assert!(run(&ipmipower, &["--on"]).contains(": ok"));
+    assert_eq!(bmc.system()["PowerState"], "On");
+    let info = run(std::path::Path::new("/usr/sbin/bmc-info"), &[]);
+    assert!(info.contains("IPMI Version          : 2.0"), "{info}");
+    let status = run(
+        std::path::Path::new("/usr/sbin/ipmi-chassis"),
+        &["--get-chassis-status"],
+    );
+    assert!(
+        status.contains("System Power                        : on"),
+        "{status}"
+    );
+}
+
+#[test]
+fn pyghmi_drives_the_same_bmc() {
+    let Some(python) = venv_program("python") else {
+        return;
+    };
+    let bmc = Bmc::start();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ipmi/pyghmi_compat.py");
+    let out = Command::new(python)
+        .args([
+            script,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &bmc.port.to_string(),
+        ])
+        .args([
+            "--user",
+            "admin",
+            "--password",
+            "Adm1n-pw",
+            "--redfish",
+            &bmc.emu.url,
+        ])
+        .output()
+        .expect("run pyghmi_compat.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "pyghmi compatibility failed:\n{stdout}"
+    );
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+}
