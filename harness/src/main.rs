@@ -124,8 +124,9 @@ enum Command {
         emulator: Option<PathBuf>,
     },
     /// Benchmark shoal-emulator (fake backend) against sushy-tools 2.2.0
-    /// (gunicorn, 2 workers x 2 threads) and nginx on loopback; prints the
-    /// table, scale, PATCH-storm and soak figures.
+    /// (gunicorn, 2 workers x 2 threads) and nginx on loopback, and its
+    /// IPMI side against virtualbmc 3.3.0; prints the table, scale, rack,
+    /// IPMI, PATCH-storm and soak figures.
     Bench {
         /// Logs, configs and report.txt go here.
         #[arg(long, env = "SHOAL_BENCH_OUT", default_value = "shoal-artifacts/bench")]
@@ -330,8 +331,11 @@ fn real_main() -> Result<ExitCode> {
                 }
             }
             let out = std::path::absolute(&out)?;
+            // The same venv holds virtualbmc (ci/requirements-bench.txt).
+            let vbmc_venv = sushy_venv.clone().filter(|v| v.join("bin/vbmcd").exists());
             let opts = bench::Options {
                 emulator,
+                vbmc_venv,
                 sushy_venv,
                 nginx: (!no_nginx).then_some(nginx),
                 systems: systems.max(1),

@@ -45,6 +45,8 @@ struct Transition {
 struct Machine {
     sys: System,
     transition: Option<Transition>,
+    /// Its serial console: what the machine does, as lines.
+    console: tokio::sync::broadcast::Sender<bytes::Bytes>,
 }
 
 impl Machine {
@@ -54,12 +56,29 @@ impl Machine {
             if t.due <= now {
                 let (to, boots) = (t.to, t.boots);
                 self.transition = None;
-                self.sys.power = to;
-                if boots {
-                    self.boot();
-                }
+                self.power_to(to, boots);
             }
         }
+    }
+
+    /// The power state reaches `to` (a start when `boots`), and the
+    /// console says so.
+    fn power_to(&mut self, to: PowerState, boots: bool) {
+        self.sys.power = to;
+        if to == PowerState::Off {
+            self.say("power off");
+        }
+        if boots {
+            self.say("power on");
+            self.boot();
+        }
+    }
+
+    /// A line on the synthetic serial console.
+    fn say(&self, what: &str) {
+        let line = format!("\r\n[shoal {}] {what}\r\n", self.sys.name);
+        // Nobody listening is no error.
+        let _ = self.console.send(bytes::Bytes::from(line));
     }
 
     /// What happens when the firmware starts: pending BIOS settings take
@@ -74,14 +93,25 @@ impl Machine {
             _ => None,
         };
         s.start(uefi, target, media);
+        let what = match s.last_boot.as_ref() {
+            Some(b) => format!(
+                "booting {} ({}){}",
+                b.target,
+                b.mode,
+                b.uri
+                    .as_deref()
+                    .or(b.media.as_deref())
+                    .map(|u| format!(" from {u}"))
+                    .unwrap_or_default()
+            ),
+            None => format!("booting {target}"),
+        };
+        self.say(&what);
     }
 
     fn start_transition(&mut self, via: PowerState, to: PowerState, boots: bool, delay: Duration) {
         if delay.is_zero() {
-            self.sys.power = to;
-            if boots {
-                self.boot();
-            }
+            self.power_to(to, boots);
         } else {
             self.sys.power = via;
             self.transition = Some(Transition {
@@ -111,12 +141,15 @@ impl Machine {
             R::ForceOff | R::GracefulShutdown => {}
             // A restart of a machine that is off powers it on, as most BMCs do.
             R::GracefulRestart | R::ForceRestart | R::PowerCycle => {
-                self.sys.power = Off;
+                self.power_to(Off, false);
                 self.start_transition(PoweringOn, On, true, delay)
             }
             R::PushPowerButton if on => self.start_transition(PoweringOff, Off, false, delay),
             R::PushPowerButton => self.start_transition(PoweringOn, On, true, delay),
-            R::Nmi if on => tracing::info!(system = %self.sys.name, "NMI injected"),
+            R::Nmi if on => {
+                tracing::info!(system = %self.sys.name, "NMI injected");
+                self.say("NMI received");
+            }
             R::Nmi => {
                 return Err(BackendError::Conflict(format!(
                     "{} is off: no NMI",
@@ -170,6 +203,7 @@ impl FakeBackend {
             machines.push(Mutex::new(Machine {
                 sys,
                 transition: None,
+                console: tokio::sync::broadcast::channel(256).0,
             }));
         }
         let (changed, _) = watch::channel(0);
@@ -372,6 +406,20 @@ impl Backend for FakeBackend {
 
     fn manages_volumes(&self) -> bool {
         true
+    }
+
+    /// The synthetic console: the machine's power transitions and boots
+    /// as lines, and what is typed echoed back, as a terminal would.
+    async fn console(&self, id: &str) -> Result<super::SerialConsole> {
+        let out = self.machine(id)?.console.clone();
+        let (input, mut typed) = tokio::sync::mpsc::channel::<bytes::Bytes>(64);
+        let output = out.subscribe();
+        tokio::spawn(async move {
+            while let Some(b) = typed.recv().await {
+                let _ = out.send(b);
+            }
+        });
+        Ok(super::SerialConsole { output, input })
     }
 
     async fn flush(&self) -> Result<()> {

@@ -58,6 +58,8 @@ pub enum Unsupported {
     /// The machine's storage controller takes no volume changes.
     #[error("volume changes")]
     Volumes,
+    #[error("a serial console")]
+    Console,
 }
 
 /// Why InsertMedia's image is not in the device. Whatever keeps an image
@@ -83,6 +85,14 @@ pub enum MediaError {
 }
 
 pub type Result<T> = std::result::Result<T, BackendError>;
+
+/// A machine's serial console, as a BMC's Serial-over-LAN carries it.
+pub struct SerialConsole {
+    /// What the machine prints from now on.
+    pub output: tokio::sync::broadcast::Receiver<bytes::Bytes>,
+    /// What is typed at it.
+    pub input: tokio::sync::mpsc::Sender<bytes::Bytes>,
+}
 
 /// An operation that either finished or goes on in the background; the API
 /// turns the latter into a Redfish Task with a task monitor.
@@ -132,6 +142,13 @@ pub trait Backend: Send + Sync + 'static {
     /// ([`Change::Volume`]; the API offers POST/DELETE on volumes only then).
     fn manages_volumes(&self) -> bool {
         false
+    }
+
+    /// The machine's serial console (`Unsupported::Console` where the
+    /// backend has none to give).
+    async fn console(&self, id: &str) -> Result<SerialConsole> {
+        let _ = id;
+        Err(Unsupported::Console.into())
     }
 
     /// Persists whatever the backend keeps in memory (called at shutdown).

@@ -107,6 +107,10 @@ impl Backend for View {
         self.inner.manages_volumes()
     }
 
+    async fn console(&self, id: &str) -> Result<super::SerialConsole> {
+        self.inner.console(self.inner_id(id)?).await
+    }
+
     /// The backend is flushed once, by whoever owns it, not per view.
     async fn flush(&self) -> Result<()> {
         Ok(())

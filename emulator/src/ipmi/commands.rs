@@ -70,6 +70,7 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
     use Privilege::*;
     Some(match (netfn, cmd) {
         (netfn::APP, 0x01 | 0x04 | 0x08 | 0x37 | 0x38 | 0x54 | 0x42) => User,
+        (netfn::APP, 0x48..=0x4b) => User,
         (netfn::APP, 0x3b | 0x3c | 0x44 | 0x46) => Callback,
         (netfn::CHASSIS, 0x00 | 0x01 | 0x09) => User,
         (netfn::CHASSIS, 0x02 | 0x04 | 0x08) => Operator,
@@ -77,6 +78,7 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
             User
         }
         (netfn::TRANSPORT, 0x02) => Operator,
+        (netfn::TRANSPORT, 0x22) => User,
         _ => return None,
     })
 }
@@ -133,6 +135,7 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         (netfn::STORAGE, 0x43) => err(cc::NOT_PRESENT),
         (netfn::STORAGE, 0x48) => exact(data, 0, sel_time),
         (netfn::TRANSPORT, 0x02) => lan_config(bmc, data),
+        (netfn::TRANSPORT, 0x22) => sol_config(bmc, data),
         _ => err(cc::INVALID_COMMAND),
     }
 }
@@ -550,6 +553,39 @@ fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
         }
         // Bad password threshold: none.
         26 => vec![0; 6],
+        _ => return err(cc::PARAM_NOT_SUPPORTED),
+    };
+    let mut v = vec![0x11];
+    v.extend_from_slice(&d);
+    ok(v)
+}
+
+/// Get SOL Configuration Parameters: enabled, USER may activate, the
+/// character timing, retries, 115,200 bit/s, channel 1, the BMC's port.
+fn sol_config(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [ch, param, _set, _block] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    if !matches!(ch & 0x0f, 0x01 | 0x0e) {
+        return err(cc::INVALID_FIELD);
+    }
+    if ch & 0x80 != 0 {
+        return ok(vec![0x11]);
+    }
+    let port = bmc.addr.port().to_le_bytes();
+    let d: Vec<u8> = match param {
+        0 => vec![0x00],
+        1 => vec![0x01],
+        // Encryption and authentication forced off, privilege USER.
+        2 => vec![0x02],
+        // Accumulate 50 ms (5 x 10 ms), send at 200 characters.
+        3 => vec![0x05, 0xc8],
+        // 5 retries, 1 s apart (100 x 10 ms).
+        4 => vec![0x05, 0x64],
+        // 115,200 bit/s.
+        5 | 6 => vec![0x0a],
+        7 => vec![0x01],
+        8 => vec![port[0], port[1]],
         _ => return err(cc::PARAM_NOT_SUPPORTED),
     };
     let mut v = vec![0x11];

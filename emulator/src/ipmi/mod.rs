@@ -8,8 +8,8 @@
 //! (crate::model::BmcState), under the same per-system lock as a Redfish
 //! PATCH, so either protocol reads what the other wrote.
 //!
-//! - `wire`: RMCP and session framing, the IPMI message (pure).
-//! - `crypto`: cipher suites 1-3 and 15-17 (suite 0 only when enabled).
+//! - `shoal_ipmi::{wire, crypto}` (the `ipmi/` crate): framing and cipher
+//!   suites, shared with the consoles that test and measure this side.
 //! - `session`: Open Session, RAKP 1-4, sequence window, bounds.
 //! - `commands`: the commands, mapped onto the backend.
 //! - `boot`: boot flags (parameter 5) ⇄ the Redfish boot override.
@@ -22,11 +22,12 @@
 
 pub mod boot;
 pub mod commands;
-pub mod crypto;
 pub mod inventory;
 pub mod session;
+pub mod sol;
 pub mod users;
-pub mod wire;
+
+pub use shoal_ipmi::{crypto, wire};
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -134,6 +135,10 @@ pub struct Bmc {
     pub cipher_suite_zero: bool,
     sessions: Mutex<Sessions>,
     chassis: Mutex<ChassisState>,
+    /// The active Serial-over-LAN payload (one per BMC).
+    sol: Mutex<Option<sol::Active>>,
+    /// The socket BMC-initiated packets (SOL) leave by.
+    outbound: std::sync::OnceLock<Arc<UdpSocket>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -166,7 +171,46 @@ impl Bmc {
             cipher_suite_zero: settings.cipher_suite_zero,
             sessions: Mutex::new(Sessions::default()),
             chassis: Mutex::new(ChassisState::default()),
+            sol: Mutex::new(None),
+            outbound: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The socket SOL packets leave by (set once, by `serve`).
+    pub fn set_outbound(&self, socket: Arc<UdpSocket>) {
+        let _ = self.outbound.set(socket);
+    }
+
+    pub async fn send_to(&self, datagram: &[u8], peer: SocketAddr) {
+        if let Some(s) = self.outbound.get() {
+            if let Err(e) = s.send_to(datagram, peer).await {
+                tracing::debug!(%peer, error = %e, "IPMI send failed");
+            }
+        }
+    }
+
+    pub fn session_alive(&self, sid: u32) -> bool {
+        lock(&self.sessions).get_mut(sid).is_some()
+    }
+
+    /// The SOL task of session `sid` ended.
+    pub fn sol_ended(&self, sid: u32) {
+        let mut sol = lock(&self.sol);
+        if sol.as_ref().is_some_and(|a| a.bmc_sid == sid) {
+            *sol = None;
+        }
+    }
+
+    /// A payload of session `sid` as a datagram: numbered next, encrypted
+    /// and signed as the session's suite says; `None` when the session is
+    /// gone.
+    pub fn seal(&self, sid: u32, payload_type: u8, body: &[u8]) -> Option<Vec<u8>> {
+        let (keys, console_sid, seq) = {
+            let mut s = lock(&self.sessions);
+            let a = s.get_mut(sid)?;
+            (a.keys.clone(), a.console_sid, a.next_out_seq())
+        };
+        Some(seal_with(&keys, console_sid, seq, payload_type, body))
     }
 
     pub fn chassis(&self) -> MutexGuard<'_, ChassisState> {
@@ -252,7 +296,8 @@ impl Bmc {
     }
 
     /// Answers one datagram; `None`: no answer.
-    pub async fn handle(&self, buf: &[u8]) -> Option<Vec<u8>> {
+    /// Answers one datagram from `peer`; `None`: no answer.
+    pub async fn handle(self: &Arc<Self>, buf: &[u8], peer: SocketAddr) -> Option<Vec<u8>> {
         let d = match wire::parse(buf) {
             Ok(d) => d,
             Err(e) => {
@@ -273,7 +318,7 @@ impl Bmc {
             }
             // IPMI v1.5 sessions are not served: RMCP+ only.
             Datagram::V15 { .. } => None,
-            Datagram::V20(p) => self.handle_v20(p).await,
+            Datagram::V20(p) => self.handle_v20(p, peer).await,
         }
     }
 
@@ -282,14 +327,14 @@ impl Bmc {
         match (req.netfn, req.cmd) {
             (netfn::APP, 0x38) => Some(auth_capabilities(req.data)),
             (netfn::APP, 0x54) => Some(cipher_suites(req.data, self.cipher_suite_zero)),
-            (netfn::APP, 0x37 | 0x01) => {
+            (netfn::APP, 0x37) => {
                 Some(commands::execute(self, Privilege::User, req.netfn, req.cmd, req.data).await)
             }
             _ => None,
         }
     }
 
-    async fn handle_v20(&self, p: wire::V20<'_>) -> Option<Vec<u8>> {
+    async fn handle_v20(self: &Arc<Self>, p: wire::V20<'_>, peer: SocketAddr) -> Option<Vec<u8>> {
         let now = Instant::now();
         let plain = |pt: u8, body: Vec<u8>| wire::build_v20(pt, false, 0, 0, &body, None);
         if p.session_id == 0 {
@@ -346,8 +391,18 @@ impl Bmc {
         } else {
             p.payload.to_vec()
         };
+        if p.payload_type == payload::SOL {
+            // To the session's SOL task, which answers.
+            let inbound = lock(&self.sol)
+                .as_ref()
+                .filter(|a| a.bmc_sid == p.session_id)
+                .map(|a| a.inbound.clone());
+            if let Some(tx) = inbound {
+                let _ = tx.try_send(body);
+            }
+            return None;
+        }
         if p.payload_type != payload::IPMI {
-            // Serial-over-LAN and OEM payloads are not served yet.
             return None;
         }
         let req = wire::parse_request(&body).ok()?;
@@ -365,7 +420,7 @@ impl Bmc {
             Some(r) => r,
             None => {
                 let (code, data) = self
-                    .in_session(p.session_id, privilege, user_max, &req)
+                    .in_session(p.session_id, privilege, user_max, &req, peer)
                     .await;
                 let r = wire::build_response(&req, code, &data);
                 if let Some(a) = lock(&self.sessions).get_mut(p.session_id) {
@@ -374,41 +429,31 @@ impl Bmc {
                 r
             }
         };
+        // The answer takes the session's next number; a Close Session of
+        // this very session ends it after that.
+        let closing = (req.netfn, req.cmd) == (netfn::APP, 0x3c)
+            && req.data.get(..4) == Some(&p.session_id.to_le_bytes()[..])
+            && response.get(6) == Some(&cc::OK);
         let seq = {
             let mut s = lock(&self.sessions);
-            match s.get_mut(p.session_id) {
-                Some(a) => a.next_out_seq(),
-                // Closed by this very request (Close Session): its answer
-                // still goes out, numbered after the request.
-                None => p.seq,
+            let seq = s.get_mut(p.session_id)?.next_out_seq();
+            if closing {
+                s.close(p.session_id);
             }
+            seq
         };
-        let payload_bytes = if keys.suite.conf == crypto::Conf::AesCbc128 {
-            keys.encrypt(&response, rand::random())
-        } else {
-            response
-        };
-        let code = |covered: &[u8]| keys.suite.integrity.code(&keys.k1, covered);
-        let auth: wire::AuthCode<'_> =
-            (keys.suite.integrity != crypto::Integrity::None).then_some(&code);
-        Some(wire::build_v20(
-            payload::IPMI,
-            keys.suite.conf == crypto::Conf::AesCbc128,
-            console_sid,
-            seq,
-            &payload_bytes,
-            auth,
-        ))
+        Some(seal_with(&keys, console_sid, seq, payload::IPMI, &response))
     }
 
     /// A command inside a session: the session commands here, the rest
     /// to [`commands::execute`].
     async fn in_session(
-        &self,
+        self: &Arc<Self>,
         sid: u32,
         privilege: Privilege,
         max: Privilege,
         req: &wire::Request<'_>,
+        peer: SocketAddr,
     ) -> (u8, Vec<u8>) {
         match (req.netfn, req.cmd) {
             (netfn::APP, 0x38) => auth_capabilities(req.data),
@@ -440,7 +485,11 @@ impl Bmc {
                     return (cc::BAD_LENGTH, Vec::new());
                 };
                 let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
-                if id != sid && privilege < Privilege::Administrator {
+                if id == sid {
+                    // Closed once its answer is numbered (see handle_v20).
+                    return (cc::OK, Vec::new());
+                }
+                if privilege < Privilege::Administrator {
                     return (cc::INSUFFICIENT_PRIVILEGE, Vec::new());
                 }
                 if lock(&self.sessions).close(id) {
@@ -450,12 +499,119 @@ impl Bmc {
                     (0x87, Vec::new())
                 }
             }
+            (netfn::APP, 0x48) => self.activate_sol(sid, privilege, req.data, peer).await,
+            (netfn::APP, 0x49) => self.deactivate_sol(sid, privilege, req.data),
+            (netfn::APP, 0x4a) => {
+                let [1] = req.data else {
+                    return (cc::INVALID_FIELD, Vec::new());
+                };
+                let active = u8::from(lock(&self.sol).is_some());
+                (cc::OK, vec![0x01, active, 0x00])
+            }
+            (netfn::APP, 0x4b) => {
+                let [1, 1] = req.data else {
+                    return (cc::INVALID_FIELD, Vec::new());
+                };
+                let owner = lock(&self.sol).as_ref().map_or(0, |a| a.bmc_sid);
+                let mut v = owner.to_le_bytes().to_vec();
+                v.extend_from_slice(&[0; 8]);
+                (cc::OK, v)
+            }
             // HPM.2 capabilities (ipmitool asks after login): not a PICMG
             // controller.
             (netfn::PICMG, _) => (cc::INVALID_COMMAND, Vec::new()),
             _ => commands::execute(self, privilege, req.netfn, req.cmd, req.data).await,
         }
     }
+}
+
+impl Bmc {
+    /// Activate Payload (SOL, instance 1): the machine's console to this
+    /// session, one at a time.
+    async fn activate_sol(
+        self: &Arc<Self>,
+        sid: u32,
+        privilege: Privilege,
+        data: &[u8],
+        peer: SocketAddr,
+    ) -> (u8, Vec<u8>) {
+        let [kind, instance, _, _, _, _] = data else {
+            return (cc::BAD_LENGTH, Vec::new());
+        };
+        if kind & 0x3f != payload::SOL || *instance != 1 {
+            return (cc::INVALID_FIELD, Vec::new());
+        }
+        if privilege < Privilege::User {
+            return (cc::INSUFFICIENT_PRIVILEGE, Vec::new());
+        }
+        if lock(&self.sol).is_some() {
+            // Payload already active on another session.
+            return (0x80, Vec::new());
+        }
+        let console = match self.backend.console(&self.system_id).await {
+            Ok(c) => c,
+            // The payload type is disabled: this machine has no console
+            // Shoal can carry.
+            Err(_) => return (0x81, Vec::new()),
+        };
+        let mut sol = lock(&self.sol);
+        if sol.is_some() {
+            return (0x80, Vec::new());
+        }
+        *sol = Some(sol::start(self.clone(), sid, peer, console));
+        let chunk = (sol::CHUNK as u16).to_le_bytes();
+        let port = self.addr.port().to_le_bytes();
+        (
+            cc::OK,
+            vec![
+                0, 0, 0, 0, chunk[0], chunk[1], chunk[0], chunk[1], port[0], port[1], 0xff, 0xff,
+            ],
+        )
+    }
+
+    /// Deactivate Payload: this session's SOL, or anyone's for an
+    /// administrator.
+    fn deactivate_sol(&self, sid: u32, privilege: Privilege, data: &[u8]) -> (u8, Vec<u8>) {
+        let [kind, instance, ..] = data else {
+            return (cc::BAD_LENGTH, Vec::new());
+        };
+        if kind & 0x3f != payload::SOL || *instance != 1 {
+            return (cc::INVALID_FIELD, Vec::new());
+        }
+        let mut sol = lock(&self.sol);
+        match sol.as_ref() {
+            // Payload already deactivated.
+            None => (0x80, Vec::new()),
+            Some(a) if a.bmc_sid != sid && privilege < Privilege::Administrator => {
+                (cc::INSUFFICIENT_PRIVILEGE, Vec::new())
+            }
+            Some(a) => {
+                a.task.abort();
+                *sol = None;
+                (cc::OK, Vec::new())
+            }
+        }
+    }
+}
+
+/// A payload as a datagram of a session with these keys.
+fn seal_with(
+    keys: &crypto::Keys,
+    console_sid: u32,
+    seq: u32,
+    payload_type: u8,
+    body: &[u8],
+) -> Vec<u8> {
+    let encrypted = keys.suite.conf == crypto::Conf::AesCbc128;
+    let bytes = if encrypted {
+        keys.encrypt(body, rand::random())
+    } else {
+        body.to_vec()
+    };
+    let code = |covered: &[u8]| keys.suite.integrity.code(&keys.k1, covered);
+    let auth: wire::AuthCode<'_> =
+        (keys.suite.integrity != crypto::Integrity::None).then_some(&code);
+    wire::build_v20(payload_type, encrypted, console_sid, seq, &bytes, auth)
 }
 
 /// Get Channel Authentication Capabilities: IPMI v2.0 extended data,
@@ -519,6 +675,7 @@ pub async fn serve(
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let socket = Arc::new(socket);
+    bmc.set_outbound(socket.clone());
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut buf = vec![0u8; wire::MAX_DATAGRAM + 1];
@@ -545,7 +702,7 @@ pub async fn serve(
         let socket = socket.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            if let Some(reply) = bmc.handle(&datagram).await {
+            if let Some(reply) = bmc.handle(&datagram, peer).await {
                 if let Err(e) = socket.send_to(&reply, peer).await {
                     tracing::debug!(%peer, error = %e, "IPMI send failed");
                 }

@@ -7,13 +7,14 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 
-use super::crypto::{Auth, Keys, SUITES};
+use super::crypto::SUITES;
 use super::users::{Privilege, User, Users};
-use super::wire::{self, payload, Datagram};
+use super::wire::{self, payload};
 use super::{Bmc, IpmiSettings};
 use crate::backend::fake::FakeBackend;
 use crate::backend::Backend;
 use crate::model::{BootMode, BootTarget, OverrideEnabled, PowerState};
+use shoal_ipmi::console::{ConsoleError, Login, Session};
 
 fn bmc() -> Arc<Bmc> {
     let backend: Arc<dyn Backend> =
@@ -52,151 +53,94 @@ fn bmc() -> Arc<Bmc> {
 
 /// A console's side of one session.
 struct Console {
-    keys: Keys,
+    session: Session,
     bmc_sid: u32,
     seq: u32,
-    rq_seq: u8,
-}
-
-fn unwrap_v20(reply: &[u8]) -> wire::V20<'_> {
-    match wire::parse(reply).unwrap() {
-        Datagram::V20(p) => p,
-        other => panic!("not RMCP+: {other:?}"),
-    }
 }
 
 /// Logs in with `suite_id`; `Err(status)` for an RMCP+ error status.
 async fn login(
-    bmc: &Bmc,
+    bmc: &Arc<Bmc>,
     user: &str,
     password: &str,
     suite_id: u8,
     role: u8,
 ) -> Result<Console, u8> {
     let suite = *SUITES.iter().find(|s| s.id == suite_id).unwrap();
-    let console_sid = 0x0a0b_0c0du32;
-    let mut open = vec![7, 0, 0, 0];
-    open.extend_from_slice(&console_sid.to_le_bytes());
-    open.extend_from_slice(&[0, 0, 0, 8, suite.auth.id(), 0, 0, 0]);
-    open.extend_from_slice(&[1, 0, 0, 8, suite.integrity.id(), 0, 0, 0]);
-    open.extend_from_slice(&[2, 0, 0, 8, suite.conf.id(), 0, 0, 0]);
-    let r = bmc
-        .handle(&wire::build_v20(
-            payload::OPEN_SESSION_REQUEST,
-            false,
-            0,
-            0,
-            &open,
-            None,
-        ))
-        .await
-        .unwrap();
-    let p = unwrap_v20(&r);
-    assert_eq!(p.payload_type, payload::OPEN_SESSION_RESPONSE);
-    if p.payload[1] != 0 {
-        return Err(p.payload[1]);
-    }
-    let bmc_sid = u32::from_le_bytes(p.payload[8..12].try_into().unwrap());
-    let rm = [0x5au8; 16];
-    let mut rakp1 = vec![8, 0, 0, 0];
-    rakp1.extend_from_slice(&bmc_sid.to_le_bytes());
-    rakp1.extend_from_slice(&rm);
-    rakp1.extend_from_slice(&[0x10 | role, 0, 0, user.len() as u8]);
-    rakp1.extend_from_slice(user.as_bytes());
-    let r = bmc
-        .handle(&wire::build_v20(payload::RAKP1, false, 0, 0, &rakp1, None))
-        .await
-        .unwrap();
-    let p = unwrap_v20(&r);
-    if p.payload[1] != 0 {
-        return Err(p.payload[1]);
-    }
-    let rc: [u8; 16] = p.payload[8..24].try_into().unwrap();
-    let guid: [u8; 16] = p.payload[24..40].try_into().unwrap();
-    let role_name = [0x10 | role, user.len() as u8];
-    let expected = suite.auth.hmac(
+    let mut l = Login::new(
+        user.as_bytes(),
         password.as_bytes(),
-        &[
-            &console_sid.to_le_bytes(),
-            &bmc_sid.to_le_bytes(),
-            &rm,
-            &rc,
-            &guid,
-            &role_name,
-            user.as_bytes(),
-        ],
+        suite,
+        role,
+        0x0a0b_0c0d,
+        [0x5a; 16],
     );
-    let password_ok = p.payload[40..] == expected[..];
-    // A console that found the RAKP 2 code wrong still answers (as
-    // FreeIPMI may), with its own idea of the key: RAKP 4 must refuse.
-    let mut rakp3 = vec![9, 0, 0, 0];
-    rakp3.extend_from_slice(&bmc_sid.to_le_bytes());
-    rakp3.extend_from_slice(&suite.auth.hmac(
-        password.as_bytes(),
-        &[&rc, &console_sid.to_le_bytes(), &role_name, user.as_bytes()],
-    ));
-    let r = bmc
-        .handle(&wire::build_v20(payload::RAKP3, false, 0, 0, &rakp3, None))
-        .await
-        .unwrap();
-    let p = unwrap_v20(&r);
-    if p.payload[1] != 0 {
-        assert!(!password_ok, "a good password refused at RAKP 3");
-        return Err(p.payload[1]);
+    let status = |e: ConsoleError| match e {
+        ConsoleError::Status { status, .. } => status,
+        other => panic!("{other}"),
+    };
+    let open = bmc.handle_at(&l.open()).await.unwrap();
+    let rakp1 = l.rakp1(&open).map_err(status)?;
+    let rakp2 = bmc.handle_at(&rakp1).await.unwrap();
+    // A console that found RAKP 2's code wrong may still answer (with its
+    // own idea of the key): RAKP 4 must refuse it.
+    let rakp3 = l.rakp3(&rakp2).map_err(status)?;
+    let rakp4 = bmc.handle_at(&rakp3.datagram).await.unwrap();
+    match l.finish(&rakp4) {
+        Ok(session) => {
+            assert!(
+                rakp3.password_matched,
+                "RAKP 2's code did not match the password"
+            );
+            let bmc_sid = session.bmc_sid;
+            Ok(Console {
+                session,
+                bmc_sid,
+                seq: 0,
+            })
+        }
+        Err(ConsoleError::Status { status, .. }) => {
+            assert!(!rakp3.password_matched, "a good password refused at RAKP 3");
+            Err(status)
+        }
+        Err(e) => panic!("{e}"),
     }
-    assert!(password_ok, "RAKP 2's code did not match the password");
-    let sik = suite.auth.hmac(
-        password.as_bytes(),
-        &[&rm, &rc, &role_name, user.as_bytes()],
-    );
-    let mut icv = suite.auth.hmac(&sik, &[&rm, &bmc_sid.to_le_bytes(), &guid]);
-    icv.truncate(suite.auth.icv_len());
-    assert_eq!(&p.payload[8..], &icv[..], "RAKP 4 integrity check value");
-    assert_ne!(suite.auth, Auth::None);
-    Ok(Console {
-        keys: Keys::derive(suite, &sik),
-        bmc_sid,
-        seq: 0,
-        rq_seq: 0,
-    })
 }
 
 impl Console {
-    /// The datagram of a request, with the next sequence number.
+    /// The datagram of a request, with the next sequence number (`seq`
+    /// may be moved on by a test to leave the window).
     fn packet(&mut self, netfn: u8, cmd: u8, data: &[u8]) -> Vec<u8> {
-        self.seq += 1;
-        self.rq_seq = (self.rq_seq + 1) % 64;
-        let msg = wire::build_request(netfn, cmd, self.rq_seq, data);
-        let body = self.keys.encrypt(&msg, [3; 16]);
-        let keys = self.keys.clone();
-        let code = move |b: &[u8]| keys.suite.integrity.code(&keys.k1, b);
-        wire::build_v20(
-            payload::IPMI,
-            true,
-            self.bmc_sid,
-            self.seq,
-            &body,
-            Some(&code),
-        )
+        self.session.seq = self.seq;
+        let p = self.session.request(netfn, cmd, data, [3; 16]);
+        self.seq = self.session.seq;
+        p
     }
 
     /// Sends a request; the completion code and data, or `None` when the
     /// BMC dropped it.
-    async fn call(&mut self, bmc: &Bmc, netfn: u8, cmd: u8, data: &[u8]) -> Option<(u8, Vec<u8>)> {
+    async fn call(
+        &mut self,
+        bmc: &Arc<Bmc>,
+        netfn: u8,
+        cmd: u8,
+        data: &[u8],
+    ) -> Option<(u8, Vec<u8>)> {
         let pkt = self.packet(netfn, cmd, data);
         self.send(bmc, &pkt).await
     }
 
-    async fn send(&self, bmc: &Bmc, pkt: &[u8]) -> Option<(u8, Vec<u8>)> {
-        let reply = bmc.handle(pkt).await?;
-        let p = unwrap_v20(&reply);
-        assert!(p.authenticated && p.encrypted);
-        let (covered, code) = p
-            .integrity_parts(self.keys.suite.integrity.code_len())
-            .unwrap();
-        assert_eq!(self.keys.suite.integrity.code(&self.keys.k1, covered), code);
-        let msg = self.keys.decrypt(p.payload).unwrap();
-        Some((msg[6], msg[7..msg.len() - 1].to_vec()))
+    async fn send(&self, bmc: &Arc<Bmc>, pkt: &[u8]) -> Option<(u8, Vec<u8>)> {
+        let reply = bmc.handle_at(pkt).await?;
+        Some(self.session.response(&reply).unwrap())
+    }
+}
+
+impl Bmc {
+    /// `handle` from a console on loopback.
+    async fn handle_at(self: &Arc<Self>, datagram: &[u8]) -> Option<Vec<u8>> {
+        self.handle(datagram, "127.0.0.1:40000".parse().unwrap())
+            .await
     }
 }
 
@@ -244,13 +188,13 @@ fn replayed_tampered_and_unprivileged_requests_change_nothing() {
         for i in 4..on.len() {
             let mut bad = on.clone();
             bad[i] ^= 0x01;
-            assert!(bmc.handle(&bad).await.is_none(), "byte {i} flipped");
+            assert!(bmc.handle_at(&bad).await.is_none(), "byte {i} flipped");
         }
         assert_eq!(bmc.system().await.unwrap().power, PowerState::Off);
         assert_eq!(c.send(&bmc, &on).await.unwrap().0, 0);
         assert_eq!(bmc.system().await.unwrap().power, PowerState::On);
         // The same packet again: a replay, dropped.
-        assert!(bmc.handle(&on).await.is_none());
+        assert!(bmc.handle_at(&on).await.is_none());
         // Way out of the window: dropped.
         c.seq += 1000;
         assert!(c.call(&bmc, 0x00, 0x01, &[]).await.is_none());
@@ -337,7 +281,7 @@ fn a_thousand_half_open_sessions_leave_room_to_log_in() {
         ]);
         for _ in 0..1000 {
             let pkt = wire::build_v20(payload::OPEN_SESSION_REQUEST, false, 0, 0, &open, None);
-            assert!(bmc.handle(&pkt).await.is_some());
+            assert!(bmc.handle_at(&pkt).await.is_some());
         }
         let mut c = login(&bmc, "admin", "secret", 17, 4).await.unwrap();
         assert_eq!(c.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);
@@ -364,7 +308,7 @@ proptest! {
         let bmc = bmc();
         let before = rt().block_on(bmc.system()).unwrap();
         let pkt = [head, tail].concat();
-        let _ = rt().block_on(bmc.handle(&pkt));
+        let _ = rt().block_on(bmc.handle_at(&pkt));
         let after = rt().block_on(bmc.system()).unwrap();
         prop_assert_eq!(before, after);
     }

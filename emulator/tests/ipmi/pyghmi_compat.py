@@ -3,6 +3,7 @@ ipminative and the petitboot specification's power and console control),
 and checks each answer against what Redfish says of the same machine.
 
 Usage: pyghmi_compat.py --host H --port P --user U --password PW --redfish URL
+                         --console-user U2 --console-password PW2
 Prints one line per check and "N passed, M failed"; exits 1 on a failure.
 """
 import argparse
@@ -10,7 +11,11 @@ import json
 import sys
 import urllib.request
 
+import time
+
 from pyghmi.ipmi import command
+from pyghmi.ipmi import console
+from pyghmi.ipmi.private import session as ipmisession
 from pyghmi import exceptions
 
 passed = failed = 0
@@ -38,6 +43,10 @@ def main():
     ap.add_argument("--user")
     ap.add_argument("--password")
     ap.add_argument("--redfish")
+    # pyghmi shares one session per (BMC, user, password): a console of
+    # its own session needs another user.
+    ap.add_argument("--console-user")
+    ap.add_argument("--console-password")
     a = ap.parse_args()
     members = redfish(a.redfish + "/redfish/v1/Systems")["Members"]
     system_url = a.redfish + members[0]["@odata.id"]
@@ -76,6 +85,37 @@ def main():
 
     r = c.set_power("off", wait=True)
     check("set_power off with wait", r == {"powerstate": "off"}, r)
+
+    # Serial-over-LAN: console.Console, as Ironic's ipminative console.
+    seen = []
+    problems = []
+
+    def io(data):
+        if isinstance(data, dict):
+            problems.append(data)
+        else:
+            seen.append(data if isinstance(data, str) else data.decode("utf-8", "replace"))
+
+    def wait(cond, secs=15):
+        end = time.monotonic() + secs
+        while not cond() and time.monotonic() < end:
+            ipmisession.Session.wait_for_rsp(timeout=0.1)
+        return cond()
+
+    con = console.Console(bmc=a.host, userid=a.console_user, password=a.console_password,
+                          iohandler=io, port=a.port, force=True)
+    check("SOL activates", wait(lambda: con.activated), problems)
+    req = urllib.request.Request(system_url + "/Actions/ComputerSystem.Reset",
+                                 data=b'{"ResetType": "On"}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=10).close()
+    check("the console shows the power-on and the boot",
+          wait(lambda: "booting" in "".join(seen)), "".join(seen))
+    con.send_data("typed-by-pyghmi")
+    check("what is typed comes back", wait(lambda: "typed-by-pyghmi" in "".join(seen)),
+          "".join(seen))
+    check("no console errors", not problems, problems)
+    con.close()
     c.ipmi_session.logout()
 
     try:

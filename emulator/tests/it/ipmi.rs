@@ -311,6 +311,7 @@ fn pyghmi_drives_the_same_bmc() {
             "--redfish",
             &bmc.emu.url,
         ])
+        .args(["--console-user", "op", "--console-password", "0per-pw"])
         .output()
         .expect("run pyghmi_compat.py");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -321,4 +322,111 @@ fn pyghmi_drives_the_same_bmc() {
         "pyghmi compatibility failed:\n{stdout}"
     );
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+}
+
+/// A program's output, read by a thread into a buffer tests can wait on.
+struct Output(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Output {
+    fn of(mut from: impl std::io::Read + Send + 'static) -> Output {
+        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let b = buf.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = from.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                b.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        });
+        Output(buf)
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until `want` was printed (10 s at most).
+    fn wait_for(&self, want: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !self.text().contains(want) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{want:?} never came; the output:\n{}",
+                self.text()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn ipmitool_sol_carries_the_console_both_ways() {
+    use std::io::Write;
+    if !ipmitool_installed() {
+        return;
+    }
+    let bmc = Bmc::start();
+    // ipmitool's SOL wants a terminal: script(1) gives it one.
+    let cmd = format!(
+        "ipmitool -I lanplus -H 127.0.0.1 -p {} -U admin -P Adm1n-pw sol activate",
+        bmc.port
+    );
+    let mut child = Command::new("script")
+        .args(["-qfec", &cmd, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    let out = Output::of(child.stdout.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    out.wait_for("SOL Session operational");
+    // What the machine does shows on its console.
+    let url = format!(
+        "{}{}",
+        bmc.emu.url,
+        bmc.system()["@odata.id"].as_str().unwrap()
+    );
+    let reset = Command::new("curl")
+        .args(["-sf", "-X", "POST", "-H", "Content-Type: application/json"])
+        .args(["-d", r#"{"ResetType":"On"}"#])
+        .arg(format!("{url}/Actions/ComputerSystem.Reset"))
+        .status()
+        .unwrap();
+    assert!(reset.success());
+    out.wait_for("[shoal node-0] power on");
+    out.wait_for("[shoal node-0] booting");
+    // What is typed reaches the machine (whose console echoes it).
+    stdin.write_all(b"typed-by-sol").unwrap();
+    stdin.flush().unwrap();
+    out.wait_for("typed-by-sol");
+    // One SOL session a BMC: a second activation is refused.
+    let (ok, second) = bmc.ipmitool(ADMIN, None, &["sol", "activate"]);
+    assert!(
+        !ok && second.contains("SOL payload already active on another session"),
+        "{second}"
+    );
+    // ~. leaves, deactivating the payload.
+    stdin.write_all(b"\r~.").unwrap();
+    stdin.flush().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ipmitool stayed after ~.:\n{}",
+            out.text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{}", out.text());
+    let (ok, active) = bmc.ipmitool(ADMIN, None, &["raw", "0x06", "0x4a", "0x01"]);
+    assert!(
+        ok && active.trim() == "01 00 00",
+        "activation status after ~.: {active}"
+    );
 }

@@ -9,6 +9,7 @@
 //! that must lose no update, and a soak whose RSS at start and end it
 //! reports. Figures are printed, never asserted; a lost update is an error.
 
+mod ipmi;
 mod report;
 mod services;
 
@@ -39,6 +40,8 @@ pub struct Options {
     pub emulator: PathBuf,
     /// Venv with sushy-tools and gunicorn; `None` skips sushy-tools.
     pub sushy_venv: Option<PathBuf>,
+    /// Venv with virtualbmc (vbmcd, vbmc); `None` skips it.
+    pub vbmc_venv: Option<PathBuf>,
     /// nginx binary; `None` skips it.
     pub nginx: Option<PathBuf>,
     pub systems: usize,
@@ -537,6 +540,7 @@ pub fn run(opts: &Options) -> Result<Report> {
     let (scale_text, rss_mib) = scale(opts)?;
     text.push_str(&scale_text);
     text.push_str(&rack(opts)?);
+    text.push_str(&ipmi::run(opts)?);
     text.push_str(&storm(opts)?);
     text.push_str(&soak(opts)?);
     text.push('\n');
