@@ -32,6 +32,8 @@ struct Figures {
     errors: u64,
     /// The load generator's CPU time per operation, in microseconds.
     generator_us: f64,
+    /// The first error, as an example.
+    first_error: Option<String>,
 }
 
 fn thread_cpu() -> Duration {
@@ -127,41 +129,47 @@ fn drive(
 ) -> Result<Figures> {
     let handles: Vec<_> = (0..clients)
         .map(|c| {
-            std::thread::spawn(move || -> Result<(Vec<Duration>, u64, Duration)> {
-                let sock = UdpSocket::bind("127.0.0.1:0")?;
-                sock.connect(bmc)?;
-                sock.set_read_timeout(Some(TIMEOUT))?;
-                let mut session = None;
-                let mut lat = Vec::new();
-                let mut errors = 0;
-                let cpu0 = thread_cpu();
-                let end = Instant::now() + d;
-                let mut n = (c as u32) << 20;
-                while Instant::now() < end {
-                    n += 1;
-                    let t = Instant::now();
-                    match op(&sock, &mut session, n, suite) {
-                        Ok(()) => lat.push(t.elapsed()),
-                        Err(_) => {
-                            errors += 1;
-                            session = None;
+            std::thread::spawn(
+                move || -> Result<(Vec<Duration>, u64, Duration, Option<String>)> {
+                    let sock = UdpSocket::bind("127.0.0.1:0")?;
+                    sock.connect(bmc)?;
+                    sock.set_read_timeout(Some(TIMEOUT))?;
+                    let mut session = None;
+                    let mut lat = Vec::new();
+                    let mut errors = 0;
+                    let mut first_error = None;
+                    let cpu0 = thread_cpu();
+                    let end = Instant::now() + d;
+                    let mut n = (c as u32) << 20;
+                    while Instant::now() < end {
+                        n += 1;
+                        let t = Instant::now();
+                        match op(&sock, &mut session, n, suite) {
+                            Ok(()) => lat.push(t.elapsed()),
+                            Err(e) => {
+                                errors += 1;
+                                first_error.get_or_insert_with(|| format!("{e:#}"));
+                                session = None;
+                            }
                         }
                     }
-                }
-                Ok((lat, errors, thread_cpu() - cpu0))
-            })
+                    Ok((lat, errors, thread_cpu() - cpu0, first_error))
+                },
+            )
         })
         .collect();
     let mut lat = Vec::new();
     let mut errors = 0;
     let mut cpu = Duration::ZERO;
+    let mut first_error = None;
     for h in handles {
-        let (l, e, c) = h
+        let (l, e, c, f) = h
             .join()
             .map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
         lat.extend(l);
         errors += e;
         cpu += c;
+        first_error = first_error.or(f);
     }
     lat.sort();
     let pct = |q: f64| {
@@ -175,6 +183,7 @@ fn drive(
         p99_ms: pct(0.99),
         errors,
         generator_us: cpu.as_secs_f64() * 1e6 / ops,
+        first_error,
     })
 }
 
@@ -200,17 +209,28 @@ fn chassis_status(
     Ok(())
 }
 
-/// A whole session: setup, then Close Session.
+/// A whole session as a one-shot client (ipmitool) has it: a socket of
+/// its own, the setup, then Close Session sent without waiting (a BMC that
+/// never answers it costs no timeout).
 fn session_setup(sock: &UdpSocket, _: &mut Option<Session>, n: u32, suite: u8) -> Result<()> {
-    let mut s = login(sock, n, suite)?;
-    close(sock, &mut s)
+    let own = UdpSocket::bind("127.0.0.1:0")?;
+    own.connect(sock.peer_addr()?)?;
+    own.set_read_timeout(Some(TIMEOUT))?;
+    let mut s = login(&own, n, suite)?;
+    let sid = s.bmc_sid.to_le_bytes();
+    own.send(&s.request(0x06, 0x3c, &sid, [9; 16]))?;
+    Ok(())
 }
 
 fn row(what: &str, f: &Figures) -> String {
-    format!(
-        "  {what:<44} {:>9.0}/s  p50 {:>6.2} ms  p99 {:>6.2} ms  errors {:>3}  generator {:>5.1} µs/op\n",
+    let mut r = format!(
+        "  {what:<50} {:>9.0}/s  p50 {:>6.2} ms  p99 {:>6.2} ms  errors {:>4}  generator {:>6.1} µs/op\n",
         f.per_sec, f.p50_ms, f.p99_ms, f.errors, f.generator_us
-    )
+    );
+    if let Some(e) = &f.first_error {
+        r.push_str(&format!("    (first error: {e})\n"));
+    }
+    r
 }
 
 /// The rows for one BMC: cipher suite 3 (what virtualbmc serves), and for
@@ -275,11 +295,16 @@ fn start_vbmc(venv: &Path, port: u16, log: &Path) -> Result<Vbmc> {
         c.env("HOME", &dir)
             .env("VIRTUALBMC_CONFIG", dir.join("virtualbmc.conf"));
     };
+    std::fs::create_dir_all(home.path().join("bmcs"))?;
+    // vbmcd's control port (ZeroMQ, TCP).
+    let control = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     std::fs::write(
         home.path().join("virtualbmc.conf"),
         format!(
             "[default]\nserver_port = {}\nconfig_dir = {}\npid_file = {}\n[log]\nlogfile = {}\n",
-            free_udp_port()?,
+            control,
             home.path().join("bmcs").display(),
             home.path().join("vbmcd.pid").display(),
             log.display()
