@@ -149,12 +149,8 @@ pub struct Cli {
     /// An IPMI user, NAME:PASSWORD[:PRIVILEGE] (user, operator or
     /// administrator, the default); repeatable. Without any (here or in
     /// the config's [ipmi]), one user admin:password.
-    #[arg(
-        long = "ipmi-user",
-        env = "SHOAL_IPMI_USERS",
-        value_delimiter = ',',
-        hide_env_values = true
-    )]
+    /// (A password may hold commas: users are not split on them.)
+    #[arg(long = "ipmi-user", env = "SHOAL_IPMI_USER", hide_env_values = true)]
     pub ipmi_users: Vec<String>,
     /// Serve IPMI cipher suite 0: no authentication, any password logs
     /// in. A known hole of real BMCs, for tests of clients that probe it.

@@ -146,7 +146,7 @@ impl Login {
         ));
         Ok(Rakp3 {
             datagram: wire::build_v20(payload::RAKP3, false, 0, 0, &r, None),
-            password_matched: body[40..] == expected[..],
+            password_matched: crate::crypto::ct_eq(&body[40..], &expected),
         })
     }
 
@@ -164,7 +164,7 @@ impl Login {
             .auth
             .hmac(&sik, &[&self.rm, &self.bmc_sid.to_le_bytes(), &self.guid]);
         icv.truncate(self.suite.auth.icv_len());
-        if p.payload.get(8..) != Some(&icv[..]) {
+        if !crate::crypto::ct_eq(p.payload.get(8..).unwrap_or_default(), &icv) {
             return Err(ConsoleError::Rakp4);
         }
         let keys = if self.suite.auth == Auth::None {
@@ -231,7 +231,7 @@ impl Session {
             let (covered, code) = p
                 .integrity_parts(suite.integrity.code_len())
                 .map_err(|_| ConsoleError::Integrity)?;
-            if suite.integrity.code(&self.keys.k1, covered) != code {
+            if !crate::crypto::ct_eq(&suite.integrity.code(&self.keys.k1, covered), code) {
                 return Err(ConsoleError::Integrity);
             }
         }

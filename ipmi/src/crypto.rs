@@ -118,6 +118,12 @@ impl Conf {
     }
 }
 
+/// Compares two byte strings in time independent of where they differ
+/// (AuthCodes and RAKP codes are checked before anyone is known).
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
 /// A cipher suite: the three algorithms a session runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Suite {
@@ -128,15 +134,11 @@ pub struct Suite {
 }
 
 /// The suites served, strongest last (Get Channel Cipher Suites lists them
-/// in this order; ipmitool picks 17 when present, else 3). Suite 0 (no
-/// authentication at all) is separate: only with `cipher_suite_zero`.
+/// in this order; ipmitool picks 17 when present, else 3): every one with
+/// integrity, so nobody who sees a session ID can inject into it. Suites 1
+/// and 15 (no integrity) are not served; suite 0 (no authentication at
+/// all) only with `cipher_suite_zero`.
 pub const SUITES: &[Suite] = &[
-    Suite {
-        id: 1,
-        auth: Auth::HmacSha1,
-        integrity: Integrity::None,
-        conf: Conf::None,
-    },
     Suite {
         id: 2,
         auth: Auth::HmacSha1,
@@ -148,12 +150,6 @@ pub const SUITES: &[Suite] = &[
         auth: Auth::HmacSha1,
         integrity: Integrity::HmacSha1_96,
         conf: Conf::AesCbc128,
-    },
-    Suite {
-        id: 15,
-        auth: Auth::HmacSha256,
-        integrity: Integrity::None,
-        conf: Conf::None,
     },
     Suite {
         id: 16,
@@ -288,7 +284,7 @@ mod tests {
 
     #[test]
     fn aes_round_trips_with_the_spec_padding() {
-        let keys = Keys::derive(SUITES[5], b"sik");
+        let keys = Keys::derive(SUITES[SUITES.len() - 1], b"sik");
         for n in [0usize, 1, 14, 15, 16, 17, 40] {
             let data: Vec<u8> = (0..n as u8).collect();
             let enc = keys.encrypt(&data, [7; 16]);

@@ -13,7 +13,7 @@ pub const CLASS_IPMI: u8 = 0x07;
 /// Authentication type byte of an IPMI v2.0 (RMCP+) session header.
 pub const AUTH_RMCPP: u8 = 0x06;
 /// The largest datagram taken: far above any IPMI message (SOL data is
-/// at most a few hundred bytes); longer ones are refused unread.
+/// at most a few hundred bytes); longer ones are refused unparsed.
 pub const MAX_DATAGRAM: usize = 1024;
 
 /// RMCP+ payload types (the low six bits of the payload-type byte).
@@ -279,7 +279,8 @@ pub struct Request<'a> {
     pub data: &'a [u8],
 }
 
-fn checksum(b: &[u8]) -> u8 {
+/// The two's-complement checksum IPMI messages and FRU areas end with.
+pub fn checksum(b: &[u8]) -> u8 {
     b.iter().fold(0u8, |a, x| a.wrapping_add(*x)).wrapping_neg()
 }
 
@@ -318,7 +319,7 @@ pub fn build_response(req: &Request<'_>, cc: u8, data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Builds a LAN-format request (clients in tests, and the fuzz corpus).
+/// Builds a LAN-format request (the console's side).
 pub fn build_request(netfn: u8, cmd: u8, rq_seq: u8, data: &[u8]) -> Vec<u8> {
     let mut out = vec![0x20, netfn << 2];
     out.push(checksum(&out));

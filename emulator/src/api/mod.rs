@@ -42,8 +42,10 @@ use tower::ServiceExt;
 
 use crate::api::error::ApiError;
 
+pub use boot_rules::allowed_targets;
 pub(crate) use middleware::authorize;
 pub use state::{AppState, Locked, Sys, SysId, SystemLocks};
+pub use systems::PowerError;
 pub use tasks::TASK_MONITOR_PREFIX;
 
 /// The whole Redfish service as one router.

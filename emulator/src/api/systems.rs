@@ -414,49 +414,78 @@ async fn reset(
             ])
         })?,
     };
-    let profile = st.profile(&sys);
-    if st
-        .power_clock
-        .within(&sys.id, profile.power.busy_secs, false)
-    {
-        // Still busy with the last power action: this BMC says 409.
-        let mut msgs = vec![Msg::new("ResourceInUse", &[])];
-        msgs.extend(
-            profile
-                .power
-                .busy_refusal
-                .iter()
-                .map(|m| Msg::vendor(m, "")),
-        );
-        return Err(ApiError::Status(axum::http::StatusCode::CONFLICT, msgs));
+    match st.power_action(&sys, reset).await {
+        Ok(()) => Ok(json::no_content()),
+        Err(PowerError::Busy) => {
+            // Still busy with the last power action: this BMC says 409.
+            let mut msgs = vec![Msg::new("ResourceInUse", &[])];
+            msgs.extend(
+                st.profile(&sys)
+                    .power
+                    .busy_refusal
+                    .iter()
+                    .map(|m| Msg::vendor(m, "")),
+            );
+            Err(ApiError::Status(axum::http::StatusCode::CONFLICT, msgs))
+        }
+        Err(PowerError::Backend(e)) => Err(e.into()),
     }
-    let started = reset.starts(sys.power);
-    // A slow power transition (an injected fault): accepted now, carried
-    // out later, as a BMC whose host takes its time.
-    let delay = st.faults.power_delay(std::slice::from_ref(&sys.name));
-    if !delay.is_zero() {
-        st.power_clock.record(&sys.id, started);
-        tracing::info!(system = %sys.name, %reset, ?delay, "reset accepted; takes effect later (fault)");
-        let st = st.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            let _guard = st.locks.lock(&sys.id).await;
-            match st.backend.reset(&sys.id, reset).await {
-                Ok(()) => st.tasks.notify_reset(),
-                Err(e) => {
-                    tracing::warn!(system = %sys.name, %reset, error = %e, "delayed reset failed")
+}
+
+/// Why a power action was not taken.
+#[derive(Debug)]
+pub enum PowerError {
+    /// Within the profile's busy window after the last one.
+    Busy,
+    Backend(crate::backend::BackendError),
+}
+
+impl AppState {
+    /// A power action as every front-end (Redfish Reset, IPMI Chassis
+    /// Control) carries it out: the profile's busy window, an injected
+    /// power delay, the system's lock, staged work woken, the clock of the
+    /// last action started.
+    pub async fn power_action(&self, sys: &System, reset: ResetType) -> Result<(), PowerError> {
+        let st = self;
+        let profile = st.profile(sys);
+        if st
+            .power_clock
+            .within(&sys.id, profile.power.busy_secs, false)
+        {
+            return Err(PowerError::Busy);
+        }
+        let started = reset.starts(sys.power);
+        // A slow power transition (an injected fault): accepted now, carried
+        // out later, as a BMC whose host takes its time.
+        let delay = st.faults.power_delay(std::slice::from_ref(&sys.name));
+        if !delay.is_zero() {
+            st.power_clock.record(&sys.id, started);
+            tracing::info!(system = %sys.name, %reset, ?delay, "reset accepted; takes effect later (fault)");
+            let st = st.clone();
+            let (id, name) = (sys.id.clone(), sys.name.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _guard = st.locks.lock(&id).await;
+                match st.backend.reset(&id, reset).await {
+                    Ok(()) => st.tasks.notify_reset(),
+                    Err(e) => {
+                        tracing::warn!(system = %name, %reset, error = %e, "delayed reset failed")
+                    }
                 }
-            }
-        });
-        return Ok(json::no_content());
+            });
+            return Ok(());
+        }
+        let _guard = st.locks.lock(&sys.id).await;
+        st.backend
+            .reset(&sys.id, reset)
+            .await
+            .map_err(PowerError::Backend)?;
+        // Work staged for the next start (volume changes) looks again.
+        st.tasks.notify_reset();
+        st.power_clock.record(&sys.id, started);
+        tracing::info!(system = %sys.name, %reset, "reset");
+        Ok(())
     }
-    let _guard = st.locks.lock(&sys.id).await;
-    st.backend.reset(&sys.id, reset).await?;
-    // Work staged for the next start (volume changes) looks again.
-    st.tasks.notify_reset();
-    st.power_clock.record(&sys.id, started);
-    tracing::info!(system = %sys.name, %reset, "reset");
-    Ok(json::no_content())
 }
 
 async fn reset_action_info(Sys(sys): Sys) -> Result<Resource, ApiError> {

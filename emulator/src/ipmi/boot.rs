@@ -76,10 +76,10 @@ pub fn flags_of(o: &BootOverride) -> [u8; 5] {
     [b1, dev << 2, 0, 0, 0]
 }
 
-/// The override parameter 5's data bytes ask for, from the current one
-/// (the URI and UEFI target stay; a Pxe from IPMI clears the HTTP URI,
-/// which only Redfish can set). `uefi_capable`: the machine has UEFI
-/// firmware at all.
+/// The override parameter 5's data bytes ask for (no HTTP URI and no UEFI
+/// target: IPMI cannot say them; the caller keeps a Redfish UefiHttp's URI
+/// when PXE is set over it). `uefi_capable`: the machine has UEFI firmware
+/// at all; without it the mode stays `current`'s.
 pub fn override_of(
     data: &[u8],
     current: &BootOverride,
@@ -99,10 +99,7 @@ pub fn override_of(
     };
     let target = target((d[1] >> 2) & 0x0f)?;
     if d[0] & VALID == 0 || target == BootTarget::None {
-        return Ok(BootOverride {
-            mode,
-            ..BootOverride::disabled(mode)
-        });
+        return Ok(BootOverride::disabled(mode));
     }
     let enabled = if d[0] & PERSISTENT != 0 {
         OverrideEnabled::Continuous

@@ -71,9 +71,10 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
     Some(match (netfn, cmd) {
         (netfn::APP, 0x01 | 0x04 | 0x08 | 0x37 | 0x38 | 0x54 | 0x42) => User,
         (netfn::APP, 0x48..=0x4b) => User,
-        (netfn::APP, 0x3b | 0x3c | 0x44 | 0x46) => Callback,
-        (netfn::CHASSIS, 0x00 | 0x01 | 0x09) => User,
-        (netfn::CHASSIS, 0x02 | 0x04 | 0x08) => Operator,
+        (netfn::APP, 0x3b | 0x3c) => Callback,
+        (netfn::APP, 0x44 | 0x46) => Operator,
+        (netfn::CHASSIS, 0x00 | 0x01) => User,
+        (netfn::CHASSIS, 0x02 | 0x04 | 0x08 | 0x09) => Operator,
         (netfn::STORAGE, 0x10 | 0x11 | 0x20 | 0x21 | 0x22 | 0x23 | 0x40 | 0x42 | 0x43 | 0x48) => {
             User
         }
@@ -116,10 +117,12 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         (netfn::APP, 0x01) => device_id(bmc, data),
         (netfn::APP, 0x04) => exact(data, 0, || ok(vec![0x55, 0x00])),
         (netfn::APP, 0x08 | 0x37) => exact(data, 0, || ok(bmc.guid.to_vec())),
-        (netfn::APP, 0x42) => channel_info(data),
+        (netfn::APP, 0x42) => channel_info(bmc, data),
         (netfn::APP, 0x44) => user_access(bmc, data),
         (netfn::APP, 0x46) => user_name(bmc, data),
-        (netfn::CHASSIS, 0x00) => exact(data, 0, || ok(vec![0x0f, 0, 0, 0, 0])),
+        // Capabilities: intrusion sensor, lockout, diagnostic interrupt,
+        // power interlock; FRU, SDR, SEL and system management at 0x20.
+        (netfn::CHASSIS, 0x00) => exact(data, 0, || ok(vec![0x0f, 0x20, 0x20, 0x20, 0x20])),
         (netfn::CHASSIS, 0x01) => chassis_status(bmc, data).await,
         (netfn::CHASSIS, 0x02) => chassis_control(bmc, data).await,
         (netfn::CHASSIS, 0x04) => identify(bmc, data).await,
@@ -174,16 +177,27 @@ fn device_id(bmc: &Bmc, data: &[u8]) -> Reply {
     ])
 }
 
-fn channel_info(data: &[u8]) -> Reply {
+fn channel_info(bmc: &Bmc, data: &[u8]) -> Reply {
     let [ch] = data else {
         return err(cc::BAD_LENGTH);
     };
     if !matches!(ch & 0x0f, 0x01 | 0x0e) {
         return err(cc::INVALID_FIELD);
     }
-    // Channel 1: 802.3 LAN, IPMB-1.0 protocol, multi-session; IANA of
-    // the IPMI forum (7154).
-    ok(vec![0x01, 0x04, 0x01, 0x80, 0xf2, 0x1b, 0x00, 0x00, 0x00])
+    // Channel 1: 802.3 LAN, IPMB-1.0 protocol, multi-session with the
+    // sessions open now; IANA of the IPMI forum (7154).
+    let open = bmc.active_sessions().min(0x3f) as u8;
+    ok(vec![
+        0x01,
+        0x04,
+        0x01,
+        0x80 | open,
+        0xf2,
+        0x1b,
+        0x00,
+        0x00,
+        0x00,
+    ])
 }
 
 fn user_access(bmc: &Bmc, data: &[u8]) -> Reply {
@@ -195,15 +209,16 @@ fn user_access(bmc: &Bmc, data: &[u8]) -> Reply {
         return err(cc::INVALID_FIELD);
     }
     let enabled = bmc.users.len() as u8;
-    let access = match bmc.users.by_id(id) {
-        // IPMI messaging and link authentication on, the user's limit.
-        Some(u) => 0x30 | u.privilege as u8,
-        // No access.
-        None => 0x0f,
+    let (status, access) = match bmc.users.by_id(id) {
+        // Enabled; IPMI messaging and link authentication on, the user's
+        // limit.
+        Some(u) => (0x40, 0x30 | u.privilege as u8),
+        // Disabled, no access.
+        None => (0x80, 0x0f),
     };
     ok(vec![
         super::users::MAX_USERS as u8,
-        0x40 | enabled,
+        status | enabled,
         0x01,
         access,
     ])
@@ -260,9 +275,15 @@ async fn chassis_control(bmc: &Bmc, data: &[u8]) -> Reply {
     // A Chassis Control command stops the valid bit's timer (the restart
     // it starts consumes the flags, as a boot consumes Once).
     bmc.chassis().valid_since = None;
-    match bmc.backend.reset(&bmc.system_id, reset).await {
+    let sys = match bmc.system().await {
+        Ok(s) => s,
+        Err(e) => return err(backend_cc(&e)),
+    };
+    // As a Redfish Reset: the busy window, the lock, staged work woken.
+    match bmc.state.power_action(&sys, reset).await {
         Ok(()) => ok(Vec::new()),
-        Err(e) => err(backend_cc(&e)),
+        Err(crate::api::PowerError::Busy) => err(cc::NODE_BUSY),
+        Err(crate::api::PowerError::Backend(e)) => err(backend_cc(&e)),
     }
 }
 
@@ -284,7 +305,8 @@ async fn identify(bmc: &Bmc, data: &[u8]) -> Reply {
         indicator: Some(led),
         asset_tag: None,
     });
-    match bmc.backend.apply(&bmc.system_id, vec![change]).await {
+    let _guard = bmc.lock_system().await;
+    match bmc.state.backend.apply(&bmc.system_id, vec![change]).await {
         Ok(_) => {
             bmc.chassis().identify_until = (led == IndicatorLed::Blinking)
                 .then(|| Instant::now() + Duration::from_secs(interval));
@@ -334,7 +356,6 @@ async fn set_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
             ok(Vec::new())
         }
         5 => set_boot_flags(bmc, rest).await,
-        1 | 2 | 6 | 7 => err(cc::PARAM_NOT_SUPPORTED),
         _ => err(cc::PARAM_NOT_SUPPORTED),
     }
 }
@@ -352,7 +373,9 @@ async fn set_boot_flags(bmc: &Bmc, data: &[u8]) -> Reply {
         Err(_) => return err(cc::INVALID_FIELD),
     };
     let profile = bmc.profile(&sys);
-    if !profile.offers(wanted.target)
+    let offered = wanted.target == crate::model::BootTarget::None
+        || crate::api::allowed_targets(&sys, profile).contains(&wanted.target.as_str());
+    if !offered
         || (wanted.enabled == crate::model::OverrideEnabled::Continuous && !profile.boot.continuous)
     {
         return err(cc::INVALID_FIELD);
@@ -371,6 +394,7 @@ async fn set_boot_flags(bmc: &Bmc, data: &[u8]) -> Reply {
         wanted
     };
     match bmc
+        .state
         .backend
         .apply(&bmc.system_id, vec![Change::Boot(merged.clone())])
         .await
@@ -519,7 +543,12 @@ fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
         std::net::IpAddr::V4(v4) => v4.octets(),
         std::net::IpAddr::V6(_) => [0; 4],
     };
-    let suites: Vec<u8> = super::crypto::SUITES.iter().map(|s| s.id).collect();
+    let suites: Vec<u8> = bmc
+        .cipher_suite_zero
+        .then_some(0)
+        .into_iter()
+        .chain(super::crypto::SUITES.iter().map(|s| s.id))
+        .collect();
     let d: Vec<u8> = match param {
         0 => vec![0x00],
         // Authentication types: none (RMCP+ carries its own).
@@ -578,8 +607,8 @@ fn sol_config(bmc: &Bmc, data: &[u8]) -> Reply {
         1 => vec![0x01],
         // Encryption and authentication forced off, privilege USER.
         2 => vec![0x02],
-        // Accumulate 50 ms (5 x 10 ms), send at 200 characters.
-        3 => vec![0x05, 0xc8],
+        // Accumulate 50 ms (10 x 5 ms), send at 200 characters.
+        3 => vec![0x0a, 0xc8],
         // 5 retries, 1 s apart (100 x 10 ms).
         4 => vec![0x05, 0x64],
         // 115,200 bit/s.

@@ -9,11 +9,15 @@ use crate::profile::Profile;
 /// A FRU field: type/length byte 0xC0 | len (8-bit ASCII), then the bytes
 /// (at most 63).
 fn field(out: &mut Vec<u8>, s: &str) {
-    let b: Vec<u8> = s
+    let mut b: Vec<u8> = s
         .bytes()
         .filter(|c| c.is_ascii() && !c.is_ascii_control())
         .take(63)
         .collect();
+    // One byte would read 0xC1, the end-of-fields marker: a space pads it.
+    if b.len() == 1 {
+        b.push(b' ');
+    }
     out.push(0xc0 | b.len() as u8);
     out.extend_from_slice(&b);
 }
@@ -27,8 +31,7 @@ fn close_area(mut a: Vec<u8>) -> Vec<u8> {
         a.push(0);
     }
     a[1] = ((a.len() + 1) / 8) as u8;
-    let sum = a.iter().fold(0u8, |s, b| s.wrapping_add(*b));
-    a.push(sum.wrapping_neg());
+    a.push(shoal_ipmi::wire::checksum(&a));
     a
 }
 
@@ -64,8 +67,7 @@ pub fn fru(sys: &System, profile: &Profile) -> Vec<u8> {
     let board_at = chassis_at + (chassis.len() / 8) as u8;
     let product_at = board_at + (board.len() / 8) as u8;
     let mut header = vec![1, 0, chassis_at, board_at, product_at, 0, 0];
-    let sum = header.iter().fold(0u8, |s, b| s.wrapping_add(*b));
-    header.push(sum.wrapping_neg());
+    header.push(shoal_ipmi::wire::checksum(&header));
     [header, chassis, board, product].concat()
 }
 

@@ -3,10 +3,10 @@
 //!
 //! A [`Bmc`] serves one machine on one UDP socket (port 623 by default,
 //! on its endpoint's address). It holds no machine state of its own: power
-//! goes through [`Backend::reset`], boot flags and the identify light are
-//! [`Change`](crate::model::Change)s on the shared [`BmcState`]
-//! (crate::model::BmcState), under the same per-system lock as a Redfish
-//! PATCH, so either protocol reads what the other wrote.
+//! goes through `AppState::power_action` (as a Redfish Reset), boot flags
+//! and the identify light are `Change`s on the shared `BmcState`, each
+//! under the same per-system lock as a Redfish PATCH, so either protocol
+//! reads what the other wrote.
 //!
 //! - `shoal_ipmi::{wire, crypto}` (the `ipmi/` crate): framing and cipher
 //!   suites, shared with the consoles that test and measure this side.
@@ -36,10 +36,9 @@ use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::{watch, Semaphore};
 
-use crate::api::SystemLocks;
-use crate::backend::{Backend, BackendError};
+use crate::backend::BackendError;
 use crate::model::{BootOverride, Change, IndicatorLed, SystemSettings};
-use crate::profile::{Profile, Profiles};
+use crate::profile::Profile;
 use commands::{cc, netfn, ChassisState};
 use session::Sessions;
 use users::{Privilege, Users};
@@ -122,9 +121,9 @@ fn firmware_version(v: &str) -> (u32, u32) {
 pub struct Bmc {
     /// The system's Id in `backend` (the endpoint's view).
     pub system_id: String,
-    pub backend: Arc<dyn Backend>,
-    pub locks: Arc<SystemLocks>,
-    pub profiles: Arc<Profiles>,
+    /// The endpoint's state: its backend view, locks, profiles, tasks and
+    /// power clock, shared with its Redfish side.
+    pub state: crate::api::AppState,
     pub identity: Identity,
     /// The system's UUID as Get System GUID sends it (SMBIOS byte order,
     /// what pyghmi decodes and ipmitool prints as the same UUID).
@@ -160,9 +159,7 @@ impl Bmc {
         let mac = [0x02, u[10], u[11], u[12], u[13], u[14]];
         Bmc {
             system_id: id.to_string(),
-            backend: state.backend.clone(),
-            locks: state.locks.clone(),
-            profiles: state.profiles.clone(),
+            state: state.clone(),
             identity: Identity::of(state.profile(sys)),
             guid: sys.uuid.to_bytes_le(),
             users: Arc::new(settings.users.clone()),
@@ -193,11 +190,23 @@ impl Bmc {
         lock(&self.sessions).get_mut(sid).is_some()
     }
 
-    /// The SOL task of session `sid` ended.
-    pub fn sol_ended(&self, sid: u32) {
+    /// The SOL task `task` ended (its slot is freed unless another
+    /// activation took it since).
+    pub fn sol_ended(&self, task: tokio::task::Id) {
+        let mut sol = lock(&self.sol);
+        if sol.as_ref().is_some_and(|a| a.task.id() == task) {
+            *sol = None;
+        }
+    }
+
+    /// Ends the SOL payload of session `sid`, if it has one (the session
+    /// closed or idled out).
+    pub fn end_sol_of(&self, sid: u32) {
         let mut sol = lock(&self.sol);
         if sol.as_ref().is_some_and(|a| a.bmc_sid == sid) {
-            *sol = None;
+            if let Some(a) = sol.take() {
+                a.task.abort();
+            }
         }
     }
 
@@ -218,17 +227,15 @@ impl Bmc {
     }
 
     pub async fn system(&self) -> Result<crate::model::System, BackendError> {
-        self.backend.system(&self.system_id).await
+        self.state.backend.system(&self.system_id).await
     }
 
     pub async fn lock_system(&self) -> tokio::sync::OwnedMutexGuard<()> {
-        self.locks.lock(&self.system_id).await
+        self.state.locks.lock(&self.system_id).await
     }
 
     pub fn profile(&self, sys: &crate::model::System) -> &'static Profile {
-        self.profiles
-            .get(&sys.profile)
-            .unwrap_or_else(|_| crate::profile::generic())
+        self.state.profile(sys)
     }
 
     pub async fn fru(&self) -> Result<Vec<u8>, BackendError> {
@@ -244,7 +251,10 @@ impl Bmc {
     /// The timers: sessions idle too long, the boot flags' 60 seconds,
     /// a temporary identify.
     pub async fn tick(&self, now: Instant) {
-        lock(&self.sessions).prune(now);
+        let idle = lock(&self.sessions).prune(now);
+        for sid in idle {
+            self.end_sol_of(sid);
+        }
         let (expired, identify_over) = {
             let mut c = self.chassis();
             let expired = match &c.valid_since {
@@ -272,7 +282,7 @@ impl Bmc {
                         indicator: Some(IndicatorLed::Off),
                         asset_tag: None,
                     });
-                    let _ = self.backend.apply(&self.system_id, vec![off]).await;
+                    let _ = self.state.backend.apply(&self.system_id, vec![off]).await;
                 }
             }
         }
@@ -289,13 +299,13 @@ impl Bmc {
             tracing::info!(system = %self.system_id, "IPMI boot flags expired after 60 s without a restart");
             let cleared = BootOverride::disabled(sys.bmc.boot.mode);
             let _ = self
+                .state
                 .backend
                 .apply(&self.system_id, vec![Change::Boot(cleared)])
                 .await;
         }
     }
 
-    /// Answers one datagram; `None`: no answer.
     /// Answers one datagram from `peer`; `None`: no answer.
     pub async fn handle(self: &Arc<Self>, buf: &[u8], peer: SocketAddr) -> Option<Vec<u8>> {
         let d = match wire::parse(buf) {
@@ -376,7 +386,7 @@ impl Bmc {
             }
             if p.authenticated {
                 let (covered, code) = p.integrity_parts(keys.suite.integrity.code_len()).ok()?;
-                if keys.suite.integrity.code(&keys.k1, covered) != code {
+                if !crypto::ct_eq(&keys.suite.integrity.code(&keys.k1, covered), code) {
                     return None;
                 }
             }
@@ -406,25 +416,31 @@ impl Bmc {
             return None;
         }
         let req = wire::parse_request(&body).ok()?;
-        // A retransmission of the last request: the same answer again.
+        // A retransmission of the last request: the same answer again, or
+        // none while the first is still being carried out (never twice).
         let cached = {
             let mut s = lock(&self.sessions);
-            s.get_mut(p.session_id).and_then(|a| {
-                a.last
-                    .as_ref()
-                    .filter(|(q, _)| *q == body)
-                    .map(|(_, r)| r.clone())
-            })
+            let a = s.get_mut(p.session_id)?;
+            match &a.last {
+                Some((q, done)) if *q == body => Some(done.clone()),
+                _ => {
+                    a.last = Some((body.clone(), None));
+                    None
+                }
+            }
         };
         let response = match cached {
-            Some(r) => r,
+            Some(Some(r)) => r,
+            Some(None) => return None,
             None => {
                 let (code, data) = self
                     .in_session(p.session_id, privilege, user_max, &req, peer)
                     .await;
                 let r = wire::build_response(&req, code, &data);
                 if let Some(a) = lock(&self.sessions).get_mut(p.session_id) {
-                    a.last = Some((body.clone(), r.clone()));
+                    if a.last.as_ref().is_some_and(|(q, _)| *q == body) {
+                        a.last = Some((body.clone(), Some(r.clone())));
+                    }
                 }
                 r
             }
@@ -442,6 +458,9 @@ impl Bmc {
             }
             seq
         };
+        if closing {
+            self.end_sol_of(p.session_id);
+        }
         Some(seal_with(&keys, console_sid, seq, payload::IPMI, &response))
     }
 
@@ -455,6 +474,11 @@ impl Bmc {
         req: &wire::Request<'_>,
         peer: SocketAddr,
     ) -> (u8, Vec<u8>) {
+        match commands::required(req.netfn, req.cmd) {
+            None => return (cc::INVALID_COMMAND, Vec::new()),
+            Some(needed) if privilege < needed => return (cc::INSUFFICIENT_PRIVILEGE, Vec::new()),
+            Some(_) => {}
+        }
         match (req.netfn, req.cmd) {
             (netfn::APP, 0x38) => auth_capabilities(req.data),
             (netfn::APP, 0x54) => cipher_suites(req.data, self.cipher_suite_zero),
@@ -493,6 +517,7 @@ impl Bmc {
                     return (cc::INSUFFICIENT_PRIVILEGE, Vec::new());
                 }
                 if lock(&self.sessions).close(id) {
+                    self.end_sol_of(id);
                     (cc::OK, Vec::new())
                 } else {
                     // Invalid session ID in request.
@@ -517,9 +542,6 @@ impl Bmc {
                 v.extend_from_slice(&[0; 8]);
                 (cc::OK, v)
             }
-            // HPM.2 capabilities (ipmitool asks after login): not a PICMG
-            // controller.
-            (netfn::PICMG, _) => (cc::INVALID_COMMAND, Vec::new()),
             _ => commands::execute(self, privilege, req.netfn, req.cmd, req.data).await,
         }
     }
@@ -548,7 +570,7 @@ impl Bmc {
             // Payload already active on another session.
             return (0x80, Vec::new());
         }
-        let console = match self.backend.console(&self.system_id).await {
+        let console = match self.state.backend.console(&self.system_id).await {
             Ok(c) => c,
             // The payload type is disabled: this machine has no console
             // Shoal can carry.
@@ -627,7 +649,7 @@ fn auth_capabilities(data: &[u8]) -> (u8, Vec<u8>) {
     // Byte 1: v2.0 extended data follows (bit 7), authentication type
     // NONE is the only IPMI v1.5 one. Byte 2: non-null user names
     // (bit 2). Byte 3: IPMI v2.0 connections supported (bit 1).
-    let b1 = if v2 { 0x80 } else { 0x01 };
+    let b1 = if v2 { 0x81 } else { 0x01 };
     let b3 = if v2 { 0x02 } else { 0x00 };
     (cc::OK, vec![0x01, b1, 0x04, b3, 0, 0, 0, 0])
 }
@@ -676,14 +698,30 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let socket = Arc::new(socket);
     bmc.set_outbound(socket.clone());
+    let result = receive(&socket, &bmc, &mut stop).await;
+    // No SOL task outlives its listener.
+    if let Some(a) = lock(&bmc.sol).take() {
+        a.task.abort();
+    }
+    result
+}
+
+async fn receive(
+    socket: &Arc<UdpSocket>,
+    bmc: &Arc<Bmc>,
+    stop: &mut watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut buf = vec![0u8; wire::MAX_DATAGRAM + 1];
     loop {
         let (n, peer) = tokio::select! {
-            _ = stopped(&mut stop) => break,
+            _ = stopped(stop) => break,
             _ = tick.tick() => {
-                bmc.tick(Instant::now()).await;
+                // The timers may wait for the system's lock (a Redfish
+                // request can hold it for a download): never the socket.
+                let bmc = bmc.clone();
+                tokio::spawn(async move { bmc.tick(Instant::now()).await });
                 continue;
             }
             r = socket.recv_from(&mut buf) => match r {

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::crypto::{Auth, Conf, Integrity, Keys, Suite, SUITES, SUITE_ZERO};
+use super::crypto::{ct_eq, Auth, Conf, Integrity, Keys, Suite, SUITES, SUITE_ZERO};
 use super::users::{Privilege, User, Users};
 
 /// An established session left idle this long is closed (the IPMI
@@ -72,9 +72,10 @@ pub struct Active {
     /// RAKP 4 as sent, for a console that repeats RAKP 3 because it
     /// lost it; dropped with the first packet of the session.
     rakp4: Option<Vec<u8>>,
-    /// The last request and its response, for a retransmitted request:
-    /// answered again, not carried out twice.
-    pub last: Option<(Vec<u8>, Vec<u8>)>,
+    /// The last request and its response (`None` while it is carried
+    /// out), for a retransmitted request: answered again, never carried
+    /// out twice.
+    pub last: Option<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 impl Active {
@@ -107,7 +108,7 @@ impl Window {
         }
         let ahead = seq.wrapping_sub(self.highest);
         if ahead != 0 && ahead <= WINDOW {
-            self.seen = if ahead >= 32 { 0 } else { self.seen << ahead } | 1;
+            self.seen = (self.seen << ahead) | 1;
             self.highest = seq;
             return true;
         }
@@ -169,12 +170,21 @@ fn algorithm_record(kind: u8, alg: u8) -> [u8; 8] {
 }
 
 impl Sessions {
-    /// Drops idle established sessions and stale setups.
-    pub fn prune(&mut self, now: Instant) {
+    /// Drops idle established sessions and stale setups; the established
+    /// ones dropped.
+    pub fn prune(&mut self, now: Instant) -> Vec<u32> {
         self.pending
             .retain(|_, p| now.duration_since(p.created) < SETUP_TIMEOUT);
-        self.active
-            .retain(|_, a| now.duration_since(a.last_seen) < IDLE_TIMEOUT);
+        let idle: Vec<u32> = self
+            .active
+            .iter()
+            .filter(|(_, a)| now.duration_since(a.last_seen) >= IDLE_TIMEOUT)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in &idle {
+            self.active.remove(k);
+        }
+        idle
     }
 
     pub fn active_count(&self) -> usize {
@@ -357,8 +367,11 @@ impl Sessions {
             &user.password,
             &[&rc, &console_sid.to_le_bytes(), &role_name, &name],
         );
-        if req.get(8..) != Some(&expected[..]) {
+        if !ct_eq(req.get(8..).unwrap_or_default(), &expected) {
             return fail(status::INVALID_INTEGRITY_CHECK, console_sid);
+        }
+        if self.active.len() >= MAX_ACTIVE {
+            return fail(status::NO_RESOURCES, console_sid);
         }
         let sik = suite
             .auth

@@ -139,7 +139,7 @@ async fn run(
             });
         }
     }
-    bmc.sol_ended(sid);
+    bmc.sol_ended(tokio::task::id());
 }
 
 async fn send(bmc: &Bmc, sid: u32, peer: SocketAddr, body: &[u8]) {

@@ -6,9 +6,9 @@
 //! NAME:PASSWORD[:PRIVILEGE]`. Without any, one user `admin` with the
 //! password `password` at ADMINISTRATOR serves (virtualbmc's default), so
 //! a zero-setup emulator answers `ipmitool -U admin -P password`.
-//! The privilege levels map onto the Redfish roles of the same account
-//! name: USER = ReadOnly, OPERATOR = Operator, ADMINISTRATOR =
-//! Administrator.
+//! The privilege levels grant what the Redfish roles of the same powers
+//! do: USER reads (ReadOnly), OPERATOR acts on the machine (Operator),
+//! ADMINISTRATOR also manages the BMC (Administrator).
 
 /// IPMI privilege levels, ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -42,15 +42,6 @@ impl Privilege {
             "operator" => Some(Privilege::Operator),
             "administrator" | "admin" => Some(Privilege::Administrator),
             _ => None,
-        }
-    }
-
-    /// The Redfish role of the same powers.
-    pub fn redfish_role(self) -> &'static str {
-        match self {
-            Privilege::Callback | Privilege::User => "ReadOnly",
-            Privilege::Operator => "Operator",
-            Privilege::Administrator | Privilege::Oem => "Administrator",
         }
     }
 }

@@ -191,10 +191,7 @@ fn ipmitool_reads_the_bmc_inventory() {
     assert!(info.contains("IPMI Version              : 2.0"), "{info}");
     let lan = run(&["lan", "print", "1"]);
     assert!(lan.contains("IP Address              : 127.0.0.1"), "{lan}");
-    assert!(
-        lan.contains("RMCP+ Cipher Suites     : 1,2,3,15,16,17"),
-        "{lan}"
-    );
+    assert!(lan.contains("RMCP+ Cipher Suites     : 2,3,16,17"), "{lan}");
     let users = run(&["user", "list", "1"]);
     for line in [
         "admin            true    true       true       ADMINISTRATOR",
