@@ -528,17 +528,34 @@ fn sel_time() -> Reply {
     ok(now.to_le_bytes().to_vec())
 }
 
-fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
+/// A Get LAN/SOL Configuration Parameters request: the parameter asked
+/// for, or the answer already (a bad request, or the revision only).
+fn config_param(data: &[u8]) -> Result<u8, Reply> {
     let [ch, param, _set, _block] = data else {
-        return err(cc::BAD_LENGTH);
+        return Err(err(cc::BAD_LENGTH));
     };
     if !matches!(ch & 0x0f, 0x01 | 0x0e) {
-        return err(cc::INVALID_FIELD);
+        return Err(err(cc::INVALID_FIELD));
     }
     // Bit 7: the revision only.
     if ch & 0x80 != 0 {
-        return ok(vec![0x11]);
+        return Err(ok(vec![0x11]));
     }
+    Ok(*param)
+}
+
+/// A configuration parameter's answer: revision 1.1, then its data.
+fn config_value(d: &[u8]) -> Reply {
+    let mut v = vec![0x11];
+    v.extend_from_slice(d);
+    ok(v)
+}
+
+fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
+    let param = match config_param(data) {
+        Ok(p) => p,
+        Err(reply) => return reply,
+    };
     let ip = match bmc.addr.ip() {
         std::net::IpAddr::V4(v4) => v4.octets(),
         std::net::IpAddr::V6(_) => [0; 4],
@@ -584,23 +601,16 @@ fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
         26 => vec![0; 6],
         _ => return err(cc::PARAM_NOT_SUPPORTED),
     };
-    let mut v = vec![0x11];
-    v.extend_from_slice(&d);
-    ok(v)
+    config_value(&d)
 }
 
 /// Get SOL Configuration Parameters: enabled, USER may activate, the
 /// character timing, retries, 115,200 bit/s, channel 1, the BMC's port.
 fn sol_config(bmc: &Bmc, data: &[u8]) -> Reply {
-    let [ch, param, _set, _block] = data else {
-        return err(cc::BAD_LENGTH);
+    let param = match config_param(data) {
+        Ok(p) => p,
+        Err(reply) => return reply,
     };
-    if !matches!(ch & 0x0f, 0x01 | 0x0e) {
-        return err(cc::INVALID_FIELD);
-    }
-    if ch & 0x80 != 0 {
-        return ok(vec![0x11]);
-    }
     let port = bmc.addr.port().to_le_bytes();
     let d: Vec<u8> = match param {
         0 => vec![0x00],
@@ -617,7 +627,5 @@ fn sol_config(bmc: &Bmc, data: &[u8]) -> Reply {
         8 => vec![port[0], port[1]],
         _ => return err(cc::PARAM_NOT_SUPPORTED),
     };
-    let mut v = vec![0x11];
-    v.extend_from_slice(&d);
-    ok(v)
+    config_value(&d)
 }
