@@ -45,8 +45,10 @@ struct Transition {
 struct Machine {
     sys: System,
     transition: Option<Transition>,
-    /// Its serial console: what the machine does, as lines.
-    console: tokio::sync::broadcast::Sender<bytes::Bytes>,
+    /// Its serial console: what the machine does, as lines; made when a
+    /// client first asks for it (a channel per machine of 10,000 would
+    /// cost more than the machines).
+    console: Option<tokio::sync::broadcast::Sender<bytes::Bytes>>,
 }
 
 impl Machine {
@@ -76,9 +78,11 @@ impl Machine {
 
     /// A line on the synthetic serial console.
     fn say(&self, what: &str) {
-        let line = format!("\r\n[shoal {}] {what}\r\n", self.sys.name);
         // Nobody listening is no error.
-        let _ = self.console.send(bytes::Bytes::from(line));
+        if let Some(c) = &self.console {
+            let line = format!("\r\n[shoal {}] {what}\r\n", self.sys.name);
+            let _ = c.send(bytes::Bytes::from(line));
+        }
     }
 
     /// What happens when the firmware starts: pending BIOS settings take
@@ -203,7 +207,7 @@ impl FakeBackend {
             machines.push(Mutex::new(Machine {
                 sys,
                 transition: None,
-                console: tokio::sync::broadcast::channel(256).0,
+                console: None,
             }));
         }
         let (changed, _) = watch::channel(0);
@@ -411,7 +415,11 @@ impl Backend for FakeBackend {
     /// The synthetic console: the machine's power transitions and boots
     /// as lines, and what is typed echoed back, as a terminal would.
     async fn console(&self, id: &str) -> Result<super::SerialConsole> {
-        let out = self.machine(id)?.console.clone();
+        let out = self
+            .machine(id)?
+            .console
+            .get_or_insert_with(|| tokio::sync::broadcast::channel(64).0)
+            .clone();
         let (input, mut typed) = tokio::sync::mpsc::channel::<bytes::Bytes>(64);
         let output = out.subscribe();
         tokio::spawn(async move {
