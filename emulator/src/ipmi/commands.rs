@@ -9,10 +9,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::boot;
-use super::inventory;
 use super::users::Privilege;
 use super::Bmc;
+use super::{boot_options, config, inventory};
 use crate::backend::BackendError;
 use crate::model::{BootOverride, Change, IndicatorLed, PowerState, ResetType, SystemSettings};
 
@@ -84,7 +83,7 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
     })
 }
 
-fn backend_cc(e: &BackendError) -> u8 {
+pub(super) fn backend_cc(e: &BackendError) -> u8 {
     match e {
         BackendError::Conflict(_) => cc::NOT_NOW,
         BackendError::Unsupported(_) => cc::INVALID_FIELD,
@@ -94,13 +93,13 @@ fn backend_cc(e: &BackendError) -> u8 {
     }
 }
 
-type Reply = (u8, Vec<u8>);
+pub(super) type Reply = (u8, Vec<u8>);
 
-fn ok(data: Vec<u8>) -> Reply {
+pub(super) fn ok(data: Vec<u8>) -> Reply {
     (cc::OK, data)
 }
 
-fn err(code: u8) -> Reply {
+pub(super) fn err(code: u8) -> Reply {
     (code, Vec::new())
 }
 
@@ -126,19 +125,19 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         (netfn::CHASSIS, 0x01) => chassis_status(bmc, data).await,
         (netfn::CHASSIS, 0x02) => chassis_control(bmc, data).await,
         (netfn::CHASSIS, 0x04) => identify(bmc, data).await,
-        (netfn::CHASSIS, 0x08) => set_boot_option(bmc, data).await,
-        (netfn::CHASSIS, 0x09) => get_boot_option(bmc, data).await,
-        (netfn::STORAGE, 0x10) => fru_info(bmc, data).await,
-        (netfn::STORAGE, 0x11) => fru_read(bmc, data).await,
-        (netfn::STORAGE, 0x20) => exact(data, 0, sdr_info),
+        (netfn::CHASSIS, 0x08) => boot_options::set_boot_option(bmc, data).await,
+        (netfn::CHASSIS, 0x09) => boot_options::get_boot_option(bmc, data).await,
+        (netfn::STORAGE, 0x10) => inventory::fru_info(bmc, data).await,
+        (netfn::STORAGE, 0x11) => inventory::fru_read(bmc, data).await,
+        (netfn::STORAGE, 0x20) => exact(data, 0, inventory::sdr_info),
         (netfn::STORAGE, 0x22) => exact(data, 0, || ok(vec![0x01, 0x00])),
-        (netfn::STORAGE, 0x23) => get_sdr(data),
-        (netfn::STORAGE, 0x40) => exact(data, 0, sel_info),
+        (netfn::STORAGE, 0x23) => inventory::get_sdr(data),
+        (netfn::STORAGE, 0x40) => exact(data, 0, inventory::sel_info),
         (netfn::STORAGE, 0x42) => exact(data, 0, || ok(vec![0x01, 0x00])),
         (netfn::STORAGE, 0x43) => err(cc::NOT_PRESENT),
-        (netfn::STORAGE, 0x48) => exact(data, 0, sel_time),
-        (netfn::TRANSPORT, 0x02) => lan_config(bmc, data),
-        (netfn::TRANSPORT, 0x22) => sol_config(bmc, data),
+        (netfn::STORAGE, 0x48) => exact(data, 0, inventory::sel_time),
+        (netfn::TRANSPORT, 0x02) => config::lan_config(bmc, data),
+        (netfn::TRANSPORT, 0x22) => config::sol_config(bmc, data),
         _ => err(cc::INVALID_COMMAND),
     }
 }
@@ -314,318 +313,4 @@ async fn identify(bmc: &Bmc, data: &[u8]) -> Reply {
         }
         Err(e) => err(backend_cc(&e)),
     }
-}
-
-async fn set_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
-    let Some((&param, rest)) = data.split_first() else {
-        return err(cc::BAD_LENGTH);
-    };
-    match param & 0x7f {
-        0 => {
-            let [v] = rest else {
-                return err(cc::BAD_LENGTH);
-            };
-            let mut c = bmc.chassis();
-            match v & 0x03 {
-                // "Set in progress" when one already is: 0x81.
-                0x01 if c.set_in_progress == 0x01 => return err(0x81),
-                0x03 => return err(cc::INVALID_FIELD),
-                // Commit write: the flags apply as they are set.
-                0x02 => {}
-                v => c.set_in_progress = v,
-            }
-            ok(Vec::new())
-        }
-        3 => {
-            let [v] = rest else {
-                return err(cc::BAD_LENGTH);
-            };
-            let mut c = bmc.chassis();
-            c.valid_clearing = v & 0x1f;
-            if c.valid_clearing & 0x08 != 0 {
-                c.valid_since = None;
-            }
-            ok(Vec::new())
-        }
-        4 => {
-            let [mask, bits] = rest else {
-                return err(cc::BAD_LENGTH);
-            };
-            let mut c = bmc.chassis();
-            c.boot_ack = (c.boot_ack & !mask) | (bits & mask);
-            ok(Vec::new())
-        }
-        5 => set_boot_flags(bmc, rest).await,
-        _ => err(cc::PARAM_NOT_SUPPORTED),
-    }
-}
-
-async fn set_boot_flags(bmc: &Bmc, data: &[u8]) -> Reply {
-    // Read, check and write under the system's lock, as a Redfish PATCH.
-    let _guard = bmc.lock_system().await;
-    let sys = match bmc.system().await {
-        Ok(s) => s,
-        Err(e) => return err(backend_cc(&e)),
-    };
-    let wanted = match boot::override_of(data, &sys.bmc.boot, sys.arch.has_uefi()) {
-        Ok(o) => o,
-        Err(boot::FlagsError::Length) => return err(cc::BAD_LENGTH),
-        Err(_) => return err(cc::INVALID_FIELD),
-    };
-    let profile = bmc.profile(&sys);
-    let offered = wanted.target == crate::model::BootTarget::None
-        || crate::api::allowed_targets(&sys, profile).contains(&wanted.target.as_str());
-    if !offered
-        || (wanted.enabled == crate::model::OverrideEnabled::Continuous && !profile.boot.continuous)
-    {
-        return err(cc::INVALID_FIELD);
-    }
-    // Keep what IPMI cannot say when the target stays (a Redfish
-    // UefiHttp with its URI reads as PXE; setting PXE again keeps it).
-    let merged = if wanted.target == crate::model::BootTarget::Pxe
-        && sys.bmc.boot.target == crate::model::BootTarget::UefiHttp
-        && wanted.mode == sys.bmc.boot.mode
-    {
-        BootOverride {
-            enabled: wanted.enabled,
-            ..sys.bmc.boot.clone()
-        }
-    } else {
-        wanted
-    };
-    match bmc
-        .state
-        .backend
-        .apply(&bmc.system_id, vec![Change::Boot(merged.clone())])
-        .await
-    {
-        Ok(after) => {
-            let mut c = bmc.chassis();
-            c.valid_since = (after.bmc.boot.enabled == crate::model::OverrideEnabled::Once
-                && c.valid_clearing & 0x08 == 0)
-                .then(|| (Instant::now(), after.bmc.boot.clone()));
-            ok(Vec::new())
-        }
-        Err(e) => err(backend_cc(&e)),
-    }
-}
-
-async fn get_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
-    let [param, _set, _block] = data else {
-        return err(cc::BAD_LENGTH);
-    };
-    let param = param & 0x7f;
-    // Response: parameter version 1, the parameter, its data.
-    let with = |d: &[u8]| {
-        let mut v = vec![0x01, param];
-        v.extend_from_slice(d);
-        ok(v)
-    };
-    match param {
-        0 => with(&[bmc.chassis().set_in_progress]),
-        3 => with(&[bmc.chassis().valid_clearing]),
-        4 => with(&[0x00, bmc.chassis().boot_ack]),
-        5 => match bmc.system().await {
-            Ok(sys) => with(&boot::flags_of(&sys.bmc.boot)),
-            Err(e) => err(backend_cc(&e)),
-        },
-        _ => err(cc::PARAM_NOT_SUPPORTED),
-    }
-}
-
-async fn fru_info(bmc: &Bmc, data: &[u8]) -> Reply {
-    let [id] = data else {
-        return err(cc::BAD_LENGTH);
-    };
-    if *id != 0 {
-        return err(cc::NOT_PRESENT);
-    }
-    match bmc.fru().await {
-        Ok(img) => {
-            let n = (img.len() as u16).to_le_bytes();
-            // Accessed by bytes.
-            ok(vec![n[0], n[1], 0x00])
-        }
-        Err(e) => err(backend_cc(&e)),
-    }
-}
-
-async fn fru_read(bmc: &Bmc, data: &[u8]) -> Reply {
-    let [id, lo, hi, count] = data else {
-        return err(cc::BAD_LENGTH);
-    };
-    if *id != 0 {
-        return err(cc::NOT_PRESENT);
-    }
-    let img = match bmc.fru().await {
-        Ok(img) => img,
-        Err(e) => return err(backend_cc(&e)),
-    };
-    let at = u16::from_le_bytes([*lo, *hi]) as usize;
-    if at >= img.len() {
-        return err(cc::OUT_OF_RANGE);
-    }
-    // At most 32 bytes a read: the response must fit what clients take.
-    let n = (*count as usize).min(32).min(img.len() - at);
-    let mut v = vec![n as u8];
-    v.extend_from_slice(&img[at..at + n]);
-    ok(v)
-}
-
-fn sdr_info() -> Reply {
-    let n = inventory::sdr_records().len() as u16;
-    let n = n.to_le_bytes();
-    // Version 0x51, count, free space 0, timestamps unspecified, ops:
-    // reserve supported (bit 1).
-    ok(vec![
-        0x51, n[0], n[1], 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02,
-    ])
-}
-
-fn get_sdr(data: &[u8]) -> Reply {
-    let [_r0, _r1, id_lo, id_hi, offset, count] = data else {
-        return err(cc::BAD_LENGTH);
-    };
-    let records = inventory::sdr_records();
-    let id = u16::from_le_bytes([*id_lo, *id_hi]);
-    // Record id 0 is the first record; ids are 1, 2, ...
-    let index = if id == 0 { 0 } else { id as usize - 1 };
-    let Some(r) = records.get(index) else {
-        return err(cc::NOT_PRESENT);
-    };
-    let next: u16 = if index + 1 < records.len() {
-        index as u16 + 2
-    } else {
-        0xffff
-    };
-    let at = *offset as usize;
-    if at > r.len() {
-        return err(cc::OUT_OF_RANGE);
-    }
-    let n = if *count == 0xff {
-        r.len() - at
-    } else {
-        (*count as usize).min(r.len() - at)
-    };
-    let mut v = next.to_le_bytes().to_vec();
-    v.extend_from_slice(&r[at..at + n]);
-    ok(v)
-}
-
-fn sel_info() -> Reply {
-    // Version 0x51, no entries, 0xffff bytes free, no additions or
-    // erasures yet, operations: reserve (bit 1).
-    ok(vec![
-        0x51, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02,
-    ])
-}
-
-fn sel_time() -> Reply {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as u32)
-        .unwrap_or(0);
-    ok(now.to_le_bytes().to_vec())
-}
-
-/// A Get LAN/SOL Configuration Parameters request: the parameter asked
-/// for, or the answer already (a bad request, or the revision only).
-fn config_param(data: &[u8]) -> Result<u8, Reply> {
-    let [ch, param, _set, _block] = data else {
-        return Err(err(cc::BAD_LENGTH));
-    };
-    if !matches!(ch & 0x0f, 0x01 | 0x0e) {
-        return Err(err(cc::INVALID_FIELD));
-    }
-    // Bit 7: the revision only.
-    if ch & 0x80 != 0 {
-        return Err(ok(vec![0x11]));
-    }
-    Ok(*param)
-}
-
-/// A configuration parameter's answer: revision 1.1, then its data.
-fn config_value(d: &[u8]) -> Reply {
-    let mut v = vec![0x11];
-    v.extend_from_slice(d);
-    ok(v)
-}
-
-fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
-    let param = match config_param(data) {
-        Ok(p) => p,
-        Err(reply) => return reply,
-    };
-    let ip = match bmc.addr.ip() {
-        std::net::IpAddr::V4(v4) => v4.octets(),
-        std::net::IpAddr::V6(_) => [0; 4],
-    };
-    let suites: Vec<u8> = bmc
-        .cipher_suite_zero
-        .then_some(0)
-        .into_iter()
-        .chain(super::crypto::SUITES.iter().map(|s| s.id))
-        .collect();
-    let d: Vec<u8> = match param {
-        0 => vec![0x00],
-        // Authentication types: none (RMCP+ carries its own).
-        1 => vec![0x01],
-        2 => vec![0x01; 5],
-        3 => ip.to_vec(),
-        // Static address.
-        4 => vec![0x01],
-        5 => bmc.mac.to_vec(),
-        6 => vec![255, 255, 255, 0],
-        // TTL 64, flags don't fragment, precedence/TOS normal.
-        7 => vec![0x40, 0x40, 0x10],
-        10 => vec![0x00],
-        11 => vec![0x00],
-        12 | 14 => vec![0, 0, 0, 0],
-        13 | 15 => vec![0; 6],
-        16 => {
-            let mut c = b"public".to_vec();
-            c.resize(18, 0);
-            c
-        }
-        20 => vec![0x00, 0x00],
-        21 => vec![0x00],
-        22 => vec![suites.len() as u8],
-        23 => [vec![0x00], suites.clone()].concat(),
-        // Privilege levels per suite entry, two to a byte: ADMINISTRATOR.
-        24 => {
-            let mut v = vec![0x00];
-            v.extend(std::iter::repeat_n(0x44, 8));
-            v
-        }
-        // Bad password threshold: none.
-        26 => vec![0; 6],
-        _ => return err(cc::PARAM_NOT_SUPPORTED),
-    };
-    config_value(&d)
-}
-
-/// Get SOL Configuration Parameters: enabled, USER may activate, the
-/// character timing, retries, 115,200 bit/s, channel 1, the BMC's port.
-fn sol_config(bmc: &Bmc, data: &[u8]) -> Reply {
-    let param = match config_param(data) {
-        Ok(p) => p,
-        Err(reply) => return reply,
-    };
-    let port = bmc.addr.port().to_le_bytes();
-    let d: Vec<u8> = match param {
-        0 => vec![0x00],
-        1 => vec![0x01],
-        // Encryption and authentication forced off, privilege USER.
-        2 => vec![0x02],
-        // Accumulate 50 ms (10 x 5 ms), send at 200 characters.
-        3 => vec![0x0a, 0xc8],
-        // 5 retries, 1 s apart (100 x 10 ms).
-        4 => vec![0x05, 0x64],
-        // 115,200 bit/s.
-        5 | 6 => vec![0x0a],
-        7 => vec![0x01],
-        8 => vec![port[0], port[1]],
-        _ => return err(cc::PARAM_NOT_SUPPORTED),
-    };
-    config_value(&d)
 }

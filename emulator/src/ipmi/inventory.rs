@@ -3,6 +3,8 @@
 //! the SDR repository (one Management Controller Device Locator record,
 //! so clients that rebuild an empty repository leave it alone).
 
+use super::commands::{backend_cc, cc, err, ok, Reply};
+use super::Bmc;
 use crate::model::System;
 use crate::profile::Profile;
 
@@ -91,6 +93,101 @@ pub fn sdr_records() -> Vec<Vec<u8>> {
     let mut r = vec![0x01, 0x00, 0x51, 0x12, body.len() as u8];
     r.extend_from_slice(&body);
     vec![r]
+}
+
+pub(super) async fn fru_info(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [id] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    if *id != 0 {
+        return err(cc::NOT_PRESENT);
+    }
+    match bmc.fru().await {
+        Ok(img) => {
+            let n = (img.len() as u16).to_le_bytes();
+            // Accessed by bytes.
+            ok(vec![n[0], n[1], 0x00])
+        }
+        Err(e) => err(backend_cc(&e)),
+    }
+}
+
+pub(super) async fn fru_read(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [id, lo, hi, count] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    if *id != 0 {
+        return err(cc::NOT_PRESENT);
+    }
+    let img = match bmc.fru().await {
+        Ok(img) => img,
+        Err(e) => return err(backend_cc(&e)),
+    };
+    let at = u16::from_le_bytes([*lo, *hi]) as usize;
+    if at >= img.len() {
+        return err(cc::OUT_OF_RANGE);
+    }
+    // At most 32 bytes a read: the response must fit what clients take.
+    let n = (*count as usize).min(32).min(img.len() - at);
+    let mut v = vec![n as u8];
+    v.extend_from_slice(&img[at..at + n]);
+    ok(v)
+}
+
+pub(super) fn sdr_info() -> Reply {
+    let n = sdr_records().len() as u16;
+    let n = n.to_le_bytes();
+    // Version 0x51, count, free space 0, timestamps unspecified, ops:
+    // reserve supported (bit 1).
+    ok(vec![
+        0x51, n[0], n[1], 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02,
+    ])
+}
+
+pub(super) fn get_sdr(data: &[u8]) -> Reply {
+    let [_r0, _r1, id_lo, id_hi, offset, count] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    let records = sdr_records();
+    let id = u16::from_le_bytes([*id_lo, *id_hi]);
+    // Record id 0 is the first record; ids are 1, 2, ...
+    let index = if id == 0 { 0 } else { id as usize - 1 };
+    let Some(r) = records.get(index) else {
+        return err(cc::NOT_PRESENT);
+    };
+    let next: u16 = if index + 1 < records.len() {
+        index as u16 + 2
+    } else {
+        0xffff
+    };
+    let at = *offset as usize;
+    if at > r.len() {
+        return err(cc::OUT_OF_RANGE);
+    }
+    let n = if *count == 0xff {
+        r.len() - at
+    } else {
+        (*count as usize).min(r.len() - at)
+    };
+    let mut v = next.to_le_bytes().to_vec();
+    v.extend_from_slice(&r[at..at + n]);
+    ok(v)
+}
+
+pub(super) fn sel_info() -> Reply {
+    // Version 0x51, no entries, 0xffff bytes free, no additions or
+    // erasures yet, operations: reserve (bit 1).
+    ok(vec![
+        0x51, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02,
+    ])
+}
+
+pub(super) fn sel_time() -> Reply {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(0);
+    ok(now.to_le_bytes().to_vec())
 }
 
 #[cfg(test)]

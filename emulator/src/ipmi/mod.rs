@@ -13,7 +13,11 @@
 //! - `session`: Open Session, RAKP 1-4, sequence window, bounds.
 //! - `commands`: the commands, mapped onto the backend.
 //! - `boot`: boot flags (parameter 5) ⇄ the Redfish boot override.
-//! - `inventory`: FRU image and SDR records.
+//! - `boot_options`: Get/Set System Boot Options (parameters 0, 3, 4, 5).
+//! - `config`: LAN and SOL configuration parameters, read-only.
+//! - `inventory`: FRU image, SDR records, FRU/SDR/SEL commands.
+//! - `sol`: Serial-over-LAN payloads.
+//! - `server`: the UDP loop and its timers.
 //!
 //! Invariant: a datagram that does not parse, fails its integrity check,
 //! is out of its sequence window or names no session is dropped without
@@ -21,26 +25,29 @@
 //! gets a completion code.
 
 pub mod boot;
+mod boot_options;
 pub mod commands;
+mod config;
 pub mod inventory;
+mod server;
 pub mod session;
 pub mod sol;
 pub mod users;
 
+pub use server::serve;
 pub use shoal_ipmi::{crypto, wire};
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::net::UdpSocket;
-use tokio::sync::{watch, Semaphore};
 
 use crate::backend::BackendError;
 use crate::model::{BootOverride, Change, IndicatorLed, SystemSettings};
 use crate::profile::Profile;
 use commands::{cc, netfn, ChassisState};
-use session::Sessions;
+use session::{auth_capabilities, cipher_suites, Sessions};
 use users::{Privilege, Users};
 use wire::{payload, Datagram};
 
@@ -547,75 +554,6 @@ impl Bmc {
     }
 }
 
-impl Bmc {
-    /// Activate Payload (SOL, instance 1): the machine's console to this
-    /// session, one at a time.
-    async fn activate_sol(
-        self: &Arc<Self>,
-        sid: u32,
-        privilege: Privilege,
-        data: &[u8],
-        peer: SocketAddr,
-    ) -> (u8, Vec<u8>) {
-        let [kind, instance, _, _, _, _] = data else {
-            return (cc::BAD_LENGTH, Vec::new());
-        };
-        if kind & 0x3f != payload::SOL || *instance != 1 {
-            return (cc::INVALID_FIELD, Vec::new());
-        }
-        if privilege < Privilege::User {
-            return (cc::INSUFFICIENT_PRIVILEGE, Vec::new());
-        }
-        if lock(&self.sol).is_some() {
-            // Payload already active on another session.
-            return (0x80, Vec::new());
-        }
-        let console = match self.state.backend.console(&self.system_id).await {
-            Ok(c) => c,
-            // The payload type is disabled: this machine has no console
-            // Shoal can carry.
-            Err(_) => return (0x81, Vec::new()),
-        };
-        let mut sol = lock(&self.sol);
-        if sol.is_some() {
-            return (0x80, Vec::new());
-        }
-        *sol = Some(sol::start(self.clone(), sid, peer, console));
-        let chunk = (sol::CHUNK as u16).to_le_bytes();
-        let port = self.addr.port().to_le_bytes();
-        (
-            cc::OK,
-            vec![
-                0, 0, 0, 0, chunk[0], chunk[1], chunk[0], chunk[1], port[0], port[1], 0xff, 0xff,
-            ],
-        )
-    }
-
-    /// Deactivate Payload: this session's SOL, or anyone's for an
-    /// administrator.
-    fn deactivate_sol(&self, sid: u32, privilege: Privilege, data: &[u8]) -> (u8, Vec<u8>) {
-        let [kind, instance, ..] = data else {
-            return (cc::BAD_LENGTH, Vec::new());
-        };
-        if kind & 0x3f != payload::SOL || *instance != 1 {
-            return (cc::INVALID_FIELD, Vec::new());
-        }
-        let mut sol = lock(&self.sol);
-        match sol.as_ref() {
-            // Payload already deactivated.
-            None => (0x80, Vec::new()),
-            Some(a) if a.bmc_sid != sid && privilege < Privilege::Administrator => {
-                (cc::INSUFFICIENT_PRIVILEGE, Vec::new())
-            }
-            Some(a) => {
-                a.task.abort();
-                *sol = None;
-                (cc::OK, Vec::new())
-            }
-        }
-    }
-}
-
 /// A payload as a datagram of a session with these keys.
 fn seal_with(
     keys: &crypto::Keys,
@@ -634,125 +572,6 @@ fn seal_with(
     let auth: wire::AuthCode<'_> =
         (keys.suite.integrity != crypto::Integrity::None).then_some(&code);
     wire::build_v20(payload_type, encrypted, console_sid, seq, &bytes, auth)
-}
-
-/// Get Channel Authentication Capabilities: IPMI v2.0 extended data,
-/// non-null user names, per-message authentication, no K_g.
-fn auth_capabilities(data: &[u8]) -> (u8, Vec<u8>) {
-    let [ch, level] = data else {
-        return (cc::BAD_LENGTH, Vec::new());
-    };
-    if !matches!(ch & 0x0f, 0x01 | 0x0e) || Privilege::from_u8(level & 0x0f).is_none() {
-        return (cc::INVALID_FIELD, Vec::new());
-    }
-    let v2 = ch & 0x80 != 0;
-    // Byte 1: v2.0 extended data follows (bit 7), authentication type
-    // NONE is the only IPMI v1.5 one. Byte 2: non-null user names
-    // (bit 2). Byte 3: IPMI v2.0 connections supported (bit 1).
-    let b1 = if v2 { 0x81 } else { 0x01 };
-    let b3 = if v2 { 0x02 } else { 0x00 };
-    (cc::OK, vec![0x01, b1, 0x04, b3, 0, 0, 0, 0])
-}
-
-/// Get Channel Cipher Suites (list by cipher suite): 16 bytes of records
-/// per index.
-fn cipher_suites(data: &[u8], zero: bool) -> (u8, Vec<u8>) {
-    let [ch, payload_type, index] = data else {
-        return (cc::BAD_LENGTH, Vec::new());
-    };
-    if !matches!(ch & 0x0f, 0x01 | 0x0e) || *payload_type != 0 {
-        return (cc::INVALID_FIELD, Vec::new());
-    }
-    let mut records = Vec::new();
-    let suites = zero
-        .then_some(crypto::SUITE_ZERO)
-        .into_iter()
-        .chain(crypto::SUITES.iter().copied());
-    for s in suites {
-        records.extend_from_slice(&[
-            0xc0,
-            s.id,
-            s.auth.id(),
-            0x40 | s.integrity.id(),
-            0x80 | s.conf.id(),
-        ]);
-    }
-    let at = (index & 0x3f) as usize * 16;
-    if at > records.len() {
-        return (cc::INVALID_FIELD, Vec::new());
-    }
-    let mut out = vec![0x01];
-    out.extend_from_slice(&records[at..(at + 16).min(records.len())]);
-    (cc::OK, out)
-}
-
-/// Datagrams handled at once per socket; more are dropped, as a busy
-/// BMC drops them (clients retransmit).
-const IN_FLIGHT: usize = 256;
-
-/// Serves `bmc` on `socket` until `stop` turns true.
-pub async fn serve(
-    socket: UdpSocket,
-    bmc: Arc<Bmc>,
-    mut stop: watch::Receiver<bool>,
-) -> anyhow::Result<()> {
-    let socket = Arc::new(socket);
-    bmc.set_outbound(socket.clone());
-    let result = receive(&socket, &bmc, &mut stop).await;
-    // No SOL task outlives its listener.
-    if let Some(a) = lock(&bmc.sol).take() {
-        a.task.abort();
-    }
-    result
-}
-
-async fn receive(
-    socket: &Arc<UdpSocket>,
-    bmc: &Arc<Bmc>,
-    stop: &mut watch::Receiver<bool>,
-) -> anyhow::Result<()> {
-    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut buf = vec![0u8; wire::MAX_DATAGRAM + 1];
-    loop {
-        let (n, peer) = tokio::select! {
-            _ = stopped(stop) => break,
-            _ = tick.tick() => {
-                // The timers may wait for the system's lock (a Redfish
-                // request can hold it for a download): never the socket.
-                let bmc = bmc.clone();
-                tokio::spawn(async move { bmc.tick(Instant::now()).await });
-                continue;
-            }
-            r = socket.recv_from(&mut buf) => match r {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::debug!(error = %e, "IPMI receive failed");
-                    continue;
-                }
-            },
-        };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            continue;
-        };
-        let datagram = buf[..n].to_vec();
-        let bmc = bmc.clone();
-        let socket = socket.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            if let Some(reply) = bmc.handle(&datagram, peer).await {
-                if let Err(e) = socket.send_to(&reply, peer).await {
-                    tracing::debug!(%peer, error = %e, "IPMI send failed");
-                }
-            }
-        });
-    }
-    Ok(())
-}
-
-/// Resolves once the flag turns true (or its sender is gone).
-async fn stopped(flag: &mut watch::Receiver<bool>) {
-    let _ = flag.wait_for(|s| *s).await;
 }
 
 #[cfg(test)]

@@ -15,7 +15,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::Bmc;
+use super::commands::cc;
+use super::users::Privilege;
+use super::wire::payload;
+use super::{lock, Bmc};
 use crate::backend::SerialConsole;
 
 /// Characters per packet, both ways (Activate Payload announces it).
@@ -145,5 +148,79 @@ async fn run(
 async fn send(bmc: &Bmc, sid: u32, peer: SocketAddr, body: &[u8]) {
     if let Some(datagram) = bmc.seal(sid, super::wire::payload::SOL, body) {
         bmc.send_to(&datagram, peer).await;
+    }
+}
+
+impl Bmc {
+    /// Activate Payload (SOL, instance 1): the machine's console to this
+    /// session, one at a time.
+    pub(super) async fn activate_sol(
+        self: &Arc<Self>,
+        sid: u32,
+        privilege: Privilege,
+        data: &[u8],
+        peer: SocketAddr,
+    ) -> (u8, Vec<u8>) {
+        let [kind, instance, _, _, _, _] = data else {
+            return (cc::BAD_LENGTH, Vec::new());
+        };
+        if kind & 0x3f != payload::SOL || *instance != 1 {
+            return (cc::INVALID_FIELD, Vec::new());
+        }
+        if privilege < Privilege::User {
+            return (cc::INSUFFICIENT_PRIVILEGE, Vec::new());
+        }
+        if lock(&self.sol).is_some() {
+            // Payload already active on another session.
+            return (0x80, Vec::new());
+        }
+        let console = match self.state.backend.console(&self.system_id).await {
+            Ok(c) => c,
+            // The payload type is disabled: this machine has no console
+            // Shoal can carry.
+            Err(_) => return (0x81, Vec::new()),
+        };
+        let mut sol = lock(&self.sol);
+        if sol.is_some() {
+            return (0x80, Vec::new());
+        }
+        *sol = Some(start(self.clone(), sid, peer, console));
+        let chunk = (CHUNK as u16).to_le_bytes();
+        let port = self.addr.port().to_le_bytes();
+        (
+            cc::OK,
+            vec![
+                0, 0, 0, 0, chunk[0], chunk[1], chunk[0], chunk[1], port[0], port[1], 0xff, 0xff,
+            ],
+        )
+    }
+
+    /// Deactivate Payload: this session's SOL, or anyone's for an
+    /// administrator.
+    pub(super) fn deactivate_sol(
+        &self,
+        sid: u32,
+        privilege: Privilege,
+        data: &[u8],
+    ) -> (u8, Vec<u8>) {
+        let [kind, instance, ..] = data else {
+            return (cc::BAD_LENGTH, Vec::new());
+        };
+        if kind & 0x3f != payload::SOL || *instance != 1 {
+            return (cc::INVALID_FIELD, Vec::new());
+        }
+        let mut sol = lock(&self.sol);
+        match sol.as_ref() {
+            // Payload already deactivated.
+            None => (0x80, Vec::new()),
+            Some(a) if a.bmc_sid != sid && privilege < Privilege::Administrator => {
+                (cc::INSUFFICIENT_PRIVILEGE, Vec::new())
+            }
+            Some(a) => {
+                a.task.abort();
+                *sol = None;
+                (cc::OK, Vec::new())
+            }
+        }
     }
 }

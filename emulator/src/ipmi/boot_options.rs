@@ -1,0 +1,127 @@
+//! Get/Set System Boot Options (IPMI v2.0 section 28.12-13): parameters
+//! 0 (set in progress), 3 (boot flag valid bit clearing), 4 (boot info
+//! acknowledge) and 5 (boot flags, one state with the Redfish override
+//! through `boot`).
+
+use std::time::Instant;
+
+use super::commands::{backend_cc, cc, err, ok, Reply};
+use super::{boot, Bmc};
+use crate::model::{BootOverride, Change};
+
+pub(super) async fn set_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
+    let Some((&param, rest)) = data.split_first() else {
+        return err(cc::BAD_LENGTH);
+    };
+    match param & 0x7f {
+        0 => {
+            let [v] = rest else {
+                return err(cc::BAD_LENGTH);
+            };
+            let mut c = bmc.chassis();
+            match v & 0x03 {
+                // "Set in progress" when one already is: 0x81.
+                0x01 if c.set_in_progress == 0x01 => return err(0x81),
+                0x03 => return err(cc::INVALID_FIELD),
+                // Commit write: the flags apply as they are set.
+                0x02 => {}
+                v => c.set_in_progress = v,
+            }
+            ok(Vec::new())
+        }
+        3 => {
+            let [v] = rest else {
+                return err(cc::BAD_LENGTH);
+            };
+            let mut c = bmc.chassis();
+            c.valid_clearing = v & 0x1f;
+            if c.valid_clearing & 0x08 != 0 {
+                c.valid_since = None;
+            }
+            ok(Vec::new())
+        }
+        4 => {
+            let [mask, bits] = rest else {
+                return err(cc::BAD_LENGTH);
+            };
+            let mut c = bmc.chassis();
+            c.boot_ack = (c.boot_ack & !mask) | (bits & mask);
+            ok(Vec::new())
+        }
+        5 => set_boot_flags(bmc, rest).await,
+        _ => err(cc::PARAM_NOT_SUPPORTED),
+    }
+}
+
+async fn set_boot_flags(bmc: &Bmc, data: &[u8]) -> Reply {
+    // Read, check and write under the system's lock, as a Redfish PATCH.
+    let _guard = bmc.lock_system().await;
+    let sys = match bmc.system().await {
+        Ok(s) => s,
+        Err(e) => return err(backend_cc(&e)),
+    };
+    let wanted = match boot::override_of(data, &sys.bmc.boot, sys.arch.has_uefi()) {
+        Ok(o) => o,
+        Err(boot::FlagsError::Length) => return err(cc::BAD_LENGTH),
+        Err(_) => return err(cc::INVALID_FIELD),
+    };
+    let profile = bmc.profile(&sys);
+    let offered = wanted.target == crate::model::BootTarget::None
+        || crate::api::allowed_targets(&sys, profile).contains(&wanted.target.as_str());
+    if !offered
+        || (wanted.enabled == crate::model::OverrideEnabled::Continuous && !profile.boot.continuous)
+    {
+        return err(cc::INVALID_FIELD);
+    }
+    // Keep what IPMI cannot say when the target stays (a Redfish
+    // UefiHttp with its URI reads as PXE; setting PXE again keeps it).
+    let merged = if wanted.target == crate::model::BootTarget::Pxe
+        && sys.bmc.boot.target == crate::model::BootTarget::UefiHttp
+        && wanted.mode == sys.bmc.boot.mode
+    {
+        BootOverride {
+            enabled: wanted.enabled,
+            ..sys.bmc.boot.clone()
+        }
+    } else {
+        wanted
+    };
+    match bmc
+        .state
+        .backend
+        .apply(&bmc.system_id, vec![Change::Boot(merged.clone())])
+        .await
+    {
+        Ok(after) => {
+            let mut c = bmc.chassis();
+            c.valid_since = (after.bmc.boot.enabled == crate::model::OverrideEnabled::Once
+                && c.valid_clearing & 0x08 == 0)
+                .then(|| (Instant::now(), after.bmc.boot.clone()));
+            ok(Vec::new())
+        }
+        Err(e) => err(backend_cc(&e)),
+    }
+}
+
+pub(super) async fn get_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [param, _set, _block] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    let param = param & 0x7f;
+    // Response: parameter version 1, the parameter, its data.
+    let with = |d: &[u8]| {
+        let mut v = vec![0x01, param];
+        v.extend_from_slice(d);
+        ok(v)
+    };
+    match param {
+        0 => with(&[bmc.chassis().set_in_progress]),
+        3 => with(&[bmc.chassis().valid_clearing]),
+        4 => with(&[0x00, bmc.chassis().boot_ack]),
+        5 => match bmc.system().await {
+            Ok(sys) => with(&boot::flags_of(&sys.bmc.boot)),
+            Err(e) => err(backend_cc(&e)),
+        },
+        _ => err(cc::PARAM_NOT_SUPPORTED),
+    }
+}

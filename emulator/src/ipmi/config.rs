@@ -1,0 +1,107 @@
+//! Get LAN Configuration Parameters and Get SOL Configuration Parameters:
+//! enough for `ipmitool lan print` and `sol info`, read-only.
+
+use super::commands::{cc, err, ok, Reply};
+use super::Bmc;
+
+/// A Get LAN/SOL Configuration Parameters request: the parameter asked
+/// for, or the answer already (a bad request, or the revision only).
+fn config_param(data: &[u8]) -> Result<u8, Reply> {
+    let [ch, param, _set, _block] = data else {
+        return Err(err(cc::BAD_LENGTH));
+    };
+    if !matches!(ch & 0x0f, 0x01 | 0x0e) {
+        return Err(err(cc::INVALID_FIELD));
+    }
+    // Bit 7: the revision only.
+    if ch & 0x80 != 0 {
+        return Err(ok(vec![0x11]));
+    }
+    Ok(*param)
+}
+
+/// A configuration parameter's answer: revision 1.1, then its data.
+fn config_value(d: &[u8]) -> Reply {
+    let mut v = vec![0x11];
+    v.extend_from_slice(d);
+    ok(v)
+}
+
+pub(super) fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
+    let param = match config_param(data) {
+        Ok(p) => p,
+        Err(reply) => return reply,
+    };
+    let ip = match bmc.addr.ip() {
+        std::net::IpAddr::V4(v4) => v4.octets(),
+        std::net::IpAddr::V6(_) => [0; 4],
+    };
+    let suites: Vec<u8> = bmc
+        .cipher_suite_zero
+        .then_some(0)
+        .into_iter()
+        .chain(super::crypto::SUITES.iter().map(|s| s.id))
+        .collect();
+    let d: Vec<u8> = match param {
+        0 => vec![0x00],
+        // Authentication types: none (RMCP+ carries its own).
+        1 => vec![0x01],
+        2 => vec![0x01; 5],
+        3 => ip.to_vec(),
+        // Static address.
+        4 => vec![0x01],
+        5 => bmc.mac.to_vec(),
+        6 => vec![255, 255, 255, 0],
+        // TTL 64, flags don't fragment, precedence/TOS normal.
+        7 => vec![0x40, 0x40, 0x10],
+        10 => vec![0x00],
+        11 => vec![0x00],
+        12 | 14 => vec![0, 0, 0, 0],
+        13 | 15 => vec![0; 6],
+        16 => {
+            let mut c = b"public".to_vec();
+            c.resize(18, 0);
+            c
+        }
+        20 => vec![0x00, 0x00],
+        21 => vec![0x00],
+        22 => vec![suites.len() as u8],
+        23 => [vec![0x00], suites.clone()].concat(),
+        // Privilege levels per suite entry, two to a byte: ADMINISTRATOR.
+        24 => {
+            let mut v = vec![0x00];
+            v.extend(std::iter::repeat_n(0x44, 8));
+            v
+        }
+        // Bad password threshold: none.
+        26 => vec![0; 6],
+        _ => return err(cc::PARAM_NOT_SUPPORTED),
+    };
+    config_value(&d)
+}
+
+/// Get SOL Configuration Parameters: enabled, USER may activate, the
+/// character timing, retries, 115,200 bit/s, channel 1, the BMC's port.
+pub(super) fn sol_config(bmc: &Bmc, data: &[u8]) -> Reply {
+    let param = match config_param(data) {
+        Ok(p) => p,
+        Err(reply) => return reply,
+    };
+    let port = bmc.addr.port().to_le_bytes();
+    let d: Vec<u8> = match param {
+        0 => vec![0x00],
+        1 => vec![0x01],
+        // Encryption and authentication forced off, privilege USER.
+        2 => vec![0x02],
+        // Accumulate 50 ms (10 x 5 ms), send at 200 characters.
+        3 => vec![0x0a, 0xc8],
+        // 5 retries, 1 s apart (100 x 10 ms).
+        4 => vec![0x05, 0x64],
+        // 115,200 bit/s.
+        5 | 6 => vec![0x0a],
+        7 => vec![0x01],
+        8 => vec![port[0], port[1]],
+        _ => return err(cc::PARAM_NOT_SUPPORTED),
+    };
+    config_value(&d)
+}
