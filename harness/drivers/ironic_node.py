@@ -4,12 +4,14 @@
 
     ironic_node.py --api URL --log FILE enroll --name N --bmc URL --system ID
         --mac MAC --boot-interface IFACE [--property K=V ...]
+        [--driver ipmi --ipmi-address HOST --ipmi-port PORT]
     ironic_node.py --api URL --log FILE deploy --name N [--instance K=V ...]
     ironic_node.py --api URL --log FILE undeploy --name N
     ironic_node.py --api URL --log FILE set-boot-interface --name N --boot-interface IFACE
     ironic_node.py --api URL --log FILE wait-api
 
-enroll creates the node (redfish hardware type, ramdisk deploy interface)
+enroll creates the node (redfish hardware type, or ipmi with ipmitool power
+and management against the BMC's IPMI listener; ramdisk deploy interface)
 and a port per MAC, then takes it through manage and provide to
 `available`. deploy sets instance_info and deploys, waiting for `active`;
 undeploy waits for `available` again. Every API response the script acts on
@@ -107,6 +109,9 @@ def main():
     e.add_argument('--mac', required=True)
     e.add_argument('--boot-interface', required=True)
     e.add_argument('--property', action='append', default=[])
+    e.add_argument('--driver', choices=('redfish', 'ipmi'), default='redfish')
+    e.add_argument('--ipmi-address')
+    e.add_argument('--ipmi-port', type=int, default=623)
     d = sub.add_parser('deploy')
     d.add_argument('--name', required=True)
     d.add_argument('--instance', action='append', default=[])
@@ -136,14 +141,22 @@ def main():
 
     if a.action == 'enroll':
         props = pairs(a.property)
+        if a.driver == 'ipmi':
+            if not a.ipmi_address:
+                sys.exit('ironic_node: --driver ipmi needs --ipmi-address')
+            info = {'ipmi_address': a.ipmi_address,
+                    'ipmi_port': a.ipmi_port,
+                    'ipmi_username': 'admin',
+                    'ipmi_password': 'password'}
+        else:
+            info = {'redfish_address': a.bmc,
+                    'redfish_system_id': '/redfish/v1/Systems/' + a.system,
+                    'redfish_username': 'admin',
+                    'redfish_password': 'password',
+                    'redfish_verify_ca': False}
         node = drv.ic.node.create(
-            name=a.name, driver='redfish', deploy_interface='ramdisk',
-            boot_interface=a.boot_interface,
-            driver_info={'redfish_address': a.bmc,
-                         'redfish_system_id': '/redfish/v1/Systems/' + a.system,
-                         'redfish_username': 'admin',
-                         'redfish_password': 'password',
-                         'redfish_verify_ca': False},
+            name=a.name, driver=a.driver, deploy_interface='ramdisk',
+            boot_interface=a.boot_interface, driver_info=info,
             properties=props)
         drv.record('POST node', node)
         port = drv.ic.port.create(node_uuid=node.uuid, address=a.mac)

@@ -1,7 +1,8 @@
 //! OpenStack Ironic, standalone, for the `ironic` driver: one service per
 //! case inside the lab's namespace (the single-process `ironic` command,
 //! no authentication, no RPC bus, SQLite made by `ironic-dbsync`), the
-//! `redfish` hardware type with the `ramdisk` deploy interface, its dnsmasq
+//! `redfish` or `ipmi` hardware type (sushy against the BMC's Redfish,
+//! ipmitool against its IPMI) with the `ramdisk` deploy interface, its dnsmasq
 //! DHCP provider writing into folders that the case network's dnsmasq
 //! reads, and `[deploy] http_root` (also `[pxe] tftp_root`) the case's
 //! boot folder, served on the machine's network; the BMC, in the same
@@ -85,12 +86,12 @@ host = shoal-ironic
 debug = true
 log_file = {d}/ironic.log
 tempdir = {d}/tmp
-enabled_hardware_types = redfish
-enabled_boot_interfaces = redfish-https,redfish-virtual-media,http,http-ipxe,pxe
+enabled_hardware_types = redfish,ipmi
+enabled_boot_interfaces = redfish-https,redfish-virtual-media,http,http-ipxe,pxe,ipxe
 enabled_deploy_interfaces = ramdisk
 default_deploy_interface = ramdisk
-enabled_power_interfaces = redfish
-enabled_management_interfaces = redfish
+enabled_power_interfaces = redfish,ipmitool
+enabled_management_interfaces = redfish,ipmitool
 enabled_inspect_interfaces = no-inspect
 enabled_network_interfaces = noop
 enabled_raid_interfaces = no-raid
@@ -128,6 +129,11 @@ tftp_master_path = {d}/master-tftp
 instance_master_path = {d}/master-instance
 images_path = {d}/images
 tftp_server = {tftp}
+
+[ipmi]
+# ipmitool's pause between two commands to one BMC (5 s by default, for
+# BMCs that drop commands that come too fast); this one does not.
+min_command_interval = 1
 
 [dhcp]
 dhcp_provider = dnsmasq
@@ -372,6 +378,8 @@ mod tests {
             "dhcp_optsdir = /a/ironic/dhcp-opts",
             "automated_clean = false",
             "enabled_deploy_interfaces = ramdisk",
+            "enabled_hardware_types = redfish,ipmi",
+            "enabled_power_interfaces = redfish,ipmitool",
         ] {
             assert!(c.contains(want), "{want} missing from\n{c}");
         }

@@ -9,14 +9,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 
 use super::checks::{count, watch, Watch};
 use super::prepare::Prepared;
 use super::Options;
 use crate::driver::BootRequest;
 use crate::ironic::{Ironic, Layout};
-use crate::scenario::{Driver, HttpBoot, IronicNode, Method, Scenario};
+use crate::scenario::{Driver, HttpBoot, IronicDriver, IronicNode, Method, Scenario};
 
 /// What the drive left for the judgement.
 pub(super) struct Drive {
@@ -99,7 +99,19 @@ fn ironic_deploy(
         case.mac.clone(),
         "--boot-interface".into(),
         node.boot_interface.clone(),
+        "--driver".into(),
+        node.driver.as_str().into(),
     ];
+    if node.driver == IronicDriver::Ipmi {
+        // The emulator's IPMI listener shares its Redfish address.
+        let host = url_host(&case.bmc.url)?;
+        args.extend([
+            "--ipmi-address".into(),
+            host,
+            "--ipmi-port".into(),
+            case.ipmi_port.to_string(),
+        ]);
+    }
     for (k, v) in &node.properties {
         args.extend(["--property".into(), format!("{k}={v}")]);
     }
@@ -139,6 +151,20 @@ fn ironic_deploy(
         problems,
         ironic: Some(svc),
     })
+}
+
+/// The host of a base URL (`https://127.0.0.1:40123` → `127.0.0.1`).
+fn url_host(url: &str) -> Result<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    if host.is_empty() {
+        bail!("no host in the emulator's URL {url:?}");
+    }
+    Ok(host.to_string())
 }
 
 /// The text of every file in `dir`, in name order (empty when none).
@@ -231,5 +257,21 @@ pub(super) fn after_deploy(
         if let Err(e) = svc.node(&undeploy, limit) {
             problems.push(format!("second undeploy: {e:#}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_host;
+
+    #[test]
+    fn the_ipmi_host_is_the_redfish_urls() {
+        assert_eq!(url_host("https://127.0.0.1:40123").unwrap(), "127.0.0.1");
+        assert_eq!(
+            url_host("http://[fd00::1]:8000/redfish").unwrap(),
+            "fd00::1"
+        );
+        assert_eq!(url_host("http://bmc.example").unwrap(), "bmc.example");
+        assert!(url_host("http://:80").is_err());
     }
 }

@@ -42,6 +42,8 @@ pub(super) struct Prepared {
     pub bmc_url: String,
     /// The case's emulator, in front of the domain (`bmc.system`).
     pub bmc: Bmc,
+    /// The UDP port of the emulator's IPMI listener, on `bmc.url`'s host.
+    pub ipmi_port: u16,
     /// The scenario's timeout, for each wait on the serial port.
     pub limit: Duration,
     /// Held, not read: the emulator stops when the case is dropped (after
@@ -153,7 +155,15 @@ pub(super) fn prepare(
         .lookup_domain_by_name(&domain)?
         .uuid_string()?;
     let ns = lab.lock().map_err(|_| anyhow!("lab lock"))?.ns.clone();
-    let emulator = start_emulator(opts, &domain, &s.emulator, dir, ironic.then_some(&ns))?;
+    let ipmi_port = ipmi_port(index);
+    let emulator = start_emulator(
+        opts,
+        &domain,
+        &s.emulator,
+        dir,
+        ironic.then_some(&ns),
+        ipmi_port,
+    )?;
     Ok(Prepared {
         dir: dir.to_path_buf(),
         bmc: Bmc {
@@ -161,6 +171,7 @@ pub(super) fn prepare(
             system: id,
             python: opts.python.clone(),
         },
+        ipmi_port,
         domain,
         serial,
         mac,
@@ -221,6 +232,12 @@ fn ironic_layout(s: &Scenario, index: u8, host: Ipv4Addr, dir: &Path) -> Result<
     })
 }
 
+/// The UDP port of case `index`'s IPMI listener (on the emulator's
+/// address), beside Ironic's API port `16000 + index`.
+pub(super) fn ipmi_port(index: u8) -> u16 {
+    17000 + u16::from(index)
+}
+
 /// The names a case's domain is defined with.
 struct Machine<'a> {
     domain: &'a str,
@@ -277,6 +294,7 @@ fn start_emulator(
     emulator: &crate::scenario::Emulator,
     dir: &Path,
     ns: Option<&str>,
+    ipmi_port: u16,
 ) -> Result<EmulatorProcess> {
     let http_boot = emulator.http_boot;
     // Inside the lab's namespace (for Ironic there) it listens on the
@@ -300,6 +318,9 @@ fn start_emulator(
         "--port",
         "0",
     ])
+    // Cases run side by side on one loopback: each BMC's IPMI gets a
+    // port of its own, asked for explicitly (a port taken is an error).
+    .args(["--ipmi-port", &ipmi_port.to_string()])
     .args([
         "--http-boot",
         match http_boot {

@@ -350,7 +350,29 @@ pub const IRONIC_BOOT_INTERFACES: &[&str] = &[
     "http",
     "http-ipxe",
     "pxe",
+    "ipxe",
 ];
+
+/// The Ironic hardware type of the node, and so the protocol Ironic
+/// speaks to the BMC for power and boot devices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IronicDriver {
+    /// `redfish`: sushy, against the BMC's Redfish service.
+    #[default]
+    Redfish,
+    /// `ipmi`: ipmitool (lanplus), against the BMC's IPMI listener.
+    Ipmi,
+}
+
+impl IronicDriver {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IronicDriver::Redfish => "redfish",
+            IronicDriver::Ipmi => "ipmi",
+        }
+    }
+}
 
 /// How Ironic deploys the machine (the `ramdisk` deploy interface): the
 /// node's boot interface and properties, its instance_info, and what must
@@ -359,6 +381,9 @@ pub const IRONIC_BOOT_INTERFACES: &[&str] = &[
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IronicNode {
+    /// The hardware type (`redfish` unless said).
+    #[serde(default)]
+    pub driver: IronicDriver,
     pub boot_interface: String,
     /// instance_info: `boot_iso`, or `kernel` and `ramdisk`, and
     /// `ramdisk_kernel_arguments`.

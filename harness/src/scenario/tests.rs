@@ -133,8 +133,16 @@ serial = ["SHOAL-MARKER deploy-ramdisk"]
 "#;
     let s = parse(IRONIC).unwrap();
     assert!(s.boot.is_none());
-    assert_eq!(s.ironic.unwrap().boot_interface, "redfish-https");
+    let node = s.ironic.unwrap();
+    assert_eq!(node.boot_interface, "redfish-https");
+    assert_eq!(node.driver, super::IronicDriver::Redfish);
     let e = |text: String| parse(&text).unwrap_err().to_string();
+    // An ipmi node boots through Ironic's own interfaces, not Redfish's.
+    let ipmi = IRONIC.replace("[ironic]\n", "[ironic]\ndriver = \"ipmi\"\n");
+    assert!(e(ipmi.clone()).contains("needs the redfish hardware type"));
+    let ipxe = parse(&ipmi.replace("redfish-https", "ipxe")).unwrap();
+    assert_eq!(ipxe.ironic.unwrap().driver, super::IronicDriver::Ipmi);
+    assert!(e(IRONIC.replace("[ironic]\n", "[ironic]\ndriver = \"snmp\"\n")).contains("snmp"));
     assert!(e(IRONIC.replace("redfish-https", "ipmitool")).contains("ironic.boot_interface"));
     assert!(e(IRONIC.replace("boot_iso", "image")).contains("ironic.instance"));
     assert!(e(IRONIC.replace("[\"ironic\"]", "[\"ironic\", \"sushy\"]")).contains("drivers"));

@@ -8,7 +8,9 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::{Dhcp, Driver, Image, Method, Outcome, Protocol, Scenario, IRONIC_BOOT_INTERFACES};
+use super::{
+    Dhcp, Driver, Image, IronicDriver, Method, Outcome, Protocol, Scenario, IRONIC_BOOT_INTERFACES,
+};
 
 impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario> {
@@ -160,6 +162,15 @@ impl Scenario {
             Ok(())
         };
         iface("ironic.boot_interface", &node.boot_interface)?;
+        let redfish_only = |key: &str, name: &str| -> Result<()> {
+            if node.driver == IronicDriver::Ipmi && name.starts_with("redfish-") {
+                bail!(
+                    "{key}: {name:?} needs the redfish hardware type (ironic.driver = \"redfish\")"
+                );
+            }
+            Ok(())
+        };
+        redfish_only("ironic.boot_interface", &node.boot_interface)?;
         let instance = |key: &str, i: &BTreeMap<String, String>| -> Result<()> {
             if !(i.contains_key("boot_iso")
                 || i.contains_key("kernel") && i.contains_key("ramdisk"))
@@ -171,6 +182,7 @@ impl Scenario {
         instance("ironic.instance", &node.instance)?;
         if let Some(sw) = &node.switch {
             iface("ironic.switch.boot_interface", &sw.boot_interface)?;
+            redfish_only("ironic.switch.boot_interface", &sw.boot_interface)?;
             instance("ironic.switch.instance", &sw.instance)?;
             if node.expect_error.is_some() {
                 bail!("ironic.switch: a node whose deploy must fail has nothing to switch");
