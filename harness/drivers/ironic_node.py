@@ -4,7 +4,9 @@
 
     ironic_node.py --api URL --log FILE enroll --name N --bmc URL --system ID
         --mac MAC --boot-interface IFACE [--property K=V ...]
-        [--driver ipmi --ipmi-address HOST --ipmi-port PORT]
+        [--driver ipmi] [--ipmi-address HOST --ipmi-port PORT]
+        [--console-port PORT]
+    ironic_node.py --api URL --log FILE console --name N --out FILE
     ironic_node.py --api URL --log FILE deploy --name N [--instance K=V ...]
     ironic_node.py --api URL --log FILE undeploy --name N
     ironic_node.py --api URL --log FILE set-boot-interface --name N --boot-interface IFACE
@@ -13,7 +15,12 @@
 enroll creates the node (redfish hardware type, or ipmi with ipmitool power
 and management against the BMC's IPMI listener; ramdisk deploy interface)
 and a port per MAC, then takes it through manage and provide to
-`available`. deploy sets instance_info and deploys, waiting for `active`;
+`available`; with --console-port the node's console interface is
+ipmitool-socat (an IPMI Serial-over-LAN console, which redfish nodes may
+have too) on that TCP port, and the console is enabled. console connects
+to the console Ironic serves, prints `IRONIC-CONSOLE <url>`, then copies
+what it shows into --out until it is stopped (SIGTERM) or --timeout
+passes. deploy sets instance_info and deploys, waiting for `active`;
 undeploy waits for `available` again. Every API response the script acts on
 is appended to --log as a JSON line. Failures exit 1 with Ironic's
 last_error on stderr (and `IRONIC-ERROR <text>` on stdout).
@@ -22,6 +29,7 @@ last_error on stderr (and `IRONIC-ERROR <text>` on stdout).
 import argparse
 import json
 import signal
+import socket
 import sys
 import time
 
@@ -86,6 +94,49 @@ class Driver:
         return self.wait(name, target, limit)
 
 
+def console_on(drv, name):
+    """Enables the node's console; its console info once it is up."""
+    drv.ic.node.set_console_mode(name, True)
+    deadline = time.monotonic() + 60
+    while True:
+        c = drv.ic.node.get_console(name)
+        if c.get('console_enabled') and (c.get('console_info') or {}).get('url'):
+            drv.record('GET console', c)
+            return c
+        if time.monotonic() > deadline:
+            drv.fail(name, 'console not enabled after 60 s: %r' % (c,))
+        time.sleep(0.5)
+
+
+def capture(drv, name, out, limit):
+    """Copies what the node's (enabled) console shows into `out` until
+    SIGTERM or `limit` seconds."""
+    url = console_on(drv, name)['console_info']['url']
+    host, port = url.split('://', 1)[1].rsplit(':', 1)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            sock = socket.create_connection((host.strip('[]'), int(port)), timeout=5)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    print('IRONIC-CONSOLE ' + url, flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    end = time.monotonic() + limit
+    sock.settimeout(1)
+    with open(out, 'ab', buffering=0) as f:
+        while time.monotonic() < end:
+            try:
+                data = sock.recv(4096)
+            except socket.timeout:
+                continue
+            if not data:
+                break
+            f.write(data)
+
+
 def pairs(items):
     out = {}
     for item in items:
@@ -112,6 +163,10 @@ def main():
     e.add_argument('--driver', choices=('redfish', 'ipmi'), default='redfish')
     e.add_argument('--ipmi-address')
     e.add_argument('--ipmi-port', type=int, default=623)
+    e.add_argument('--console-port', type=int)
+    c = sub.add_parser('console')
+    c.add_argument('--name', required=True)
+    c.add_argument('--out', required=True)
     d = sub.add_parser('deploy')
     d.add_argument('--name', required=True)
     d.add_argument('--instance', action='append', default=[])
@@ -141,34 +196,44 @@ def main():
 
     if a.action == 'enroll':
         props = pairs(a.property)
-        if a.driver == 'ipmi':
+        info = {}
+        if a.driver == 'redfish':
+            info.update({'redfish_address': a.bmc,
+                         'redfish_system_id': '/redfish/v1/Systems/' + a.system,
+                         'redfish_username': 'admin',
+                         'redfish_password': 'password',
+                         'redfish_verify_ca': False})
+        if a.driver == 'ipmi' or a.console_port:
             if not a.ipmi_address:
-                sys.exit('ironic_node: --driver ipmi needs --ipmi-address')
-            info = {'ipmi_address': a.ipmi_address,
-                    'ipmi_port': a.ipmi_port,
-                    'ipmi_username': 'admin',
-                    'ipmi_password': 'password'}
-        else:
-            info = {'redfish_address': a.bmc,
-                    'redfish_system_id': '/redfish/v1/Systems/' + a.system,
-                    'redfish_username': 'admin',
-                    'redfish_password': 'password',
-                    'redfish_verify_ca': False}
+                sys.exit('ironic_node: an ipmi node or console needs --ipmi-address')
+            info.update({'ipmi_address': a.ipmi_address,
+                         'ipmi_port': a.ipmi_port,
+                         'ipmi_username': 'admin',
+                         'ipmi_password': 'password'})
+        extra = {}
+        if a.console_port:
+            info['ipmi_terminal_port'] = a.console_port
+            extra['console_interface'] = 'ipmitool-socat'
         node = drv.ic.node.create(
             name=a.name, driver=a.driver, deploy_interface='ramdisk',
             boot_interface=a.boot_interface, driver_info=info,
-            properties=props)
+            properties=props, **extra)
         drv.record('POST node', node)
         port = drv.ic.port.create(node_uuid=node.uuid, address=a.mac)
         drv.record('POST port', port)
         drv.act(a.name, 'manage', 'manageable', a.timeout)
         drv.act(a.name, 'provide', 'available', a.timeout)
+        if a.console_port:
+            console_on(drv, a.name)
     elif a.action == 'deploy':
         patch = [{'op': 'add', 'path': '/instance_info/' + k, 'value': v}
                  for k, v in pairs(a.instance).items()]
         if patch:
             drv.record('PATCH node', drv.ic.node.update(a.name, patch))
         drv.act(a.name, 'active', 'active', a.timeout)
+    elif a.action == 'console':
+        capture(drv, a.name, a.out, a.timeout)
+        return
     elif a.action == 'undeploy':
         drv.act(a.name, 'deleted', 'available', a.timeout)
     elif a.action == 'set-boot-interface':

@@ -44,6 +44,9 @@ pub struct Layout {
     pub tftp_server: String,
     /// The API's port on the namespace's loopback.
     pub api_port: u16,
+    /// Where socat serves a node's console (`ipmi_terminal_port`), on the
+    /// namespace's loopback.
+    pub console_port: u16,
 }
 
 impl Layout {
@@ -97,7 +100,7 @@ enabled_network_interfaces = noop
 enabled_raid_interfaces = no-raid
 enabled_vendor_interfaces = no-vendor
 enabled_bios_interfaces = no-bios
-enabled_console_interfaces = no-console
+enabled_console_interfaces = no-console,ipmitool-socat
 enabled_firmware_interfaces = no-firmware
 
 [api]
@@ -129,6 +132,11 @@ tftp_master_path = {d}/master-tftp
 instance_master_path = {d}/master-instance
 images_path = {d}/images
 tftp_server = {tftp}
+
+[console]
+# socat listens here for a node's console (the ipmitool-socat interface).
+socat_address = 127.0.0.1
+terminal_pid_dir = {d}/console
 
 [ipmi]
 # ipmitool's pause between two commands to one BMC (5 s by default, for
@@ -308,6 +316,56 @@ impl Ironic {
     }
 }
 
+/// A running `ironic_node.py console`: the node's console copied into a
+/// file; stopped (by its pid) when dropped.
+pub struct ConsoleReader(Child);
+
+impl Drop for ConsoleReader {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Ironic {
+    /// Copies what node `name`'s console (enabled at enrollment) shows
+    /// into `out` (for at most `limit`), from when this returns.
+    pub fn console(&self, name: &str, out: &Path, limit: Duration) -> Result<ConsoleReader> {
+        use std::io::BufRead;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("drivers/ironic_node.py");
+        let err = std::fs::File::create(self.dir.join("console-reader.log"))?;
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.ns])
+            .arg(&self.python)
+            .arg(script)
+            .args(["--api", &self.api, "--timeout"])
+            .arg(limit.as_secs().to_string())
+            .arg("--log")
+            .arg(self.dir.join("ironic-api.jsonl"))
+            .args(["console", "--name", name, "--out"])
+            .arg(out)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .spawn()
+            .context("running drivers/ironic_node.py console")?;
+        let stdout = child.stdout.take().context("the reader's stdout")?;
+        let reader = ConsoleReader(child);
+        // The script connects within its own deadlines (60 s, 30 s), or
+        // exits: either way this line read ends.
+        let mut line = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        if !line.starts_with("IRONIC-CONSOLE ") {
+            bail!(
+                "the node's console did not open: {}; see {}",
+                line.trim(),
+                self.dir.join("console-reader.log").display()
+            );
+        }
+        Ok(reader)
+    }
+}
+
 impl Drop for Ironic {
     fn drop(&mut self) {
         // SIGTERM to the group first: the service stops its workers.
@@ -361,6 +419,7 @@ mod tests {
             http_url: "http://198.18.3.1:8080".into(),
             tftp_server: "198.18.3.1".into(),
             api_port: 16003,
+            console_port: 18003,
         }
     }
 

@@ -222,7 +222,18 @@ impl Session {
 
     /// A response: its completion code and data, integrity checked.
     pub fn response(&self, datagram: &[u8]) -> Result<(u8, Vec<u8>), ConsoleError> {
-        let p = v20(datagram, payload::IPMI)?;
+        let msg = self.payload(datagram, payload::IPMI)?;
+        if msg.len() < 8 {
+            return Err(ConsoleError::Malformed);
+        }
+        Ok((msg[6], msg[7..msg.len() - 1].to_vec()))
+    }
+
+    /// The body of a datagram of this session carrying `payload_type`
+    /// (an IPMI message, or a SOL packet), integrity checked and
+    /// decrypted.
+    pub fn payload(&self, datagram: &[u8], payload_type: u8) -> Result<Vec<u8>, ConsoleError> {
+        let p = v20(datagram, payload_type)?;
         if p.session_id != self.console_sid {
             return Err(ConsoleError::Unexpected);
         }
@@ -235,16 +246,10 @@ impl Session {
                 return Err(ConsoleError::Integrity);
             }
         }
-        let msg = if p.encrypted {
-            self.keys
-                .decrypt(p.payload)
-                .ok_or(ConsoleError::Integrity)?
+        if p.encrypted {
+            self.keys.decrypt(p.payload).ok_or(ConsoleError::Integrity)
         } else {
-            p.payload.to_vec()
-        };
-        if msg.len() < 8 {
-            return Err(ConsoleError::Malformed);
+            Ok(p.payload.to_vec())
         }
-        Ok((msg[6], msg[7..msg.len() - 1].to_vec()))
     }
 }

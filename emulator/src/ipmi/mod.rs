@@ -213,6 +213,7 @@ impl Bmc {
         if sol.as_ref().is_some_and(|a| a.bmc_sid == sid) {
             if let Some(a) = sol.take() {
                 a.task.abort();
+                tracing::info!(system = %self.system_id, session = sid, "SOL payload ended with its session");
             }
         }
     }
@@ -532,7 +533,7 @@ impl Bmc {
                 }
             }
             (netfn::APP, 0x48) => self.activate_sol(sid, privilege, req.data, peer).await,
-            (netfn::APP, 0x49) => self.deactivate_sol(sid, privilege, req.data),
+            (netfn::APP, 0x49) => self.deactivate_sol(sid, privilege, req.data).await,
             (netfn::APP, 0x4a) => {
                 let [1] = req.data else {
                     return (cc::INVALID_FIELD, Vec::new());

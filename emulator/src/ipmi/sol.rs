@@ -23,6 +23,8 @@ use crate::backend::SerialConsole;
 
 /// Characters per packet, both ways (Activate Payload announces it).
 pub const CHUNK: usize = 200;
+/// Operation/status bit of a BMC's SOL packet: the payload is ending.
+const DEACTIVATING: u8 = 0x10;
 /// Sends of one packet before it is given up.
 const TRIES: u32 = 5;
 const RETRY: Duration = Duration::from_secs(1);
@@ -33,6 +35,8 @@ const BACKLOG: usize = 64 * 1024;
 /// The BMC's handle on its active SOL payload.
 pub struct Active {
     pub bmc_sid: u32,
+    /// Where that session's console is.
+    pub peer: SocketAddr,
     pub inbound: mpsc::Sender<Vec<u8>>,
     pub task: tokio::task::AbortHandle,
 }
@@ -51,6 +55,7 @@ pub fn start(bmc: Arc<Bmc>, sid: u32, peer: SocketAddr, console: SerialConsole) 
     let task = tokio::spawn(run(bmc, sid, peer, console, rx)).abort_handle();
     Active {
         bmc_sid: sid,
+        peer,
         inbound: tx,
         task,
     }
@@ -68,7 +73,7 @@ async fn run(
     let mut pending: Option<Pending> = None;
     let mut backlog: Vec<u8> = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
-    loop {
+    let why = loop {
         tokio::select! {
             out = console.output.recv() => match out {
                 Ok(b) => {
@@ -78,10 +83,10 @@ async fn run(
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Err(broadcast::error::RecvError::Closed) => break,
+                Err(broadcast::error::RecvError::Closed) => break "the machine's console went away",
             },
             p = inbound.recv() => {
-                let Some(p) = p else { break };
+                let Some(p) = p else { break "the BMC let go of the payload" };
                 let [seq, ack, accepted, op, ref data @ ..] = p[..] else {
                     continue;
                 };
@@ -110,7 +115,7 @@ async fn run(
             }
             _ = tick.tick() => {
                 if !bmc.session_alive(sid) {
-                    break;
+                    break "its session ended";
                 }
                 if let Some(q) = pending.as_mut() {
                     if q.sent.elapsed() >= RETRY {
@@ -141,7 +146,8 @@ async fn run(
                 tries: 1,
             });
         }
-    }
+    };
+    tracing::info!(system = %bmc.system_id, session = sid, why, "SOL payload ended");
     bmc.sol_ended(tokio::task::id());
 }
 
@@ -185,6 +191,7 @@ impl Bmc {
             return (0x80, Vec::new());
         }
         *sol = Some(start(self.clone(), sid, peer, console));
+        tracing::info!(system = %self.system_id, session = sid, %peer, "SOL payload activated");
         let chunk = (CHUNK as u16).to_le_bytes();
         let port = self.addr.port().to_le_bytes();
         (
@@ -196,8 +203,10 @@ impl Bmc {
     }
 
     /// Deactivate Payload: this session's SOL, or anyone's for an
-    /// administrator.
-    pub(super) fn deactivate_sol(
+    /// administrator. A console whose payload another session ends is
+    /// told so (a SOL packet with "SOL deactivating", section 15.9), as
+    /// it would otherwise wait on a silent line.
+    pub(super) async fn deactivate_sol(
         &self,
         sid: u32,
         privilege: Privilege,
@@ -209,18 +218,26 @@ impl Bmc {
         if kind & 0x3f != payload::SOL || *instance != 1 {
             return (cc::INVALID_FIELD, Vec::new());
         }
-        let mut sol = lock(&self.sol);
-        match sol.as_ref() {
-            // Payload already deactivated.
-            None => (0x80, Vec::new()),
-            Some(a) if a.bmc_sid != sid && privilege < Privilege::Administrator => {
-                (cc::INSUFFICIENT_PRIVILEGE, Vec::new())
+        let ended = {
+            let mut sol = lock(&self.sol);
+            match sol.as_ref() {
+                // Payload already deactivated.
+                None => return (0x80, Vec::new()),
+                Some(a) if a.bmc_sid != sid && privilege < Privilege::Administrator => {
+                    return (cc::INSUFFICIENT_PRIVILEGE, Vec::new());
+                }
+                Some(_) => sol.take(),
             }
-            Some(a) => {
-                a.task.abort();
-                *sol = None;
-                (cc::OK, Vec::new())
+        };
+        if let Some(a) = ended {
+            a.task.abort();
+            tracing::info!(system = %self.system_id, session = a.bmc_sid, by = sid, "SOL payload deactivated");
+            if a.bmc_sid != sid {
+                if let Some(d) = self.seal(a.bmc_sid, payload::SOL, &[0, 0, 0, DEACTIVATING]) {
+                    self.send_to(&d, a.peer).await;
+                }
             }
         }
+        (cc::OK, Vec::new())
     }
 }

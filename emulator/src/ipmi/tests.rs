@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 
+use super::commands::netfn;
 use super::crypto::SUITES;
 use super::users::{Privilege, User, Users};
 use super::wire::{self, payload};
@@ -275,6 +276,47 @@ fn boot_flags_are_the_redfish_override_and_expire_after_60_seconds() {
         }
         bmc.tick(Instant::now() + Duration::from_secs(61)).await;
         assert_eq!(bmc.system().await.unwrap().bmc.boot.target, BootTarget::Hdd);
+    });
+}
+
+/// A SOL payload ended by another (administrator's) session: its console
+/// is told with a "SOL deactivating" packet, and may activate again.
+#[test]
+fn a_console_whose_sol_another_session_ends_is_told() {
+    rt().block_on(async {
+        let bmc = bmc();
+        let out = Arc::new(tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        bmc.set_outbound(out);
+        let line = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let peer = line.local_addr().unwrap();
+        let mut a = login(&bmc, "viewer", "look", 17, 2).await.unwrap();
+        let activate = a.packet(netfn::APP, 0x48, &[payload::SOL, 1, 0, 0, 0, 0]);
+        let reply = bmc.handle(&activate, peer).await.unwrap();
+        assert_eq!(a.session.response(&reply).unwrap().0, 0);
+        let mut b = login(&bmc, "admin", "secret", 3, 4).await.unwrap();
+        assert_eq!(b.call(&bmc, netfn::APP, 0x3b, &[4]).await.unwrap().0, 0);
+        // An administrator's session may end another session's payload.
+        let (cc, _) = b
+            .call(&bmc, netfn::APP, 0x49, &[payload::SOL, 1, 0, 0, 0, 0])
+            .await
+            .unwrap();
+        assert_eq!(cc, 0);
+        let mut buf = vec![0u8; 512];
+        let n = tokio::time::timeout(Duration::from_secs(5), line.recv(&mut buf))
+            .await
+            .expect("the first console hears of it")
+            .unwrap();
+        let body = a.session.payload(&buf[..n], payload::SOL).unwrap();
+        assert_eq!(body[3] & 0x10, 0x10, "SOL deactivating: {body:x?}");
+        // Already deactivated; the line is free for the first console again.
+        let (cc, _) = b
+            .call(&bmc, netfn::APP, 0x49, &[payload::SOL, 1, 0, 0, 0, 0])
+            .await
+            .unwrap();
+        assert_eq!(cc, 0x80);
+        let again = a.packet(netfn::APP, 0x48, &[payload::SOL, 1, 0, 0, 0, 0]);
+        let reply = bmc.handle(&again, peer).await.unwrap();
+        assert_eq!(a.session.response(&reply).unwrap().0, 0);
     });
 }
 

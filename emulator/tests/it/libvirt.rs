@@ -111,6 +111,40 @@ fn legacy_domain(name: &str) -> String {
     )
 }
 
+/// Serial-over-LAN takes a domain's console through libvirt's console
+/// stream, which serves pty consoles only: a domain without one has no
+/// console to give, and says so instead of waiting on a silent line.
+#[tokio::test(flavor = "multi_thread")]
+async fn only_a_pty_console_is_offered_to_serial_over_lan() {
+    use shoal_emulator::backend::{Backend, BackendError, Unsupported};
+    let hv = Hv::open();
+    let plain = hv.define(&legacy_domain("console-none"));
+    let file = hv.define(&legacy_domain("console-file").replace(
+        "</devices>",
+        r#"<serial type="file"><source path="/tmp/console-file.log"/><target port="0"/></serial></devices>"#,
+    ));
+    let pty = hv.define(&legacy_domain("console-pty").replace(
+        "</devices>",
+        r#"<serial type="pty"><target port="0"/></serial></devices>"#,
+    ));
+    let backend = LibvirtBackend::connect(options(&[])).expect("backend");
+    for id in [&plain, &file] {
+        match backend.console(id).await {
+            Err(BackendError::Unsupported(Unsupported::Console)) => {}
+            Err(e) => panic!("{id}: {e}"),
+            Ok(_) => panic!("{id}: a console without a pty"),
+        }
+    }
+    let console = backend.console(&pty).await.expect("a pty console");
+    assert!(!console.input.is_closed());
+    assert!(matches!(
+        backend
+            .console("00000000-0000-4000-8000-00000000dead")
+            .await,
+        Err(BackendError::NotFound(_))
+    ));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn domains_are_systems_with_real_power() {
     let hv = Hv::open();

@@ -208,7 +208,11 @@ impl Lab {
     }
 
     /// Defines a UEFI x86_64 domain (OVMF, one NIC on `net` without option
-    /// ROM) whose serial port writes `serial`. Returns its UUID.
+    /// ROM) whose serial port writes `serial`. Returns its UUID. The port
+    /// is a pty with a log, as a real machine's is a line the BMC reads:
+    /// libvirt streams pty consoles only, and the BMC's Serial-over-LAN
+    /// takes the console through that stream while the log keeps all of
+    /// it (from each start: `append="off"`, as a file port is opened).
     pub fn define_uefi(
         &mut self,
         name: &str,
@@ -238,8 +242,8 @@ impl Lab {
   <features><acpi/></features><on_poweroff>destroy</on_poweroff>
   <devices>
     <interface type="network"><source network="{net}"/><model type="virtio"/><rom enabled="no"/><mac address="{mac}"/></interface>
-    <serial type="file"><source path="{serial}"/><target port="0"/></serial>
-    <console type="file"><source path="{serial}"/><target type="serial" port="0"/></console>
+    <serial type="pty"><log file="{serial}" append="off"/><target port="0"/></serial>
+    <console type="pty"><target type="serial" port="0"/></console>
   </devices></domain>"#,
             net = net.name,
             serial = serial.display()

@@ -81,6 +81,9 @@ pub const GRUB_NETBOOT: &str = "/usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.s
 pub const NEEDS_IRONIC: &[(&str, &str)] = &[
     (IPXE_SNPONLY, "ipxe"),
     (GRUB_NETBOOT, "grub-efi-amd64-signed"),
+    // Ironic's ipmi power and management, and its ipmitool-socat console.
+    ("/usr/bin/ipmitool", "ipmitool"),
+    ("/usr/bin/socat", "socat"),
 ];
 
 /// What of `NEEDS_PPC64LE` is missing on this host.

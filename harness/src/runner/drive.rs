@@ -102,7 +102,7 @@ fn ironic_deploy(
         "--driver".into(),
         node.driver.as_str().into(),
     ];
-    if node.driver == IronicDriver::Ipmi {
+    if node.driver == IronicDriver::Ipmi || !node.console.is_empty() {
         // The emulator's IPMI listener shares its Redfish address.
         let host = url_host(&case.bmc.url)?;
         args.extend([
@@ -111,6 +111,9 @@ fn ironic_deploy(
             "--ipmi-port".into(),
             case.ipmi_port.to_string(),
         ]);
+    }
+    if !node.console.is_empty() {
+        args.extend(["--console-port".into(), l.console_port.to_string()]);
     }
     for (k, v) in &node.properties {
         args.extend(["--property".into(), format!("{k}={v}")]);
@@ -122,6 +125,21 @@ fn ironic_deploy(
         case.limit,
     );
     let mut problems = Vec::new();
+    // The node's console, enabled at enrollment, is read once the node is
+    // active: Ironic stops it during the deploy and starts it again at its
+    // end (the instance's console, never the deploy's), before the
+    // firmware prints its first line.
+    let console_log = case.dir.join("console.log");
+    let console = match (&deployed, node.console.is_empty()) {
+        (Ok(_), false) => match svc.console(&case.domain, &console_log, case.limit * 2) {
+            Ok(reader) => Some(reader),
+            Err(e) => {
+                problems.push(format!("the node's console: {e:#}"));
+                None
+            }
+        },
+        _ => None,
+    };
     let written = read_all(&l.optsdir());
     for want in &node.dhcp_opts_contain {
         if !written.contains(want.as_str()) {
@@ -144,6 +162,19 @@ fn ironic_deploy(
             "the node became active, but this scenario expects Ironic to fail with {want:?}"
         )),
     };
+    if let (Some(reader), Watch::Seen(_)) = (console, &seen) {
+        // The console carries what the serial port showed, a moment later.
+        let grace = Duration::from_secs(30);
+        match watch(&console_log, &node.console, &[], grace, Instant::now()) {
+            Watch::Seen(_) => {}
+            _ => problems.push(format!(
+                "the node's console ({}) did not show {:?} in order",
+                console_log.display(),
+                node.console
+            )),
+        }
+        drop(reader);
+    }
     Ok(Drive {
         started,
         seen,
@@ -233,7 +264,7 @@ pub(super) fn after_deploy(
         problems.push(format!("deploy through {}: {e:#}", sw.boot_interface));
         return;
     }
-    // libvirt opens a file serial port without append: the second boot's
+    // The serial log is opened without append (`append="off"`): the second boot's
     // log starts empty, so nothing of the first boot matches here.
     match watch(&case.serial, &sw.serial, &case.patterns.failure, limit, t) {
         Watch::Seen(_) => {}

@@ -229,6 +229,7 @@ fn ironic_layout(s: &Scenario, index: u8, host: Ipv4Addr, dir: &Path) -> Result<
         http_url: format!("http://{authority}:{}", crate::lab::BOOT_PORT),
         tftp_server: server,
         api_port: 16000 + u16::from(index),
+        console_port: 18000 + u16::from(index),
     })
 }
 
@@ -333,7 +334,11 @@ fn start_emulator(
     // What the BMC downloads is served on the host's loopback
     // (`Lab::bmc_file_server`), which the emulator refuses by default.
     .args(["--media-allow-net", "127.0.0.0/8"])
-    .env("RUST_LOG", "info");
+    // SHOAL_EMULATOR_LOG: the emulator's RUST_LOG, for a closer look.
+    .env(
+        "RUST_LOG",
+        std::env::var("SHOAL_EMULATOR_LOG").unwrap_or_else(|_| "info".into()),
+    );
     EmulatorProcess::spawn(cmd, &dir.join("emulator.log"))
 }
 

@@ -402,6 +402,12 @@ pub struct IronicNode {
     /// After the deploy and undeploy: the node switches to another boot
     /// interface and deploys again.
     pub switch: Option<IronicSwitch>,
+    /// Lines the node's console must show, in order: the node gets
+    /// Ironic's `ipmitool-socat` console interface (IPMI Serial-over-LAN
+    /// through socat; allowed on redfish nodes too), enabled before the
+    /// deploy, and the harness reads it from the TCP address Ironic gives.
+    #[serde(default)]
+    pub console: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

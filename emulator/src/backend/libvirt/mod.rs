@@ -18,8 +18,10 @@
 //!   kept with the text it came from, so a re-read that finds the same text
 //!   costs one libvirt call and no parse.
 //!
-//! Power and the start sequence are in `power.rs`.
+//! Power and the start sequence are in `power.rs`; the serial console
+//! (Serial-over-LAN's) in `console.rs`.
 
+mod console;
 pub mod domain;
 pub mod firmware;
 pub mod media;
@@ -137,6 +139,8 @@ struct Inner {
     /// The last parse of each domain's persistent definition, by UUID.
     parsed: Mutex<HashMap<String, Arc<Parsed>>>,
     calls: Counters,
+    /// The console pumps running now.
+    consoles: console::Pumps,
 }
 
 #[derive(Clone)]
@@ -179,6 +183,7 @@ impl LibvirtBackend {
                 locks: Mutex::new(HashMap::new()),
                 parsed: Mutex::new(HashMap::new()),
                 calls: Counters::default(),
+                consoles: console::Pumps::default(),
             }),
         })
     }
@@ -500,6 +505,20 @@ impl Backend for LibvirtBackend {
     async fn apply(&self, id: &str, changes: Vec<Change>) -> Result<System> {
         let id = id.to_string();
         self.blocking(move |i| i.apply(&id, changes)).await
+    }
+
+    async fn console(&self, id: &str) -> Result<super::SerialConsole> {
+        let key = id.to_string();
+        self.blocking(move |i| {
+            let (_, dom) = i.domain(&key)?;
+            let (d, _, _) = i.read(&key, &dom)?;
+            match console::streamable(&d) {
+                true => Ok(()),
+                false => Err(Unsupported::Console.into()),
+            }
+        })
+        .await?;
+        console::attach(&self.inner, id, tokio::runtime::Handle::current())
     }
 
     async fn insert_media(&self, id: &str, slot: MediaSlot, img: MediaImage) -> Result<Completion> {
