@@ -156,6 +156,14 @@ pub struct Cli {
     /// in. A known hole of real BMCs, for tests of clients that probe it.
     #[arg(long, env = "SHOAL_IPMI_CIPHER_SUITE_ZERO")]
     pub ipmi_cipher_suite_zero: bool,
+    /// In-band IPMI: every BMC of one system serves its host's side
+    /// (KCS on x86_64, BT on powernv) on the Unix socket
+    /// DIR/<system id>.sock, and the libvirt backend gives each domain it
+    /// starts QEMU's ipmi-bmc-extern device connected there (through
+    /// <qemu:commandline>). The folder's permissions decide who reaches
+    /// the sockets (QEMU's user must).
+    #[arg(long, env = "SHOAL_IPMI_IN_BAND_DIR", value_name = "DIR")]
+    pub ipmi_in_band_dir: Option<std::path::PathBuf>,
 }
 
 /// Which backend serves the systems.
@@ -366,6 +374,7 @@ impl Cli {
             port_explicit: port.is_some(),
             users,
             cipher_suite_zero: self.ipmi_cipher_suite_zero || section.cipher_suite_zero,
+            in_band_dir: self.ipmi_in_band_dir.clone().or(section.in_band_dir),
         })
     }
 }

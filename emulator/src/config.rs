@@ -97,6 +97,8 @@ pub struct IpmiSection {
     #[serde(default)]
     pub cipher_suite_zero: bool,
     pub users: Option<Vec<IpmiUserEntry>>,
+    /// `--ipmi-in-band-dir`.
+    pub in_band_dir: Option<std::path::PathBuf>,
 }
 
 /// `[[ipmi.users]]`: clear passwords, as RAKP needs them.

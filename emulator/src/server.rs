@@ -54,6 +54,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
                 graceful_timeout: *graceful_timeout,
                 media: media.clone(),
                 nvram_dir: None,
+                ipmi_in_band_dir: settings.ipmi.in_band_dir.clone(),
             };
             Ok(Arc::new(
                 crate::backend::libvirt::LibvirtBackend::connect(opts)
@@ -366,7 +367,8 @@ pub async fn run(settings: Settings) -> Result<()> {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{line}").and_then(|()| out.flush());
         }
-        if let ([only], true) = (systems.as_slice(), settings.ipmi.port != 0) {
+        let ipmi = settings.ipmi.port != 0 || settings.ipmi.in_band_dir.is_some();
+        if let ([only], true) = (systems.as_slice(), ipmi) {
             bmcs.push((
                 only.name.clone(),
                 ipmi_bmc(&settings.ipmi, &e, &only.id, addr).await?,
@@ -411,7 +413,7 @@ pub async fn run(settings: Settings) -> Result<()> {
     }
     // IPMI lines come last: readers of the Redfish lines above (the
     // harness, scripts) see them as they always were.
-    for (name, bmc) in bmcs {
+    for (name, bmc) in bmcs.iter().filter(|_| settings.ipmi.port != 0) {
         let Some(socket) = bmc_socket(&settings.ipmi, bmc.addr)? else {
             continue;
         };
@@ -423,7 +425,31 @@ pub async fn run(settings: Settings) -> Result<()> {
             let _ = writeln!(out, "shoal-emulator ipmi {name} on udp://{at}")
                 .and_then(|()| out.flush());
         }
-        servers.spawn(crate::ipmi::serve(socket, bmc, stop_rx.clone()));
+        servers.spawn(crate::ipmi::serve(socket, bmc.clone(), stop_rx.clone()));
+    }
+    if let Some(dir) = &settings.ipmi.in_band_dir {
+        for (name, bmc) in &bmcs {
+            let path = crate::ipmi::inband::socket_path(dir, &bmc.system_id);
+            let listener = crate::ipmi::inband::bind(&path).with_context(|| {
+                format!("--ipmi-in-band-dir: cannot listen on {}", path.display())
+            })?;
+            tracing::info!(system = %name, "in-band IPMI on unix:{}", path.display());
+            {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(
+                    out,
+                    "shoal-emulator ipmi-in-band {name} on unix:{}",
+                    path.display()
+                )
+                .and_then(|()| out.flush());
+            }
+            servers.spawn(crate::ipmi::inband::serve(
+                listener,
+                bmc.clone(),
+                stop_rx.clone(),
+            ));
+        }
     }
     tokio::spawn(async move {
         shutdown_signal().await;

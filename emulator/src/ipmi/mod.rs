@@ -18,6 +18,7 @@
 //! - `inventory`: FRU image, SDR records, FRU/SDR/SEL commands.
 //! - `sol`: Serial-over-LAN payloads.
 //! - `server`: the UDP loop and its timers.
+//! - `inband`: the host's own (KCS/BT) side, from QEMU's `ipmi-bmc-extern`.
 //!
 //! Invariant: a datagram that does not parse, fails its integrity check,
 //! is out of its sequence window or names no session is dropped without
@@ -28,6 +29,7 @@ pub mod boot;
 mod boot_options;
 pub mod commands;
 mod config;
+pub mod inband;
 pub mod inventory;
 mod server;
 pub mod session;
@@ -62,6 +64,10 @@ pub struct IpmiSettings {
     pub users: Users,
     /// Serve cipher suite 0 (no authentication: any password logs in).
     pub cipher_suite_zero: bool,
+    /// Where each BMC serves its machine's in-band side
+    /// (`<dir>/<system id>.sock`, OpenIPMI's VM protocol, which QEMU's
+    /// `ipmi-bmc-extern` speaks); `None`: no in-band IPMI.
+    pub in_band_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for IpmiSettings {
@@ -71,6 +77,7 @@ impl Default for IpmiSettings {
             port_explicit: false,
             users: Users::default(),
             cipher_suite_zero: false,
+            in_band_dir: None,
         }
     }
 }

@@ -427,3 +427,146 @@ fn ipmitool_sol_carries_the_console_both_ways() {
         "activation status after ~.: {active}"
     );
 }
+
+/// QEMU's side of the in-band link (OpenIPMI's VM protocol, as
+/// `ipmi-bmc-extern` speaks it), written here from the protocol: escaped
+/// frames, 0xA0 ending a message and 0xA1 a control command.
+struct Host {
+    stream: std::os::unix::net::UnixStream,
+    next_id: u8,
+}
+
+impl Host {
+    fn connect(path: &std::path::Path) -> Host {
+        let stream = std::os::unix::net::UnixStream::connect(path).expect("connect");
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut h = Host { stream, next_id: 0 };
+        // QEMU's greeting: protocol version 1, then its capabilities.
+        h.write(&[0xff, 0x01, 0xa1, 0x08, 0x1f, 0xa1]);
+        h
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        self.stream.write_all(bytes).unwrap();
+    }
+
+    fn escaped(bytes: &[u8], end: u8) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &b in bytes {
+            if matches!(b, 0xa0 | 0xa1 | 0xaa) {
+                out.extend([0xaa, b | 0x10]);
+            } else {
+                out.push(b);
+            }
+        }
+        out.push(end);
+        out
+    }
+
+    /// One request; its completion code and data.
+    fn call(&mut self, netfn: u8, cmd: u8, data: &[u8]) -> (u8, Vec<u8>) {
+        use std::io::Read;
+        self.next_id = self.next_id.wrapping_add(1);
+        let mut msg = vec![self.next_id, netfn << 2, cmd];
+        msg.extend_from_slice(data);
+        let sum = msg.iter().fold(0u8, |s, b| s.wrapping_add(*b));
+        msg.push(sum.wrapping_neg());
+        self.write(&Self::escaped(&msg, 0xa0));
+        let mut frame = Vec::new();
+        let mut escape = false;
+        loop {
+            let mut b = [0u8];
+            self.stream.read_exact(&mut b).expect("an answer");
+            match b[0] {
+                0xa0 => break,
+                0xaa => escape = true,
+                x if escape => {
+                    frame.push(x & !0x10);
+                    escape = false;
+                }
+                x => frame.push(x),
+            }
+        }
+        let sum = frame.iter().fold(0u8, |s, b| s.wrapping_add(*b));
+        assert_eq!(sum, 0, "checksum of {frame:x?}");
+        assert_eq!(frame[0], self.next_id, "the answer names the request");
+        assert_eq!(frame[1], (netfn | 1) << 2, "response NetFn");
+        assert_eq!(frame[2], cmd);
+        (frame[3], frame[4..frame.len() - 1].to_vec())
+    }
+}
+
+/// In-band IPMI over the socket QEMU's ipmi-bmc-extern connects to: the
+/// host reads its GUID, the boot flags Redfish set and the power state,
+/// and its own Chassis Control reaches the machine; garbage and bad
+/// checksums are dropped and the link goes on.
+#[test]
+fn the_host_reaches_its_bmc_in_band() {
+    let dir = tempfile::tempdir().unwrap();
+    let (emu, lines) = Spawned::start_lines(
+        &[
+            "--fake-systems",
+            "1",
+            "--ipmi-port",
+            "0",
+            "--ipmi-in-band-dir",
+            dir.path().to_str().unwrap(),
+        ],
+        2,
+    );
+    let list = get(&format!("{}/redfish/v1/Systems", emu.url));
+    let sys_url = format!(
+        "{}{}",
+        emu.url,
+        list["Members"][0]["@odata.id"].as_str().unwrap()
+    );
+    let sys = get(&sys_url);
+    let id = sys["Id"].as_str().unwrap();
+    let path = dir.path().join(format!("{id}.sock"));
+    assert_eq!(
+        lines[1],
+        format!(
+            "shoal-emulator ipmi-in-band node-0 on unix:{}",
+            path.display()
+        )
+    );
+    patch(
+        &sys_url,
+        r#"{"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Continuous", "BootSourceOverrideMode": "UEFI"}}"#,
+    );
+    let mut host = Host::connect(&path);
+    // Noise first: a frame with a bad checksum, a stray escape, a
+    // response-type message, an empty frame. None gets an answer.
+    host.write(&[
+        0x01, 0x18, 0x01, 0x00, 0xa0, 0xaa, 0xa0, 0x02, 0x1c, 0x01, 0xe1, 0xa0, 0xa0,
+    ]);
+    // The system interface's own commands, as Linux's ipmi_si sends them.
+    assert_eq!(host.call(0x06, 0x2f, &[]), (0, vec![0x08]));
+    assert_eq!(host.call(0x06, 0x31, &[]).0, 0);
+    let (cc, device) = host.call(0x06, 0x01, &[]);
+    assert_eq!((cc, device.len()), (0, 15), "{device:x?}");
+    // Get System GUID: the Redfish UUID in SMBIOS byte order.
+    let (cc, guid) = host.call(0x06, 0x37, &[]);
+    let uuid = uuid::Uuid::parse_str(sys["UUID"].as_str().unwrap()).unwrap();
+    assert_eq!((cc, guid), (0, uuid.to_bytes_le().to_vec()));
+    // Boot flags: valid, persistent, EFI; PXE.
+    let (cc, flags) = host.call(0x00, 0x09, &[5, 0, 0]);
+    assert_eq!(cc, 0);
+    assert_eq!(&flags[..4], &[0x01, 0x05, 0xe0, 0x04], "{flags:x?}");
+    // Power, as the host's BMC sees it: up, then the host powers itself
+    // off through its BMC.
+    assert_eq!(host.call(0x00, 0x02, &[0x01]).0, 0);
+    assert_eq!(get(&sys_url)["PowerState"], "On");
+    let (cc, status) = host.call(0x00, 0x01, &[]);
+    assert_eq!((cc, status[0] & 1), (0, 1), "on");
+    assert_eq!(host.call(0x00, 0x02, &[0x00]).0, 0);
+    assert_eq!(get(&sys_url)["PowerState"], "Off");
+    // A second connection (the host restarted) replaces the first.
+    let mut again = Host::connect(&path);
+    let (cc, status) = again.call(0x00, 0x01, &[]);
+    assert_eq!((cc, status[0] & 1), (0, 0), "off");
+    drop(emu);
+}

@@ -96,6 +96,7 @@ fn options(allow: &[&str]) -> LibvirtOptions {
             },
         },
         nvram_dir: Some(nvram_folder()),
+        ipmi_in_band_dir: None,
     }
 }
 
@@ -398,6 +399,7 @@ async fn boot_mode_and_secure_boot_select_the_firmware() {
     let api = Api::on(Arc::new(
         LibvirtBackend::connect(LibvirtOptions {
             nvram_dir: Some(folder.clone()),
+            ipmi_in_band_dir: None,
             ..options(&[])
         })
         .unwrap(),
@@ -504,6 +506,7 @@ async fn a_folder_that_cannot_be_made_refuses_the_start_and_names_it() {
     let api = Api::on(Arc::new(
         LibvirtBackend::connect(LibvirtOptions {
             nvram_dir: Some(folder.clone()),
+            ipmi_in_band_dir: None,
             ..options(&[])
         })
         .unwrap(),

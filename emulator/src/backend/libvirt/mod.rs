@@ -24,6 +24,7 @@
 mod console;
 pub mod domain;
 pub mod firmware;
+mod inband;
 pub mod media;
 mod nvram_file;
 mod power;
@@ -65,6 +66,10 @@ pub struct LibvirtOptions {
     /// (`<name>_VARS.fd`); `None`: libvirt's own folder for the URI
     /// ([`nvram_dir`]).
     pub nvram_dir: Option<std::path::PathBuf>,
+    /// In-band IPMI: where the BMCs' sockets are (`<dir>/<UUID>.sock`);
+    /// each domain started gets QEMU's `ipmi-bmc-extern` connected to
+    /// its own. `None`: Shoal's device is taken out at the next start.
+    pub ipmi_in_band_dir: Option<std::path::PathBuf>,
 }
 
 /// libvirt's NVRAM folder for a connection URI: the QEMU driver's

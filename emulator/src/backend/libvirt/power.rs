@@ -201,6 +201,12 @@ impl Inner {
             )
         });
         domain::set_boot_order(&mut d, device_first);
+        let socket = self
+            .opts
+            .ipmi_in_band_dir
+            .as_deref()
+            .map(|dir| crate::ipmi::inband::socket_path(dir, id));
+        super::inband::set(&mut d, socket.as_deref());
         let petitboot = domain::petitboot_firmware(&d);
         if petitboot {
             domain::set_petitboot_bootdev(&mut d, device_first);
