@@ -120,7 +120,14 @@ pub(super) fn judge(
     }
     if problems.is_empty() {
         for (path, want) in &s.checks.redfish {
-            let got = bmc.property(path)?;
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let got = loop {
+                let got = bmc.property(path)?;
+                if &got == want || Instant::now() > deadline {
+                    break got;
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            };
             if &got != want {
                 problems.push(format!("Redfish {path} is {got:?}, expected {want:?}"));
             }

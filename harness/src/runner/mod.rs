@@ -8,14 +8,14 @@
 //! A case goes through [`prepare`] (images, network, machine, emulator),
 //! [`drive`] (a driver asks the BMC, or Ironic deploys), [`checks`] (the
 //! serial port and what the scenario asks to be seen), then [`report`]
-//! (summary, JUnit, case times); [`retry`] runs a case once more after the
-//! one known platform hang.
+//! (summary, JUnit, case times); [`platform`] names the one known platform
+//! hang in a failure's detail (the case still fails).
 
 mod checks;
 mod drive;
+mod platform;
 mod prepare;
 mod report;
-mod retry;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -25,9 +25,9 @@ use anyhow::{anyhow, bail, Result};
 
 use crate::lab::Lab;
 use crate::scenario::{Driver, Scenario};
+use platform::platform_stop;
 use report::CaseTimes;
 pub use report::{junit, summary};
-use retry::{platform_stop, run_again};
 
 pub struct Options {
     pub jobs: usize,
@@ -158,8 +158,8 @@ pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
     Ok(results)
 }
 
-/// Case number `i` of `total`, with its progress lines, run once more
-/// when it stopped in the platform.
+/// Case number `i` of `total`, with its progress lines; a failure that
+/// stopped in the platform says so.
 fn run_numbered(
     lab: &Mutex<Lab>,
     opts: &Options,
@@ -170,7 +170,7 @@ fn run_numbered(
     eprintln!("[{}/{total}] {} ({}) ...", i + 1, s.name, d.name());
     let mut r = run_case(lab, opts, s, d, (i + 1) as u8);
     if let Some(why) = platform_stop(&r) {
-        r = run_again(lab, opts, s, d, (i + 1) as u8, r, why);
+        r.detail = format!("{} (the machine {why})", r.detail);
     }
     eprintln!(
         "[{}/{total}] {} ({}) {} in {:.1} s: {}{}",

@@ -202,6 +202,9 @@ fn copy_artifacts(s: &Scenario, www: &Path) -> Result<()> {
             Image::DeployInitrd => {
                 crate::images::build("deploy-ramdisk.sh", &["initrd"], "initrd.gz")?
             }
+            Image::DeployRamdiskIpmi => {
+                crate::images::build("deploy-ramdisk.sh", &["iso-ipmi"], "deploy-ipmi.iso")?
+            }
             Image::IpxeSnponly => packaged(crate::lab::IPXE_SNPONLY, "ipxe")?,
             Image::GrubNetbootEfi => packaged(crate::lab::GRUB_NETBOOT, "grub-efi-amd64-signed")?,
             Image::Ppc64leKernel => ppc64le("kernel", "vmlinux")?,
@@ -321,8 +324,17 @@ fn start_emulator(
     ])
     // Cases run side by side on one loopback: each BMC's IPMI gets a
     // port of its own, asked for explicitly (a port taken is an error).
-    .args(["--ipmi-port", &ipmi_port.to_string()])
-    .args([
+    .args(["--ipmi-port", &ipmi_port.to_string()]);
+    if emulator.ipmi_in_band {
+        // The machine's side of the BMC, a socket QEMU (its own user)
+        // connects to.
+        let sockets = std::fs::canonicalize(dir)?.join("ipmi");
+        std::fs::create_dir_all(&sockets)?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o755))?;
+        cmd.arg("--ipmi-in-band-dir").arg(&sockets);
+    }
+    cmd.args([
         "--http-boot",
         match http_boot {
             HttpBoot::Firmware => "firmware",

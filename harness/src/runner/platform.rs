@@ -1,18 +1,10 @@
-//! A second attempt at a case that stopped in the emulated platform, not
-//! in anything Shoal or the scenario does: the one known hang (the guest
-//! kernel stopped in kexec's switchover, before purgatory, under TCG) runs
-//! the case once more on a spare network, keeping the first attempt's
-//! artifacts and saying so in the result.
+//! A failed case that stopped in the emulated platform, not in anything
+//! Shoal or the scenario does, is named as such: the one known hang (the
+//! guest kernel stopped in kexec's switchover, before purgatory, under
+//! TCG; vm-images/ppc64le-netboot.sh picks a kernel without it). The case
+//! still fails: a hang is a bug to find, never a run to repeat.
 
-use std::sync::Mutex;
-
-use super::prepare::domain_name;
-use super::{run_case, CaseResult, Options};
-use crate::lab::Lab;
-use crate::scenario::{Driver, Scenario};
-
-/// Network indexes for second attempts (cases use 1 to 250).
-static SPARE_INDEX: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(251);
+use super::CaseResult;
 
 /// Why a failed case stopped in the emulated platform rather than in
 /// anything Shoal or the scenario does: the guest kernel hung in kexec's
@@ -31,49 +23,10 @@ pub(super) fn platform_stop(r: &CaseResult) -> Option<&'static str> {
         )
 }
 
-/// Runs a case once more on a spare network, keeping the first attempt's
-/// artifacts beside; the result says both.
-pub(super) fn run_again(
-    lab: &Mutex<Lab>,
-    opts: &Options,
-    s: &Scenario,
-    d: Driver,
-    first_index: u8,
-    first: CaseResult,
-    why: &str,
-) -> CaseResult {
-    let index = SPARE_INDEX.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let Some(dir) = first.artifacts.clone().filter(|_| index >= 251) else {
-        return first;
-    };
-    // The hung machine goes first: it holds its serial log open.
-    if let Ok(l) = lab.lock() {
-        l.power_off(&domain_name(first_index, &s.name));
-    }
-    let kept = dir.with_file_name(format!("{}-{}-first-attempt", s.name, d.name()));
-    let _ = std::fs::remove_dir_all(&kept);
-    if std::fs::rename(&dir, &kept).is_err() {
-        return first;
-    }
-    eprintln!(
-        "{} ({}): the first attempt {why}; running it once more (artifacts of the first: {})",
-        s.name,
-        d.name(),
-        kept.display()
-    );
-    let mut again = run_case(lab, opts, s, d, index);
-    again.detail = format!(
-        "{} (second attempt; the first {why}: {})",
-        again.detail,
-        kept.display()
-    );
-    again.elapsed += first.elapsed;
-    again
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::Driver;
     use std::time::Duration;
 
     #[test]
