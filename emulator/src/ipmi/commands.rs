@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::users::Privilege;
+use super::users::{Privilege, SetError};
 use super::Bmc;
 use super::{boot_options, config, inventory};
 use crate::backend::BackendError;
@@ -72,6 +72,7 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
         (netfn::APP, 0x48..=0x4b) => User,
         (netfn::APP, 0x3b | 0x3c) => Callback,
         (netfn::APP, 0x44 | 0x46) => Operator,
+        (netfn::APP, 0x43 | 0x45 | 0x47) => Administrator,
         (netfn::CHASSIS, 0x00 | 0x01) => User,
         (netfn::CHASSIS, 0x02 | 0x04 | 0x08 | 0x09) => Operator,
         (netfn::STORAGE, 0x10 | 0x11 | 0x20 | 0x21 | 0x22 | 0x23 | 0x40 | 0x42 | 0x43 | 0x48) => {
@@ -119,6 +120,9 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         (netfn::APP, 0x42) => channel_info(bmc, data),
         (netfn::APP, 0x44) => user_access(bmc, data),
         (netfn::APP, 0x46) => user_name(bmc, data),
+        (netfn::APP, 0x43) => set_user_access(bmc, data),
+        (netfn::APP, 0x45) => set_user_name(bmc, data),
+        (netfn::APP, 0x47) => set_user_password(bmc, data),
         // Capabilities: intrusion sensor, lockout, diagnostic interrupt,
         // power interlock; FRU, SDR, SEL and system management at 0x20.
         (netfn::CHASSIS, 0x00) => exact(data, 0, || ok(vec![0x0f, 0x20, 0x20, 0x20, 0x20])),
@@ -207,12 +211,16 @@ fn user_access(bmc: &Bmc, data: &[u8]) -> Reply {
     if !matches!(ch & 0x0f, 0x01 | 0x0e) || id == 0 || id as usize > super::users::MAX_USERS {
         return err(cc::INVALID_FIELD);
     }
-    let enabled = bmc.users.len() as u8;
-    let (status, access) = match bmc.users.by_id(id) {
-        // Enabled; IPMI messaging and link authentication on, the user's
-        // limit.
-        Some(u) => (0x40, 0x30 | u.privilege as u8),
-        // Disabled, no access.
+    let users = bmc.users.read().unwrap_or_else(|p| p.into_inner());
+    let enabled = users.enabled() as u8;
+    let (status, access) = match users.by_id(id) {
+        // Enabled or disabled (by Set User Password); link authentication
+        // on, IPMI messaging as set, the privilege limit (0x0F: none).
+        Some(s) => (
+            if s.enabled { 0x40 } else { 0x80 },
+            0x20 | if s.messaging { 0x10 } else { 0 } | s.limit.map_or(0x0f, |p| p as u8),
+        ),
+        // The null user: disabled, no access.
         None => (0x80, 0x0f),
     };
     ok(vec![
@@ -232,10 +240,80 @@ fn user_name(bmc: &Bmc, data: &[u8]) -> Reply {
         return err(cc::INVALID_FIELD);
     }
     let mut name = [0u8; 16];
-    if let Some(u) = bmc.users.by_id(id) {
-        name[..u.name.len()].copy_from_slice(&u.name);
+    if let Some(s) = bmc
+        .users
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .by_id(id)
+    {
+        name[..s.name.len()].copy_from_slice(&s.name);
     }
     ok(name.to_vec())
+}
+
+fn set_result(r: Result<(), SetError>) -> Reply {
+    match r {
+        Ok(()) => ok(Vec::new()),
+        Err(SetError::Invalid) => err(cc::INVALID_FIELD),
+        Err(SetError::PasswordMismatch) => err(0x80),
+        Err(SetError::PasswordSize) => err(0x81),
+    }
+}
+
+/// Set User Access: byte 1 bit 7 makes bits 6:4 (callback, link
+/// authentication, IPMI messaging) apply; byte 3, the privilege limit.
+fn set_user_access(bmc: &Bmc, data: &[u8]) -> Reply {
+    let (ch_flags, id, limit) = match data {
+        [a, b, c] | [a, b, c, _] => (*a, b & 0x3f, *c),
+        _ => return err(cc::BAD_LENGTH),
+    };
+    if !matches!(ch_flags & 0x0f, 0x01 | 0x0e) {
+        return err(cc::INVALID_FIELD);
+    }
+    let messaging = (ch_flags & 0x80 != 0).then_some(ch_flags & 0x10 != 0);
+    set_result(
+        bmc.users
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_access(id, limit, messaging),
+    )
+}
+
+/// Set User Name: the user ID, then 16 bytes of name.
+fn set_user_name(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [id, ref name @ ..] = data[..] else {
+        return err(cc::BAD_LENGTH);
+    };
+    if name.len() != 16 {
+        return err(cc::BAD_LENGTH);
+    }
+    set_result(
+        bmc.users
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_name(id & 0x3f, name),
+    )
+}
+
+/// Set User Password: the user ID (bit 7: a 20-byte password), the
+/// operation, and for set and test the password.
+fn set_user_password(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [id, op, ref password @ ..] = data[..] else {
+        return err(cc::BAD_LENGTH);
+    };
+    let op = op & 0x03;
+    let size = if id & 0x80 != 0 { 20 } else { 16 };
+    if matches!(op, 2 | 3) && password.len() != size
+        || matches!(op, 0 | 1) && !password.is_empty() && password.len() != size
+    {
+        return err(cc::BAD_LENGTH);
+    }
+    set_result(
+        bmc.users
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_password(id & 0x3f, op, password),
+    )
 }
 
 async fn chassis_status(bmc: &Bmc, data: &[u8]) -> Reply {

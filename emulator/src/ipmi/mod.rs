@@ -142,7 +142,8 @@ pub struct Bmc {
     /// The system's UUID as Get System GUID sends it (SMBIOS byte order,
     /// what pyghmi decodes and ipmitool prints as the same UUID).
     pub guid: [u8; 16],
-    pub users: Arc<Users>,
+    /// Its users: the configured ones, then what Set User commands made.
+    pub users: std::sync::RwLock<Users>,
     pub addr: SocketAddr,
     pub mac: [u8; 6],
     pub cipher_suite_zero: bool,
@@ -176,7 +177,7 @@ impl Bmc {
             state: state.clone(),
             identity: Identity::of(state.profile(sys)),
             guid: sys.uuid.to_bytes_le(),
-            users: Arc::new(settings.users.clone()),
+            users: std::sync::RwLock::new(settings.users.clone()),
             addr,
             mac,
             cipher_suite_zero: settings.cipher_suite_zero,
@@ -372,7 +373,10 @@ impl Bmc {
                     Some(plain(payload::OPEN_SESSION_RESPONSE, r))
                 }
                 payload::RAKP1 => {
-                    let r = lock(&self.sessions).rakp1(p.payload, &self.users, &self.guid)?;
+                    let r = {
+                        let users = self.users.read().unwrap_or_else(|p| p.into_inner());
+                        lock(&self.sessions).rakp1(p.payload, &users, &self.guid)?
+                    };
                     Some(plain(payload::RAKP2, r))
                 }
                 payload::RAKP3 => {

@@ -242,6 +242,56 @@ fn ipmi_users_get_their_privilege_and_no_more() {
     assert_eq!(bmc.system()["PowerState"], "On");
 }
 
+/// `ipmitool user ...` as a BMC's administrator does it: a new user is
+/// named, given a password, a privilege limit and enabled, then logs in at
+/// that limit and no higher; disabled, it cannot; an operator may not
+/// manage users.
+#[test]
+fn an_administrator_manages_users_over_ipmi() {
+    if !ipmitool_installed() {
+        return;
+    }
+    let bmc = Bmc::start();
+    let admin = ("admin", "Adm1n-pw");
+    let ok = |args: &[&str]| {
+        let (ok, out) = bmc.ipmitool(admin, None, args);
+        assert!(ok, "{args:?}: {out}");
+        out
+    };
+    ok(&["user", "set", "name", "6", "newop"]);
+    ok(&["user", "set", "password", "6", "N3w-pw"]);
+    ok(&["user", "priv", "6", "3", "1"]);
+    ok(&["channel", "setaccess", "1", "6", "ipmi=on", "privilege=3"]);
+    ok(&["user", "enable", "6"]);
+    let list = ok(&["user", "list", "1"]);
+    let row = list
+        .lines()
+        .find(|l| l.starts_with("6 "))
+        .unwrap_or_default();
+    assert!(row.contains("newop") && row.contains("OPERATOR"), "{list}");
+    assert!(ok(&["user", "test", "6", "16", "N3w-pw"]).contains("Success"));
+    let newop = ("newop", "N3w-pw");
+    let (yes, out) = bmc.ipmitool(newop, None, &["-L", "OPERATOR", "power", "on"]);
+    assert!(yes, "{out}");
+    assert_eq!(bmc.system()["PowerState"], "On");
+    assert!(
+        !bmc.ipmitool(newop, None, &["-L", "ADMINISTRATOR", "power", "status"])
+            .0
+    );
+    // An operator cannot rename anyone.
+    let (yes, out) = bmc.ipmitool(
+        ("op", "0per-pw"),
+        None,
+        &["-L", "OPERATOR", "user", "set", "name", "6", "evil"],
+    );
+    assert!(!yes || out.contains("Insufficient privilege"), "{out}");
+    assert!(ok(&["user", "list", "1"]).contains("newop"));
+    // Disabled: no session.
+    ok(&["user", "disable", "6"]);
+    let (yes, out) = bmc.ipmitool(newop, None, &["-L", "OPERATOR", "power", "status"]);
+    assert!(!yes && out.contains("Unable to establish"), "{out}");
+}
+
 #[test]
 fn freeipmi_drives_the_same_bmc() {
     let Some(ipmipower) = required("/usr/sbin/ipmipower", "Debian package freeipmi-tools") else {
