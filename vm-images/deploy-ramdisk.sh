@@ -11,12 +11,20 @@
 #   deploy-ramdisk.sh iso OUT.iso
 #   deploy-ramdisk.sh kernel OUT      (the kernel alone, for network boot)
 #   deploy-ramdisk.sh initrd OUT      (the initramfs alone)
+#   deploy-ramdisk.sh iso-ipmi OUT.iso
+# The -ipmi variant also carries the IPMI drivers (ipmi_si, ipmi_devintf)
+# and the host's ipmitool with its libraries: over /dev/ipmi0 it prints
+#   SHOAL-IPMI <ipmitool chassis bootparam get 5, chassis power status>
+#   SHOAL-IPMI guid <Get System GUID> smbios <the SMBIOS UUID> (and
+#   "SHOAL-IPMI guid matches" when they are the same)
+# and then powers the machine off through its BMC (ipmitool chassis power
+# off) instead of by itself.
 # Needs apt (to fetch the kernel package), busybox-static, cpio, grub-common,
 # grub-efi-amd64-bin, xorriso, mtools; ci/test installs them.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 kind=${1:?iso, kernel or initrd} out=${2:?output file}
-[[ $kind == @(iso|kernel|initrd) ]] || { echo "deploy-ramdisk.sh: 'iso', 'kernel' or 'initrd', not '$kind'" >&2; exit 2; }
+[[ $kind == @(iso|kernel|initrd|iso-ipmi) ]] || { echo "deploy-ramdisk.sh: 'iso', 'kernel', 'initrd' or 'iso-ipmi', not '$kind'" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -38,6 +46,17 @@ mkdir -p root/bin root/mods iso/boot/grub
 cp /bin/busybox root/bin/busybox
 # virtio NICs, SATA CD-ROMs and efivarfs, with their dependencies, in load order.
 copy_modules "$mods" root/mods virtio_pci virtio_net ahci sr_mod efivarfs
+if [[ $kind == iso-ipmi ]]; then
+    copy_modules "$mods" root/mods ipmi_si ipmi_devintf
+    # The host's ipmitool (ci/test installs it) with the libraries it links.
+    ipmitool=$(command -v ipmitool) || { echo "deploy-ramdisk.sh: ipmitool is missing (Debian package ipmitool)" >&2; exit 1; }
+    mkdir -p root/usr/bin
+    cp "$ipmitool" root/usr/bin/ipmitool
+    for lib in $(ldd "$ipmitool" | awk '/=> \// {print $3} /^\t\// {print $1}'); do
+        mkdir -p "root$(dirname "$lib")"
+        cp -L "$lib" "root$lib"
+    done
+fi
 
 cat >root/udhcpc.sh <<'SH'
 #!/bin/busybox sh
@@ -85,6 +104,23 @@ if [ -d /sys/firmware/efi ]; then
     fi
 fi
 echo "SHOAL-BOOTPATH $bootpath"
+ipmi() { LD_LIBRARY_PATH=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu /usr/bin/ipmitool -I open "$@" 2>&1; }
+if [ -x /usr/bin/ipmitool ]; then
+    # ipmi_si finds the BMC's KCS interface from ACPI/SMBIOS as it loads.
+    i=0
+    while [ ! -e /dev/ipmi0 ] && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+    if [ -e /dev/ipmi0 ]; then
+        echo "SHOAL-IPMI device /dev/ipmi0"
+        ipmi chassis bootparam get 5 | sed 's/^/SHOAL-IPMI /'
+        guid=$(ipmi mc guid | awk -F': *' '/System GUID/ {print $2}' | tr -d ' \r' | tr A-F a-f)
+        smbios=$(tr A-F a-f </sys/class/dmi/id/product_uuid)
+        echo "SHOAL-IPMI guid $guid smbios $smbios"
+        [ -n "$guid" ] && [ "$guid" = "$smbios" ] && echo "SHOAL-IPMI guid matches"
+        ipmi chassis power status | sed 's/^/SHOAL-IPMI /'
+    else
+        echo "SHOAL-IPMI no device"
+    fi
+fi
 ip link set lo up
 ip link set eth0 up
 udhcpc -i eth0 -n -q -t 10 -s /udhcpc.sh >/dev/null 2>&1
@@ -98,6 +134,15 @@ if [ -f /tmp/dhcp ]; then
     fi
 else
     echo "SHOAL-DHCP failed"
+fi
+if [ -e /dev/ipmi0 ]; then
+    # Off through the BMC, as a host's management agent would: if that
+    # fails, the machine stays on (and the harness sees it).
+    echo "SHOAL-IPMI power off requested"
+    ipmi chassis power off | sed 's/^/SHOAL-IPMI /'
+    sleep 30
+    echo "SHOAL-IPMI still on"
+    sleep 3600
 fi
 poweroff -f
 SH

@@ -72,6 +72,10 @@ pub enum Image {
     DeployKernel,
     /// That ramdisk's initramfs alone.
     DeployInitrd,
+    /// The ramdisk ISO with IPMI drivers and ipmitool: over in-band IPMI
+    /// it prints the boot flags, power state and GUID its BMC reports,
+    /// then powers off through the BMC.
+    DeployRamdiskIpmi,
     /// iPXE's EFI build that drives the firmware's NIC (Debian's ipxe
     /// package, /usr/lib/ipxe/snponly.efi).
     IpxeSnponly,
@@ -201,6 +205,10 @@ pub struct Emulator {
     pub http_boot: HttpBoot,
     /// The BMC profile (`--profile`): `idrac9`, `ilo5`, ...
     pub profile: Option<String>,
+    /// In-band IPMI: the emulator serves the machine's side
+    /// (`--ipmi-in-band-dir`) and gives its domain QEMU's KCS device.
+    #[serde(default)]
+    pub ipmi_in_band: bool,
 }
 
 fn firmware_mapping() -> HttpBoot {
@@ -212,6 +220,7 @@ impl Default for Emulator {
         Emulator {
             http_boot: HttpBoot::Firmware,
             profile: None,
+            ipmi_in_band: false,
         }
     }
 }
@@ -328,7 +337,9 @@ pub struct Checks {
     /// Text every heartbeat the machine sent must contain.
     #[serde(default)]
     pub heartbeat: Vec<String>,
-    /// Redfish System properties by path (`Boot/BootSourceOverrideEnabled`).
+    /// Redfish System properties by path (`Boot/BootSourceOverrideEnabled`),
+    /// read once the serial lines are seen (for up to 30 s until they
+    /// match: a power change the machine asked for takes a moment).
     #[serde(default)]
     pub redfish: BTreeMap<String, String>,
 }

@@ -96,6 +96,9 @@ fn petitboot_machines_are_checked_as_a_whole() {
     assert!(e(format!("description = \"x\"\n{http}")).contains("boot.method"));
     let arm = pb.replace("ppc64le", "riscv64");
     assert!(e(format!("description = \"x\"\n{arm}")).contains("machine.arch"));
+    // In-band IPMI is a KCS interface of an x86_64 machine here.
+    let inband = format!("description = \"x\"\n{pb}[emulator]\nipmi_in_band = true\n");
+    assert!(e(inband).contains("emulator.ipmi_in_band"));
     // And a UEFI machine cannot take the petitboot DHCP profile.
     assert!(e(format!("{OK}\n[network]\ndhcp = \"petitboot\"\n")).contains("network.dhcp"));
     // Option 59 goes with IPv6-only networks, over http, and 209/210 not.

@@ -41,6 +41,11 @@ impl Scenario {
             ),
             (a, _) => bail!("machine.arch: {a:?} is not one of \"x86_64\", \"ppc64le\""),
         }
+        if self.emulator.ipmi_in_band && self.machine.arch != "x86_64" {
+            bail!(
+                "emulator.ipmi_in_band: a pseries machine has no IPMI interface (x86_64 only here)"
+            );
+        }
         let ironic = self.drivers.contains(&Driver::Ironic);
         if ironic {
             self.validate_ironic()?;
