@@ -48,41 +48,63 @@ pub use state::{AppState, Locked, Sys, SysId, SystemLocks};
 pub use systems::PowerError;
 pub use tasks::TASK_MONITOR_PREFIX;
 
-/// The whole Redfish service as one router.
+/// The routes of a feature set, with their fallbacks: built once per
+/// process and feature set and shared by every endpoint (a route table
+/// costs about 180 KiB; a thousand BMCs in one process share one).
+fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
+    use crate::config::FeatureSet;
+    static TABLES: std::sync::OnceLock<[Router<AppState>; 3]> = std::sync::OnceLock::new();
+    let build = |f: FeatureSet| {
+        let mut r = Router::new()
+            .merge(root::router())
+            .merge(systems::router())
+            .merge(managers::router())
+            .merge(chassis::router())
+            .merge(sessions::router())
+            .merge(accounts::router())
+            .merge(tasks::router())
+            .merge(metadata::router());
+        if f.vmedia() {
+            r = r.merge(vmedia::router());
+        }
+        if f.full() {
+            r = r
+                .merge(bios::router())
+                .merge(secure_boot::router())
+                .merge(system_parts::router())
+                .merge(storage::router());
+        }
+        r.fallback(|uri: Uri| async move { ApiError::NotFound(uri.path().to_string()) })
+            .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+    };
+    let tables = TABLES.get_or_init(|| {
+        [
+            build(FeatureSet::Minimum),
+            build(FeatureSet::Vmedia),
+            build(FeatureSet::Full),
+        ]
+    });
+    tables[f as usize].clone()
+}
+
+/// The whole Redfish service of one endpoint as one router.
 pub fn app(state: AppState) -> Router {
-    let f = state.features;
-    let mut r = Router::new()
-        .merge(root::router())
-        .merge(systems::router())
-        .merge(managers::router())
-        .merge(chassis::router())
-        .merge(sessions::router())
-        .merge(accounts::router())
-        .merge(tasks::router())
-        .merge(metadata::router());
-    if f.vmedia() {
-        r = r.merge(vmedia::router());
-    }
-    if f.full() {
-        r = r
-            .merge(bios::router())
-            .merge(secure_boot::router())
-            .merge(system_parts::router())
-            .merge(storage::router());
-    }
-    let inner = r
-        .fallback(|uri: Uri| async move { ApiError::NotFound(uri.path().to_string()) })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            middleware::authenticate,
-        ))
-        .layer(axum::extract::DefaultBodyLimit::max(json::MAX_BODY))
+    // The middlewares wrap the routed service as a whole (routing is
+    // their innermost step, as with `Router::layer`), so that the shared
+    // route table is not copied per endpoint.
+    let routed: Router = routes(state.features).with_state(state.clone());
+    let inner = tower::ServiceBuilder::new()
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::inject_faults,
         ))
-        .with_state(state.clone());
+        .layer(axum::extract::DefaultBodyLimit::max(json::MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::authenticate,
+        ))
+        .service(routed);
+    let inner = Router::new().fallback_service(inner);
     let st = state;
     // Trailing slashes are common in clients (`/redfish/v1/Systems/`); the
     // URI is normalised before routing, so this wraps the inner router.
