@@ -273,19 +273,27 @@ impl Ironic {
         Ok(ironic)
     }
 
-    /// Runs `ironic_node.py ARGS` inside the namespace; its output lines
-    /// go to `driver.log`. Returns stdout; an error carries Ironic's error
-    /// (the `IRONIC-ERROR` line) when there is one.
-    pub fn node(&self, args: &[&str], limit: Duration) -> Result<String> {
+    /// `ironic_node.py` inside the namespace, against this Ironic, with
+    /// its deadline and API log; the action and its arguments follow.
+    fn script(&self, limit: Duration) -> Command {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("drivers/ironic_node.py");
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.ns])
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns])
             .arg(&self.python)
             .arg(script)
             .args(["--api", &self.api, "--timeout"])
             .arg(limit.as_secs().to_string())
             .arg("--log")
-            .arg(self.dir.join("ironic-api.jsonl"))
+            .arg(self.dir.join("ironic-api.jsonl"));
+        c
+    }
+
+    /// Runs `ironic_node.py ARGS` inside the namespace; its output lines
+    /// go to `driver.log`. Returns stdout; an error carries Ironic's error
+    /// (the `IRONIC-ERROR` line) when there is one.
+    pub fn node(&self, args: &[&str], limit: Duration) -> Result<String> {
+        let out = self
+            .script(limit)
             .args(args)
             .stdin(Stdio::null())
             .output()
@@ -332,16 +340,9 @@ impl Ironic {
     /// into `out` (for at most `limit`), from when this returns.
     pub fn console(&self, name: &str, out: &Path, limit: Duration) -> Result<ConsoleReader> {
         use std::io::BufRead;
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("drivers/ironic_node.py");
         let err = std::fs::File::create(self.dir.join("console-reader.log"))?;
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &self.ns])
-            .arg(&self.python)
-            .arg(script)
-            .args(["--api", &self.api, "--timeout"])
-            .arg(limit.as_secs().to_string())
-            .arg("--log")
-            .arg(self.dir.join("ironic-api.jsonl"))
+        let mut child = self
+            .script(limit)
             .args(["console", "--name", name, "--out"])
             .arg(out)
             .stdin(Stdio::null())
