@@ -67,10 +67,26 @@ fn thread_cpu() -> Duration {
     t(ru.ru_utime) + t(ru.ru_stime)
 }
 
-/// One datagram out, its answer back.
+/// One datagram out, its answer back: the first datagram of the payload
+/// type the request's answer has. Others are skipped, as clients skip
+/// them: a socket gets the ephemeral port a just-closed one had, and with
+/// it that socket's late answer to Close Session.
 fn exchange(sock: &UdpSocket, out: &[u8], buf: &mut [u8]) -> Result<usize> {
+    // RMCP (4 bytes), authentication type, then the payload type; an
+    // answer's is the request's + 1, except IPMI messages (0).
+    let want = match out.get(5).map(|t| t & 0x3f) {
+        Some(t @ (0x10 | 0x12 | 0x14)) => t + 1,
+        Some(t) => t,
+        None => bail!("a datagram too short to send"),
+    };
     sock.send(out)?;
-    Ok(sock.recv(buf)?)
+    for _ in 0..4 {
+        let k = sock.recv(buf)?;
+        if buf[..k].get(5).map(|t| t & 0x3f) == Some(want) {
+            return Ok(k);
+        }
+    }
+    bail!("no answer of payload type 0x{want:02x} among 4 datagrams")
 }
 
 fn login(sock: &UdpSocket, n: u32, suite: u8) -> Result<Session> {
@@ -419,4 +435,36 @@ pub fn run(opts: &Options) -> Result<String> {
         ratio(2)
     ));
     Ok(format!("IPMI over LAN, loopback\n{text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A late answer meant for the socket that had the port before is
+    /// skipped; the answer of the expected payload type is taken.
+    #[test]
+    fn exchange_skips_datagrams_of_another_payload_type() {
+        let bmc = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let console = UdpSocket::bind("127.0.0.1:0").unwrap();
+        console.connect(bmc.local_addr().unwrap()).unwrap();
+        console
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let open = [0x06, 0x00, 0xff, 0x07, 0x06, 0x10, 0, 0];
+        let server = std::thread::spawn(move || {
+            let mut b = [0u8; 64];
+            let (_, peer) = bmc.recv_from(&mut b).unwrap();
+            // A Close Session answer (an IPMI message), then the Open
+            // Session Response.
+            bmc.send_to(&[0x06, 0x00, 0xff, 0x07, 0x06, 0x00, 1], peer)
+                .unwrap();
+            bmc.send_to(&[0x06, 0x00, 0xff, 0x07, 0x06, 0x11, 2], peer)
+                .unwrap();
+        });
+        let mut buf = [0u8; 64];
+        let k = exchange(&console, &open, &mut buf).unwrap();
+        assert_eq!(&buf[5..k], &[0x11, 2]);
+        server.join().unwrap();
+    }
 }
