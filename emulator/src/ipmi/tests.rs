@@ -362,6 +362,41 @@ proptest! {
         prop_assert_eq!(before, after);
     }
 
+    /// Any frame on the in-band link: a well-formed request (checksum
+    /// right, a request NetFn) gets exactly one framed answer naming it,
+    /// anything else none; never a panic. The frames a stream decodes to
+    /// are bounded whatever the bytes (`inband::tests`).
+    #[test]
+    fn arbitrary_in_band_frames_are_answered_or_dropped(
+        netfn in prop::sample::select(vec![0x00u8, 0x01, 0x04, 0x06, 0x07, 0x0a, 0x0c, 0x2c, 0x3f]),
+        cmd in any::<u8>(),
+        data in prop::collection::vec(any::<u8>(), 0..40),
+        good_sum in any::<bool>(),
+        lun in 0u8..4,
+    ) {
+        rt().block_on(async {
+            let bmc = bmc();
+            let mut msg = vec![0x42, (netfn << 2) | lun, cmd];
+            msg.extend_from_slice(&data);
+            let sum = msg.iter().fold(0u8, |s, b| s.wrapping_add(*b)).wrapping_neg();
+            msg.push(if good_sum { sum } else { sum.wrapping_add(1) });
+            let reply = super::inband::answer(&bmc, &msg).await;
+            let request = netfn & 1 == 0;
+            match reply {
+                None => assert!(!good_sum || !request, "{msg:x?} unanswered"),
+                Some(framed) => {
+                    assert!(good_sum && request, "{msg:x?} answered");
+                    let frames = super::inband::Decoder::default().feed(&framed);
+                    let [super::inband::Frame::Message(m)] = &frames[..] else {
+                        panic!("{framed:x?}");
+                    };
+                    assert_eq!((m[0], m[1], m[2]), (0x42, ((netfn | 1) << 2) | lun, cmd));
+                    assert_eq!(m.iter().fold(0u8, |s, b| s.wrapping_add(*b)), 0);
+                }
+            }
+        });
+    }
+
     /// Any request inside a good session: a completion code, no panic.
     #[test]
     fn arbitrary_requests_in_a_session_get_a_completion_code(
