@@ -69,7 +69,8 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
     use Privilege::*;
     Some(match (netfn, cmd) {
         (netfn::APP, 0x01 | 0x04 | 0x08 | 0x37 | 0x38 | 0x54 | 0x42) => User,
-        (netfn::APP, 0x48..=0x4b) => User,
+        (netfn::APP, 0x48..=0x4b | 0x4e | 0x4f) => User,
+        (netfn::APP, 0x4d) => Operator,
         (netfn::APP, 0x3b | 0x3c) => Callback,
         (netfn::APP, 0x44 | 0x46) => Operator,
         (netfn::APP, 0x43 | 0x45 | 0x47) => Administrator,
@@ -121,6 +122,33 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         (netfn::APP, 0x44) => user_access(bmc, data),
         (netfn::APP, 0x46) => user_name(bmc, data),
         (netfn::APP, 0x43) => set_user_access(bmc, data),
+        // Get User Payload Access: SOL (payload type 1) enabled for every
+        // user.
+        (netfn::APP, 0x4d) => match data {
+            [ch, id] if matches!(ch & 0x0f, 0x01 | 0x0e) && (id & 0x3f) != 0 => {
+                ok(vec![0x02, 0, 0, 0])
+            }
+            [_, _] => err(cc::INVALID_FIELD),
+            _ => err(cc::BAD_LENGTH),
+        },
+        // Get Channel Payload Support: IPMI and SOL messages, and the
+        // session setup payloads (0x10-0x15).
+        (netfn::APP, 0x4e) => match data {
+            [ch] if matches!(ch & 0x0f, 0x01 | 0x0e) => ok(vec![0x03, 0, 0x3f, 0, 0, 0, 0, 0]),
+            [_] => err(cc::INVALID_FIELD),
+            _ => err(cc::BAD_LENGTH),
+        },
+        // Get Channel Payload Version: 1.0 for the payloads served.
+        (netfn::APP, 0x4f) => match data {
+            [ch, t]
+                if matches!(ch & 0x0f, 0x01 | 0x0e) && matches!(t, 0x00 | 0x01 | 0x10..=0x15) =>
+            {
+                ok(vec![0x10])
+            }
+            // Payload type not available on the given channel.
+            [_, _] => err(0x80),
+            _ => err(cc::BAD_LENGTH),
+        },
         (netfn::APP, 0x45) => set_user_name(bmc, data),
         (netfn::APP, 0x47) => set_user_password(bmc, data),
         // Capabilities: intrusion sensor, lockout, diagnostic interrupt,

@@ -17,6 +17,16 @@ fn free_udp_port() -> u16 {
         .port()
 }
 
+/// A UDP port free now on 127.0.0.1 below 32768: FreeIPMI's tools keep a
+/// port in a signed 16-bit integer ("hostname invalid" above it).
+fn free_low_udp_port() -> u16 {
+    let start = 20000 + (std::process::id() % 10000) as u16;
+    (start..32000)
+        .chain(20000..start)
+        .find(|p| std::net::UdpSocket::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free UDP port below 32768")
+}
+
 struct Bmc {
     emu: Spawned,
     port: u16,
@@ -25,7 +35,10 @@ struct Bmc {
 impl Bmc {
     /// One fake system with its IPMI users.
     fn start() -> Bmc {
-        let port = free_udp_port();
+        Bmc::start_on(free_udp_port())
+    }
+
+    fn start_on(port: u16) -> Bmc {
         let (emu, lines) = Spawned::start_lines(
             &[
                 "--fake-systems",
@@ -475,6 +488,70 @@ fn ipmitool_sol_carries_the_console_both_ways() {
     assert!(
         ok && active.trim() == "01 00 00",
         "activation status after ~.: {active}"
+    );
+}
+
+/// FreeIPMI's SOL client, an implementation apart from ipmitool's: it
+/// asks which payloads the channel carries (Get Channel Payload Support),
+/// activates SOL, shows the machine's console and leaves with `&.`.
+#[test]
+fn ipmiconsole_carries_the_console() {
+    use std::io::Write;
+    let Some(ipmiconsole) = required("/usr/sbin/ipmiconsole", "Debian package freeipmi-tools")
+    else {
+        return;
+    };
+    let bmc = Bmc::start_on(free_low_udp_port());
+    // ipmiconsole wants a terminal: script(1) gives it one.
+    let cmd = format!(
+        "{} -h 127.0.0.1:{} -u admin -p Adm1n-pw",
+        ipmiconsole.display(),
+        bmc.port
+    );
+    let mut child = Command::new("script")
+        .args(["-qfec", &cmd, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    let out = Output::of(child.stdout.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    out.wait_for("[SOL established]");
+    let url = format!(
+        "{}{}",
+        bmc.emu.url,
+        bmc.system()["@odata.id"].as_str().unwrap()
+    );
+    let reset = Command::new("curl")
+        .args(["-sf", "-X", "POST", "-H", "Content-Type: application/json"])
+        .args(["-d", r#"{"ResetType":"On"}"#])
+        .arg(format!("{url}/Actions/ComputerSystem.Reset"))
+        .status()
+        .unwrap();
+    assert!(reset.success());
+    out.wait_for("[shoal node-0] power on");
+    stdin.write_all(b"typed-by-freeipmi").unwrap();
+    stdin.flush().unwrap();
+    out.wait_for("typed-by-freeipmi");
+    stdin.write_all(b"\r&.").unwrap();
+    stdin.flush().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ipmiconsole stayed after &.:\n{}",
+            out.text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (ok, active) = bmc.ipmitool(ADMIN, None, &["raw", "0x06", "0x4a", "0x01"]);
+    assert!(
+        ok && active.trim() == "01 00 00",
+        "activation status after &.: {active}"
     );
 }
 
