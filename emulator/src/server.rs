@@ -317,6 +317,14 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
+/// A machine-readable line on stdout, for scripts and tests; a closed
+/// stdout (a reader that took the lines it wanted) is no error.
+fn announce(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
 /// Runs the emulator until a shutdown signal: the main service root and
 /// each endpoint of its own.
 pub async fn run(settings: Settings) -> Result<()> {
@@ -362,11 +370,7 @@ pub async fn run(settings: Settings) -> Result<()> {
                 names.join(",")
             )
         };
-        {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{line}").and_then(|()| out.flush());
-        }
+        announce(&line);
         let ipmi = settings.ipmi.port != 0 || settings.ipmi.in_band_dir.is_some();
         if let ([only], true) = (systems.as_slice(), ipmi) {
             bmcs.push((
@@ -389,12 +393,7 @@ pub async fn run(settings: Settings) -> Result<()> {
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;
         tracing::info!("admin endpoint on {scheme}://{addr}/shoal/v1/");
-        {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "shoal-emulator admin on {scheme}://{addr}")
-                .and_then(|()| out.flush());
-        }
+        announce(&format!("shoal-emulator admin on {scheme}://{addr}"));
         let router = crate::admin::router(faults, token);
         // Slots of its own: clients filling the Redfish listeners' cap
         // must not lock the operator out of the admin endpoint.
@@ -413,37 +412,29 @@ pub async fn run(settings: Settings) -> Result<()> {
     }
     // IPMI lines come last: readers of the Redfish lines above (the
     // harness, scripts) see them as they always were.
-    for (name, bmc) in bmcs.iter().filter(|_| settings.ipmi.port != 0) {
+    for (name, bmc) in &bmcs {
+        if settings.ipmi.port == 0 {
+            break;
+        }
         let Some(socket) = bmc_socket(&settings.ipmi, bmc.addr)? else {
             continue;
         };
         let at = socket.local_addr()?;
         tracing::info!(system = %name, "IPMI (RMCP+) on udp://{at}");
-        {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "shoal-emulator ipmi {name} on udp://{at}")
-                .and_then(|()| out.flush());
-        }
+        announce(&format!("shoal-emulator ipmi {name} on udp://{at}"));
         servers.spawn(crate::ipmi::serve(socket, bmc.clone(), stop_rx.clone()));
     }
     if let Some(dir) = &settings.ipmi.in_band_dir {
         for (name, bmc) in &bmcs {
-            let path = crate::ipmi::inband::socket_path(dir, &bmc.system_id);
+            let path = crate::ipmi::inband::socket_path(dir, &bmc.uuid);
             let listener = crate::ipmi::inband::bind(&path).with_context(|| {
                 format!("--ipmi-in-band-dir: cannot listen on {}", path.display())
             })?;
             tracing::info!(system = %name, "in-band IPMI on unix:{}", path.display());
-            {
-                use std::io::Write;
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(
-                    out,
-                    "shoal-emulator ipmi-in-band {name} on unix:{}",
-                    path.display()
-                )
-                .and_then(|()| out.flush());
-            }
+            announce(&format!(
+                "shoal-emulator ipmi-in-band {name} on unix:{}",
+                path.display()
+            ));
             servers.spawn(crate::ipmi::inband::serve(
                 listener,
                 bmc.clone(),

@@ -1,7 +1,7 @@
 //! In-band IPMI: the host's own interface to its BMC (KCS on x86_64, BT
 //! on OpenPOWER), which QEMU's `ipmi-bmc-extern` device carries over a
 //! chardev in OpenIPMI's "VM" serial protocol. Shoal is the BMC at the
-//! other end: one Unix socket per machine (`<dir>/<system id>.sock`),
+//! other end: one Unix socket per machine (`<dir>/<system UUID>.sock`),
 //! QEMU connecting to it.
 //!
 //! The protocol, as QEMU speaks it (hw/ipmi/ipmi_bmc_extern.c):
@@ -142,9 +142,9 @@ pub async fn answer(bmc: &Bmc, msg: &[u8]) -> Option<Vec<u8>> {
     Some(encode(&out, MSG_END))
 }
 
-/// The socket of `system_id` in `dir`.
-pub fn socket_path(dir: &Path, system_id: &str) -> PathBuf {
-    dir.join(format!("{system_id}.sock"))
+/// The socket of the machine with this UUID in `dir`.
+pub fn socket_path(dir: &Path, uuid: &uuid::Uuid) -> PathBuf {
+    dir.join(format!("{}.sock", uuid.hyphenated()))
 }
 
 /// Listens on `path` (replacing a stale socket) for the machine's side.

@@ -142,6 +142,10 @@ pub struct Bmc {
     /// The system's UUID as Get System GUID sends it (SMBIOS byte order,
     /// what pyghmi decodes and ipmitool prints as the same UUID).
     pub guid: [u8; 16],
+    /// The system's UUID: its in-band socket's name (the libvirt backend
+    /// names the domain's socket after the domain's UUID, whatever Id a
+    /// profile shows).
+    pub uuid: uuid::Uuid,
     /// Its users: the configured ones, then what Set User commands made.
     pub users: std::sync::RwLock<Users>,
     pub addr: SocketAddr,
@@ -177,6 +181,7 @@ impl Bmc {
             state: state.clone(),
             identity: Identity::of(state.profile(sys)),
             guid: sys.uuid.to_bytes_le(),
+            uuid: sys.uuid,
             users: std::sync::RwLock::new(settings.users.clone()),
             addr,
             mac,

@@ -637,6 +637,9 @@ fn the_host_reaches_its_bmc_in_band() {
         &[
             "--fake-systems",
             "1",
+            // A profile whose System Id is not the UUID.
+            "--profile",
+            "idrac9",
             "--ipmi-port",
             "0",
             "--ipmi-in-band-dir",
@@ -651,8 +654,9 @@ fn the_host_reaches_its_bmc_in_band() {
         list["Members"][0]["@odata.id"].as_str().unwrap()
     );
     let sys = get(&sys_url);
-    let id = sys["Id"].as_str().unwrap();
-    let path = dir.path().join(format!("{id}.sock"));
+    let uuid = uuid::Uuid::parse_str(sys["UUID"].as_str().unwrap()).unwrap();
+    // Named after the machine's UUID, whatever Id a profile shows.
+    let path = dir.path().join(format!("{}.sock", uuid.hyphenated()));
     assert_eq!(
         lines[1],
         format!(
@@ -677,7 +681,6 @@ fn the_host_reaches_its_bmc_in_band() {
     assert_eq!((cc, device.len()), (0, 15), "{device:x?}");
     // Get System GUID: the Redfish UUID in SMBIOS byte order.
     let (cc, guid) = host.call(0x06, 0x37, &[]);
-    let uuid = uuid::Uuid::parse_str(sys["UUID"].as_str().unwrap()).unwrap();
     assert_eq!((cc, guid), (0, uuid.to_bytes_le().to_vec()));
     // Boot flags: valid, persistent, EFI; PXE.
     let (cc, flags) = host.call(0x00, 0x09, &[5, 0, 0]);

@@ -41,8 +41,11 @@ fn ours(value: &str) -> bool {
 
 /// Gives the domain the in-band device connected to `socket`, or with
 /// `None` takes Shoal's away; the domain's own passthrough arguments stay.
-/// Returns whether the device is there now.
-pub fn set(d: &mut Element, socket: Option<&Path>) -> bool {
+/// `qemu` is the hypervisor's version as libvirt gives it (major *
+/// 1,000,000 + minor * 1,000 + micro): QEMU 9.2 renamed the chardev's
+/// `reconnect` (seconds) to `reconnect-ms`. Returns whether the device
+/// is there now.
+pub fn set(d: &mut Element, socket: Option<&Path>, qemu: u32) -> bool {
     remove(d);
     let (Some(socket), Some(iface)) = (socket, interface(d)) else {
         return false;
@@ -51,7 +54,10 @@ pub fn set(d: &mut Element, socket: Option<&Path>) -> bool {
     let path = socket.display().to_string().replace(',', ",,");
     let args = [
         "-chardev".to_string(),
-        format!("socket,id={CHARDEV_ID},path={path},reconnect-ms=1000"),
+        match qemu >= 9_002_000 {
+            true => format!("socket,id={CHARDEV_ID},path={path},reconnect-ms=1000"),
+            false => format!("socket,id={CHARDEV_ID},path={path},reconnect=1"),
+        },
         "-device".into(),
         format!("ipmi-bmc-extern,id={BMC_ID},chardev={CHARDEV_ID}"),
         "-device".into(),
@@ -121,7 +127,7 @@ mod tests {
     fn x86_gets_kcs_powernv_bt_and_pseries_nothing() {
         let sock = Path::new("/run/shoal,ipmi/u.sock");
         let mut d = domain("x86_64", "q35", "");
-        assert!(set(&mut d, Some(sock)));
+        assert!(set(&mut d, Some(sock), 10_000_002));
         assert_eq!(d.attr(NS_ATTR), Some(NS));
         assert_eq!(
             args(&d),
@@ -135,10 +141,14 @@ mod tests {
             ]
         );
         let mut p = domain("ppc64le", "powernv9", "");
-        assert!(set(&mut p, Some(sock)));
+        assert!(set(&mut p, Some(sock), 8_002_002));
+        assert_eq!(
+            args(&p)[1],
+            "socket,id=shoal-ipmi,path=/run/shoal,,ipmi/u.sock,reconnect=1"
+        );
         assert_eq!(args(&p)[5], "isa-ipmi-bt,bmc=shoal-bmc,irq=10");
         let mut s = domain("ppc64le", "pseries", "");
-        assert!(!set(&mut s, Some(sock)));
+        assert!(!set(&mut s, Some(sock), 10_000_002));
         assert!(s.child(CMDLINE).is_none());
     }
 
@@ -151,17 +161,17 @@ mod tests {
         own_args.push(Element::new(ARG).with_attr("value", "virtio-rng-pci"));
         d.push(own_args);
         let sock = Path::new("/s/a.sock");
-        set(&mut d, Some(sock));
-        set(&mut d, Some(sock));
+        set(&mut d, Some(sock), 10_000_002);
+        set(&mut d, Some(sock), 10_000_002);
         let a = args(&d);
         assert_eq!(a.len(), 8, "{a:?}");
         assert_eq!(&a[..2], ["-device", "virtio-rng-pci"]);
-        assert!(!set(&mut d, None));
+        assert!(!set(&mut d, None, 0));
         assert_eq!(args(&d), ["-device", "virtio-rng-pci"]);
         // Without any argument of the domain's own, nothing is left.
         let mut e = domain("x86_64", "q35", "");
-        set(&mut e, Some(sock));
-        set(&mut e, None);
+        set(&mut e, Some(sock), 10_000_002);
+        set(&mut e, None, 0);
         assert!(e.child(CMDLINE).is_none());
         let round = xml::parse(&d.to_xml()).unwrap();
         assert_eq!(args(&round), ["-device", "virtio-rng-pci"]);

@@ -201,12 +201,19 @@ impl Inner {
             )
         });
         domain::set_boot_order(&mut d, device_first);
-        let socket = self
-            .opts
-            .ipmi_in_band_dir
-            .as_deref()
-            .map(|dir| crate::ipmi::inband::socket_path(dir, id));
-        super::inband::set(&mut d, socket.as_deref());
+        // The device only where a BMC serves the domain's socket (one per
+        // BMC of one system): a domain behind a shared endpoint has none.
+        let socket = match (&self.opts.ipmi_in_band_dir, uuid::Uuid::parse_str(id)) {
+            (Some(dir), Ok(u)) => {
+                Some(crate::ipmi::inband::socket_path(dir, &u)).filter(|p| p.exists())
+            }
+            _ => None,
+        };
+        let qemu = match socket {
+            Some(_) => self.with_conn(conn, |c| c.hyp_version()).unwrap_or(0),
+            None => 0,
+        };
+        super::inband::set(&mut d, socket.as_deref(), qemu);
         let petitboot = domain::petitboot_firmware(&d);
         if petitboot {
             domain::set_petitboot_bootdev(&mut d, device_first);
