@@ -49,8 +49,10 @@ pub use systems::PowerError;
 pub use tasks::TASK_MONITOR_PREFIX;
 
 /// The routes of a feature set, with their fallbacks: built once per
-/// process and feature set and shared by every endpoint (a route table
-/// costs about 180 KiB; a thousand BMCs in one process share one).
+/// process and feature set. Each endpoint takes a clone with its state
+/// (`with_state` still makes its own handler map, about 70 KiB; the
+/// route tree is shared): building the table per endpoint cost about
+/// 180 KiB each.
 fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
     use crate::config::FeatureSet;
     static TABLES: std::sync::OnceLock<[Router<AppState>; 3]> = std::sync::OnceLock::new();
@@ -84,14 +86,19 @@ fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
             build(FeatureSet::Full),
         ]
     });
-    tables[f as usize].clone()
+    let i = match f {
+        FeatureSet::Minimum => 0,
+        FeatureSet::Vmedia => 1,
+        FeatureSet::Full => 2,
+    };
+    tables[i].clone()
 }
 
 /// The whole Redfish service of one endpoint as one router.
 pub fn app(state: AppState) -> Router {
     // The middlewares wrap the routed service as a whole (routing is
-    // their innermost step, as with `Router::layer`), so that the shared
-    // route table is not copied per endpoint.
+    // their innermost step, as with `Router::layer`), so that layering
+    // does not rebuild every route per endpoint.
     let routed: Router = routes(state.features).with_state(state.clone());
     let inner = tower::ServiceBuilder::new()
         .layer(axum::middleware::from_fn_with_state(

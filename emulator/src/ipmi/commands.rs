@@ -125,7 +125,10 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         // Get User Payload Access: SOL (payload type 1) enabled for every
         // user.
         (netfn::APP, 0x4d) => match data {
-            [ch, id] if matches!(ch & 0x0f, 0x01 | 0x0e) && (id & 0x3f) != 0 => {
+            [ch, id]
+                if matches!(ch & 0x0f, 0x01 | 0x0e)
+                    && (1..=super::users::MAX_USERS as u8).contains(&(id & 0x3f)) =>
+            {
                 ok(vec![0x02, 0, 0, 0])
             }
             [_, _] => err(cc::INVALID_FIELD),
@@ -145,6 +148,7 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
             {
                 ok(vec![0x10])
             }
+            [ch, _] if !matches!(ch & 0x0f, 0x01 | 0x0e) => err(cc::INVALID_FIELD),
             // Payload type not available on the given channel.
             [_, _] => err(0x80),
             _ => err(cc::BAD_LENGTH),

@@ -106,8 +106,11 @@ async fn run(
                 if seq != 0 {
                     if last_in != Some(seq) {
                         last_in = Some(seq);
+                        // A machine that does not take its input (off,
+                        // or a console that is not there) loses it, as a
+                        // serial line overruns: the session goes on.
                         if !data.is_empty() {
-                            let _ = console.input.send(bytes::Bytes::copy_from_slice(data)).await;
+                            let _ = console.input.try_send(bytes::Bytes::copy_from_slice(data));
                         }
                     }
                     send(&bmc, sid, peer, &[0, seq, data.len().min(255) as u8, 0]).await;

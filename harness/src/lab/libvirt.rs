@@ -321,18 +321,6 @@ impl Lab {
         Ok(d.uuid_string()?)
     }
 
-    /// Powers domain `name` off (a hung machine before a second attempt),
-    /// which also lets go of its serial log; it stays defined until `stop`.
-    pub fn power_off(&self, name: &str) {
-        if let Some(c) = &self.conn {
-            if let Ok(d) = c.lookup_domain_by_name(name) {
-                if d.is_active().unwrap_or(false) {
-                    let _ = d.destroy();
-                }
-            }
-        }
-    }
-
     pub fn is_running(&self, name: &str) -> bool {
         self.conn().is_ok_and(|c| {
             c.lookup_domain_by_name(name)

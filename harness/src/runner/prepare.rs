@@ -19,7 +19,7 @@ use crate::driver::Bmc;
 use crate::emulator::EmulatorProcess;
 use crate::ironic::Layout;
 use crate::lab::{Lab, Net, NetSpec, Pseries};
-use crate::scenario::{Dhcp, Driver, HttpBoot, Image, Protocol, Scenario};
+use crate::scenario::{Dhcp, Driver, HttpBoot, Image, IronicDriver, Protocol, Scenario};
 
 /// The host number of a petitboot machine's fixed address in its /24.
 const PETITBOOT_HOST: u8 = 50;
@@ -42,7 +42,8 @@ pub(super) struct Prepared {
     pub bmc_url: String,
     /// The case's emulator, in front of the domain (`bmc.system`).
     pub bmc: Bmc,
-    /// The UDP port of the emulator's IPMI listener, on `bmc.url`'s host.
+    /// The UDP port of the emulator's IPMI listener, on `bmc.url`'s host
+    /// (0: IPMI over LAN is off for this case).
     pub ipmi_port: u16,
     /// The scenario's timeout, for each wait on the serial port.
     pub limit: Duration,
@@ -155,7 +156,14 @@ pub(super) fn prepare(
         .lookup_domain_by_name(&domain)?
         .uuid_string()?;
     let ns = lab.lock().map_err(|_| anyhow!("lab lock"))?.ns.clone();
-    let ipmi_port = ipmi_port(index);
+    // IPMI over LAN for the cases whose driver speaks it (Ironic's ipmi
+    // nodes and ipmitool-socat consoles); the others have it off, so that
+    // a UDP port taken on this host cannot fail a Redfish case.
+    let lan = s
+        .ironic
+        .as_ref()
+        .is_some_and(|n| n.driver == IronicDriver::Ipmi || !n.console.is_empty());
+    let ipmi_port = if lan { ipmi_port(index) } else { 0 };
     let emulator = start_emulator(
         opts,
         &domain,
@@ -323,7 +331,8 @@ fn start_emulator(
         "0",
     ])
     // Cases run side by side on one loopback: each BMC's IPMI gets a
-    // port of its own, asked for explicitly (a port taken is an error).
+    // port of its own, asked for explicitly (a port taken is an error);
+    // 0 when the case has no use for it.
     .args(["--ipmi-port", &ipmi_port.to_string()]);
     if emulator.ipmi_in_band {
         // The machine's side of the BMC, a socket QEMU (its own user)

@@ -92,6 +92,8 @@ fn run(
     mut typed: mpsc::Receiver<Bytes>,
     rt: Handle,
 ) {
+    // The last reason the console could not be had, logged once.
+    let mut failing: Option<String> = None;
     loop {
         {
             // Decided under the map's lock, where `attach` subscribes: a
@@ -105,21 +107,39 @@ fn run(
                 return;
             }
         }
+        let started = std::time::Instant::now();
         match open(&inner, &id) {
             Ok(Some(stream)) => {
+                failing = None;
                 tracing::info!(domain = %id, "console opened");
                 carry(stream, &pump, &mut typed, &rt);
                 tracing::info!(domain = %id, "console closed");
             }
-            Ok(None) => {
-                // Off: what was typed meanwhile is lost, as on a serial line.
-                while typed.try_recv().is_ok() {}
-                std::thread::sleep(POLL);
+            Ok(None) => {}
+            Err(crate::backend::BackendError::NotFound(_)) => {
+                // The domain is gone: so is its console. Its listeners see
+                // the channel close.
+                tracing::info!(domain = %id, "console ended: the domain is gone");
+                let mut map = inner.consoles.map.lock().unwrap_or_else(|p| p.into_inner());
+                if map.get(&id).is_some_and(|p| Arc::ptr_eq(p, &pump)) {
+                    map.remove(&id);
+                }
+                return;
             }
             Err(e) => {
-                tracing::warn!(domain = %id, error = %e, "console not available");
-                std::thread::sleep(POLL);
+                let e = e.to_string();
+                if failing.as_ref() != Some(&e) {
+                    tracing::warn!(domain = %id, error = %e, "console not available");
+                    failing = Some(e);
+                }
             }
+        }
+        // Off, unavailable, or a stream that ended at once (the domain
+        // stopping, another client taking the console): what was typed
+        // meanwhile is lost, as on a serial line, and the next try waits.
+        while typed.try_recv().is_ok() {}
+        if let Some(rest) = POLL.checked_sub(started.elapsed()) {
+            std::thread::sleep(rest);
         }
     }
 }
@@ -137,7 +157,9 @@ fn open(inner: &Inner, id: &str) -> Result<Option<Stream>> {
 }
 
 /// Moves bytes both ways on `stream` until the domain stops (the stream
-/// ends), or nobody listens (the stream is aborted).
+/// ends), or nobody listens (the stream is aborted); then releases the
+/// stream as libvirt asks (finished at its end, aborted otherwise), so
+/// that the connection keeps no stream of a stopped domain.
 fn carry(stream: Stream, pump: &Pump, typed: &mut mpsc::Receiver<Bytes>, rt: &Handle) {
     let stream = Arc::new(stream);
     let ended = Arc::new(AtomicBool::new(false));
@@ -146,19 +168,23 @@ fn carry(stream: Stream, pump: &Pump, typed: &mut mpsc::Receiver<Bytes>, rt: &Ha
         std::thread::spawn(move || {
             let mut buf = vec![0u8; 4096];
             // 0: the end of the stream; an error: it was aborted or lost.
-            let why = loop {
+            let eof = loop {
                 match stream.recv(&mut buf) {
                     // No listener left: this chunk is dropped, the pump
                     // sees it.
                     Ok(n @ 1..) => drop(output.send(Bytes::copy_from_slice(&buf[..n as usize]))),
-                    Ok(_) => break "end of stream".to_string(),
-                    Err(e) => break e.message().to_string(),
+                    Ok(_) => break true,
+                    Err(e) => {
+                        tracing::debug!(error = %e.message(), "console stream ended");
+                        break false;
+                    }
                 }
             };
-            tracing::info!(why, "console stream ended");
             ended.store(true, Ordering::SeqCst);
+            eof
         })
     };
+    let mut aborted = false;
     while !ended.load(Ordering::SeqCst) && pump.output.receiver_count() > 0 {
         match rt.block_on(async { tokio::time::timeout(POLL, typed.recv()).await }) {
             Ok(Some(bytes)) => {
@@ -176,11 +202,24 @@ fn carry(stream: Stream, pump: &Pump, typed: &mut mpsc::Receiver<Bytes>, rt: &Ha
         // SAFETY: the pointer is the stream's own, valid while `stream`
         // (an Arc this function holds) lives. virStreamAbort may be called
         // while another thread waits in virStreamRecv on the same stream:
-        // libvirt's client serializes the two, and the waiting receive
-        // returns an error, which ends the reader.
+        // the waiting receive then returns an error ("stream is closed",
+        // seen with libvirt 11.3 when a SOL session ends), which ends the
+        // reader.
         unsafe { sys::virStreamAbort(stream.as_ptr()) };
+        aborted = true;
     }
-    let _ = reader.join();
+    let eof = reader.join().unwrap_or(false);
+    // The reader's handle is gone with it: this is the last one.
+    if let Ok(stream) = Arc::try_unwrap(stream) {
+        let released = match (eof, aborted) {
+            (true, false) => stream.finish(),
+            (_, true) => Ok(()),
+            (false, false) => stream.abort(),
+        };
+        if let Err(e) = released {
+            tracing::debug!(error = %e.message(), "console stream release");
+        }
+    }
 }
 
 /// Sends all of `bytes`; false when the stream is gone.
