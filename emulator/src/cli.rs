@@ -158,7 +158,7 @@ pub struct Cli {
     pub ipmi_cipher_suite_zero: bool,
     /// In-band IPMI: every BMC of one system serves its host's side
     /// (KCS on x86_64, BT on powernv) on the Unix socket
-    /// DIR/<system id>.sock, and the libvirt backend gives each domain it
+    /// DIR/<system UUID>.sock, and the libvirt backend gives each domain it
     /// starts QEMU's ipmi-bmc-extern device connected there (through
     /// <qemu:commandline>). The folder's permissions decide who reaches
     /// the sockets (QEMU's user must).

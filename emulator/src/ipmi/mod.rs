@@ -65,7 +65,7 @@ pub struct IpmiSettings {
     /// Serve cipher suite 0 (no authentication: any password logs in).
     pub cipher_suite_zero: bool,
     /// Where each BMC serves its machine's in-band side
-    /// (`<dir>/<system id>.sock`, OpenIPMI's VM protocol, which QEMU's
+    /// (`<dir>/<system UUID>.sock`, OpenIPMI's VM protocol, which QEMU's
     /// `ipmi-bmc-extern` speaks); `None`: no in-band IPMI.
     pub in_band_dir: Option<std::path::PathBuf>,
 }
