@@ -61,6 +61,22 @@ impl Bmc {
         Bmc { emu, port }
     }
 
+    /// Powers the machine on over Redfish.
+    fn power_on(&self) {
+        let url = format!(
+            "{}{}",
+            self.emu.url,
+            self.system()["@odata.id"].as_str().unwrap()
+        );
+        let reset = Command::new("curl")
+            .args(["-sf", "-X", "POST", "-H", "Content-Type: application/json"])
+            .args(["-d", r#"{"ResetType":"On"}"#])
+            .arg(format!("{url}/Actions/ComputerSystem.Reset"))
+            .status()
+            .unwrap();
+        assert!(reset.success());
+    }
+
     fn system(&self) -> Value {
         let list = get(&format!("{}/redfish/v1/Systems", self.emu.url));
         get(&format!(
@@ -429,33 +445,13 @@ fn ipmitool_sol_carries_the_console_both_ways() {
     }
     let bmc = Bmc::start();
     // ipmitool's SOL wants a terminal: script(1) gives it one.
-    let cmd = format!(
+    let (mut child, out, mut stdin) = on_terminal(&format!(
         "ipmitool -I lanplus -H 127.0.0.1 -p {} -U admin -P Adm1n-pw sol activate",
         bmc.port
-    );
-    let mut child = Command::new("script")
-        .args(["-qfec", &cmd, "/dev/null"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("script(1) from util-linux");
-    let out = Output::of(child.stdout.take().unwrap());
-    let mut stdin = child.stdin.take().unwrap();
+    ));
     out.wait_for("SOL Session operational");
     // What the machine does shows on its console.
-    let url = format!(
-        "{}{}",
-        bmc.emu.url,
-        bmc.system()["@odata.id"].as_str().unwrap()
-    );
-    let reset = Command::new("curl")
-        .args(["-sf", "-X", "POST", "-H", "Content-Type: application/json"])
-        .args(["-d", r#"{"ResetType":"On"}"#])
-        .arg(format!("{url}/Actions/ComputerSystem.Reset"))
-        .status()
-        .unwrap();
-    assert!(reset.success());
+    bmc.power_on();
     out.wait_for("[shoal node-0] power on");
     out.wait_for("[shoal node-0] booting");
     // What is typed reaches the machine (whose console echoes it).
@@ -491,6 +487,21 @@ fn ipmitool_sol_carries_the_console_both_ways() {
     );
 }
 
+/// `cmd` under script(1), which gives it the terminal console clients
+/// want: the child, its output as it comes, its input.
+fn on_terminal(cmd: &str) -> (std::process::Child, Output, std::process::ChildStdin) {
+    let mut child = Command::new("script")
+        .args(["-qfec", cmd, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    let out = Output::of(child.stdout.take().unwrap());
+    let stdin = child.stdin.take().unwrap();
+    (child, out, stdin)
+}
+
 /// FreeIPMI's SOL client, an implementation apart from ipmitool's: it
 /// asks which payloads the channel carries (Get Channel Payload Support),
 /// activates SOL, shows the machine's console and leaves with `&.`.
@@ -503,33 +514,13 @@ fn ipmiconsole_carries_the_console() {
     };
     let bmc = Bmc::start_on(free_low_udp_port());
     // ipmiconsole wants a terminal: script(1) gives it one.
-    let cmd = format!(
+    let (mut child, out, mut stdin) = on_terminal(&format!(
         "{} -h 127.0.0.1:{} -u admin -p Adm1n-pw",
         ipmiconsole.display(),
         bmc.port
-    );
-    let mut child = Command::new("script")
-        .args(["-qfec", &cmd, "/dev/null"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("script(1) from util-linux");
-    let out = Output::of(child.stdout.take().unwrap());
-    let mut stdin = child.stdin.take().unwrap();
+    ));
     out.wait_for("[SOL established]");
-    let url = format!(
-        "{}{}",
-        bmc.emu.url,
-        bmc.system()["@odata.id"].as_str().unwrap()
-    );
-    let reset = Command::new("curl")
-        .args(["-sf", "-X", "POST", "-H", "Content-Type: application/json"])
-        .args(["-d", r#"{"ResetType":"On"}"#])
-        .arg(format!("{url}/Actions/ComputerSystem.Reset"))
-        .status()
-        .unwrap();
-    assert!(reset.success());
+    bmc.power_on();
     out.wait_for("[shoal node-0] power on");
     stdin.write_all(b"typed-by-freeipmi").unwrap();
     stdin.flush().unwrap();
