@@ -173,22 +173,22 @@ pub const SUITE_ZERO: Suite = Suite {
     conf: Conf::None,
 };
 
-fn hmac_sha1(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+/// MAC `M` (an HMAC) keyed with `key` over the concatenation of `parts`.
+fn hmac<M: Mac + hmac::digest::KeyInit>(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
     #[allow(clippy::expect_used)]
-    let mut m = <Hmac<sha1::Sha1> as Mac>::new_from_slice(key).expect("HMAC takes any key");
+    let mut m = <M as hmac::digest::KeyInit>::new_from_slice(key).expect("HMAC takes any key");
     for p in parts {
         m.update(p);
     }
     m.finalize().into_bytes().to_vec()
 }
 
+fn hmac_sha1(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+    hmac::<Hmac<sha1::Sha1>>(key, parts)
+}
+
 fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
-    #[allow(clippy::expect_used)]
-    let mut m = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key");
-    for p in parts {
-        m.update(p);
-    }
-    m.finalize().into_bytes().to_vec()
+    hmac::<Hmac<sha2::Sha256>>(key, parts)
 }
 
 /// The keys of an established session.
