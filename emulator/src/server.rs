@@ -412,6 +412,9 @@ pub async fn run(settings: Settings) -> Result<()> {
     }
     // IPMI lines come last: readers of the Redfish lines above (the
     // harness, scripts) see them as they always were.
+    for (_, bmc) in &bmcs {
+        servers.spawn(crate::ipmi::timers(bmc.clone(), stop_rx.clone()));
+    }
     for (name, bmc) in &bmcs {
         if settings.ipmi.port == 0 {
             break;

@@ -1,11 +1,12 @@
 //! Get/Set System Boot Options (IPMI v2.0 section 28.12-13): parameters
 //! 0 (set in progress), 3 (boot flag valid bit clearing), 4 (boot info
-//! acknowledge) and 5 (boot flags, one state with the Redfish override
-//! through `boot`).
+//! acknowledge), 5 (boot flags, one state with the Redfish override
+//! through `boot`) and 7 (the boot initiator mailbox, which OpenPOWER's
+//! petitboot reads its boot order from).
 
 use std::time::Instant;
 
-use super::commands::{backend_cc, cc, err, ok, Reply};
+use super::commands::{backend_cc, cc, err, ok, Reply, MAILBOX_BLOCKS};
 use super::{boot, Bmc};
 use crate::model::{BootOverride, Change};
 
@@ -49,6 +50,27 @@ pub(super) async fn set_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
             ok(Vec::new())
         }
         5 => set_boot_flags(bmc, rest).await,
+        7 => {
+            // A block selector, then up to 16 bytes of the block.
+            let Some((&block, bytes)) = rest.split_first() else {
+                return err(cc::BAD_LENGTH);
+            };
+            if bytes.is_empty() || bytes.len() > 16 {
+                return err(cc::BAD_LENGTH);
+            }
+            let block = usize::from(block);
+            if block >= MAILBOX_BLOCKS {
+                return err(cc::OUT_OF_RANGE);
+            }
+            let mut c = bmc.chassis();
+            if c.mailbox.len() <= block {
+                c.mailbox.resize(block + 1, [0; 16]);
+            }
+            let b = &mut c.mailbox[block];
+            *b = [0; 16];
+            b[..bytes.len()].copy_from_slice(bytes);
+            ok(Vec::new())
+        }
         _ => err(cc::PARAM_NOT_SUPPORTED),
     }
 }
@@ -104,13 +126,17 @@ async fn set_boot_flags(bmc: &Bmc, data: &[u8]) -> Reply {
 }
 
 pub(super) async fn get_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
-    let [param, _set, _block] = data else {
+    let [param, set, _block] = data else {
         return err(cc::BAD_LENGTH);
     };
     let param = param & 0x7f;
-    // Response: parameter version 1, the parameter, its data.
+    // Response: parameter version 1, the parameter (bit 7: invalid or
+    // locked), its data. While a client has a set in progress (parameter
+    // 0), the boot flags it is writing read as locked: a host that reads
+    // them then (petitboot, at start-up) honours no override.
+    let locked = param == 5 && bmc.chassis().set_in_progress == 0x01;
     let with = |d: &[u8]| {
-        let mut v = vec![0x01, param];
+        let mut v = vec![0x01, param | if locked { 0x80 } else { 0 }];
         v.extend_from_slice(d);
         ok(v)
     };
@@ -122,6 +148,18 @@ pub(super) async fn get_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
             Ok(sys) => with(&boot::flags_of(&sys.bmc.boot)),
             Err(e) => err(backend_cc(&e)),
         },
+        7 if usize::from(*set) >= MAILBOX_BLOCKS => err(cc::OUT_OF_RANGE),
+        7 => {
+            let block = bmc
+                .chassis()
+                .mailbox
+                .get(usize::from(*set))
+                .copied()
+                .unwrap_or([0; 16]);
+            let mut d = vec![*set];
+            d.extend_from_slice(&block);
+            with(&d)
+        }
         _ => err(cc::PARAM_NOT_SUPPORTED),
     }
 }

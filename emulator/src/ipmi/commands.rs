@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::users::{Privilege, SetError};
 use super::Bmc;
-use super::{boot_options, config, inventory};
+use super::{boot_options, config, inventory, watchdog};
 use crate::backend::BackendError;
 use crate::model::{BootOverride, Change, IndicatorLed, PowerState, ResetType, SystemSettings};
 
@@ -62,13 +62,30 @@ pub struct ChassisState {
     pub valid_since: Option<(Instant, BootOverride)>,
     /// A temporary Chassis Identify ends then.
     pub identify_until: Option<Instant>,
+    /// The watchdog timer.
+    pub watchdog: super::watchdog::Watchdog,
+    /// ACPI system and device power states as the host last set them
+    /// (Set ACPI Power State); 0x2a: unknown.
+    pub acpi: Option<(u8, u8)>,
+    /// Seconds added to the host clock for the SEL time (Set SEL Time).
+    pub sel_offset: i64,
+    /// Parameter 7, the boot initiator mailbox: blocks written so far
+    /// (unwritten ones read as zeros), at most `MAILBOX_BLOCKS`.
+    pub mailbox: Vec<[u8; 16]>,
 }
+
+/// The boot initiator mailbox's size in 16-byte blocks (the spec's
+/// minimum is 5; petitboot reads blocks until the first error).
+pub const MAILBOX_BLOCKS: usize = 16;
 
 /// The privilege a command needs; `None` for commands not served.
 pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
     use Privilege::*;
     Some(match (netfn, cmd) {
         (netfn::APP, 0x01 | 0x04 | 0x08 | 0x37 | 0x38 | 0x54 | 0x42) => User,
+        (netfn::APP, 0x07 | 0x25) => User,
+        (netfn::APP, 0x22 | 0x24) => Operator,
+        (netfn::APP, 0x06) => Administrator,
         (netfn::APP, 0x48..=0x4b | 0x4e | 0x4f) => User,
         (netfn::APP, 0x4d) => Operator,
         (netfn::APP, 0x3b | 0x3c) => Callback,
@@ -76,6 +93,7 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
         (netfn::APP, 0x43 | 0x45 | 0x47) => Administrator,
         (netfn::CHASSIS, 0x00 | 0x01) => User,
         (netfn::CHASSIS, 0x02 | 0x04 | 0x08 | 0x09) => Operator,
+        (netfn::STORAGE, 0x49) => Operator,
         (netfn::STORAGE, 0x10 | 0x11 | 0x20 | 0x21 | 0x22 | 0x23 | 0x40 | 0x42 | 0x43 | 0x48) => {
             User
         }
@@ -119,6 +137,14 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         (netfn::APP, 0x04) => exact(data, 0, || ok(vec![0x55, 0x00])),
         (netfn::APP, 0x08 | 0x37) => exact(data, 0, || ok(bmc.guid.to_vec())),
         (netfn::APP, 0x42) => channel_info(bmc, data),
+        (netfn::APP, 0x06) => set_acpi(bmc, data),
+        (netfn::APP, 0x07) => exact(data, 0, || {
+            let (sys, dev) = bmc.chassis().acpi.unwrap_or((0x2a, 0x2a));
+            ok(vec![sys, dev])
+        }),
+        (netfn::APP, 0x22) => watchdog::reset(bmc, data, Instant::now()),
+        (netfn::APP, 0x24) => watchdog::set(bmc, data, Instant::now()),
+        (netfn::APP, 0x25) => watchdog::get(bmc, data, Instant::now()),
         (netfn::APP, 0x44) => user_access(bmc, data),
         (netfn::APP, 0x46) => user_name(bmc, data),
         (netfn::APP, 0x43) => set_user_access(bmc, data),
@@ -171,7 +197,15 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         (netfn::STORAGE, 0x40) => exact(data, 0, inventory::sel_info),
         (netfn::STORAGE, 0x42) => exact(data, 0, || ok(vec![0x01, 0x00])),
         (netfn::STORAGE, 0x43) => err(cc::NOT_PRESENT),
-        (netfn::STORAGE, 0x48) => exact(data, 0, inventory::sel_time),
+        (netfn::STORAGE, 0x48) => exact(data, 0, || inventory::sel_time(bmc.chassis().sel_offset)),
+        (netfn::STORAGE, 0x49) => match data {
+            [a, b, c, d] => {
+                let set = i64::from(u32::from_le_bytes([*a, *b, *c, *d]));
+                bmc.chassis().sel_offset = set - crate::timefmt::unix_now() as i64;
+                ok(Vec::new())
+            }
+            _ => err(cc::BAD_LENGTH),
+        },
         (netfn::TRANSPORT, 0x02) => config::lan_config(bmc, data),
         (netfn::TRANSPORT, 0x22) => config::sol_config(bmc, data),
         _ => err(cc::INVALID_COMMAND),
@@ -366,6 +400,31 @@ async fn chassis_status(bmc: &Bmc, data: &[u8]) -> Reply {
     };
     // Identify state reported (bit 6).
     ok(vec![b1, 0x00, 0x40 | identify, 0x00])
+}
+
+/// Set ACPI Power State: bit 7 of each byte says whether to set that
+/// state; system states 0x00-0x0a and 0x20-0x2a, device states 0x00-0x07
+/// and 0x2a (unknown); 0x7f: no change.
+fn set_acpi(bmc: &Bmc, data: &[u8]) -> Reply {
+    let &[sys, dev] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    let (s, d) = (sys & 0x7f, dev & 0x7f);
+    let sys_ok = sys & 0x80 == 0 || matches!(s, 0x00..=0x0a | 0x20..=0x2a | 0x7f);
+    let dev_ok = dev & 0x80 == 0 || matches!(d, 0x00..=0x07 | 0x2a | 0x7f);
+    if !sys_ok || !dev_ok {
+        return err(cc::INVALID_FIELD);
+    }
+    let mut c = bmc.chassis();
+    let (mut cur_s, mut cur_d) = c.acpi.unwrap_or((0x2a, 0x2a));
+    if sys & 0x80 != 0 && s != 0x7f {
+        cur_s = s;
+    }
+    if dev & 0x80 != 0 && d != 0x7f {
+        cur_d = d;
+    }
+    c.acpi = Some((cur_s, cur_d));
+    ok(Vec::new())
 }
 
 async fn chassis_control(bmc: &Bmc, data: &[u8]) -> Reply {

@@ -136,6 +136,7 @@ pub async fn answer(bmc: &Bmc, msg: &[u8]) -> Option<Vec<u8>> {
         (netfn::APP, 0x2e..=0x31) => (cc::BAD_LENGTH, Vec::new()),
         _ => commands::execute(bmc, Privilege::Administrator, fnc, cmd, data).await,
     };
+    tracing::debug!(system = %bmc.system_id, netfn = fnc, cmd, cc = code, "in-band IPMI request");
     let mut out = vec![id, ((fnc | 1) << 2) | (netfn_lun & 3), cmd, code];
     out.extend_from_slice(&body);
     out.push(checksum(&out));

@@ -182,12 +182,12 @@ pub(super) fn sel_info() -> Reply {
     ])
 }
 
-pub(super) fn sel_time() -> Reply {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as u32)
-        .unwrap_or(0);
-    ok(now.to_le_bytes().to_vec())
+/// Get SEL Time: the host clock moved by what Set SEL Time said.
+pub(super) fn sel_time(offset: i64) -> Reply {
+    let now = (crate::timefmt::unix_now() as i64).saturating_add(offset);
+    ok((now.clamp(0, u32::MAX as i64) as u32)
+        .to_le_bytes()
+        .to_vec())
 }
 
 #[cfg(test)]

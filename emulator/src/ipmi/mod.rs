@@ -35,8 +35,9 @@ mod server;
 pub mod session;
 pub mod sol;
 pub mod users;
+mod watchdog;
 
-pub use server::serve;
+pub use server::{serve, timers};
 pub use shoal_ipmi::{crypto, wire};
 
 use std::net::SocketAddr;
@@ -269,9 +270,10 @@ impl Bmc {
         lock(&self.sessions).active_count()
     }
 
-    /// The timers: sessions idle too long, the boot flags' 60 seconds,
-    /// a temporary identify.
+    /// The timers: the watchdog, sessions idle too long, the boot flags'
+    /// 60 seconds, a temporary identify.
     pub async fn tick(&self, now: Instant) {
+        watchdog::tick(self, now).await;
         let idle = lock(&self.sessions).prune(now);
         for sid in idle {
             self.end_sol_of(sid);

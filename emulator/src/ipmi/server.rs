@@ -1,5 +1,6 @@
 //! The UDP loop of one BMC: datagrams handled concurrently up to a bound,
-//! the timers on a tick of their own, everything ended by the stop flag.
+//! the BMC's timers on a tick of their own, everything ended by the stop
+//! flag.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,18 +36,10 @@ async fn receive(
     stop: &mut watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut buf = vec![0u8; wire::MAX_DATAGRAM + 1];
     loop {
         let (n, peer) = tokio::select! {
             _ = stopped(stop) => break,
-            _ = tick.tick() => {
-                // The timers may wait for the system's lock (a Redfish
-                // request can hold it for a download): never the socket.
-                let bmc = bmc.clone();
-                tokio::spawn(async move { bmc.tick(Instant::now()).await });
-                continue;
-            }
             r = socket.recv_from(&mut buf) => match r {
                 Ok(r) => r,
                 Err(e) => {
@@ -69,6 +62,23 @@ async fn receive(
                 }
             }
         });
+    }
+    Ok(())
+}
+
+/// The BMC's timers (watchdog, sessions, boot flags, identify), on a
+/// one-second tick of their own until `stop`: they run whichever sides
+/// (LAN, in-band) the BMC serves. A tick may wait for the system's lock
+/// (a Redfish request can hold it for a download), so each runs apart and
+/// a slow one is not started again before it ends.
+pub async fn timers(bmc: Arc<Bmc>, mut stop: watch::Receiver<bool>) -> anyhow::Result<()> {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stopped(&mut stop) => break,
+            _ = tick.tick() => bmc.tick(Instant::now()).await,
+        }
     }
     Ok(())
 }

@@ -279,6 +279,95 @@ fn boot_flags_are_the_redfish_override_and_expire_after_60_seconds() {
     });
 }
 
+/// What a host's firmware sends over its system interface (OpenPOWER's
+/// skiboot: watchdog, ACPI power state, SEL time) and what its petitboot
+/// reads (the locked flags, the boot initiator mailbox).
+#[test]
+fn the_host_firmware_commands_are_served() {
+    use super::commands::execute;
+    use Privilege::Administrator as A;
+    rt().block_on(async {
+        let bmc = bmc();
+        let x = |netfn: u8, cmd: u8, data: &'static [u8]| {
+            let bmc = bmc.clone();
+            async move { execute(&bmc, A, netfn, cmd, data).await }
+        };
+        // The watchdog: never set, it cannot start.
+        assert_eq!(x(0x06, 0x22, &[]).await.0, 0x80);
+        // skiboot's: OS load, "don't stop", hard reset, 60 s.
+        assert_eq!(x(0x06, 0x24, &[0x44, 0x01, 0, 0, 0x58, 0x02]).await.0, 0);
+        assert_eq!(
+            x(0x06, 0x25, &[]).await,
+            (0, vec![0x04, 0x01, 0, 0, 0x58, 0x02, 0x58, 0x02])
+        );
+        assert_eq!(x(0x06, 0x22, &[]).await.0, 0);
+        let (code, get) = x(0x06, 0x25, &[]).await;
+        assert_eq!((code, get[0]), (0, 0x44), "running: {get:x?}");
+        // A pre-timeout as long as the countdown; a reserved use.
+        assert_eq!(x(0x06, 0x24, &[0x04, 0x11, 6, 0, 0x3c, 0]).await.0, 0xcc);
+        assert_eq!(x(0x06, 0x24, &[0x00, 0x01, 0, 0, 0x3c, 0]).await.0, 0xcc);
+        // "Don't stop" while running: it goes on, now to power down.
+        assert_eq!(x(0x06, 0x24, &[0x44, 0x02, 0, 0, 0x64, 0]).await.0, 0);
+        assert_eq!(x(0x06, 0x25, &[]).await.1[0], 0x44);
+        assert_eq!(x(0x00, 0x02, &[0x01]).await.0, 0);
+        bmc.tick(Instant::now() + Duration::from_secs(5)).await;
+        assert_eq!(bmc.system().await.unwrap().power, PowerState::On);
+        // Run out: stopped, the OS load flag set, the action taken.
+        bmc.tick(Instant::now() + Duration::from_secs(11)).await;
+        let (_, get) = x(0x06, 0x25, &[]).await;
+        assert_eq!((get[0], get[3]), (0x04, 0x10), "{get:x?}");
+        assert_eq!(bmc.system().await.unwrap().power, PowerState::Off);
+        // Without "don't stop", a Set stops the timer.
+        assert_eq!(x(0x06, 0x22, &[]).await.0, 0);
+        assert_eq!(x(0x06, 0x24, &[0x04, 0x00, 0, 0x10, 0x64, 0]).await.0, 0);
+        assert_eq!(x(0x06, 0x25, &[]).await.1[..4], [0x04, 0, 0, 0]);
+        // ACPI power state: S0/G0 and D0 set, "no change" keeps them.
+        assert_eq!(x(0x06, 0x07, &[]).await, (0, vec![0x2a, 0x2a]));
+        assert_eq!(x(0x06, 0x06, &[0x80, 0x80]).await.0, 0);
+        assert_eq!(x(0x06, 0x06, &[0xff, 0x00]).await.0, 0);
+        assert_eq!(x(0x06, 0x07, &[]).await, (0, vec![0x00, 0x00]));
+        assert_eq!(x(0x06, 0x06, &[0x8f, 0x80]).await.0, 0xcc);
+        // SEL time, as the host's RTC sets it.
+        assert_eq!(x(0x0a, 0x49, &[0x40, 0x42, 0x0f, 0x00]).await.0, 0);
+        let (_, t) = x(0x0a, 0x48, &[]).await;
+        let t = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
+        assert!((1_000_000..1_000_005).contains(&t), "{t}");
+        // The boot flags read as locked while a set is in progress.
+        assert_eq!(x(0x00, 0x08, &[0x00, 0x01]).await.0, 0);
+        assert_eq!(x(0x00, 0x09, &[5, 0, 0]).await.1[1], 0x85);
+        assert_eq!(x(0x00, 0x08, &[0x00, 0x00]).await.0, 0);
+        assert_eq!(x(0x00, 0x09, &[5, 0, 0]).await.1[1], 0x05);
+        // The mailbox: blocks as written, unwritten ones zero, 16 blocks.
+        let block0: &[u8] = &[
+            7, 0, 2, 0, 0, b'p', b'e', b't', b'i', b't', b'b', b'o', b'o', b't', b',', b'b', b'o',
+            b'o',
+        ];
+        assert_eq!(x(0x00, 0x08, block0).await.0, 0);
+        let (code, got) = x(0x00, 0x09, &[7, 0, 0]).await;
+        assert_eq!(
+            (code, &got[..3], &got[3..]),
+            (0, &[1u8, 7, 0][..], &block0[2..])
+        );
+        assert_eq!(
+            x(0x00, 0x09, &[7, 1, 0]).await.1,
+            [&[1u8, 7, 1][..], &[0; 16]].concat()
+        );
+        assert_eq!(x(0x00, 0x09, &[7, 16, 0]).await.0, 0xc9);
+        assert_eq!(x(0x00, 0x08, &[7, 16, 1]).await.0, 0xc9);
+        assert_eq!(x(0x00, 0x08, &[7, 1]).await.0, 0xc7);
+        assert_eq!(
+            x(
+                0x00,
+                0x08,
+                &[7, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+            )
+            .await
+            .0,
+            0xc7
+        );
+    });
+}
+
 /// A SOL payload ended by another (administrator's) session: its console
 /// is told with a "SOL deactivating" packet, and may activate again.
 #[test]

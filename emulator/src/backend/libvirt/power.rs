@@ -1,9 +1,11 @@
 //! Power for libvirt domains, and what a start does first: the firmware
 //! variant the boot mode and Secure Boot ask for, the boot settings in the
-//! definition (device order, petitboot's `shoal.bootdev=`) and the NVRAM
-//! (Shoal's HTTP boot option, BootNext/BootOrder), then the BMC state's
-//! start semantics ([`BmcState::start`]), written back before the domain
-//! starts.
+//! definition (device order, petitboot's `shoal.bootdev=` on pseries, the
+//! in-band IPMI device) and the NVRAM (Shoal's HTTP boot option,
+//! BootNext/BootOrder), then the BMC state's start semantics
+//! ([`BmcState::start`]), written back before the domain starts. A powernv
+//! host reads the boot flags over in-band IPMI and clears a one-time
+//! override itself, so its start leaves the override as it is.
 //!
 //! Power mapping: On/ForceOn start; ForceOff destroys; GracefulShutdown is an
 //! ACPI shutdown; ForceRestart and PowerCycle destroy then start (so pending
@@ -213,10 +215,15 @@ impl Inner {
             Some(_) => self.with_conn(conn, |c| c.hyp_version()).unwrap_or(0),
             None => 0,
         };
-        super::inband::set(&mut d, socket.as_deref(), qemu);
+        let in_band = super::inband::set(&mut d, socket.as_deref(), qemu);
         let petitboot = domain::petitboot_firmware(&d);
+        // A petitboot host with an in-band BMC (powernv) reads the boot
+        // flags over IPMI and clears a one-time override itself; the
+        // others (pseries) learn it from their command line, and the
+        // start consumes it.
+        let host_reads_flags = petitboot && in_band;
         if petitboot {
-            domain::set_petitboot_bootdev(&mut d, device_first);
+            domain::set_petitboot_bootdev(&mut d, device_first.filter(|_| !host_reads_flags));
         }
         if f.uefi {
             self.prepare_nvram(&d, &f, &s, target)?;
@@ -226,7 +233,11 @@ impl Inner {
             .then(|| s.cd.image.clone())
             .flatten();
         let once = s.boot.enabled == OverrideEnabled::Once;
+        let boot = s.boot.clone();
         s.start(f.uefi, booted, media);
+        if host_reads_flags {
+            s.boot = boot;
+        }
         domain::write_state(&mut d, &s);
         self.define(conn, &d)?;
         dom.create().map_err(virt_err)?;
