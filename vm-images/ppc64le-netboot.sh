@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Builds the ppc64le (pseries) pieces of the petitboot path from Debian
-# ppc64el packages:
+# Builds the ppc64le (pseries and powernv) pieces of the petitboot path
+# from Debian ppc64el packages:
 #   ppc64le-netboot.sh kernel  OUT   Debian's ppc64el kernel (vmlinux, ELF)
 #   ppc64le-netboot.sh netboot OUT   the netboot initramfs, standing in for
-#       petitboot: it follows the BMC's boot device override for this start
-#       (shoal.bootdev=network|disk|cdrom on its command line, as petitboot
-#       reads the IPMI boot flags), else its own order: disk, then network.
+#       petitboot: it follows the BMC's boot device override for this start,
+#       else the boot order the BMC's boot initiator mailbox gives, else its
+#       own order: disk, then network. On powernv (OPAL gives the host an
+#       IPMI channel to its BMC: ipmi_powernv, /dev/ipmi0) it reads the
+#       override as petitboot's powerpc platform does: Get System Boot
+#       Options parameter 5 (8 bytes, completion code 0, version 1, not
+#       locked, boot flag valid; persistent: data 1 bit 6; device: data 2
+#       bits 5:2), clears a one-time override after honouring it (parameter
+#       5 set to "valid, no override") and reads the mailbox (parameter 7,
+#       16-byte blocks: IANA 02 00 00, then "petitboot,bootdevs=..."), with
+#       Debian's ipmitool. On pseries (no IPMI there) the override comes as
+#       shoal.bootdev=network|disk|cdrom on its command line.
 #       Disk: a disk whose first sector starts "SHOAL-DISK-OS <name>" stands
 #       for an installed OS ("petitboot: booting from disk ...", then
 #       "SHOAL-MARKER disk-os <name>"). Network: DHCPv4 asking for options
@@ -71,7 +80,7 @@ cp pkgs/bin/busybox root/bin/busybox
 # The NICs: ibmveth (spapr-vlan, libvirt's default on pseries), virtio-net,
 # and e1000e (a PCIe NIC for powernv machines), with their dependencies.
 copy_modules "$mods" root/mods ibmveth virtio_pci virtio_net e1000e
-[[ $kind == payload ]] || copy_modules "$mods" root/mods virtio_blk
+[[ $kind == payload ]] || copy_modules "$mods" root/mods virtio_blk ipmi_devintf ipmi_powernv
 
 # What both initramfs share: mounts, modules, DHCP on the first NIC.
 cat >root/common.sh <<'SH'
@@ -102,8 +111,14 @@ esac
 SH
 
 if [[ $kind == netboot ]]; then
-    get kexec-tools libc6 dhcpcd-base
+    get kexec-tools libc6 dhcpcd-base ipmitool libfreeipmi17 libgcrypt20 libgpg-error0 libreadline8 libssl3 libtinfo6
     cp pkgs/sbin/kexec root/bin/kexec
+    cp pkgs/usr/bin/ipmitool root/bin/ipmitool
+    for l in libm.so.6 libfreeipmi.so.17 libgcrypt.so.20 libgpg-error.so.0 libreadline.so.8 libssl.so.3 libcrypto.so.3 libtinfo.so.6; do
+        f=$(find pkgs/lib pkgs/usr/lib -name "$l" | head -n 1)
+        [[ -n $f ]] || { echo "ppc64le-netboot.sh: $l not in the ppc64el packages" >&2; exit 1; }
+        cp -L "$f" root/lib/powerpc64le-linux-gnu/
+    done
     cp pkgs/usr/sbin/dhcpcd root/bin/dhcpcd
     # dhcpcd drops privileges to this user (privsep) and keeps its DUID here.
     mkdir -p root/etc root/var/lib/dhcpcd root/run/dhcpcd root/usr/lib/dhcpcd
@@ -128,11 +143,14 @@ HOOK
     cp -L pkgs/lib/powerpc64le-linux-gnu/ld64.so.2 root/lib/powerpc64le-linux-gnu/
     ln -s ../lib/powerpc64le-linux-gnu/ld64.so.2 root/lib64/ld64.so.2
     cp "$here/petitboot/pb-discover" root/bin/pb-discover
+    cp "$here/petitboot/ipmi.sh" root/ipmi.sh
     cat >root/init <<'SH'
 #!/bin/busybox sh
 . /common.sh
 echo "SHOAL-NETBOOT petitboot-compatible discovery on ${iface:-no NIC}"
 bootdev=$(sed -n 's/.*shoal\.bootdev=\([a-z]*\).*/\1/p' /proc/cmdline)
+order='disk network'
+. /ipmi.sh
 
 disk_boot() {  # an installed OS on a disk: its first sector says so
     for b in /sys/block/vd* /sys/block/sd*; do
@@ -177,7 +195,19 @@ case $bootdev in
     network) echo "petitboot: boot device network (set by the BMC)"; net_boot ;;
     disk) echo "petitboot: boot device disk (set by the BMC)"; disk_boot ;;
     cdrom) echo "petitboot: boot device cdrom (set by the BMC): no CD-ROM boot here" ;;
-    *) echo "petitboot: no boot device override: disk, then network"; disk_boot || net_boot ;;
+    safe|setup) echo "petitboot: boot device $bootdev (set by the BMC): the menu, no automatic boot" ;;
+    *)
+        if [ "$order" = 'disk network' ]; then
+            echo "petitboot: no boot device override: disk, then network"
+        else
+            echo "petitboot: no boot device override: boot order $order"
+        fi
+        for dev in $order; do
+            case $dev in
+                disk) disk_boot && break ;;
+                network) net_boot && break ;;
+            esac
+        done ;;
 esac
 poweroff -f
 SH

@@ -6,6 +6,7 @@ library, the way Ironic's redfish boot interfaces do, then powers on.
         [--bios NAME=VALUE ...] [--mode UEFI]
     sushy_boot.py --url URL --system ID virtual-media --uri URL
     sushy_boot.py --url URL --system ID pxe --enabled Once
+    sushy_boot.py --url URL --system ID disk --enabled Once
     sushy_boot.py --url URL --system ID power-on
 
 uefi-http without --uri sends HttpBootUri null (the URL comes from DHCP).
@@ -42,8 +43,9 @@ def main():
     u.add_argument('--mode', choices=['UEFI'], help='also send BootSourceOverrideMode')
     v = sub.add_parser('virtual-media')
     v.add_argument('--uri', required=True)
-    x = sub.add_parser('pxe')
-    x.add_argument('--enabled', choices=['Once', 'Continuous'], default='Once')
+    for name in ('pxe', 'disk'):
+        x = sub.add_parser(name)
+        x.add_argument('--enabled', choices=['Once', 'Continuous'], default='Once')
     sub.add_parser('power-on')
     a = p.parse_args()
 
@@ -57,10 +59,12 @@ def main():
             wait('power off', lambda: (system.refresh(), system.power_state)[1]
                  == sushy.PowerState.OFF)
         system.refresh()
-    if a.action == 'pxe':
-        # Ironic's pxe interface on a BIOS-mode (OpenPOWER) node.
+    if a.action in ('pxe', 'disk'):
+        # Ironic's pxe interface on a BIOS-mode (OpenPOWER) node; its
+        # set_boot_device(disk) for the instance.
         system.set_system_boot_options(
-            target=sushy.BOOT_SOURCE_TARGET_PXE,
+            target={'pxe': sushy.BOOT_SOURCE_TARGET_PXE,
+                    'disk': sushy.BOOT_SOURCE_TARGET_HDD}[a.action],
             enabled={'Once': sushy.BOOT_SOURCE_ENABLED_ONCE,
                      'Continuous': sushy.BOOT_SOURCE_ENABLED_CONTINUOUS}[a.enabled])
     elif a.action == 'uefi-http':

@@ -30,23 +30,31 @@ pub struct BootRequest {
     pub bios: Vec<(String, String)>,
     /// The override also carries BootSourceOverrideMode.
     pub with_mode: bool,
+    /// IPMI: text for the boot initiator mailbox (parameter 7).
+    pub mailbox: Option<String>,
+    /// IPMI: leave "set in progress" (parameter 0) after the request.
+    pub lock_flags: bool,
 }
 
 pub struct Bmc {
     pub url: String,
     pub system: String,
     pub python: Option<PathBuf>,
+    /// The BMC's IPMI over LAN (host, UDP port), when it listens.
+    pub ipmi: Option<(String, u16)>,
 }
 
 impl Bmc {
     pub fn boot(&self, driver: Driver, req: &BootRequest) -> Result<()> {
-        if req.method == Method::PowerOn {
+        if req.method == Method::PowerOn && req.mailbox.is_none() {
             return self.power_on(driver);
         }
         match driver {
             Driver::Sushy => self.sushy(&self.sushy_args(req)),
             Driver::IronicSequence => IronicSequence::new(self)?.boot(req),
             Driver::Ironic => bail!("Ironic talks to the BMC itself (crate::ironic)"),
+            Driver::Ipmitool => self.ipmitool_boot(req),
+            Driver::Pyghmi => self.pyghmi(&pyghmi_args(req)),
         }
     }
 
@@ -56,7 +64,94 @@ impl Bmc {
             Driver::Sushy => self.sushy(&["power-on".to_string()]),
             Driver::IronicSequence => IronicSequence::new(self)?.power_on(),
             Driver::Ironic => bail!("Ironic powers its nodes on itself (crate::ironic)"),
+            Driver::Ipmitool => self.ipmitool(&["chassis", "power", "on"]).map(drop),
+            Driver::Pyghmi => self.pyghmi(&["power-on".to_string()]),
         }
+    }
+
+    /// ipmitool over lanplus against the BMC; its output.
+    fn ipmitool(&self, args: &[&str]) -> Result<String> {
+        let (host, port) = self
+            .ipmi
+            .as_ref()
+            .ok_or_else(|| anyhow!("the BMC has no IPMI listener for ipmitool"))?;
+        let port = port.to_string();
+        let out = Command::new("ipmitool")
+            .args(["-I", "lanplus", "-H", host, "-p", &port])
+            .args(["-U", "admin", "-P", "password"])
+            .args(args)
+            .output()
+            .context("running ipmitool (Debian package ipmitool)")?;
+        if !out.status.success() {
+            bail!(
+                "ipmitool {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// As an operator with ipmitool: power off (and wait) if on, the
+    /// mailbox, the boot device (unless only powering on), the lock,
+    /// power on.
+    fn ipmitool_boot(&self, req: &BootRequest) -> Result<()> {
+        let off = || -> Result<bool> {
+            Ok(self
+                .ipmitool(&["chassis", "power", "status"])?
+                .contains("is off"))
+        };
+        if !off()? {
+            self.ipmitool(&["chassis", "power", "off"])?;
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while !off()? {
+                if Instant::now() > deadline {
+                    bail!("ipmitool: the machine did not power off in 120 s");
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+        if let Some(text) = &req.mailbox {
+            for (i, block) in mailbox_blocks(text).iter().enumerate() {
+                let mut args = vec!["raw".to_string(), "0x00".into(), "0x08".into()];
+                args.push("0x07".into());
+                args.push(format!("{i:#04x}"));
+                args.extend(block.iter().map(|b| format!("{b:#04x}")));
+                self.ipmitool(&args.iter().map(String::as_str).collect::<Vec<_>>())?;
+            }
+        }
+        if req.method != Method::PowerOn {
+            let dev = match req.method {
+                Method::Disk => "disk",
+                _ => "pxe",
+            };
+            let mut args = vec!["chassis", "bootdev", dev];
+            if req.enabled == Enabled::Continuous {
+                args.push("options=persistent");
+            }
+            self.ipmitool(&args)?;
+            if req.lock_flags {
+                self.ipmitool(&["raw", "0x00", "0x08", "0x00", "0x01"])?;
+            }
+        }
+        self.ipmitool(&["chassis", "power", "on"]).map(drop)
+    }
+
+    fn pyghmi(&self, args: &[String]) -> Result<()> {
+        let (host, port) = self
+            .ipmi
+            .as_ref()
+            .ok_or_else(|| anyhow!("the BMC has no IPMI listener for pyghmi"))?;
+        self.python_driver(
+            "pyghmi_boot.py",
+            &[
+                "--host".to_string(),
+                host.clone(),
+                "--port".into(),
+                port.to_string(),
+            ],
+            args,
+        )
     }
 
     fn sushy_args(&self, req: &BootRequest) -> Vec<String> {
@@ -88,8 +183,13 @@ impl Bmc {
                 ]);
             }
             Method::PowerOn => a.push("power-on".into()),
-            Method::Pxe => a.extend([
-                "pxe".into(),
+            Method::Pxe | Method::Disk => a.extend([
+                if req.method == Method::Pxe {
+                    "pxe"
+                } else {
+                    "disk"
+                }
+                .into(),
                 "--enabled".into(),
                 req.enabled.as_str().into(),
             ]),
@@ -98,19 +198,33 @@ impl Bmc {
     }
 
     fn sushy(&self, args: &[String]) -> Result<()> {
+        let at = [
+            "--url".to_string(),
+            self.url.clone(),
+            "--system".into(),
+            self.system.clone(),
+        ];
+        self.python_driver("sushy_boot.py", &at, args)
+    }
+
+    /// Runs `drivers/SCRIPT` in the test venv with `at` (where the BMC
+    /// is), then `args`.
+    fn python_driver(&self, script: &str, at: &[String], args: &[String]) -> Result<()> {
         let python = self.python.as_ref().ok_or_else(|| {
-            anyhow!("the sushy driver needs the test venv (SHOAL_TEST_VENV; ci/test builds it)")
+            anyhow!("{script} needs the test venv (SHOAL_TEST_VENV; ci/test builds it)")
         })?;
-        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("drivers/sushy_boot.py");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("drivers")
+            .join(script);
         let out = Command::new(python)
-            .arg(script)
-            .args(["--url", &self.url, "--system", &self.system])
+            .arg(path)
+            .args(at)
             .args(args)
             .output()
-            .context("running the sushy driver")?;
+            .with_context(|| format!("running {script}"))?;
         if !out.status.success() {
             bail!(
-                "sushy driver failed: {}",
+                "{script} failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
@@ -134,6 +248,42 @@ impl Bmc {
             other => other.to_string(),
         })
     }
+}
+
+/// The pyghmi driver's arguments for one boot request.
+fn pyghmi_args(req: &BootRequest) -> Vec<String> {
+    let only_on = req.method == Method::PowerOn;
+    let mut a = vec![match req.method {
+        Method::PowerOn => "power-on".to_string(),
+        Method::Disk => "disk".into(),
+        _ => "pxe".into(),
+    }];
+    if req.enabled == Enabled::Continuous && !only_on {
+        a.push("--persistent".into());
+    }
+    if let Some(m) = &req.mailbox {
+        a.extend(["--mailbox".into(), m.clone()]);
+    }
+    if req.lock_flags && !only_on {
+        a.push("--lock".into());
+    }
+    a
+}
+
+/// The boot initiator mailbox's blocks (boot option parameter 7): the
+/// IANA number 02 00 00, the text and a NUL, in 16-byte blocks (the last
+/// padded with zeros), as the pyghmi driver writes them too.
+pub fn mailbox_blocks(text: &str) -> Vec<[u8; 16]> {
+    let mut data = vec![0x02, 0x00, 0x00];
+    data.extend_from_slice(text.as_bytes());
+    data.push(0);
+    data.chunks(16)
+        .map(|c| {
+            let mut b = [0u8; 16];
+            b[..c.len()].copy_from_slice(c);
+            b
+        })
+        .collect()
 }
 
 fn agent() -> ureq::Agent {
@@ -313,6 +463,7 @@ impl IronicSequence {
             Method::UefiHttp => "UefiHttp",
             Method::VirtualMedia => "Cd",
             Method::Pxe => "Pxe",
+            Method::Disk => "Hdd",
             Method::PowerOn => return self.power_on(),
         };
         // Ironic's validation: the target must be offered. sushy reads the

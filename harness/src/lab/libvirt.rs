@@ -15,14 +15,15 @@ use crate::netns;
 
 const DNSMASQ_NS: &str = "http://libvirt.org/schemas/network/dnsmasq/1.0";
 
-/// A ppc64le pseries machine for `Lab::define_pseries`.
-pub struct Pseries<'a> {
+/// A ppc64le machine for `Lab::define_ppc64le`: pseries or powernv.
+pub struct Ppc64le<'a> {
+    pub platform: crate::scenario::Platform,
     pub name: &'a str,
     pub uuid: &'a str,
     pub net: &'a Net,
     pub mac: &'a str,
     pub memory_mib: u64,
-    /// Where its console (hvc0) writes.
+    /// Where its console (hvc0; on powernv also skiboot's) writes.
     pub serial: &'a Path,
     /// The netboot image it boots as its firmware.
     pub kernel: &'a Path,
@@ -39,6 +40,8 @@ pub struct Lab {
     networks: Vec<String>,
     domains: Vec<String>,
     servers: Vec<tokio::task::JoinHandle<()>>,
+    /// NICs the lab wires itself (powernv machines).
+    wires: Vec<super::wire::Wire>,
 }
 
 impl Lab {
@@ -66,6 +69,7 @@ impl Lab {
             networks: Vec::new(),
             domains: Vec::new(),
             servers: Vec::new(),
+            wires: Vec::new(),
         };
         for (daemon, log) in [
             ("/usr/sbin/virtlogd", "virtlogd.log"),
@@ -251,13 +255,19 @@ impl Lab {
         self.define(name, &xml)
     }
 
-    /// Defines a ppc64le pseries domain whose firmware is the petitboot-like
+    /// Defines a ppc64le domain whose firmware is the petitboot-like
     /// netboot image (`kernel` + `initrd`, booted directly, as OpenPOWER
-    /// machines run petitboot from flash), with one spapr-vlan NIC on `net`
-    /// and its console (hvc0) writing `serial`, and `disk` (raw) as a virtio
-    /// disk when given.
-    pub fn define_pseries(&mut self, m: &Pseries) -> Result<String> {
-        let Pseries {
+    /// machines run petitboot from flash), its console writing `serial`,
+    /// and `disk` (raw) as a virtio disk when given.
+    /// - pseries: one spapr-vlan NIC on `net`, the console on hvc0.
+    /// - powernv (POWER9): QEMU's skiboot as its OPAL firmware (QEMU
+    ///   loads it by itself), skiboot's console on the LPC UART and the
+    ///   kernel's through OPAL (hvc0) to the same UART, a virtio NIC on
+    ///   `net`. Its BMC device (`ipmi-bmc-extern` with a BT interface) is
+    ///   the emulator's to add as it starts the domain.
+    pub fn define_ppc64le(&mut self, m: &Ppc64le) -> Result<String> {
+        let Ppc64le {
+            platform,
             name,
             uuid,
             net,
@@ -280,23 +290,97 @@ impl Lab {
         // default: with them, kexec hung in its switchover sequence in 2 of
         // 10 boots under TCG (QEMU 10, POWER10), without them in none of 20.
         // The kernel's messages (no `quiet`) show where a boot stops.
+        let (machine, devices, qemu) = match platform {
+            crate::scenario::Platform::Pseries => (
+                "pseries",
+                format!(
+                    r#"{disk}
+    <interface type="network"><source network="{net}"/><model type="spapr-vlan"/><mac address="{mac}"/></interface>"#,
+                    net = net.name,
+                ),
+                String::new(),
+            ),
+            crate::scenario::Platform::Powernv => (
+                "powernv9",
+                String::new(),
+                self.powernv_pci(name, net, mac, m.disk)?,
+            ),
+        };
         let xml = format!(
-            r#"<domain type="qemu"><name>{name}</name><uuid>{uuid}</uuid><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
-  <os><type arch="ppc64le" machine="pseries">hvm</type>
+            r#"<domain type="qemu"{ns}><name>{name}</name><uuid>{uuid}</uuid><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
+  <os><type arch="ppc64le" machine="{machine}">hvm</type>
     <kernel>{kernel}</kernel><initrd>{initrd}</initrd><cmdline>console=hvc0 loglevel=6</cmdline></os>
   <on_poweroff>destroy</on_poweroff>
-  <devices>{disk}
-    <interface type="network"><source network="{net}"/><model type="spapr-vlan"/><mac address="{mac}"/></interface>
+  <devices>{devices}
     <serial type="file"><source path="{serial}"/><target port="0"/></serial>
     <console type="file"><source path="{serial}"/><target type="serial" port="0"/></console>
     <controller type="usb" model="none"/><memballoon model="none"/>
-  </devices></domain>"#,
-            net = net.name,
+  </devices>{qemu}</domain>"#,
+            ns = if qemu.is_empty() {
+                ""
+            } else {
+                r#" xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0""#
+            },
             serial = serial.display(),
             kernel = kernel.display(),
             initrd = initrd.display(),
         );
         self.define(name, &xml)
+    }
+
+    /// A powernv machine's PCI devices, through the QEMU command line
+    /// (libvirt knows no PHB of powernv, and `-nodefaults` leaves it none):
+    /// a PHB4 with its root port per device, a virtio NIC on `net` (wired by
+    /// a tap, `wire::Wire`) and the disk (read-only) as virtio-blk.
+    fn powernv_pci(
+        &mut self,
+        name: &str,
+        net: &Net,
+        mac: &str,
+        disk: Option<&Path>,
+    ) -> Result<String> {
+        let socket = std::fs::canonicalize(&self.dir)?.join(format!("{name}.nic.sock"));
+        let wire = super::wire::Wire::start(
+            &self.ns,
+            &format!("shoaltap{}", net.index),
+            &format!("shoalbr{}", net.index),
+            &socket,
+        )?;
+        self.wires.push(wire);
+        let comma = |p: &Path| p.display().to_string().replace(',', ",,");
+        let mut args = vec![
+            "-device".to_string(),
+            "pnv-phb,chip-id=0,index=0,id=shoal-phb0".into(),
+            "-device".into(),
+            "pnv-phb-root-port,id=shoal-rp0,bus=shoal-phb0".into(),
+            "-netdev".into(),
+            format!(
+                "stream,id=shoal-net0,server=off,addr.type=unix,addr.path={}",
+                comma(&socket)
+            ),
+            "-device".into(),
+            format!("virtio-net-pci,netdev=shoal-net0,mac={mac},bus=shoal-rp0"),
+        ];
+        if let Some(d) = disk {
+            args.extend([
+                "-device".to_string(),
+                "pnv-phb,chip-id=0,index=1,id=shoal-phb1".into(),
+                "-device".into(),
+                "pnv-phb-root-port,id=shoal-rp1,bus=shoal-phb1".into(),
+                "-drive".into(),
+                format!(
+                    "file={},format=raw,if=none,id=shoal-disk0,readonly=on",
+                    comma(d)
+                ),
+                "-device".into(),
+                "virtio-blk-pci,drive=shoal-disk0,bus=shoal-rp1".into(),
+            ]);
+        }
+        let args: String = args
+            .iter()
+            .map(|a| format!(r#"<qemu:arg value="{}"/>"#, xml_escape(a)))
+            .collect();
+        Ok(format!("\n  <qemu:commandline>{args}</qemu:commandline>"))
     }
 
     /// Defines domain `name` from `xml` (kept in the lab folder); its UUID.
@@ -358,6 +442,7 @@ impl Lab {
         for s in self.servers.drain(..) {
             s.abort();
         }
+        self.wires.clear();
         if let Some(c) = &self.conn {
             for name in std::mem::take(&mut self.domains) {
                 if let Ok(d) = c.lookup_domain_by_name(&name) {

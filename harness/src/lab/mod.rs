@@ -12,13 +12,15 @@
 
 #[cfg(feature = "lab")]
 mod libvirt;
+#[cfg(feature = "lab")]
+mod wire;
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "lab")]
-pub use libvirt::{Lab, Pseries};
+pub use libvirt::{Lab, Ppc64le};
 
 pub const SYSTEM_URI: &str = "qemu:///system";
 pub const BOOT_PORT: u16 = 8080;

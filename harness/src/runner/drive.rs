@@ -65,6 +65,8 @@ pub(super) fn drive(
         enabled: boot.enabled,
         bios,
         with_mode: boot.with_mode,
+        mailbox: boot.mailbox.clone(),
+        lock_flags: boot.lock_flags,
     };
     case.bmc.boot(driver, &req)?;
     let p = &case.patterns;
@@ -185,7 +187,7 @@ fn ironic_deploy(
 }
 
 /// The host of a base URL (`https://127.0.0.1:40123` → `127.0.0.1`).
-fn url_host(url: &str) -> Result<String> {
+pub(super) fn url_host(url: &str) -> Result<String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split('/').next().unwrap_or(rest);
     let host = match authority.strip_prefix('[') {

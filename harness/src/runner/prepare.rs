@@ -18,7 +18,7 @@ use super::Options;
 use crate::driver::Bmc;
 use crate::emulator::EmulatorProcess;
 use crate::ironic::Layout;
-use crate::lab::{Lab, Net, NetSpec, Pseries};
+use crate::lab::{Lab, Net, NetSpec, Ppc64le};
 use crate::scenario::{Dhcp, Driver, HttpBoot, Image, IronicDriver, Protocol, Scenario};
 
 /// The host number of a petitboot machine's fixed address in its /24.
@@ -162,7 +162,8 @@ pub(super) fn prepare(
     let lan = s
         .ironic
         .as_ref()
-        .is_some_and(|n| n.driver == IronicDriver::Ipmi || !n.console.is_empty());
+        .is_some_and(|n| n.driver == IronicDriver::Ipmi || !n.console.is_empty())
+        || s.drivers.iter().any(|d| d.ipmi());
     let ipmi_port = if lan { ipmi_port(index) } else { 0 };
     let emulator = start_emulator(
         opts,
@@ -171,13 +172,19 @@ pub(super) fn prepare(
         dir,
         ironic.then_some(&ns),
         ipmi_port,
+        s.in_band_ipmi(),
     )?;
+    // The IPMI listener shares the Redfish address.
+    let ipmi = (ipmi_port != 0)
+        .then(|| super::drive::url_host(&emulator.url).map(|h| (h, ipmi_port)))
+        .transpose()?;
     Ok(Prepared {
         dir: dir.to_path_buf(),
         bmc: Bmc {
             url: emulator.url.clone(),
             system: id,
             python: opts.python.clone(),
+            ipmi,
         },
         ipmi_port,
         domain,
@@ -259,7 +266,7 @@ struct Machine<'a> {
     serial: &'a Path,
 }
 
-/// Defines the case's machine: a ppc64le pseries running the netboot
+/// Defines the case's machine: a ppc64le machine (pseries or powernv) running the netboot
 /// image (with a disk when the scenario gives it an OS), else UEFI x86_64.
 fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Path) -> Result<()> {
     if !s.petitboot() {
@@ -286,7 +293,8 @@ fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Path) -> Resul
         }
         None => None,
     };
-    lab.define_pseries(&Pseries {
+    lab.define_ppc64le(&Ppc64le {
+        platform: s.machine.platform,
         name: m.domain,
         uuid: m.uuid,
         net: m.net,
@@ -307,6 +315,7 @@ fn start_emulator(
     dir: &Path,
     ns: Option<&str>,
     ipmi_port: u16,
+    in_band: bool,
 ) -> Result<EmulatorProcess> {
     let http_boot = emulator.http_boot;
     // Inside the lab's namespace (for Ironic there) it listens on the
@@ -334,7 +343,7 @@ fn start_emulator(
     // port of its own, asked for explicitly (a port taken is an error);
     // 0 when the case has no use for it.
     .args(["--ipmi-port", &ipmi_port.to_string()]);
-    if emulator.ipmi_in_band {
+    if in_band {
         // The machine's side of the BMC, a socket QEMU (its own user)
         // connects to.
         let sockets = std::fs::canonicalize(dir)?.join("ipmi");

@@ -26,6 +26,12 @@ pub enum Driver {
     IronicSequence,
     /// OpenStack Ironic itself, standalone, through its API (`[ironic]`).
     Ironic,
+    /// ipmitool over lanplus (RMCP+), as operators and Ironic's ipmitool
+    /// interfaces drive a BMC: `chassis bootdev`, `chassis power on`.
+    Ipmitool,
+    /// pyghmi, the Python IPMI library behind Ironic's `ipminative`
+    /// (petitboot specification's driver): `set_bootdev`, `set_power`.
+    Pyghmi,
 }
 
 impl Driver {
@@ -34,7 +40,14 @@ impl Driver {
             Driver::Sushy => "sushy",
             Driver::IronicSequence => "ironic-sequence",
             Driver::Ironic => "ironic",
+            Driver::Ipmitool => "ipmitool",
+            Driver::Pyghmi => "pyghmi",
         }
+    }
+
+    /// Whether it talks IPMI over LAN to the BMC.
+    pub fn ipmi(self) -> bool {
+        matches!(self, Driver::Ipmitool | Driver::Pyghmi)
     }
 }
 
@@ -98,6 +111,8 @@ pub enum Method {
     PowerOn,
     /// The driver asks for a network boot (`Pxe`), then powers on.
     Pxe,
+    /// The driver asks for a boot from disk (`Hdd`), then powers on.
+    Disk,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -175,6 +190,19 @@ pub struct Machine {
     /// A disk with an installed OS of this name (petitboot machines: its
     /// first sector reads `SHOAL-DISK-OS <name>`).
     pub disk_os: Option<String>,
+    /// ppc64le only: `pseries` (PAPR guest, the default: what most ppc64le
+    /// CI has) or `powernv` (an OpenPOWER machine: POWER9 with skiboot as
+    /// its OPAL firmware, its BMC on in-band IPMI over a BT interface).
+    #[serde(default)]
+    pub platform: Platform,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    #[default]
+    Pseries,
+    Powernv,
 }
 
 fn x86() -> String {
@@ -194,6 +222,7 @@ impl Default for Machine {
             firmware: uefi(),
             memory_mib: mem(),
             disk_os: None,
+            platform: Platform::Pseries,
         }
     }
 }
@@ -313,6 +342,14 @@ pub struct Boot {
     /// it in every Boot PATCH).
     #[serde(default)]
     pub with_mode: bool,
+    /// IPMI drivers: text written to the boot initiator mailbox (boot
+    /// option parameter 7: IANA 02 00 00, then this, in 16-byte blocks)
+    /// before the boot request, as `petitboot,bootdevs=network disk`.
+    pub mailbox: Option<String>,
+    /// IPMI drivers: after the boot request, leave boot option parameter 0
+    /// at "set in progress", so the flags read as locked.
+    #[serde(default)]
+    pub lock_flags: bool,
 }
 
 fn once() -> Enabled {

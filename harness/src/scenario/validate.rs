@@ -9,7 +9,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::{
-    Dhcp, Driver, Image, IronicDriver, Method, Outcome, Protocol, Scenario, IRONIC_BOOT_INTERFACES,
+    Dhcp, Driver, Image, IronicDriver, Method, Outcome, Platform, Protocol, Scenario,
+    IRONIC_BOOT_INTERFACES,
 };
 
 impl Scenario {
@@ -32,6 +33,13 @@ impl Scenario {
         self.machine.firmware == "petitboot"
     }
 
+    /// Whether the BMC serves the machine's in-band IPMI: when the
+    /// scenario asks (x86_64), and always on powernv (OPAL's BT
+    /// interface; its petitboot reads the boot flags there).
+    pub fn in_band_ipmi(&self) -> bool {
+        self.emulator.ipmi_in_band || self.machine.platform == Platform::Powernv
+    }
+
     fn validate(&self) -> Result<()> {
         match (self.machine.arch.as_str(), self.machine.firmware.as_str()) {
             ("x86_64", "uefi") | ("ppc64le", "petitboot") => {}
@@ -41,9 +49,12 @@ impl Scenario {
             ),
             (a, _) => bail!("machine.arch: {a:?} is not one of \"x86_64\", \"ppc64le\""),
         }
+        if self.machine.platform == Platform::Powernv && self.machine.arch != "ppc64le" {
+            bail!("machine.platform: \"powernv\" is a ppc64le machine");
+        }
         if self.emulator.ipmi_in_band && self.machine.arch != "x86_64" {
             bail!(
-                "emulator.ipmi_in_band: a pseries machine has no IPMI interface (x86_64 only here)"
+                "emulator.ipmi_in_band: ppc64le machines have it by their platform (powernv: always; pseries: no IPMI interface)"
             );
         }
         let ironic = self.drivers.contains(&Driver::Ironic);
@@ -59,8 +70,8 @@ impl Scenario {
         }
         let method = self.boot.as_ref().map(|b| b.method);
         if self.petitboot() && !ironic {
-            if !matches!(method, Some(Method::PowerOn | Method::Pxe)) {
-                bail!("boot.method: petitboot machines take \"power-on\" or \"pxe\"");
+            if !matches!(method, Some(Method::PowerOn | Method::Pxe | Method::Disk)) {
+                bail!("boot.method: petitboot machines take \"power-on\", \"pxe\" or \"disk\"");
             }
             if self.network.dhcp != Dhcp::Petitboot {
                 bail!("network.dhcp: petitboot machines take \"petitboot\"");
@@ -105,6 +116,21 @@ impl Scenario {
             }
         }
         if let Some(b) = &self.boot {
+            let ipmi = self.drivers.iter().all(|d| d.ipmi());
+            if (b.mailbox.is_some() || b.lock_flags) && !ipmi {
+                bail!("boot.mailbox / boot.lock_flags: IPMI boot options; they go with drivers \"ipmitool\" and \"pyghmi\" only");
+            }
+            if b.mailbox.as_ref().is_some_and(|m| m.len() > 16 * 16 - 3) {
+                bail!("boot.mailbox: at most 253 bytes (16 blocks of 16, less the IANA number)");
+            }
+            if self.drivers.iter().any(|d| d.ipmi())
+                && !matches!(b.method, Method::Pxe | Method::Disk | Method::PowerOn)
+            {
+                bail!("boot.method: IPMI drivers ask for \"pxe\", \"disk\" or \"power-on\"");
+            }
+            if b.method == Method::Disk && !self.petitboot() {
+                bail!("boot.method: \"disk\" is for petitboot machines here");
+            }
             if !b.bios.is_empty() && b.method != Method::UefiHttp {
                 bail!("boot.bios: BIOS attributes carry an HTTP boot URI; they go with boot.method = \"uefi-http\"");
             }

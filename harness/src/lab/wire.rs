@@ -1,0 +1,195 @@
+//! A NIC for machines libvirt cannot give one: a tap device on the
+//! case's bridge inside the lab's namespace, wired to QEMU's `-netdev
+//! stream` (a Unix socket QEMU connects to; each frame behind its length,
+//! 4 bytes big-endian). powernv needs it: libvirt passes `-nodefaults`,
+//! which leaves the machine without PCI host bridges, and places the
+//! NICs it defines on a `pci.0` that does not exist there; the lab adds
+//! the bridges and the NIC through the QEMU command line instead.
+//!
+//! Two threads per wire: one moves frames from the tap to the connected
+//! QEMU, the other accepts QEMU's connection (a new start connects again)
+//! and moves its frames to the tap. Both end when the wire is stopped.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+/// The largest frame carried (a jumbo frame and its headers).
+const MAX_FRAME: usize = 65_536;
+
+pub struct Wire {
+    stop: Arc<AtomicBool>,
+}
+
+impl Wire {
+    /// Creates tap `tap` in namespace `ns`, puts it on `bridge`, and
+    /// listens on `socket` for QEMU.
+    pub fn start(ns: &str, tap: &str, bridge: &str, socket: &Path) -> Result<Wire> {
+        let dev = Arc::new(tap_in(ns, tap)?);
+        crate::netns::ip(&[
+            "netns", "exec", ns, "ip", "link", "set", tap, "master", bridge,
+        ])?;
+        crate::netns::ip(&["netns", "exec", ns, "ip", "link", "set", tap, "up"])?;
+        let _ = std::fs::remove_file(socket);
+        let listener =
+            UnixListener::bind(socket).with_context(|| format!("bind {}", socket.display()))?;
+        // QEMU runs as its own user.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o666))?;
+        listener.set_nonblocking(true)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let peer: Arc<Mutex<Option<UnixStream>>> = Arc::default();
+        {
+            let (dev, peer, stop) = (dev.clone(), peer.clone(), stop.clone());
+            std::thread::spawn(move || to_qemu(&dev, &peer, &stop));
+        }
+        {
+            let stop = stop.clone();
+            std::thread::spawn(move || from_qemu(&listener, &dev, &peer, &stop));
+        }
+        Ok(Wire { stop })
+    }
+}
+
+impl Drop for Wire {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Waits up to 200 ms for `fd` to be readable.
+fn readable(fd: &impl AsRawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, its count, a timeout; poll(2) writes only
+    // `revents` of that struct, which lives across the call.
+    unsafe { libc::poll(&mut p, 1, 200) > 0 }
+}
+
+fn to_qemu(dev: &File, peer: &Mutex<Option<UnixStream>>, stop: &AtomicBool) {
+    let mut buf = vec![0u8; MAX_FRAME];
+    while !stop.load(Ordering::Relaxed) {
+        if !readable(dev) {
+            continue;
+        }
+        let n = match (&*dev).read(&mut buf) {
+            Ok(n) => n,
+            Err(_) => return,
+        };
+        let mut p = peer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = p.as_mut() {
+            let mut frame = (n as u32).to_be_bytes().to_vec();
+            frame.extend_from_slice(&buf[..n]);
+            if s.write_all(&frame).is_err() {
+                *p = None;
+            }
+        }
+    }
+}
+
+fn from_qemu(
+    listener: &UnixListener,
+    dev: &File,
+    peer: &Mutex<Option<UnixStream>>,
+    stop: &AtomicBool,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok((stream, _)) = listener.accept() else {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        };
+        let Ok(mut reader) = stream.try_clone() else {
+            continue;
+        };
+        let _ = stream.set_nonblocking(false);
+        *peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(stream);
+        let _ = reader.set_read_timeout(Some(Duration::from_millis(200)));
+        let mut len = [0u8; 4];
+        let mut frame = vec![0u8; MAX_FRAME];
+        'conn: while !stop.load(Ordering::Relaxed) {
+            match read_full(&mut reader, &mut len, stop) {
+                Ok(true) => {}
+                _ => break 'conn,
+            }
+            let n = u32::from_be_bytes(len) as usize;
+            if n > MAX_FRAME {
+                break;
+            }
+            match read_full(&mut reader, &mut frame[..n], stop) {
+                Ok(true) => {}
+                _ => break 'conn,
+            }
+            // A frame the tap refuses is lost, as on a wire.
+            let _ = (&*dev).write(&frame[..n]);
+        }
+    }
+}
+
+/// Fills `buf`, waiting through read timeouts; `Ok(false)` at the end of
+/// the stream or when stopped.
+fn read_full(r: &mut UnixStream, buf: &mut [u8], stop: &AtomicBool) -> std::io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        match r.read(&mut buf[got..]) {
+            Ok(0) => return Ok(false),
+            Ok(n) => got += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Opens tap device `name` (no packet information header) inside
+/// namespace `ns`: a thread enters the namespace to create it, as
+/// `netns::bind_in` binds sockets.
+fn tap_in(ns: &str, name: &str) -> Result<File> {
+    if name.len() >= libc::IFNAMSIZ {
+        bail!("tap name {name:?} is too long");
+    }
+    let path = format!("/var/run/netns/{ns}");
+    let name = name.to_string();
+    std::thread::spawn(move || -> Result<File> {
+        let f = File::open(&path).with_context(|| format!("open {path}"))?;
+        // SAFETY: as in `netns::bind_in`: a descriptor and a flag; only
+        // this short-lived thread enters the namespace.
+        if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            bail!("setns({path}): {}", std::io::Error::last_os_error());
+        }
+        let tun = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/net/tun")
+            .context("open /dev/net/tun")?;
+        // struct ifreq: the name, then the flags (a short).
+        let mut req = [0u8; 40];
+        req[..name.len()].copy_from_slice(name.as_bytes());
+        let flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
+        req[16..18].copy_from_slice(&flags.to_ne_bytes());
+        // SAFETY: TUNSETIFF reads and writes a struct ifreq (40 bytes on
+        // Linux), which `req` is, alive across the call.
+        if unsafe { libc::ioctl(tun.as_raw_fd(), libc::TUNSETIFF, req.as_mut_ptr()) } != 0 {
+            bail!("TUNSETIFF {name}: {}", std::io::Error::last_os_error());
+        }
+        Ok(tun)
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("namespace helper thread panicked"))?
+}
