@@ -28,7 +28,7 @@ mod rules;
 mod tests;
 
 pub use rules::{
-    FaultConfig, Rule, MAX_LATENCY_MS, MAX_PATH, MAX_POWER_DELAY_MS, MAX_RULES, MAX_SYSTEMS,
+    FaultConfig, Rule, IPMI, MAX_LATENCY_MS, MAX_PATH, MAX_POWER_DELAY_MS, MAX_RULES, MAX_SYSTEMS,
 };
 
 /// A BMC reboot in progress.

@@ -6,7 +6,12 @@
 
 use serde::{Deserialize, Serialize};
 
-const METHODS: &[&str] = &["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"];
+const METHODS: &[&str] = &["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE", "IPMI"];
+/// The method of a request to the host's in-band IPMI interface, whose
+/// path is `/ipmi/in-band/NN/CC` (network function and command, two hex
+/// digits each). A rule selects such requests only by naming the method:
+/// a rule without methods selects every HTTP request, none of them.
+pub const IPMI: &str = "IPMI";
 
 /// Bounds of a fault configuration: whatever a client sends, a request
 /// waits at most `MAX_RULES * MAX_LATENCY_MS` and no duration overflows.
@@ -33,7 +38,8 @@ pub struct Rule {
     /// System names; empty: every system (and the service root).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub systems: Vec<String>,
-    /// HTTP methods; empty: all.
+    /// HTTP methods, or `IPMI` for the host's in-band interface; empty:
+    /// every HTTP method.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub methods: Vec<String>,
     /// A path pattern; `*` stands for any run of characters
@@ -213,8 +219,12 @@ impl Rule {
     }
 
     pub(super) fn matches(&self, method: &str, path: &str, systems: &[String]) -> bool {
+        let by_method = match self.methods.is_empty() {
+            true => method != IPMI,
+            false => self.methods.iter().any(|m| m == method),
+        };
         self.selects_systems(systems)
-            && (self.methods.is_empty() || self.methods.iter().any(|m| m == method))
+            && by_method
             && self.path.as_deref().is_none_or(|p| glob(p, path))
     }
 }

@@ -100,6 +100,42 @@ fn rules_select_by_system_method_and_path_and_latencies_add_up() {
     assert!(!f.active());
 }
 
+/// In-band IPMI requests match only rules that name the IPMI method; a
+/// rule without methods stays an HTTP rule.
+#[test]
+fn ipmi_in_band_requests_match_only_rules_naming_ipmi() {
+    let f = Faults::new(FaultConfig {
+        seed: 0,
+        rules: vec![
+            Rule {
+                latency_ms: 7,
+                ..rule()
+            },
+            Rule {
+                methods: vec![IPMI.into()],
+                path: Some("/ipmi/in-band/06/*".into()),
+                drop_rate: 1.0,
+                ..rule()
+            },
+        ],
+    });
+    let n = ["node-0".to_string()];
+    assert_eq!(
+        f.decide(IPMI, "/ipmi/in-band/06/01", &n),
+        (Duration::ZERO, Decision::Drop)
+    );
+    assert_eq!(
+        f.decide(IPMI, "/ipmi/in-band/00/09", &n),
+        (Duration::ZERO, Decision::Pass)
+    );
+    assert_eq!(
+        f.decide("GET", "/ipmi/in-band/06/01", &n),
+        (Duration::from_millis(7), Decision::Pass)
+    );
+    let cfg = FaultConfig::from_json(br#"{"rules": [{"methods": ["IPMI"], "drop_rate": 1}]}"#);
+    assert!(cfg.is_ok(), "{cfg:?}");
+}
+
 #[test]
 fn a_reboot_makes_the_bmc_unavailable_then_ends() {
     let f = Faults::default();

@@ -124,6 +124,35 @@ pub async fn answer(bmc: &Bmc, msg: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let fnc = netfn_lun >> 2;
+    // Injected faults (method IPMI, path /ipmi/in-band/NN/CC): a host
+    // interface that answers late, busy, or not at all (QEMU then times
+    // its host out after 4 s), as a hung BMC's does.
+    let faults = &bmc.state.faults;
+    let fault = match faults.active() {
+        true => Some(faults.decide(
+            crate::faults::IPMI,
+            &format!("/ipmi/in-band/{fnc:02x}/{cmd:02x}"),
+            std::slice::from_ref(&bmc.system_id),
+        )),
+        false => None,
+    };
+    if let Some((latency, decision)) = fault {
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        match decision {
+            crate::faults::Decision::Pass => {}
+            crate::faults::Decision::Fail(_) => {
+                let mut out = vec![id, ((fnc | 1) << 2) | (netfn_lun & 3), cmd, cc::NODE_BUSY];
+                out.push(checksum(&out));
+                return Some(encode(&out, MSG_END));
+            }
+            crate::faults::Decision::Drop | crate::faults::Decision::Unavailable(_) => {
+                tracing::debug!(system = %bmc.system_id, netfn = fnc, cmd, "in-band IPMI request dropped (fault)");
+                return None;
+            }
+        }
+    }
     let (code, body) = match (fnc, cmd) {
         // The system interface's own commands, which the host's driver
         // sends as it starts: BMC global enables (receive message queue

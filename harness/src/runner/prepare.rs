@@ -343,6 +343,27 @@ fn start_emulator(
     // port of its own, asked for explicitly (a port taken is an error);
     // 0 when the case has no use for it.
     .args(["--ipmi-port", &ipmi_port.to_string()]);
+    if !emulator.faults.is_empty() {
+        // Its config file holds only the fault rules; errors in them stop
+        // it at start-up, named in its log.
+        let mut faults = toml::Table::new();
+        faults.insert(
+            "rules".into(),
+            toml::Value::Array(
+                emulator
+                    .faults
+                    .iter()
+                    .cloned()
+                    .map(toml::Value::Table)
+                    .collect(),
+            ),
+        );
+        let mut config = toml::Table::new();
+        config.insert("faults".into(), toml::Value::Table(faults));
+        let path = dir.join("emulator.toml");
+        std::fs::write(&path, toml::to_string(&config)?)?;
+        cmd.arg("--config").arg(path);
+    }
     if in_band {
         // The machine's side of the BMC, a socket QEMU (its own user)
         // connects to.

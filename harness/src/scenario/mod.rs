@@ -238,6 +238,11 @@ pub struct Emulator {
     /// (`--ipmi-in-band-dir`) and gives its domain QEMU's KCS device.
     #[serde(default)]
     pub ipmi_in_band: bool,
+    /// Fault rules the emulator starts with (its `[faults]` rules, as in
+    /// its config file: a BMC that drops, delays or fails requests, over
+    /// HTTP or, with `methods = ["IPMI"]`, on the host's in-band IPMI).
+    #[serde(default)]
+    pub faults: Vec<toml::Table>,
 }
 
 fn firmware_mapping() -> HttpBoot {
@@ -250,6 +255,7 @@ impl Default for Emulator {
             http_boot: HttpBoot::Firmware,
             profile: None,
             ipmi_in_band: false,
+            faults: Vec::new(),
         }
     }
 }

@@ -121,6 +121,33 @@ fn petitboot_machines_are_checked_as_a_whole() {
 }
 
 #[test]
+fn openpower_machines_and_ipmi_drivers_are_checked() {
+    let pb = "[machine]\narch = \"ppc64le\"\nfirmware = \"petitboot\"\nplatform = \"powernv\"\n\
+              [network]\ndhcp = \"petitboot\"\n\
+              [petitboot]\nprotocol = \"tftp\"\nconfig_path = \"c\"\nconfig = \"x\"\n\
+              [boot]\nmethod = \"disk\"\nenabled = \"Continuous\"\nlock_flags = true\nmailbox = \"petitboot,bootdevs=network\"\n\
+              [checks]\nserial = [\"m\"]\n";
+    let ok = format!("description = \"x\"\ndrivers = [\"ipmitool\", \"pyghmi\"]\n{pb}");
+    let s = parse(&ok).unwrap();
+    assert_eq!(s.machine.platform, Platform::Powernv);
+    assert!(s.in_band_ipmi(), "powernv always has its in-band BMC");
+    assert!(s.drivers.iter().all(|d| d.ipmi()));
+    let e = |text: String| parse(&text).unwrap_err().to_string();
+    // IPMI-only options with a Redfish driver.
+    assert!(e(ok.replace("\"ipmitool\", \"pyghmi\"", "\"sushy\"")).contains("boot.mailbox"));
+    // powernv is a ppc64le platform.
+    let x86 = format!("{OK}\n[machine]\nplatform = \"powernv\"\n");
+    assert!(e(x86).contains("machine.platform"));
+    // Disk is a petitboot machine's method here; IPMI drivers have no
+    // UefiHttp.
+    assert!(e(OK.replace("uefi-http", "disk")).contains("boot.method"));
+    assert!(e(format!("drivers = [\"pyghmi\"]\n{OK}")).contains("boot.method"));
+    // A mailbox longer than its 16 blocks.
+    let long = ok.replace("petitboot,bootdevs=network", &"n".repeat(254));
+    assert!(e(long).contains("boot.mailbox"));
+}
+
+#[test]
 fn ironic_scenarios_describe_a_node_not_a_request() {
     const IRONIC: &str = r#"
 description = "x"
