@@ -164,6 +164,13 @@ pub struct Cli {
     /// the sockets (QEMU's user must).
     #[arg(long, env = "SHOAL_IPMI_IN_BAND_DIR", value_name = "DIR")]
     pub ipmi_in_band_dir: Option<std::path::PathBuf>,
+    /// What every BMC's boot initiator mailbox (System Boot Options
+    /// parameter 7) holds at start: the IANA number 02 00 00 (OpenPOWER's
+    /// petitboot checks it), then this text and a NUL, in 16-byte blocks
+    /// (at most 252 bytes). OpenPOWER hosts read their boot order there:
+    /// "petitboot,bootdevs=network disk". IPMI writes change it later.
+    #[arg(long, env = "SHOAL_IPMI_BOOT_MAILBOX", value_name = "TEXT")]
+    pub ipmi_boot_mailbox: Option<String>,
 }
 
 /// Which backend serves the systems.
@@ -375,6 +382,13 @@ impl Cli {
             users,
             cipher_suite_zero: self.ipmi_cipher_suite_zero || section.cipher_suite_zero,
             in_band_dir: self.ipmi_in_band_dir.clone().or(section.in_band_dir),
+            boot_mailbox: match (&self.ipmi_boot_mailbox, section.boot_mailbox) {
+                (Some(t), _) => shoal_ipmi::boot::mailbox_blocks(t)
+                    .map_err(|e| CliError::Ipmi(format!("--ipmi-boot-mailbox: {e}")))?,
+                (None, Some(t)) => shoal_ipmi::boot::mailbox_blocks(&t)
+                    .map_err(|e| CliError::Ipmi(format!("{file}: ipmi.boot_mailbox: {e}")))?,
+                (None, None) => Vec::new(),
+            },
         })
     }
 }

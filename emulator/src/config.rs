@@ -99,6 +99,8 @@ pub struct IpmiSection {
     pub users: Option<Vec<IpmiUserEntry>>,
     /// `--ipmi-in-band-dir`.
     pub in_band_dir: Option<std::path::PathBuf>,
+    /// `--ipmi-boot-mailbox`.
+    pub boot_mailbox: Option<String>,
 }
 
 /// `[[ipmi.users]]`: clear passwords, as RAKP needs them.

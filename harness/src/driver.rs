@@ -17,6 +17,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
 use crate::scenario::{Driver, Enabled, Method};
+use shoal_ipmi::boot::mailbox_blocks;
 
 /// One boot request: what to set, then power on.
 #[derive(Debug, Clone)]
@@ -112,7 +113,11 @@ impl Bmc {
             }
         }
         if let Some(text) = &req.mailbox {
-            for (i, block) in mailbox_blocks(text).iter().enumerate() {
+            for (i, block) in mailbox_blocks(text)
+                .map_err(|e| anyhow!("boot.mailbox: {e}"))?
+                .iter()
+                .enumerate()
+            {
                 let mut args = vec!["raw".to_string(), "0x00".into(), "0x08".into()];
                 args.push("0x07".into());
                 args.push(format!("{i:#04x}"));
@@ -268,22 +273,6 @@ fn pyghmi_args(req: &BootRequest) -> Vec<String> {
         a.push("--lock".into());
     }
     a
-}
-
-/// The boot initiator mailbox's blocks (boot option parameter 7): the
-/// IANA number 02 00 00, the text and a NUL, in 16-byte blocks (the last
-/// padded with zeros), as the pyghmi driver writes them too.
-pub fn mailbox_blocks(text: &str) -> Vec<[u8; 16]> {
-    let mut data = vec![0x02, 0x00, 0x00];
-    data.extend_from_slice(text.as_bytes());
-    data.push(0);
-    data.chunks(16)
-        .map(|c| {
-            let mut b = [0u8; 16];
-            b[..c.len()].copy_from_slice(c);
-            b
-        })
-        .collect()
 }
 
 fn agent() -> ureq::Agent {

@@ -74,9 +74,17 @@ pub struct ChassisState {
     pub mailbox: Vec<[u8; 16]>,
 }
 
-/// The boot initiator mailbox's size in 16-byte blocks (the spec's
-/// minimum is 5; petitboot reads blocks until the first error).
-pub const MAILBOX_BLOCKS: usize = 16;
+pub use shoal_ipmi::boot::MAILBOX_BLOCKS;
+
+impl ChassisState {
+    /// A BMC's state at start, its mailbox holding `blocks`.
+    pub fn with_mailbox(blocks: &[[u8; 16]]) -> Self {
+        ChassisState {
+            mailbox: blocks.to_vec(),
+            ..ChassisState::default()
+        }
+    }
+}
 
 /// The privilege a command needs; `None` for commands not served.
 pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {

@@ -69,6 +69,8 @@ pub struct IpmiSettings {
     /// (`<dir>/<system UUID>.sock`, OpenIPMI's VM protocol, which QEMU's
     /// `ipmi-bmc-extern` speaks); `None`: no in-band IPMI.
     pub in_band_dir: Option<std::path::PathBuf>,
+    /// The boot initiator mailbox's blocks at start.
+    pub boot_mailbox: Vec<[u8; 16]>,
 }
 
 impl Default for IpmiSettings {
@@ -79,6 +81,7 @@ impl Default for IpmiSettings {
             users: Users::default(),
             cipher_suite_zero: false,
             in_band_dir: None,
+            boot_mailbox: Vec::new(),
         }
     }
 }
@@ -188,7 +191,7 @@ impl Bmc {
             mac,
             cipher_suite_zero: settings.cipher_suite_zero,
             sessions: Mutex::new(Sessions::default()),
-            chassis: Mutex::new(ChassisState::default()),
+            chassis: Mutex::new(ChassisState::with_mailbox(&settings.boot_mailbox)),
             sol: Mutex::new(None),
             outbound: std::sync::OnceLock::new(),
         }

@@ -691,3 +691,61 @@ fn the_host_reaches_its_bmc_in_band() {
     assert_eq!((cc, status[0] & 1), (0, 0), "off");
     drop(emu);
 }
+
+/// `--ipmi-boot-mailbox`: the boot initiator mailbox (boot option
+/// parameter 7) holds the text from the start, as OpenPOWER's petitboot
+/// reads it; one that does not fit stops the emulator, naming the flag.
+#[test]
+fn the_boot_mailbox_is_served_from_the_start() {
+    if !ipmitool_installed() {
+        return;
+    }
+    let port = free_udp_port();
+    let text = "petitboot,bootdevs=network disk";
+    let (emu, _) = Spawned::start_lines(
+        &[
+            "--fake-systems",
+            "1",
+            "--ipmi-port",
+            &port.to_string(),
+            "--ipmi-user",
+            "admin:Adm1n-pw",
+            "--ipmi-boot-mailbox",
+            text,
+        ],
+        2,
+    );
+    let bmc = Bmc { emu, port };
+    let mut data = Vec::new();
+    for block in 0..3 {
+        let (ok, out) = bmc.ipmitool(
+            ADMIN,
+            None,
+            &["raw", "0x00", "0x09", "0x07", &block.to_string(), "0x00"],
+        );
+        assert!(ok, "{out}");
+        let bytes: Vec<u8> = out
+            .split_whitespace()
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect();
+        assert_eq!(bytes[..3], [0x01, 0x07, block as u8], "{out}");
+        data.extend_from_slice(&bytes[3..]);
+    }
+    assert_eq!(data[..3], [0x02, 0x00, 0x00]);
+    assert_eq!(&data[3..3 + text.len() + 1], format!("{text}\0").as_bytes());
+    let long = "x".repeat(300);
+    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args([
+            "--port",
+            "0",
+            "--ipmi-port",
+            "0",
+            "--ipmi-boot-mailbox",
+            &long,
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--ipmi-boot-mailbox"), "{err}");
+}

@@ -120,8 +120,8 @@ impl Scenario {
             if (b.mailbox.is_some() || b.lock_flags) && !ipmi {
                 bail!("boot.mailbox / boot.lock_flags: IPMI boot options; they go with drivers \"ipmitool\" and \"pyghmi\" only");
             }
-            if b.mailbox.as_ref().is_some_and(|m| m.len() > 16 * 16 - 3) {
-                bail!("boot.mailbox: at most 253 bytes (16 blocks of 16, less the IANA number)");
+            if let Some(Err(e)) = b.mailbox.as_deref().map(shoal_ipmi::boot::mailbox_blocks) {
+                bail!("boot.mailbox: {e}");
             }
             if self.drivers.iter().any(|d| d.ipmi())
                 && !matches!(b.method, Method::Pxe | Method::Disk | Method::PowerOn)
