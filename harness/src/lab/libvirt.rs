@@ -405,6 +405,15 @@ impl Lab {
         Ok(d.uuid_string()?)
     }
 
+    /// Stops domain `name` if it runs (it stays defined, for its XML).
+    pub fn stop_domain(&self, name: &str) {
+        if let Ok(d) = self.conn().and_then(|c| Ok(c.lookup_domain_by_name(name)?)) {
+            if d.is_active().unwrap_or(false) {
+                let _ = d.destroy();
+            }
+        }
+    }
+
     pub fn is_running(&self, name: &str) -> bool {
         self.conn().is_ok_and(|c| {
             c.lookup_domain_by_name(name)

@@ -45,12 +45,43 @@ pub(super) struct Verdict {
 
 /// Reads `serial` every 250 ms until every `expected` line appeared in
 /// order, a `failure` pattern appeared, or `limit` passed since `start`.
+/// When each expected line was first seen (to 250 ms) is appended to
+/// `markers.txt` beside the serial log, one block per watch: how long a
+/// boot took to each step (to kexec, to the payload's marker), and how
+/// far a failed one got.
 pub(super) fn watch(
     serial: &Path,
     expected: &[String],
     failure: &[String],
     limit: Duration,
     start: Instant,
+) -> Watch {
+    let mut marks: Vec<Duration> = Vec::new();
+    let result = watch_marks(serial, expected, failure, limit, start, &mut marks);
+    if let Some(dir) = serial.parent() {
+        let mut text = String::from("watch\n");
+        for (line, at) in expected.iter().zip(&marks) {
+            text.push_str(&format!("{:>8.1} s  {line}\n", at.as_secs_f64()));
+        }
+        use std::io::Write;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("markers.txt"));
+        if let Ok(mut f) = file {
+            let _ = f.write_all(text.as_bytes());
+        }
+    }
+    result
+}
+
+fn watch_marks(
+    serial: &Path,
+    expected: &[String],
+    failure: &[String],
+    limit: Duration,
+    start: Instant,
+    marks: &mut Vec<Duration>,
 ) -> Watch {
     loop {
         let text = String::from_utf8_lossy(&std::fs::read(serial).unwrap_or_default()).into_owned();
@@ -64,6 +95,9 @@ pub(super) fn watch(
                 }
                 None => break,
             }
+        }
+        while marks.len() < found {
+            marks.push(start.elapsed());
         }
         if found == expected.len() && !expected.is_empty() {
             return Watch::Seen(start.elapsed());

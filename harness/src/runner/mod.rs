@@ -64,8 +64,16 @@ fn run_case(
     let dir = opts.artifacts.join(format!("{}-{}", s.name, driver.name()));
     let start = Instant::now();
     let verdict = prepare::prepare(lab, opts, s, driver, index, &dir).and_then(|case| {
-        let drive = drive::drive(opts, s, driver, &case)?;
-        checks::judge(lab, s, driver, &case, drive)
+        let verdict = drive::drive(opts, s, driver, &case)
+            .and_then(|drive| checks::judge(lab, s, driver, &case, drive));
+        // The machine ends with its case, while its BMC still runs: one
+        // left running (a powernv host whose power-off request reaches a
+        // BMC that is gone loops on it, a firmware waits at a prompt)
+        // would take a core from the cases after it.
+        if let Ok(l) = lab.lock() {
+            l.stop_domain(&case.domain);
+        }
+        verdict
     });
     let (passed, detail, to_marker) = match verdict {
         Ok(v) => (v.passed, v.detail, v.to_marker),
