@@ -110,6 +110,20 @@ impl Lab {
         &self.dir
     }
 
+    /// A short folder of case `index`'s own for Unix sockets (the BMC's
+    /// in-band side, a NIC's wire), `/run/shoal-lab-PID/N`: a socket's
+    /// path must stay under 108 bytes, which one under a deep artifact
+    /// folder can pass. Readable by QEMU's user; gone with the lab.
+    pub fn socket_dir(&self, index: u8) -> Result<PathBuf> {
+        let d = Path::new("/run").join(&self.ns).join(index.to_string());
+        std::fs::create_dir_all(&d).with_context(|| format!("create {}", d.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        for p in [d.as_path(), d.parent().unwrap_or(&d)] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))?;
+        }
+        Ok(d)
+    }
+
     /// Creates isolated network number `index` (1..=254).
     pub fn network(&mut self, index: u8, spec: &NetSpec) -> Result<Net> {
         let name = format!("shoal-{}-{index}", std::process::id() % 100_000);
@@ -303,7 +317,7 @@ impl Lab {
             crate::scenario::Platform::Powernv => (
                 "powernv9",
                 String::new(),
-                self.powernv_pci(name, net, mac, m.disk)?,
+                self.powernv_pci(net, mac, m.disk)?,
             ),
         };
         let xml = format!(
@@ -332,14 +346,8 @@ impl Lab {
     /// (libvirt knows no PHB of powernv, and `-nodefaults` leaves it none):
     /// a PHB4 with its root port per device, a virtio NIC on `net` (wired by
     /// a tap, `wire::Wire`) and the disk (read-only) as virtio-blk.
-    fn powernv_pci(
-        &mut self,
-        name: &str,
-        net: &Net,
-        mac: &str,
-        disk: Option<&Path>,
-    ) -> Result<String> {
-        let socket = std::fs::canonicalize(&self.dir)?.join(format!("{name}.nic.sock"));
+    fn powernv_pci(&mut self, net: &Net, mac: &str, disk: Option<&Path>) -> Result<String> {
+        let socket = self.socket_dir(net.index)?.join("nic.sock");
         let wire = super::wire::Wire::start(
             &self.ns,
             &format!("shoaltap{}", net.index),
@@ -473,5 +481,6 @@ impl Lab {
             let _ = d.wait();
         }
         netns::delete(&self.ns);
+        let _ = std::fs::remove_dir_all(Path::new("/run").join(&self.ns));
     }
 }

@@ -165,6 +165,20 @@ pub(super) fn prepare(
         .is_some_and(|n| n.driver == IronicDriver::Ipmi || !n.console.is_empty())
         || s.drivers.iter().any(|d| d.ipmi());
     let ipmi_port = if lan { ipmi_port(index) } else { 0 };
+    let sockets = match s.in_band_ipmi() {
+        true => Some(
+            lab.lock()
+                .map_err(|_| anyhow!("lab lock"))?
+                .socket_dir(index)?
+                .join("ipmi"),
+        ),
+        false => None,
+    };
+    if let Some(d) = &sockets {
+        std::fs::create_dir_all(d)?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))?;
+    }
     let emulator = start_emulator(
         opts,
         &domain,
@@ -172,7 +186,7 @@ pub(super) fn prepare(
         dir,
         ironic.then_some(&ns),
         ipmi_port,
-        s.in_band_ipmi(),
+        sockets.as_deref(),
     )?;
     // The IPMI listener shares the Redfish address.
     let ipmi = (ipmi_port != 0)
@@ -315,7 +329,7 @@ fn start_emulator(
     dir: &Path,
     ns: Option<&str>,
     ipmi_port: u16,
-    in_band: bool,
+    in_band: Option<&Path>,
 ) -> Result<EmulatorProcess> {
     let http_boot = emulator.http_boot;
     // Inside the lab's namespace (for Ironic there) it listens on the
@@ -364,14 +378,10 @@ fn start_emulator(
         std::fs::write(&path, toml::to_string(&config)?)?;
         cmd.arg("--config").arg(path);
     }
-    if in_band {
+    if let Some(sockets) = in_band {
         // The machine's side of the BMC, a socket QEMU (its own user)
         // connects to.
-        let sockets = std::fs::canonicalize(dir)?.join("ipmi");
-        std::fs::create_dir_all(&sockets)?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o755))?;
-        cmd.arg("--ipmi-in-band-dir").arg(&sockets);
+        cmd.arg("--ipmi-in-band-dir").arg(sockets);
     }
     cmd.args([
         "--http-boot",
