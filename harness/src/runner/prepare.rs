@@ -19,7 +19,7 @@ use crate::driver::Bmc;
 use crate::emulator::EmulatorProcess;
 use crate::ironic::Layout;
 use crate::lab::{Lab, Net, NetSpec, Ppc64le};
-use crate::scenario::{Dhcp, Driver, HttpBoot, Image, IronicDriver, Protocol, Scenario};
+use crate::scenario::{Dhcp, Driver, HttpBoot, Image, IronicDriver, Platform, Protocol, Scenario};
 
 /// The host number of a petitboot machine's fixed address in its /24.
 const PETITBOOT_HOST: u8 = 50;
@@ -295,7 +295,12 @@ fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Path) -> Resul
         );
     }
     let kernel = ppc64le("kernel", "vmlinux")?;
-    let netboot = ppc64le("netboot", "netboot.cpio.gz")?;
+    // powernv's image reads the BMC over in-band IPMI (ipmitool and its
+    // libraries); pseries keeps the smaller one its kexec was measured with.
+    let netboot = match s.machine.platform {
+        Platform::Pseries => ppc64le("netboot", "netboot.cpio.gz")?,
+        Platform::Powernv => ppc64le("netboot-opal", "netboot.cpio.gz")?,
+    };
     let disk = match &s.machine.disk_os {
         Some(os) => {
             // An installed OS, as far as petitboot can tell.
