@@ -32,10 +32,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 kind=${1:?kernel|netboot|netboot-opal|payload} out=${2:?output file}
 # netboot-opal: the netboot initramfs for OPAL (powernv) machines, plus
-# the IPMI drivers and Debian's ppc64el ipmitool with its libraries. The
-# pseries image stays without them: the bigger image came with kexec
-# switchover hangs under TCG on pseries (2 in about 60 boots; none in 67
-# with the image as it is).
+# the IPMI drivers and Debian's ppc64el ipmitool with its libraries
+# (5 MB), which pseries, with no IPMI channel, has no use for.
 opal=''
 if [[ $kind == netboot-opal ]]; then opal=1 kind=netboot; fi
 here=$(cd "$(dirname "$0")" && pwd)
