@@ -39,21 +39,26 @@ impl Bmc {
     }
 
     fn start_on(port: u16) -> Bmc {
-        let (emu, lines) = Spawned::start_lines(
-            &[
-                "--fake-systems",
-                "1",
-                "--ipmi-port",
-                &port.to_string(),
-                "--ipmi-user",
-                "admin:Adm1n-pw",
-                "--ipmi-user",
-                "op:0per-pw:operator",
-                "--ipmi-user",
-                "ro:r3ad-pw:user",
-            ],
-            2,
-        );
+        Bmc::start_with(port, &[])
+    }
+
+    /// The same with more arguments.
+    fn start_with(port: u16, extra: &[&str]) -> Bmc {
+        let port_arg = port.to_string();
+        let mut args = vec![
+            "--fake-systems",
+            "1",
+            "--ipmi-port",
+            &port_arg,
+            "--ipmi-user",
+            "admin:Adm1n-pw",
+            "--ipmi-user",
+            "op:0per-pw:operator",
+            "--ipmi-user",
+            "ro:r3ad-pw:user",
+        ];
+        args.extend_from_slice(extra);
+        let (emu, lines) = Spawned::start_lines(&args, 2);
         assert_eq!(
             lines[1],
             format!("shoal-emulator ipmi node-0 on udp://127.0.0.1:{port}")
@@ -700,22 +705,8 @@ fn the_boot_mailbox_is_served_from_the_start() {
     if !ipmitool_installed() {
         return;
     }
-    let port = free_udp_port();
     let text = "petitboot,bootdevs=network disk";
-    let (emu, _) = Spawned::start_lines(
-        &[
-            "--fake-systems",
-            "1",
-            "--ipmi-port",
-            &port.to_string(),
-            "--ipmi-user",
-            "admin:Adm1n-pw",
-            "--ipmi-boot-mailbox",
-            text,
-        ],
-        2,
-    );
-    let bmc = Bmc { emu, port };
+    let bmc = Bmc::start_with(free_udp_port(), &["--ipmi-boot-mailbox", text]);
     let mut data = Vec::new();
     for block in 0..3 {
         let (ok, out) = bmc.ipmitool(
