@@ -411,15 +411,16 @@ async fn chassis_status(bmc: &Bmc, data: &[u8]) -> Reply {
 }
 
 /// Set ACPI Power State: bit 7 of each byte says whether to set that
-/// state; system states 0x00-0x0a and 0x20-0x2a, device states 0x00-0x07
-/// and 0x2a (unknown); 0x7f: no change.
+/// state. System states: S0/G0 to S5 override (0x00-0x0a), legacy on and
+/// off (0x20, 0x21), unknown (0x2a); device states: D0-D3 (0x00-0x03),
+/// unknown (0x2a); 0x7f: no change. Any other value is undefined.
 fn set_acpi(bmc: &Bmc, data: &[u8]) -> Reply {
     let &[sys, dev] = data else {
         return err(cc::BAD_LENGTH);
     };
     let (s, d) = (sys & 0x7f, dev & 0x7f);
-    let sys_ok = sys & 0x80 == 0 || matches!(s, 0x00..=0x0a | 0x20..=0x2a | 0x7f);
-    let dev_ok = dev & 0x80 == 0 || matches!(d, 0x00..=0x07 | 0x2a | 0x7f);
+    let sys_ok = sys & 0x80 == 0 || matches!(s, 0x00..=0x0a | 0x20 | 0x21 | 0x2a | 0x7f);
+    let dev_ok = dev & 0x80 == 0 || matches!(d, 0x00..=0x03 | 0x2a | 0x7f);
     if !sys_ok || !dev_ok {
         return err(cc::INVALID_FIELD);
     }
@@ -449,8 +450,16 @@ async fn chassis_control(bmc: &Bmc, data: &[u8]) -> Reply {
         _ => return err(cc::INVALID_FIELD),
     };
     // A Chassis Control command stops the valid bit's timer (the restart
-    // it starts consumes the flags, as a boot consumes Once).
-    bmc.chassis().valid_since = None;
+    // it starts consumes the flags, as a boot consumes Once); a power
+    // down, cycle or reset stops the watchdog (the firmware that starts
+    // next arms it again).
+    {
+        let mut c = bmc.chassis();
+        c.valid_since = None;
+        if !matches!(reset, ResetType::On | ResetType::Nmi) {
+            c.watchdog.stop();
+        }
+    }
     let sys = match bmc.system().await {
         Ok(s) => s,
         Err(e) => return err(backend_cc(&e)),

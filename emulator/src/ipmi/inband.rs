@@ -132,7 +132,7 @@ pub async fn answer(bmc: &Bmc, msg: &[u8]) -> Option<Vec<u8>> {
         true => Some(faults.decide(
             crate::faults::IPMI,
             &format!("/ipmi/in-band/{fnc:02x}/{cmd:02x}"),
-            std::slice::from_ref(&bmc.system_id),
+            std::slice::from_ref(&bmc.system_name),
         )),
         false => None,
     };

@@ -139,6 +139,9 @@ fn firmware_version(v: &str) -> (u32, u32) {
 pub struct Bmc {
     /// The system's Id in `backend` (the endpoint's view).
     pub system_id: String,
+    /// The system's name: what fault rules and BMC reboots name it by
+    /// (as for its Redfish side), whatever its Id.
+    pub system_name: String,
     /// The endpoint's state: its backend view, locks, profiles, tasks and
     /// power clock, shared with its Redfish side.
     pub state: crate::api::AppState,
@@ -182,6 +185,7 @@ impl Bmc {
         let mac = [0x02, u[10], u[11], u[12], u[13], u[14]];
         Bmc {
             system_id: id.to_string(),
+            system_name: sys.name.clone(),
             state: state.clone(),
             identity: Identity::of(state.profile(sys)),
             guid: sys.uuid.to_bytes_le(),

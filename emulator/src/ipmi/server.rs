@@ -74,11 +74,22 @@ async fn receive(
 pub async fn timers(bmc: Arc<Bmc>, mut stop: watch::Receiver<bool>) -> anyhow::Result<()> {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut running: Option<tokio::task::JoinHandle<()>> = None;
     loop {
         tokio::select! {
             _ = stopped(&mut stop) => break,
-            _ = tick.tick() => bmc.tick(Instant::now()).await,
+            _ = tick.tick() => {
+                if running.as_ref().is_some_and(|t| !t.is_finished()) {
+                    continue;
+                }
+                let bmc = bmc.clone();
+                running = Some(tokio::spawn(async move { bmc.tick(Instant::now()).await }));
+            }
         }
+    }
+    // A tick still waiting (for the system's lock) ends with the BMC.
+    if let Some(t) = running {
+        t.abort();
     }
     Ok(())
 }

@@ -175,6 +175,43 @@ fn a_console_logs_in_with_suites_3_and_17_and_a_bad_password_does_not() {
     });
 }
 
+/// An in-band fault rule selects its system by name, as Redfish rules and
+/// BMC reboots do (the Id is the UUID here, and the domain's UUID on
+/// libvirt): a rule naming this system drops its host's requests, one
+/// naming another system leaves them alone.
+#[test]
+fn in_band_fault_rules_select_the_system_by_name() {
+    rt().block_on(async {
+        let bmc = bmc();
+        assert_ne!(bmc.system_id, bmc.system_name);
+        let mut get_device_id = vec![0x42, netfn::APP << 2, 0x01];
+        get_device_id.push(
+            get_device_id
+                .iter()
+                .fold(0u8, |s, b| s.wrapping_add(*b))
+                .wrapping_neg(),
+        );
+        for (system, answered) in [("node-0", false), ("node-1", true)] {
+            let rule = crate::faults::Rule {
+                systems: vec![system.to_string()],
+                methods: vec![crate::faults::IPMI.into()],
+                path: None,
+                latency_ms: 0,
+                error_rate: 0.0,
+                status: None,
+                drop_rate: 1.0,
+                power_delay_ms: 0,
+            };
+            bmc.state.faults.replace(crate::faults::FaultConfig {
+                seed: 0,
+                rules: vec![rule],
+            });
+            let reply = super::inband::answer(&bmc, &get_device_id).await;
+            assert_eq!(reply.is_some(), answered, "a rule naming {system}");
+        }
+    });
+}
+
 #[test]
 fn replayed_tampered_and_unprivileged_requests_change_nothing() {
     rt().block_on(async {
@@ -294,29 +331,46 @@ fn the_host_firmware_commands_are_served() {
         };
         // The watchdog: never set, it cannot start.
         assert_eq!(x(0x06, 0x22, &[]).await.0, 0x80);
-        // skiboot's: OS load, "don't stop", hard reset, 60 s.
-        assert_eq!(x(0x06, 0x24, &[0x44, 0x01, 0, 0, 0x58, 0x02]).await.0, 0);
+        // skiboot's: BIOS/POST, "don't log", "don't stop", hard reset,
+        // 60 s.
+        assert_eq!(x(0x06, 0x24, &[0xc2, 0x01, 0, 0, 0x58, 0x02]).await.0, 0);
         assert_eq!(
             x(0x06, 0x25, &[]).await,
-            (0, vec![0x04, 0x01, 0, 0, 0x58, 0x02, 0x58, 0x02])
+            (0, vec![0x82, 0x01, 0, 0, 0x58, 0x02, 0x58, 0x02])
         );
         assert_eq!(x(0x06, 0x22, &[]).await.0, 0);
         let (code, get) = x(0x06, 0x25, &[]).await;
-        assert_eq!((code, get[0]), (0, 0x44), "running: {get:x?}");
+        assert_eq!((code, get[0]), (0, 0xc2), "running: {get:x?}");
+        // The machine's OS (SMS/OS), "don't stop": the timer goes on with
+        // the new count and action.
         // A pre-timeout as long as the countdown; a reserved use.
         assert_eq!(x(0x06, 0x24, &[0x04, 0x11, 6, 0, 0x3c, 0]).await.0, 0xcc);
         assert_eq!(x(0x06, 0x24, &[0x00, 0x01, 0, 0, 0x3c, 0]).await.0, 0xcc);
-        // "Don't stop" while running: it goes on, now to power down.
         assert_eq!(x(0x06, 0x24, &[0x44, 0x02, 0, 0, 0x64, 0]).await.0, 0);
         assert_eq!(x(0x06, 0x25, &[]).await.1[0], 0x44);
         assert_eq!(x(0x00, 0x02, &[0x01]).await.0, 0);
         bmc.tick(Instant::now() + Duration::from_secs(5)).await;
         assert_eq!(bmc.system().await.unwrap().power, PowerState::On);
-        // Run out: stopped, the OS load flag set, the action taken.
+        // Run out: stopped, the SMS/OS flag set, the action taken.
         bmc.tick(Instant::now() + Duration::from_secs(11)).await;
         let (_, get) = x(0x06, 0x25, &[]).await;
         assert_eq!((get[0], get[3]), (0x04, 0x10), "{get:x?}");
         assert_eq!(bmc.system().await.unwrap().power, PowerState::Off);
+        // Running out on a machine that is off: no action, whatever the
+        // action (a power cycle of an off machine does nothing).
+        assert_eq!(x(0x06, 0x24, &[0x44, 0x03, 0, 0x10, 0x0a, 0]).await.0, 0);
+        assert_eq!(x(0x06, 0x22, &[]).await.0, 0);
+        bmc.tick(Instant::now() + Duration::from_secs(2)).await;
+        assert_eq!(bmc.system().await.unwrap().power, PowerState::Off);
+        assert_eq!(x(0x06, 0x25, &[]).await.1[0], 0x04, "stopped");
+        // A Chassis Control power cycle or reset stops a running timer.
+        assert_eq!(x(0x00, 0x02, &[0x01]).await.0, 0);
+        assert_eq!(x(0x06, 0x22, &[]).await.0, 0);
+        assert_eq!(x(0x00, 0x02, &[0x03]).await.0, 0);
+        assert_eq!(x(0x06, 0x25, &[]).await.1[0], 0x04, "stopped by the reset");
+        bmc.tick(Instant::now() + Duration::from_secs(2)).await;
+        assert_eq!(bmc.system().await.unwrap().power, PowerState::On);
+        assert_eq!(x(0x00, 0x02, &[0x00]).await.0, 0);
         // Without "don't stop", a Set stops the timer.
         assert_eq!(x(0x06, 0x22, &[]).await.0, 0);
         assert_eq!(x(0x06, 0x24, &[0x04, 0x00, 0, 0x10, 0x64, 0]).await.0, 0);
@@ -326,7 +380,18 @@ fn the_host_firmware_commands_are_served() {
         assert_eq!(x(0x06, 0x06, &[0x80, 0x80]).await.0, 0);
         assert_eq!(x(0x06, 0x06, &[0xff, 0x00]).await.0, 0);
         assert_eq!(x(0x06, 0x07, &[]).await, (0, vec![0x00, 0x00]));
-        assert_eq!(x(0x06, 0x06, &[0x8f, 0x80]).await.0, 0xcc);
+        // Undefined states: S 0x22-0x29, D4-D7.
+        for bad in [
+            &[0x8f, 0x80][..],
+            &[0xa2, 0x80],
+            &[0xa9, 0xff],
+            &[0xff, 0x84],
+            &[0x80, 0x87],
+        ] {
+            assert_eq!(x(0x06, 0x06, bad).await.0, 0xcc, "{bad:x?}");
+        }
+        assert_eq!(x(0x06, 0x06, &[0xa1, 0x83]).await.0, 0);
+        assert_eq!(x(0x06, 0x07, &[]).await, (0, vec![0x21, 0x03]));
         // SEL time, as the host's RTC sets it.
         assert_eq!(x(0x0a, 0x49, &[0x40, 0x42, 0x0f, 0x00]).await.0, 0);
         let (_, t) = x(0x0a, 0x48, &[]).await;

@@ -7,7 +7,8 @@
 //! When a running countdown reaches zero the timer stops, the timer use's
 //! expiration flag is set and the timeout action is carried out on the
 //! machine as a Redfish Reset would be: hard reset, power down or power
-//! cycle. The countdown is kept as a deadline, so Get reports the present
+//! cycle (none on a machine that is off). A Chassis Control power down,
+//! cycle or reset stops it. The countdown is kept as a deadline, so Get reports the present
 //! count without a ticking task; the BMC's one-second timer tick notices
 //! the expiry.
 
@@ -48,6 +49,11 @@ impl Watchdog {
             }
             None => self.initial.unwrap_or(0),
         }
+    }
+
+    /// Stops a running countdown (a power down or reset of the machine).
+    pub(super) fn stop(&mut self) {
+        self.deadline = None;
     }
 
     /// Whether the countdown ran out by `now`; if so the timer stops, the
@@ -156,7 +162,10 @@ pub(super) async fn tick(bmc: &Bmc, now: Instant) {
             return;
         }
     };
-    if sys.power == crate::model::PowerState::Off && reset != ResetType::PowerCycle {
+    // A machine that is off has nothing to reset, and a power cycle of
+    // it does nothing, as Chassis Control's does not.
+    if sys.power == crate::model::PowerState::Off {
+        tracing::info!(system = %bmc.system_id, "IPMI watchdog expired with the machine off: no action");
         return;
     }
     if let Err(e) = bmc.state.power_action(&sys, reset).await {
