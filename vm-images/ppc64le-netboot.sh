@@ -41,13 +41,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-# The kernel of Debian's point release (suite bookworm/main), not a newer
-# one from bookworm-security or -backports. Under QEMU TCG on pseries,
-# kexec from the security update 6.1.192-3 hung in its switchover about
-# once in eleven boots (7 of 80: a program check after kexec has poisoned
-# the per-CPU offset, then faults on the poisoned address), backports'
-# 6.12.95 once in 50, the point release's 6.1.176-1 in none of 67.
-# Measured with this image, 1 vCPU, 2 GiB (details: ARCHITECTURE.md).
+# The kernel of Debian's point release (suite bookworm/main): one version
+# for every run, whatever bookworm-security or -backports carry. kexec
+# under QEMU TCG used to hang now and then, more often with some kernels
+# than others; the cause was the copy overwriting the running task, which
+# the kexec window (pb-discover, crashkernel= on the netboot kernel's
+# command line) now rules out (ARCHITECTURE.md).
 point_release() {
     apt-cache madison linux-image-powerpc64le:ppc64el 2>/dev/null |
         awk -F' *[|] *' '$3 ~ / bookworm\/main / {print $2; exit}'

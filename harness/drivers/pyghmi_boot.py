@@ -4,12 +4,13 @@
 interfaces (the petitboot specification's driver), then powers on.
 
     pyghmi_boot.py --host H --port P pxe|disk [--persistent]
-        [--mailbox TEXT] [--lock]
-    pyghmi_boot.py --host H --port P power-on [--mailbox TEXT]
+        [--mailbox-block HEX]... [--lock]
+    pyghmi_boot.py --host H --port P power-on [--mailbox-block HEX]...
 
-A machine that is on is powered off first (and waited for). --mailbox writes
-the boot initiator mailbox (boot option parameter 7: IANA 02 00 00, then
-TEXT, in 16-byte blocks) before the boot device; --lock leaves boot option
+A machine that is on is powered off first (and waited for). Each
+--mailbox-block is one 16-byte block of the boot initiator mailbox (boot
+option parameter 7), in order, as the harness lays them out; they are
+written before the boot device. --lock leaves boot option
 parameter 0 at "set in progress" after it. Prints what the BMC reports for
 the boot device afterwards.
 """
@@ -19,14 +20,6 @@ import sys
 import time
 
 from pyghmi.ipmi import command
-
-
-def mailbox_blocks(text):
-    """Parameter 7's blocks: the IANA number (02 00 00), then the text and
-    a NUL, 16 bytes a block, the last one padded with zeros."""
-    data = bytes([0x02, 0x00, 0x00]) + text.encode() + b'\0'
-    data += b'\0' * (-len(data) % 16)
-    return [data[i:i + 16] for i in range(0, len(data), 16)]
 
 
 def main():
@@ -39,21 +32,23 @@ def main():
     for name in ('pxe', 'disk'):
         b = sub.add_parser(name)
         b.add_argument('--persistent', action='store_true')
-        b.add_argument('--mailbox')
+        b.add_argument('--mailbox-block', action='append', default=[])
         b.add_argument('--lock', action='store_true')
     on = sub.add_parser('power-on')
-    on.add_argument('--mailbox')
+    on.add_argument('--mailbox-block', action='append', default=[])
     a = p.parse_args()
 
+    blocks = [bytes.fromhex(b) for b in a.mailbox_block]
+    if any(len(b) != 16 for b in blocks):
+        sys.exit('pyghmi_boot.py: a mailbox block is 16 bytes')
     ipmi = command.Command(bmc=a.host, userid=a.user, password=a.password,
                            port=a.port)
-    if a.action != 'power-on' or a.mailbox is not None:
+    if a.action != 'power-on' or blocks:
         if ipmi.get_power()['powerstate'] != 'off':
             ipmi.set_power('off', wait=120)
-    if a.mailbox is not None:
-        for i, block in enumerate(mailbox_blocks(a.mailbox)):
-            ipmi.xraw_command(netfn=0x00, command=0x08,
-                              data=bytes([0x07, i]) + block)
+    for i, block in enumerate(blocks):
+        ipmi.xraw_command(netfn=0x00, command=0x08,
+                          data=bytes([0x07, i]) + block)
     if a.action != 'power-on':
         dev = {'pxe': 'network', 'disk': 'hd'}[a.action]
         ipmi.set_bootdev(dev, persist=a.persistent)

@@ -55,7 +55,7 @@ impl Bmc {
             Driver::IronicSequence => IronicSequence::new(self)?.boot(req),
             Driver::Ironic => bail!("Ironic talks to the BMC itself (crate::ironic)"),
             Driver::Ipmitool => self.ipmitool_boot(req),
-            Driver::Pyghmi => self.pyghmi(&pyghmi_args(req)),
+            Driver::Pyghmi => self.pyghmi(&pyghmi_args(req)?),
         }
     }
 
@@ -256,7 +256,10 @@ impl Bmc {
 }
 
 /// The pyghmi driver's arguments for one boot request.
-fn pyghmi_args(req: &BootRequest) -> Vec<String> {
+/// The mailbox goes as its blocks (hex), laid out here by
+/// `shoal_ipmi::boot::mailbox_blocks`, the one layout the ipmitool driver
+/// and the BMC's tests use too.
+fn pyghmi_args(req: &BootRequest) -> Result<Vec<String>> {
     let only_on = req.method == Method::PowerOn;
     let mut a = vec![match req.method {
         Method::PowerOn => "power-on".to_string(),
@@ -267,12 +270,15 @@ fn pyghmi_args(req: &BootRequest) -> Vec<String> {
         a.push("--persistent".into());
     }
     if let Some(m) = &req.mailbox {
-        a.extend(["--mailbox".into(), m.clone()]);
+        for block in mailbox_blocks(m).map_err(|e| anyhow!("boot.mailbox: {e}"))? {
+            let hex: String = block.iter().map(|b| format!("{b:02x}")).collect();
+            a.extend(["--mailbox-block".into(), hex]);
+        }
     }
     if req.lock_flags && !only_on {
         a.push("--lock".into());
     }
-    a
+    Ok(a)
 }
 
 fn agent() -> ureq::Agent {
@@ -692,5 +698,49 @@ impl IronicSequence {
             bail!("the CD reports no media after InsertMedia");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pyghmi driver gets the mailbox as the blocks the layout makes
+    /// (IANA 02 00 00, the text, a NUL, zeros), in order; a text too long
+    /// for the mailbox is an error naming the key.
+    #[test]
+    fn pyghmi_gets_the_mailbox_as_laid_out_blocks() {
+        let req = |mailbox: &str| BootRequest {
+            method: Method::Pxe,
+            uri: None,
+            enabled: Enabled::Once,
+            bios: Vec::new(),
+            with_mode: false,
+            mailbox: Some(mailbox.into()),
+            lock_flags: true,
+        };
+        let text = "petitboot,bootdevs=network";
+        let args = pyghmi_args(&req(text)).unwrap();
+        let blocks: Vec<&str> = args
+            .windows(2)
+            .filter(|w| w[0] == "--mailbox-block")
+            .map(|w| w[1].as_str())
+            .collect();
+        assert_eq!(args[0], "pxe");
+        assert_eq!(args.last().map(String::as_str), Some("--lock"));
+        assert_eq!(blocks.len(), 2, "{args:?}");
+        let mut want = vec![0x02, 0x00, 0x00];
+        want.extend_from_slice(text.as_bytes());
+        want.push(0);
+        want.resize(32, 0);
+        let got: Vec<u8> = blocks
+            .concat()
+            .as_bytes()
+            .chunks(2)
+            .map(|h| u8::from_str_radix(std::str::from_utf8(h).unwrap(), 16).unwrap())
+            .collect();
+        assert_eq!(got, want);
+        let err = pyghmi_args(&req(&"x".repeat(300))).unwrap_err();
+        assert!(format!("{err}").starts_with("boot.mailbox:"), "{err}");
     }
 }

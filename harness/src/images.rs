@@ -8,6 +8,15 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
+/// The command line the ppc64le netboot image's kernel boots with (the
+/// console, the boot's messages, and the kexec window: 128 MiB at 256 MiB
+/// set aside, where `pb-discover` loads the next kernel, so that kexec's
+/// copy cannot overwrite the running task; `vm-images/petitboot/pb-discover`
+/// says why). 256-384 MiB is free at boot on pseries (SLOF loads the kernel
+/// at 4 MiB, the initramfs after it) and on powernv (QEMU loads them at
+/// 512 and 640 MiB), and below the 768 MiB kexec-tools loads under.
+pub const PPC64LE_NETBOOT_CMDLINE: &str = "console=hvc0 loglevel=6 crashkernel=128M@256M";
+
 pub fn cache_root() -> PathBuf {
     PathBuf::from(std::env::var("SHOAL_CACHE").unwrap_or_else(|_| "/var/cache/shoal".into()))
         .join("images")

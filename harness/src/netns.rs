@@ -1,6 +1,7 @@
-//! Network namespaces: created with `ip netns`, and sockets bound inside one
-//! from this process (a helper thread enters the namespace with setns(2),
-//! binds, and ends; the socket stays in the namespace).
+//! Network namespaces: created with `ip netns`, and sockets (or tap
+//! devices) opened inside one from this process (a helper thread enters
+//! the namespace with setns(2), opens, and ends; what it opened stays in
+//! the namespace).
 
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
@@ -44,19 +45,31 @@ pub fn delete(ns: &str) {
 /// A listening TCP socket inside namespace `ns`.
 pub fn bind_in(ns: &str, addr: SocketAddr) -> Result<TcpListener> {
     let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || -> Result<TcpListener> {
-        let f = std::fs::File::open(&path).with_context(|| format!("open {path}"))?;
-        // SAFETY: setns(2) takes a descriptor and a flag and touches no
-        // memory; the descriptor is `f`'s, open across the call. It moves
-        // only the calling thread into the namespace, and this thread was
-        // spawned for this alone and ends once the socket is bound, so no
-        // other code runs in the namespace by mistake.
-        if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            bail!("setns({path}): {}", std::io::Error::last_os_error());
-        }
+    inside(ns, move || {
         let l = TcpListener::bind(addr).with_context(|| format!("bind {addr} in {path}"))?;
         l.set_nonblocking(true)?;
         Ok(l)
+    })
+}
+
+/// Runs `f` inside namespace `ns`, on a thread spawned for it alone: what
+/// `f` opens (sockets, tap devices) stays in the namespace, and no other
+/// code of this process runs there by mistake.
+pub fn inside<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::spawn(move || -> Result<T> {
+        let ns = std::fs::File::open(&path).with_context(|| format!("open {path}"))?;
+        // SAFETY: setns(2) takes a descriptor and a flag and touches no
+        // memory; the descriptor is `ns`'s, open across the call. It moves
+        // only the calling thread into the namespace, and this thread ends
+        // once `f` has run.
+        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            bail!("setns({path}): {}", std::io::Error::last_os_error());
+        }
+        f()
     })
     .join()
     .map_err(|_| anyhow::anyhow!("namespace helper thread panicked"))?

@@ -73,6 +73,8 @@ fn discover(vars: &[(&str, &str)], files: &[(&str, &str)]) -> Run {
         .env("mac", MAC)
         .env("interface", "eth0")
         .env("PB_WORK", tmp.path().join("work"))
+        // No memory set aside unless a test says so (not the host's).
+        .env("PB_CHOSEN", tmp.path().join("chosen"))
         .env(
             "PB_FETCH",
             format!("{} sh {}", bb.display(), fetch.display()),
@@ -84,11 +86,29 @@ fn discover(vars: &[(&str, &str)], files: &[(&str, &str)]) -> Run {
     // Busybox applets as the commands the script runs.
     let bin = tmp.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    for applet in ["awk", "sed", "tr", "cat", "mkdir", "rm", "cp", "printf"] {
+    for applet in [
+        "awk", "sed", "tr", "cat", "mkdir", "rm", "cp", "printf", "od",
+    ] {
         std::os::unix::fs::symlink(&bb, bin.join(applet)).unwrap();
     }
     for (k, v) in vars {
-        cmd.env(k, v);
+        match *k {
+            // "BASE SIZE": memory set aside with crashkernel=, as the
+            // kernel exports it in /chosen (8 bytes, big-endian, each).
+            "crashkernel" => {
+                let chosen = tmp.path().join("chosen");
+                std::fs::create_dir_all(&chosen).unwrap();
+                let (base, size) = v.split_once(' ').unwrap();
+                for (name, n) in [("base", base), ("size", size)] {
+                    let n = u64::from_str_radix(n, 16).unwrap();
+                    let file = chosen.join(format!("linux,crashkernel-{name}"));
+                    std::fs::write(file, n.to_be_bytes()).unwrap();
+                }
+            }
+            _ => {
+                cmd.env(k, v);
+            }
+        }
     }
     let out = cmd.output().unwrap();
     let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
@@ -152,6 +172,49 @@ fn option_209_as_a_url_is_the_config_and_paths_resolve_beside_it() {
             .contains("petitboot: default label deploy in http://10.0.0.1:8080/node/config"),
         "{}",
         r.log
+    );
+}
+
+/// Memory set aside with crashkernel= is where every segment of the
+/// loaded kernel goes (the kexec window: memory that holds no task of the
+/// running kernel); without it kexec-tools places them as it likes.
+#[test]
+fn the_kernel_is_loaded_into_the_memory_set_aside_at_boot() {
+    let files = [
+        ("http://10.0.0.1:8080/node/config", CONFIG),
+        ("http://10.0.0.1:8080/node/deploy_kernel", "K"),
+        ("http://10.0.0.1:8080/node/deploy_ramdisk", "R"),
+    ];
+    let r = discover(
+        &[
+            ("ip", "192.168.1.5"),
+            ("pxeconffile", "http://10.0.0.1:8080/node/config"),
+            ("crashkernel", "10000000 8000000"),
+        ],
+        &files,
+    );
+    assert_eq!(r.code, 0, "{}", r.log);
+    assert_eq!(
+        load_line(&r),
+        "-l --initrd=W/initrd --mem-min=0x10000000 --mem-max=0x17ffffff --append=ipa-debug=1 W/kernel"
+    );
+    assert!(
+        r.log
+            .contains("petitboot: kexec window 0x10000000-0x17ffffff"),
+        "{}",
+        r.log
+    );
+    let r = discover(
+        &[
+            ("ip", "192.168.1.5"),
+            ("pxeconffile", "http://10.0.0.1:8080/node/config"),
+            ("crashkernel", "0 0"),
+        ],
+        &files,
+    );
+    assert_eq!(
+        load_line(&r),
+        "-l --initrd=W/initrd --append=ipa-debug=1 W/kernel"
     );
 }
 

@@ -124,7 +124,7 @@ fn netboot(machine: &[&str], nic: &str, what: &str) {
         .arg(&kernel)
         .arg("-initrd")
         .arg(&netboot)
-        .args(["-append", "console=hvc0 quiet", "-netdev"])
+        .args(["-append", images::PPC64LE_NETBOOT_CMDLINE, "-netdev"])
         .arg(format!("user,id=n0,tftp={}", tftp.display()))
         .args(["-device", &format!("{nic},netdev=n0,mac={MAC}")])
         .stdin(Stdio::null())
@@ -166,6 +166,8 @@ fn netboot(machine: &[&str], nic: &str, what: &str) {
         "petitboot: default label deploy".to_string(),
         "petitboot: kernel tftp://10.0.2.2/node-1/deploy_kernel".to_string(),
         "petitboot: initrd tftp://10.0.2.2/node-1/deploy_ramdisk".to_string(),
+        // The memory set aside by the command line's crashkernel=.
+        "petitboot: kexec window 0x10000000-0x17ffffff".to_string(),
         "petitboot: kexec -e".to_string(),
         "SHOAL-MARKER ppc64le-payload".to_string(),
         format!(

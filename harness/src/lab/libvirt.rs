@@ -40,8 +40,8 @@ pub struct Lab {
     networks: Vec<String>,
     domains: Vec<String>,
     servers: Vec<tokio::task::JoinHandle<()>>,
-    /// NICs the lab wires itself (powernv machines).
-    wires: Vec<super::wire::Wire>,
+    /// NICs the lab wires itself (powernv machines), by domain.
+    wires: Vec<(String, super::wire::Wire)>,
 }
 
 impl Lab {
@@ -113,12 +113,14 @@ impl Lab {
     /// A short folder of case `index`'s own for Unix sockets (the BMC's
     /// in-band side, a NIC's wire), `/run/shoal-lab-PID/N`: a socket's
     /// path must stay under 108 bytes, which one under a deep artifact
-    /// folder can pass. Readable by QEMU's user; gone with the lab.
-    pub fn socket_dir(&self, index: u8) -> Result<PathBuf> {
-        let d = Path::new("/run").join(&self.ns).join(index.to_string());
+    /// folder can pass. Readable by QEMU's user; gone with the lab. `sub`:
+    /// a folder in it (created), or "" for the case's folder itself.
+    pub fn socket_dir(&self, index: u8, sub: &str) -> Result<PathBuf> {
+        let case = Path::new("/run").join(&self.ns).join(index.to_string());
+        let d = case.join(sub);
         std::fs::create_dir_all(&d).with_context(|| format!("create {}", d.display()))?;
         use std::os::unix::fs::PermissionsExt;
-        for p in [d.as_path(), d.parent().unwrap_or(&d)] {
+        for p in [d.as_path(), &case, case.parent().unwrap_or(&case)] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))?;
         }
         Ok(d)
@@ -301,9 +303,8 @@ impl Lab {
             })
             .unwrap_or_default();
         // No USB controller and no memory balloon, which libvirt adds by
-        // default: with them, kexec hung in its switchover sequence in 2 of
-        // 10 boots under TCG (QEMU 10, POWER10), without them in none of 20.
-        // The kernel's messages (no `quiet`) show where a boot stops.
+        // default: a netboot machine uses neither. The kernel's messages
+        // (no `quiet`) show where a boot stops.
         let (machine, devices, qemu) = match platform {
             crate::scenario::Platform::Pseries => (
                 "pseries",
@@ -317,13 +318,13 @@ impl Lab {
             crate::scenario::Platform::Powernv => (
                 "powernv9",
                 String::new(),
-                self.powernv_pci(net, mac, m.disk)?,
+                self.powernv_pci(name, net, mac, m.disk)?,
             ),
         };
         let xml = format!(
             r#"<domain type="qemu"{ns}><name>{name}</name><uuid>{uuid}</uuid><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
   <os><type arch="ppc64le" machine="{machine}">hvm</type>
-    <kernel>{kernel}</kernel><initrd>{initrd}</initrd><cmdline>console=hvc0 loglevel=6</cmdline></os>
+    <kernel>{kernel}</kernel><initrd>{initrd}</initrd><cmdline>{cmdline}</cmdline></os>
   <on_poweroff>destroy</on_poweroff>
   <devices>{devices}
     <serial type="file"><source path="{serial}"/><target port="0"/></serial>
@@ -338,6 +339,7 @@ impl Lab {
             serial = serial.display(),
             kernel = kernel.display(),
             initrd = initrd.display(),
+            cmdline = crate::images::PPC64LE_NETBOOT_CMDLINE,
         );
         self.define(name, &xml)
     }
@@ -346,15 +348,22 @@ impl Lab {
     /// (libvirt knows no PHB of powernv, and `-nodefaults` leaves it none):
     /// a PHB4 with its root port per device, a virtio NIC on `net` (wired by
     /// a tap, `wire::Wire`) and the disk (read-only) as virtio-blk.
-    fn powernv_pci(&mut self, net: &Net, mac: &str, disk: Option<&Path>) -> Result<String> {
-        let socket = self.socket_dir(net.index)?.join("nic.sock");
+    fn powernv_pci(
+        &mut self,
+        domain: &str,
+        net: &Net,
+        mac: &str,
+        disk: Option<&Path>,
+    ) -> Result<String> {
+        let socket = self.socket_dir(net.index, "")?.join("nic.sock");
         let wire = super::wire::Wire::start(
             &self.ns,
             &format!("shoaltap{}", net.index),
             &format!("shoalbr{}", net.index),
             &socket,
         )?;
-        self.wires.push(wire);
+        self.wires.retain(|(d, _)| d != domain);
+        self.wires.push((domain.to_string(), wire));
         let comma = |p: &Path| p.display().to_string().replace(',', ",,");
         let mut args = vec![
             "-device".to_string(),
@@ -413,8 +422,10 @@ impl Lab {
         Ok(d.uuid_string()?)
     }
 
-    /// Stops domain `name` if it runs (it stays defined, for its XML).
-    pub fn stop_domain(&self, name: &str) {
+    /// Stops domain `name` if it runs (it stays defined, for its XML), and
+    /// its wired NIC.
+    pub fn stop_domain(&mut self, name: &str) {
+        self.wires.retain(|(d, _)| d != name);
         if let Ok(d) = self.conn().and_then(|c| Ok(c.lookup_domain_by_name(name)?)) {
             if d.is_active().unwrap_or(false) {
                 let _ = d.destroy();

@@ -8,7 +8,10 @@
 //!
 //! Two threads per wire: one moves frames from the tap to the connected
 //! QEMU, the other accepts QEMU's connection (a new start connects again)
-//! and moves its frames to the tap. Both end when the wire is stopped.
+//! and moves its frames to the tap. A connection that stalls (a write
+//! times out) or goes out of step (a length no frame has) is dropped.
+//! Both threads end when the wire is dropped, which the lab does when the
+//! machine's case ends.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -23,6 +26,12 @@ use anyhow::{bail, Context, Result};
 
 /// The largest frame carried (a jumbo frame and its headers).
 const MAX_FRAME: usize = 65_536;
+
+/// How long the rest of a frame begun may wait for QEMU to take it.
+const WRITE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The connected QEMU, shared by the two threads.
+type Peer = Mutex<Option<Arc<UnixStream>>>;
 
 pub struct Wire {
     stop: Arc<AtomicBool>,
@@ -45,7 +54,7 @@ impl Wire {
         std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o666))?;
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let peer: Arc<Mutex<Option<UnixStream>>> = Arc::default();
+        let peer: Arc<Peer> = Arc::default();
         {
             let (dev, peer, stop) = (dev.clone(), peer.clone(), stop.clone());
             std::thread::spawn(move || to_qemu(&dev, &peer, &stop));
@@ -76,74 +85,106 @@ fn readable(fd: &impl AsRawFd) -> bool {
     unsafe { libc::poll(&mut p, 1, 200) > 0 }
 }
 
-fn to_qemu(dev: &File, peer: &Mutex<Option<UnixStream>>, stop: &AtomicBool) {
-    let mut buf = vec![0u8; MAX_FRAME];
+/// Forgets `stream` as the peer, unless a newer connection replaced it.
+fn forget(peer: &Peer, stream: &Arc<UnixStream>) {
+    let mut p = peer.lock().unwrap_or_else(|e| e.into_inner());
+    if p.as_ref().is_some_and(|s| Arc::ptr_eq(s, stream)) {
+        *p = None;
+    }
+}
+
+fn to_qemu(dev: &File, peer: &Peer, stop: &AtomicBool) {
+    let mut frame = vec![0u8; 4 + MAX_FRAME];
     while !stop.load(Ordering::Relaxed) {
         if !readable(dev) {
             continue;
         }
-        let n = match (&*dev).read(&mut buf) {
+        let n = match (&*dev).read(&mut frame[4..]) {
             Ok(n) => n,
             Err(_) => return,
         };
-        let mut p = peer.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = p.as_mut() {
-            let mut frame = (n as u32).to_be_bytes().to_vec();
-            frame.extend_from_slice(&buf[..n]);
-            if s.write_all(&frame).is_err() {
-                *p = None;
-            }
+        // The stream is taken out of the lock: a write holds neither the
+        // other thread nor a new connection.
+        let stream = peer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(stream) = stream else {
+            continue;
+        };
+        frame[..4].copy_from_slice(&(n as u32).to_be_bytes());
+        if send_frame(&stream, &frame[..4 + n]).is_err() {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            forget(peer, &stream);
         }
     }
 }
 
-fn from_qemu(
-    listener: &UnixListener,
-    dev: &File,
-    peer: &Mutex<Option<UnixStream>>,
-    stop: &AtomicBool,
-) {
+/// Sends one frame whole or not at all: none of it when QEMU is not
+/// reading (its guest's receive ring is full, it is between kernels), so
+/// the frame is lost as on a wire whose far end does not listen; else all
+/// of it. A frame begun must end: one that cannot (the write timed out)
+/// leaves the stream out of step, an error, and the connection is dropped.
+fn send_frame(stream: &UnixStream, frame: &[u8]) -> std::io::Result<()> {
+    // SAFETY: send(2) reads `frame.len()` bytes from `frame`, a live slice,
+    // on the stream's descriptor, open across the call.
+    let n = unsafe {
+        libc::send(
+            stream.as_raw_fd(),
+            frame.as_ptr().cast(),
+            frame.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.kind() {
+            std::io::ErrorKind::WouldBlock => Ok(()),
+            _ => Err(e),
+        };
+    }
+    (&*stream).write_all(&frame[n as usize..])
+}
+
+fn from_qemu(listener: &UnixListener, dev: &File, peer: &Peer, stop: &AtomicBool) {
+    let mut frame = vec![0u8; MAX_FRAME];
     while !stop.load(Ordering::Relaxed) {
         let Ok((stream, _)) = listener.accept() else {
             std::thread::sleep(Duration::from_millis(100));
             continue;
         };
-        let Ok(mut reader) = stream.try_clone() else {
+        let configured = stream
+            .set_nonblocking(false)
+            .and_then(|()| stream.set_read_timeout(Some(Duration::from_millis(200))))
+            .and_then(|()| stream.set_write_timeout(Some(WRITE_TIMEOUT)));
+        if configured.is_err() {
             continue;
-        };
-        let _ = stream.set_nonblocking(false);
-        *peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(stream);
-        let _ = reader.set_read_timeout(Some(Duration::from_millis(200)));
+        }
+        let stream = Arc::new(stream);
+        *peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(stream.clone());
         let mut len = [0u8; 4];
-        let mut frame = vec![0u8; MAX_FRAME];
-        'conn: while !stop.load(Ordering::Relaxed) {
-            match read_full(&mut reader, &mut len, stop) {
-                Ok(true) => {}
-                _ => break 'conn,
-            }
-            let n = u32::from_be_bytes(len) as usize;
-            if n > MAX_FRAME {
+        loop {
+            if !matches!(read_full(&stream, &mut len, stop), Ok(true)) {
                 break;
             }
-            match read_full(&mut reader, &mut frame[..n], stop) {
-                Ok(true) => {}
-                _ => break 'conn,
+            let n = u32::from_be_bytes(len) as usize;
+            // A length no Ethernet frame has: the stream is out of step.
+            if n > MAX_FRAME || !matches!(read_full(&stream, &mut frame[..n], stop), Ok(true)) {
+                break;
             }
             // A frame the tap refuses is lost, as on a wire.
             let _ = (&*dev).write(&frame[..n]);
         }
+        forget(peer, &stream);
     }
 }
 
 /// Fills `buf`, waiting through read timeouts; `Ok(false)` at the end of
 /// the stream or when stopped.
-fn read_full(r: &mut UnixStream, buf: &mut [u8], stop: &AtomicBool) -> std::io::Result<bool> {
+fn read_full(r: &UnixStream, buf: &mut [u8], stop: &AtomicBool) -> std::io::Result<bool> {
     let mut got = 0;
     while got < buf.len() {
         if stop.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        match r.read(&mut buf[got..]) {
+        match (&*r).read(&mut buf[got..]) {
             Ok(0) => return Ok(false),
             Ok(n) => got += n,
             Err(e)
@@ -158,21 +199,13 @@ fn read_full(r: &mut UnixStream, buf: &mut [u8], stop: &AtomicBool) -> std::io::
 }
 
 /// Opens tap device `name` (no packet information header) inside
-/// namespace `ns`: a thread enters the namespace to create it, as
-/// `netns::bind_in` binds sockets.
+/// namespace `ns`.
 fn tap_in(ns: &str, name: &str) -> Result<File> {
     if name.len() >= libc::IFNAMSIZ {
         bail!("tap name {name:?} is too long");
     }
-    let path = format!("/var/run/netns/{ns}");
     let name = name.to_string();
-    std::thread::spawn(move || -> Result<File> {
-        let f = File::open(&path).with_context(|| format!("open {path}"))?;
-        // SAFETY: as in `netns::bind_in`: a descriptor and a flag; only
-        // this short-lived thread enters the namespace.
-        if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            bail!("setns({path}): {}", std::io::Error::last_os_error());
-        }
+    crate::netns::inside(ns, move || {
         let tun = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -190,6 +223,4 @@ fn tap_in(ns: &str, name: &str) -> Result<File> {
         }
         Ok(tun)
     })
-    .join()
-    .map_err(|_| anyhow::anyhow!("namespace helper thread panicked"))?
 }

@@ -70,7 +70,7 @@ fn run_case(
         // left running (a powernv host whose power-off request reaches a
         // BMC that is gone loops on it, a firmware waits at a prompt)
         // would take a core from the cases after it.
-        if let Ok(l) = lab.lock() {
+        if let Ok(mut l) = lab.lock() {
             l.stop_domain(&case.domain);
         }
         verdict

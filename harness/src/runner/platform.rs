@@ -1,15 +1,15 @@
-//! A failed case that stopped in the emulated platform, not in anything
-//! Shoal or the scenario does, is named as such: the one known hang (the
-//! guest kernel stopped in kexec's switchover, before purgatory, under
-//! TCG; vm-images/ppc64le-netboot.sh picks a kernel without it). The case
-//! still fails: a hang is a bug to find, never a run to repeat.
+//! A failed case that stopped in the guest platform, not in anything Shoal
+//! or the scenario does, is named as such: the one known hang (the guest
+//! kernel stopped in kexec's switchover, before purgatory: its copy
+//! overwrote the running task, which then faulted; the netboot image's
+//! kexec window rules it out, ARCHITECTURE.md). The case still fails: a
+//! hang is a bug to find, never a run to repeat.
 
 use super::CaseResult;
 
-/// Why a failed case stopped in the emulated platform rather than in
+/// Why a failed case stopped in the guest platform rather than in
 /// anything Shoal or the scenario does: the guest kernel hung in kexec's
-/// switchover (before purgatory ran), which QEMU's TCG pseries does now and
-/// then.
+/// switchover (before purgatory ran).
 pub(super) fn platform_stop(r: &CaseResult) -> Option<&'static str> {
     if r.passed {
         return None;
@@ -19,7 +19,7 @@ pub(super) fn platform_stop(r: &CaseResult) -> Option<&'static str> {
     let last = text.lines().rev().find(|l| !l.trim().is_empty())?;
     last.contains("kexec: Starting switchover sequence")
         .then_some(
-            "hung in the guest kernel's kexec switchover, before purgatory (a QEMU TCG hang)",
+            "hung in the guest kernel's kexec switchover, before purgatory (did the netboot log a kexec window?)",
         )
 }
 

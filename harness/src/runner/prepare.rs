@@ -169,16 +169,10 @@ pub(super) fn prepare(
         true => Some(
             lab.lock()
                 .map_err(|_| anyhow!("lab lock"))?
-                .socket_dir(index)?
-                .join("ipmi"),
+                .socket_dir(index, "ipmi")?,
         ),
         false => None,
     };
-    if let Some(d) = &sockets {
-        std::fs::create_dir_all(d)?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))?;
-    }
     let emulator = start_emulator(
         opts,
         &domain,
