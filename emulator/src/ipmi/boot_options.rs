@@ -116,9 +116,13 @@ async fn set_boot_flags(bmc: &Bmc, data: &[u8]) -> Reply {
     {
         Ok(after) => {
             let mut c = bmc.chassis();
+            let now = Instant::now();
             c.valid_since = (after.bmc.boot.enabled == crate::model::OverrideEnabled::Once
                 && c.valid_clearing & 0x08 == 0)
-                .then(|| (Instant::now(), after.bmc.boot.clone()));
+                .then(|| (now, after.bmc.boot.clone()));
+            let none = after.bmc.boot.enabled == crate::model::OverrideEnabled::Disabled;
+            c.valid_no_override = (none && data[0] & boot::VALID != 0)
+                .then_some((now, data[0] & (boot::VALID | boot::PERSISTENT)));
             ok(Vec::new())
         }
         Err(e) => err(backend_cc(&e)),
@@ -145,7 +149,17 @@ pub(super) async fn get_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
         3 => with(&[bmc.chassis().valid_clearing]),
         4 => with(&[0x00, bmc.chassis().boot_ack]),
         5 => match bmc.system().await {
-            Ok(sys) => with(&boot::flags_of(&sys.bmc.boot)),
+            Ok(sys) => {
+                let mut flags = boot::flags_of(&sys.bmc.boot);
+                // No override: valid when last written so (a host's
+                // clear), else not valid. A Redfish override since wins.
+                if flags[0] & boot::VALID == 0 {
+                    if let Some(b1) = bmc.chassis().valid_no_override(Instant::now()) {
+                        flags[0] |= b1;
+                    }
+                }
+                with(&flags)
+            }
             Err(e) => err(backend_cc(&e)),
         },
         7 if usize::from(*set) >= MAILBOX_BLOCKS => err(cc::OUT_OF_RANGE),

@@ -72,11 +72,25 @@ pub struct ChassisState {
     /// Parameter 7, the boot initiator mailbox: blocks written so far
     /// (unwritten ones read as zeros), at most `MAILBOX_BLOCKS`.
     pub mailbox: Vec<[u8; 16]>,
+    /// Boot flags written valid with no override (what a host writes to
+    /// clear a one-time override it honoured), and when: the machine's
+    /// override is none, which alone would read "not valid"; these read
+    /// back as written until the valid bit's 60 seconds run out.
+    pub valid_no_override: Option<(Instant, u8)>,
 }
 
 pub use shoal_ipmi::boot::MAILBOX_BLOCKS;
 
 impl ChassisState {
+    /// Data byte 1 of boot flags written valid with no override, while
+    /// the valid bit lasts (always, when parameter 3 says a timeout does
+    /// not clear it).
+    pub fn valid_no_override(&self, now: Instant) -> Option<u8> {
+        let (at, b1) = self.valid_no_override?;
+        (self.valid_clearing & 0x08 != 0 || now.duration_since(at) < BOOT_VALID_TIMEOUT)
+            .then_some(b1)
+    }
+
     /// A BMC's state at start, its mailbox holding `blocks`.
     pub fn with_mailbox(blocks: &[[u8; 16]]) -> Self {
         ChassisState {
@@ -456,6 +470,7 @@ async fn chassis_control(bmc: &Bmc, data: &[u8]) -> Reply {
     {
         let mut c = bmc.chassis();
         c.valid_since = None;
+        c.valid_no_override = None;
         if !matches!(reset, ResetType::On | ResetType::Nmi) {
             c.watchdog.stop();
         }

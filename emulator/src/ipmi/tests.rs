@@ -316,6 +316,54 @@ fn boot_flags_are_the_redfish_override_and_expire_after_60_seconds() {
     });
 }
 
+/// A host that honoured a one-time override clears it by writing the
+/// flags valid with no override (petitboot does): they read back so, not
+/// as "not valid", until the valid bit's 60 seconds run out or a restart
+/// consumes them; the machine has no override meanwhile.
+#[test]
+fn flags_written_valid_with_no_override_read_back_as_written() {
+    use super::commands::execute;
+    rt().block_on(async {
+        let bmc = bmc();
+        let x = |data: &'static [u8]| {
+            let bmc = bmc.clone();
+            async move { execute(&bmc, Privilege::Administrator, 0x00, 0x08, data).await }
+        };
+        let get = || {
+            let bmc = bmc.clone();
+            async move {
+                execute(&bmc, Privilege::Administrator, 0x00, 0x09, &[0x05, 0, 0])
+                    .await
+                    .1
+            }
+        };
+        assert_eq!(x(&[0x05, 0x80, 0x04, 0, 0, 0]).await.0, 0, "PXE once");
+        assert_eq!(get().await[2..4], [0x80, 0x04]);
+        assert_eq!(
+            x(&[0x05, 0x80, 0x00, 0, 0, 0]).await.0,
+            0,
+            "the host's clear"
+        );
+        assert_eq!(get().await[2..4], [0x80, 0x00]);
+        assert_eq!(
+            bmc.system().await.unwrap().bmc.boot.target,
+            BootTarget::None
+        );
+        // Not valid, written so: not valid.
+        assert_eq!(x(&[0x05, 0x00, 0x00, 0, 0, 0]).await.0, 0);
+        assert_eq!(get().await[2], 0x00);
+        // Valid, no override, then a restart consumes it.
+        assert_eq!(x(&[0x05, 0x80, 0x00, 0, 0, 0]).await.0, 0);
+        assert_eq!(
+            execute(&bmc, Privilege::Administrator, 0x00, 0x02, &[0x01])
+                .await
+                .0,
+            0
+        );
+        assert_eq!(get().await[2], 0x00);
+    });
+}
+
 /// What a host's firmware sends over its system interface (OpenPOWER's
 /// skiboot: watchdog, ACPI power state, SEL time) and what its petitboot
 /// reads (the locked flags, the boot initiator mailbox).
