@@ -356,13 +356,13 @@ impl Lab {
         disk: Option<&Path>,
     ) -> Result<String> {
         let socket = self.socket_dir(net.index, "")?.join("nic.sock");
+        self.wires.retain(|(d, _)| d != domain);
         let wire = super::wire::Wire::start(
             &self.ns,
             &format!("shoaltap{}", net.index),
             &format!("shoalbr{}", net.index),
             &socket,
         )?;
-        self.wires.retain(|(d, _)| d != domain);
         self.wires.push((domain.to_string(), wire));
         let comma = |p: &Path| p.display().to_string().replace(',', ",,");
         let mut args = vec![
