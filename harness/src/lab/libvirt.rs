@@ -273,8 +273,10 @@ impl Lab {
 
     /// Defines a ppc64le domain whose firmware is the petitboot-like
     /// netboot image (`kernel` + `initrd`, booted directly, as OpenPOWER
-    /// machines run petitboot from flash), its console writing `serial`,
-    /// and `disk` (raw) as a virtio disk when given.
+    /// machines run petitboot from flash), its console a pty with a log in
+    /// `serial` (as x86's: the BMC's Serial-over-LAN takes the console
+    /// stream while the log keeps all of it), and `disk` (raw) as a virtio
+    /// disk when given.
     /// - pseries: one spapr-vlan NIC on `net`, the console on hvc0.
     /// - powernv (POWER9): QEMU's skiboot as its OPAL firmware (QEMU
     ///   loads it by itself), skiboot's console on the LPC UART and the
@@ -327,8 +329,8 @@ impl Lab {
     <kernel>{kernel}</kernel><initrd>{initrd}</initrd><cmdline>{cmdline}</cmdline></os>
   <on_poweroff>destroy</on_poweroff>
   <devices>{devices}
-    <serial type="file"><source path="{serial}"/><target port="0"/></serial>
-    <console type="file"><source path="{serial}"/><target type="serial" port="0"/></console>
+    <serial type="pty"><log file="{serial}" append="off"/><target port="0"/></serial>
+    <console type="pty"><target type="serial" port="0"/></console>
     <controller type="usb" model="none"/><memballoon model="none"/>
   </devices>{qemu}</domain>"#,
             ns = if qemu.is_empty() {
