@@ -8,9 +8,9 @@
 //! expiration flag is set and the timeout action is carried out on the
 //! machine as a Redfish Reset would be: hard reset, power down or power
 //! cycle (none on a machine that is off). A Chassis Control power down,
-//! cycle or reset stops it. The countdown is kept as a deadline, so Get reports the present
-//! count without a ticking task; the BMC's one-second timer tick notices
-//! the expiry.
+//! cycle or reset stops it. The countdown is kept as a deadline, so Get
+//! reports the present count without a ticking task; the BMC's one-second
+//! timer tick notices the expiry.
 
 use std::time::{Duration, Instant};
 
