@@ -25,6 +25,15 @@ pub fn rfc3339_secs(secs: u64) -> String {
     rfc3339(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs))
 }
 
+/// Seconds since the epoch, possibly before it (a certificate's dates).
+pub fn rfc3339_unix(secs: i64) -> String {
+    let fmt = format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]+00:00");
+    OffsetDateTime::from_unix_timestamp(secs)
+        .ok()
+        .and_then(|t| t.format(&fmt).ok())
+        .unwrap_or_else(|| "1970-01-01T00:00:00+00:00".into())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -27,6 +27,8 @@ pub const SCHEMAS: &[(&str, &str)] = &[
     ("Bios", "Bios.v1_2_0"),
     ("Certificate", "Certificate.v1_8_0"),
     ("CertificateCollection", ""),
+    ("CertificateLocations", "CertificateLocations.v1_0_4"),
+    ("CertificateService", "CertificateService.v1_1_0"),
     ("Chassis", "Chassis.v1_25_0"),
     ("ChassisCollection", ""),
     ("ComputerSystem", "ComputerSystem.v1_22_0"),

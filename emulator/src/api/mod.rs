@@ -11,6 +11,7 @@
 mod accounts;
 mod bios;
 mod bios_registry;
+mod boot_certs;
 mod boot_rules;
 mod chassis;
 pub mod error;
@@ -73,6 +74,7 @@ fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
             r = r
                 .merge(bios::router())
                 .merge(secure_boot::router())
+                .merge(boot_certs::router())
                 .merge(system_parts::router())
                 .merge(storage::router());
         }

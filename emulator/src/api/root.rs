@@ -27,9 +27,10 @@ async fn version() -> Resource {
     Resource::plain(json!({ "v1": "/redfish/v1/" }), "GET")
 }
 
-/// The top-level resources: (name in the service root, URI).
-fn top_level() -> Vec<(&'static str, &'static str)> {
-    vec![
+/// The top-level resources: (name in the service root, URI). The
+/// certificate service exists where the resources it acts on do.
+fn top_level(st: &AppState) -> Vec<(&'static str, &'static str)> {
+    let mut v = vec![
         ("Systems", "/redfish/v1/Systems"),
         ("Managers", "/redfish/v1/Managers"),
         ("Chassis", "/redfish/v1/Chassis"),
@@ -37,7 +38,11 @@ fn top_level() -> Vec<(&'static str, &'static str)> {
         ("AccountService", "/redfish/v1/AccountService"),
         ("Tasks", "/redfish/v1/TaskService"),
         ("Registries", "/redfish/v1/Registries"),
-    ]
+    ];
+    if st.features.full() {
+        v.push(("CertificateService", "/redfish/v1/CertificateService"));
+    }
+    v
 }
 
 async fn service_root(State(st): State<AppState>) -> Resource {
@@ -64,17 +69,17 @@ async fn service_root(State(st): State<AppState>) -> Resource {
         },
         "Links": { "Sessions": link("/redfish/v1/SessionService/Sessions") },
     });
-    for (name, uri) in top_level() {
+    for (name, uri) in top_level(&st) {
         body[name] = link(uri);
     }
     Resource::new(body, crate::profile::generic(), "GET")
 }
 
-async fn odata() -> Resource {
+async fn odata(State(st): State<AppState>) -> Resource {
     let mut values: Vec<Value> =
         vec![json!({"name": "Service", "kind": "Singleton", "url": "/redfish/v1/"})];
     values.extend(
-        top_level()
+        top_level(&st)
             .into_iter()
             .map(|(name, uri)| json!({"name": name, "kind": "Singleton", "url": uri})),
     );

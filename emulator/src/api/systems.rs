@@ -107,6 +107,11 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     if sys.arch.has_uefi() && profile.boot.http_boot_uri != HttpBootUri::Absent {
         boot["HttpBootUri"] = json!(sys.bmc.boot.http_boot_uri);
     }
+    if st.features.full() {
+        if let Some(uri) = super::boot_certs::collection_uri(sys) {
+            boot["Certificates"] = link(&uri);
+        }
+    }
     let mut v = json!({
         "@odata.type": "#ComputerSystem.v1_22_0.ComputerSystem",
         "@odata.id": base,

@@ -19,6 +19,7 @@ use super::{
     BiosState, BootMode, BootOverride, BootRecord, BootTarget, IndicatorLed, MediaSlot, MediaState,
     ResetKeysType, SecureBoot,
 };
+use crate::certs::BootCerts;
 use crate::storage::{StorageState, VolumeChange};
 
 /// What the BMC owns about a machine, as opposed to what the machine is.
@@ -36,6 +37,9 @@ pub struct BmcState {
     /// them; libvirt shows one pass-through volume per disk and keeps none).
     #[serde(default, skip_serializing_if = "StorageState::is_empty")]
     pub storage: StorageState,
+    /// The CAs the firmware trusts for HTTPS boot, from its next start.
+    #[serde(default, skip_serializing_if = "BootCerts::is_empty")]
+    pub boot_certs: BootCerts,
 }
 
 /// Settable top-level properties of a system (other than Boot).
@@ -69,6 +73,8 @@ pub enum Change {
         change: VolumeChange,
         staged: bool,
     },
+    /// The whole set of HTTPS boot CAs (the front-end checked it).
+    BootCerts(BootCerts),
 }
 
 impl BmcState {
@@ -89,6 +95,7 @@ impl BmcState {
             asset_tag: String::new(),
             last_boot: None,
             storage: StorageState::default(),
+            boot_certs: BootCerts::default(),
         }
     }
 
@@ -108,6 +115,7 @@ impl BmcState {
             Change::BiosPending(p) => self.bios.pending = p,
             Change::BiosDefaults => self.bios.pending = crate::bios::defaults(),
             Change::SecureBoot(enable) => self.secure_boot.enable = enable,
+            Change::BootCerts(c) => self.boot_certs = c,
             Change::ResetKeys(kind) => {
                 self.secure_boot.keys_enrolled = kind == ResetKeysType::ResetAllKeysToDefault
             }

@@ -22,6 +22,7 @@
 
 pub mod boot;
 mod parse;
+pub mod tls;
 
 use uuid::Uuid;
 

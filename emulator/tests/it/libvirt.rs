@@ -1037,3 +1037,51 @@ async fn qcow2_nvram_is_edited_through_qemu_img() {
     let next = efiboot::boot_next(&store).expect("BootNext");
     assert_eq!(efiboot::option_uri(&store, next).as_deref(), Some(uri));
 }
+
+/// The CAs enrolled through `Boot.Certificates` become the firmware's
+/// `TlsCaCertificate` at the next start (not before); none enrolled, the
+/// next start removes it.
+#[tokio::test(flavor = "multi_thread")]
+async fn boot_certificates_reach_the_firmware_at_the_next_start() {
+    use shoal_emulator::nvram::tls;
+    let Some(template) = required("/usr/share/OVMF/OVMF_VARS_4M.fd", "Debian package ovmf") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let nvram = dir.path().join("tls-vm_VARS.fd");
+    let hv = Hv::open();
+    let id = hv.define(&uefi_domain("tls-vm", &template, &nvram, "raw"));
+    let api = api(&[]);
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let coll = format!("{sys}/Boot/Certificates");
+    let pem = crate::api_boot_certs::cert_pem("Shoal HTTPS CA", true);
+    let r = api
+        .post(
+            &coll,
+            json!({"CertificateString": pem, "CertificateType": "PEM"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{r}");
+    assert!(!nvram.exists(), "NVRAM is only written at power-on");
+    // The set is kept in the domain's metadata: a new emulator sees it.
+    let again = crate::libvirt::api(&[]);
+    assert_eq!(again.get(&coll).await.body["Members@odata.count"], 1);
+
+    api.reset(&sys, "On").await;
+    let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
+    let var = store
+        .get(tls::TLS_CA_VENDOR, tls::NAME)
+        .expect("TlsCaCertificate");
+    let der = shoal_emulator::certs::parse_pem(&pem).unwrap();
+    assert_eq!(tls::certificates(&var.data), Some(vec![der]));
+    assert_eq!(var.attributes, tls::NV_BS);
+
+    let r = api
+        .req(axum::http::Method::DELETE, &format!("{coll}/1"), None, &[])
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{r}");
+    api.reset(&sys, "ForceOff").await;
+    api.reset(&sys, "On").await;
+    let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
+    assert!(store.get(tls::TLS_CA_VENDOR, tls::NAME).is_none());
+}

@@ -208,3 +208,45 @@ fn shoal_written_nic_instance_path_decodes_in_virt_fw_vars() {
         assert_eq!(boot::option_uri(&reread, n).as_deref(), Some(uri));
     }
 }
+
+/// The trusted CAs Shoal writes (`TlsCaCertificate`), virt-fw-vars reads as
+/// X.509 signature lists of the same certificates, under edk2's TLS CA GUID.
+#[test]
+fn tls_ca_certificates_read_back_in_virt_fw_vars() {
+    use shoal_emulator::nvram::tls;
+    let path = "/usr/share/OVMF/OVMF_VARS_4M.fd";
+    let Some(bytes) = template(path) else { return };
+    let mut store = Varstore::parse(bytes).unwrap();
+    let pems = [
+        crate::api_boot_certs::cert_pem("Shoal CA One", true),
+        crate::api_boot_certs::cert_pem("Shoal CA Two", true),
+    ];
+    let ders: Vec<Vec<u8>> = pems
+        .iter()
+        .map(|p| shoal_emulator::certs::parse_pem(p).unwrap())
+        .collect();
+    let refs: Vec<&[u8]> = ders.iter().map(Vec::as_slice).collect();
+    tls::set_ca_certificates(&mut store, &refs).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("vars.fd");
+    std::fs::write(&out, store.as_bytes()).unwrap();
+    let printed = oracle_print(&out);
+    let var = printed
+        .split("\n\n")
+        .find(|b| b.contains("name=TlsCaCertificate"))
+        .unwrap_or_else(|| panic!("no TlsCaCertificate in:\n{printed}"));
+    assert!(var.contains("EfiTlsCaCertificate"), "{var}");
+    assert_eq!(var.matches("EfiCertX509 count=1").count(), 2, "{var}");
+    assert!(
+        var.contains("CN=Shoal CA One") && var.contains("CN=Shoal CA Two"),
+        "{var}"
+    );
+    let stored = store.get(tls::TLS_CA_VENDOR, tls::NAME).unwrap();
+    assert_eq!(stored.attributes, tls::NV_BS);
+    assert_eq!(tls::certificates(&stored.data), Some(ders));
+
+    // None enrolled: the variable goes.
+    tls::set_ca_certificates(&mut store, &[]).unwrap();
+    std::fs::write(&out, store.as_bytes()).unwrap();
+    assert!(!oracle_print(&out).contains("TlsCaCertificate"));
+}

@@ -27,7 +27,7 @@ use crate::config::HttpBootMapping;
 use crate::model::{
     BmcState, BootTarget, MediaImage, MediaSlot, MediaState, OverrideEnabled, PowerState, ResetType,
 };
-use crate::nvram::{boot as efiboot, Varstore};
+use crate::nvram::{boot as efiboot, tls, Varstore};
 
 impl Inner {
     pub(super) fn power(dom: &Domain) -> Result<PowerState> {
@@ -102,7 +102,9 @@ impl Inner {
         domain::facts(d).map_err(BackendError::Internal)
     }
 
-    /// Writes (or clears) Shoal's HTTP boot option in the domain's NVRAM.
+    /// Writes (or clears) Shoal's HTTP boot option in the domain's NVRAM,
+    /// and makes the firmware's trusted CAs for HTTPS boot the BMC's
+    /// `Boot.Certificates` (none: no `TlsCaCertificate`).
     fn prepare_nvram(
         &self,
         d: &xml::Element,
@@ -159,6 +161,13 @@ impl Inner {
             }
             _ => efiboot::clear_http_boot(&mut store),
         };
+        let cas: Vec<&[u8]> = s
+            .boot_certs
+            .certs
+            .iter()
+            .map(|c| c.der.as_slice())
+            .collect();
+        let result = result.and_then(|()| tls::set_ca_certificates(&mut store, &cas));
         result.map_err(|e| BackendError::Internal(format!("{}: {e}", path.display())))?;
         nvram_file::write(path, f.nvram_qcow2, store.as_bytes())
             .map_err(|e| BackendError::Internal(format!("{}: {e}", path.display())))
