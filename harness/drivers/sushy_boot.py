@@ -3,7 +3,7 @@
 library, the way Ironic's redfish boot interfaces do, then powers on.
 
     sushy_boot.py --url URL --system ID uefi-http --enabled Once [--uri URL]
-        [--bios NAME=VALUE ...] [--mode UEFI]
+        [--bios NAME=VALUE ...] [--mode UEFI] [--enroll-ca PEM]
     sushy_boot.py --url URL --system ID virtual-media --uri URL
     sushy_boot.py --url URL --system ID pxe --enabled Once
     sushy_boot.py --url URL --system ID disk --enabled Once
@@ -12,6 +12,9 @@ library, the way Ironic's redfish boot interfaces do, then powers on.
 uefi-http without --uri sends HttpBootUri null (the URL comes from DHCP).
 --bios stages BIOS attributes first (the vendor route for the URI where the
 BMC has no writable HttpBootUri: HttpDev1Uri for iDRAC, UrlBootFile for iLO).
+--enroll-ca enrolls a CA (the PEM text) in the system's Boot.Certificates
+first, through sushy's CertificateCollection, as an operator does before an
+HTTPS boot; the CA is then listed from the collection.
 Prints the Boot object the BMC reports afterwards, as JSON.
 """
 
@@ -21,6 +24,7 @@ import sys
 import time
 
 import sushy
+from sushy.resources.certificateservice import certificate
 
 
 def wait(what, check, limit=120):
@@ -29,6 +33,20 @@ def wait(what, check, limit=120):
         if time.monotonic() > deadline:
             sys.exit('sushy_boot: timed out waiting for ' + what)
         time.sleep(0.5)
+
+
+def enroll(system, pem):
+    """Adds the CA to Boot.Certificates and checks the BMC lists it."""
+    path = system.json['Boot']['Certificates']['@odata.id']
+    certs = certificate.CertificateCollection(
+        system._conn, path, redfish_version=system.redfish_version,
+        registries=system.registries, root=system.root)
+    cert = certs.create_member(pem, 'PEM')
+    if cert is None:
+        sys.exit('sushy_boot: the BMC gave no Location for the certificate')
+    listed = [c.fingerprint for c in certs.get_members()]
+    if cert.fingerprint not in listed:
+        sys.exit('sushy_boot: the enrolled CA is not in ' + path)
 
 
 def main():
@@ -41,6 +59,7 @@ def main():
     u.add_argument('--uri')
     u.add_argument('--bios', action='append', default=[], metavar='NAME=VALUE')
     u.add_argument('--mode', choices=['UEFI'], help='also send BootSourceOverrideMode')
+    u.add_argument('--enroll-ca', metavar='PEM', help='a CA for HTTPS boot')
     v = sub.add_parser('virtual-media')
     v.add_argument('--uri', required=True)
     for name in ('pxe', 'disk'):
@@ -68,6 +87,8 @@ def main():
             enabled={'Once': sushy.BOOT_SOURCE_ENABLED_ONCE,
                      'Continuous': sushy.BOOT_SOURCE_ENABLED_CONTINUOUS}[a.enabled])
     elif a.action == 'uefi-http':
+        if a.enroll_ca:
+            enroll(system, a.enroll_ca)
         if a.bios:
             system.bios.set_attributes(dict(kv.split('=', 1) for kv in a.bios))
             system.refresh()

@@ -35,6 +35,9 @@ pub struct BootRequest {
     pub mailbox: Option<String>,
     /// IPMI: leave "set in progress" (parameter 0) after the request.
     pub lock_flags: bool,
+    /// A CA (PEM) enrolled in the system's `Boot.Certificates` first, as
+    /// an operator does before an HTTPS boot.
+    pub enroll: Option<String>,
 }
 
 pub struct Bmc {
@@ -178,6 +181,9 @@ impl Bmc {
                 }
                 if req.with_mode {
                     a.extend(["--mode".into(), "UEFI".into()]);
+                }
+                if let Some(pem) = &req.enroll {
+                    a.extend(["--enroll-ca".into(), pem.clone()]);
                 }
             }
             Method::VirtualMedia => {
@@ -492,6 +498,9 @@ impl IronicSequence {
             bail!("{target} is not in BootSourceOverrideTarget@Redfish.AllowableValues");
         }
         self.power_off()?;
+        if let Some(pem) = &req.enroll {
+            self.enroll_ca(&sys, pem)?;
+        }
         if !req.bios.is_empty() {
             self.stage_bios(&sys, &req.bios)?;
         }
@@ -582,6 +591,32 @@ impl IronicSequence {
 
     /// PATCHes the attributes into the BIOS settings object, found as
     /// Ironic's drivers find it: `Bios`, then its `@Redfish.Settings`.
+    /// POSTs a CA to the System's `Boot.Certificates` and checks it is
+    /// listed there.
+    fn enroll_ca(&self, sys: &Value, pem: &str) -> Result<()> {
+        let coll = sys["Boot"]["Certificates"]["@odata.id"]
+            .as_str()
+            .ok_or_else(|| anyhow!("the System has no Boot.Certificates"))?
+            .to_string();
+        let body = json!({"CertificateString": pem, "CertificateType": "PEM"});
+        let (s, location, text) = self.send("POST", &coll, body, None)?;
+        let location = match (s, location) {
+            (201, Some(l)) => l,
+            _ => bail!("certificate POST to {coll}: HTTP {s}: {text}"),
+        };
+        let (_, listed) = self.get(&coll)?;
+        let path = location.strip_prefix(&self.base).unwrap_or(&location);
+        if !listed["Members"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|m| m["@odata.id"] == path)
+        {
+            bail!("{coll} does not list the enrolled CA ({location})");
+        }
+        Ok(())
+    }
+
     fn stage_bios(&self, sys: &Value, attrs: &[(String, String)]) -> Result<()> {
         let bios = sys["Bios"]["@odata.id"]
             .as_str()
@@ -718,6 +753,7 @@ mod tests {
             with_mode: false,
             mailbox: Some(mailbox.into()),
             lock_flags: true,
+            enroll: None,
         };
         let text = "petitboot,bootdevs=network";
         let args = pyghmi_args(&req(text)).unwrap();

@@ -6,7 +6,9 @@
 //! Only files inside the folder are served: a path whose canonical form
 //! (symlinks resolved) leaves it is not found. `POST /heartbeat` appends
 //! its body as one line to `heartbeat.log` beside the request log
-//! ([`heartbeat`], capped).
+//! ([`heartbeat`], capped). [`serve_tls`] serves the same over HTTPS: each
+//! request's line then ends with the TLS version and cipher, and a failed
+//! handshake is a line of its own (`TLS-HANDSHAKE-FAILED PEER REASON`).
 
 mod heartbeat;
 mod range;
@@ -68,6 +70,10 @@ fn ranged(method: &Method, headers: &HeaderMap, len: u64) -> Answer {
 
 async fn handle(State(s): State<Arc<Server>>, req: Request) -> Response {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    let tls = req
+        .extensions()
+        .get::<TlsInfo>()
+        .map(|t| format!(" {}", t.0));
     let (resp, bytes) = if method == Method::POST && path == "/heartbeat" {
         (heartbeat(&s, req.into_body()).await, 0)
     } else if method == Method::GET || method == Method::HEAD {
@@ -82,7 +88,12 @@ async fn handle(State(s): State<Arc<Server>>, req: Request) -> Response {
         (StatusCode::METHOD_NOT_ALLOWED.into_response(), 0)
     };
     let mut log = s.log.lock().unwrap_or_else(|p| p.into_inner());
-    let _ = writeln!(log, "{method} {path} {} {bytes}", resp.status().as_u16());
+    let tls = tls.unwrap_or_default();
+    let _ = writeln!(
+        log,
+        "{method} {path} {} {bytes}{tls}",
+        resp.status().as_u16()
+    );
     let _ = log.flush();
     resp
 }
@@ -270,6 +281,83 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::R
             let _ = hyper::server::conn::http1::Builder::new()
                 .title_case_headers(true)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+/// The TLS version and cipher of the connection a request came on.
+#[derive(Clone)]
+struct TlsInfo(Arc<str>);
+
+/// [`serve`] over TLS: each connection's handshake through `acceptor`
+/// (within 30 s); a failed one is logged to `log` with the peer and
+/// OpenSSL's reason, and costs only that connection.
+pub async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    acceptor: Arc<openssl::ssl::SslAcceptor>,
+    log: &Path,
+) -> std::io::Result<()> {
+    let log = Arc::new(Mutex::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)?,
+    ));
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                continue;
+            }
+        };
+        let (app, acceptor, log) = (app.clone(), acceptor.clone(), log.clone());
+        tokio::spawn(async move {
+            let failed = |reason: String| {
+                let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = writeln!(log, "TLS-HANDSHAKE-FAILED {} {reason}", peer.ip());
+                let _ = log.flush();
+            };
+            let ssl = match openssl::ssl::Ssl::new(acceptor.context()) {
+                Ok(s) => s,
+                Err(e) => return failed(e.to_string()),
+            };
+            let mut tls = match tokio_openssl::SslStream::new(ssl, stream) {
+                Ok(s) => s,
+                Err(e) => return failed(e.to_string()),
+            };
+            let handshake = std::pin::Pin::new(&mut tls).accept();
+            match tokio::time::timeout(std::time::Duration::from_secs(30), handshake).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    let reason = e
+                        .ssl_error()
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|| e.to_string());
+                    return failed(reason.replace('\n', " "));
+                }
+                Err(_) => return failed("no handshake within 30 s".into()),
+            }
+            let info = TlsInfo(
+                format!(
+                    "{} {}",
+                    tls.ssl().version_str(),
+                    tls.ssl().current_cipher().map_or("?", |c| c.name())
+                )
+                .into(),
+            );
+            let svc = hyper::service::service_fn(
+                move |mut req: hyper::Request<hyper::body::Incoming>| {
+                    req.extensions_mut().insert(info.clone());
+                    tower::ServiceExt::oneshot(app.clone(), req)
+                },
+            );
+            let _ = hyper::server::conn::http1::Builder::new()
+                .title_case_headers(true)
+                .serve_connection(hyper_util::rt::TokioIo::new(tls), svc)
                 .await;
         });
     }

@@ -2,6 +2,7 @@
 //! server, image recipes, scenario files, the drivers that talk to the BMC,
 //! the host check (`doctor`), the one JUnit writer,
 //! the standalone Ironic of the `ironic` driver,
+//! the HTTPS side of the boot server (test CAs, OpenSSL),
 //! the runner, the conformance run of DMTF's tools, the HTTP fuzzer, and
 //! the benchmark
 //! against sushy-tools and nginx with its load generator.
@@ -26,3 +27,4 @@ pub mod petitboot;
 #[cfg(feature = "lab")]
 pub mod runner;
 pub mod scenario;
+pub mod tls;

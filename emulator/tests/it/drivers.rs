@@ -39,9 +39,15 @@ fn boot_with(profile: &str, bios: &[(&str, &str)]) -> anyhow::Result<serde_json:
             with_mode: false,
             mailbox: None,
             lock_flags: false,
+            // As before an HTTPS boot: the CA goes in first.
+            enroll: Some(crate::api_boot_certs::cert_pem("Driver CA", true)),
         },
     )?;
-    Ok(curl_json(&format!("{}/redfish/v1/Systems/{id}", emu.url)))
+    let sys = curl_json(&format!("{}/redfish/v1/Systems/{id}", emu.url));
+    let certs = sys["Boot"]["Certificates"]["@odata.id"].as_str().unwrap();
+    let certs = curl_json(&format!("{}{certs}", emu.url));
+    assert_eq!(certs["Members@odata.count"], 1, "{profile}: {certs}");
+    Ok(sys)
 }
 
 fn curl_json(url: &str) -> serde_json::Value {
@@ -123,6 +129,7 @@ fn ipmi_drivers_set_the_flags_and_mailbox_then_power_on() {
                 with_mode: false,
                 mailbox: Some(mailbox.into()),
                 lock_flags: true,
+                enroll: None,
             },
         )
         .unwrap_or_else(|e| panic!("{}: {e:#}", driver.name()));

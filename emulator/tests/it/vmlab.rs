@@ -43,7 +43,7 @@ impl Bench {
         let net = lab.network(1, &NetSpec::default()).expect("network");
         let www = dir.path().join("www");
         std::fs::create_dir_all(&www).unwrap();
-        lab.file_server(&net, &www, &dir.path().join("http.log"))
+        lab.file_server(&net, &www, &dir.path().join("http.log"), None)
             .expect("boot server");
         Bench {
             lab: Some(lab),

@@ -336,3 +336,80 @@ async fn a_full_heartbeat_log_refuses_with_507() {
         heartbeat::MAX_BYTES
     );
 }
+
+/// HTTPS as OVMF 2022.11 speaks it (TLS 1.2, DHE-RSA or RSA key exchange,
+/// no elliptic curves) is served and logged with its cipher; a client that
+/// trusts another CA fails the handshake, and the log says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn https_serves_the_firmwares_ciphers_and_logs_failed_handshakes() {
+    use crate::tls::{now, Ca};
+    use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode, SslVersion};
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.efi"), b"0123456789").unwrap();
+    let log = dir.path().join("https.log");
+    let app = router(dir.path(), &log).unwrap();
+    let ca = Ca::new("Test CA").unwrap();
+    let ip: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    let server = ca.server(&[ip], now() - 60, now() + 3600).unwrap();
+    let acceptor = Arc::new(server.acceptor().unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let log2 = log.clone();
+    tokio::spawn(async move { serve_tls(listener, app, acceptor, &log2).await });
+
+    let fetch = move |trust: &openssl::x509::X509, ciphers: &'static str| {
+        let trust = trust.clone();
+        std::thread::spawn(move || -> Result<String, String> {
+            let mut c = SslConnector::builder(SslMethod::tls_client()).unwrap();
+            c.set_max_proto_version(Some(SslVersion::TLS1_2)).unwrap();
+            c.set_cipher_list(ciphers).unwrap();
+            c.cert_store_mut().add_cert(trust).unwrap();
+            c.set_verify(SslVerifyMode::PEER);
+            let c = c.build();
+            let tcp = std::net::TcpStream::connect(addr).unwrap();
+            let mut s = c.connect("127.0.0.1", tcp).map_err(|e| e.to_string())?;
+            s.write_all(b"GET /x.efi HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            let mut out = String::new();
+            let _ = s.read_to_string(&mut out);
+            Ok(out)
+        })
+        .join()
+        .unwrap()
+    };
+    for ciphers in [
+        "DHE-RSA-AES128-GCM-SHA256",
+        "AES128-GCM-SHA256",
+        "AES256-SHA256",
+    ] {
+        let got = fetch(&ca.cert, ciphers).unwrap();
+        assert!(
+            got.starts_with("HTTP/1.1 200") && got.ends_with("0123456789"),
+            "{got}"
+        );
+    }
+    let other = Ca::new("Other CA").unwrap();
+    assert!(fetch(&other.cert, "AES128-GCM-SHA256").is_err());
+    // The server's log line for the refused handshake comes once the
+    // client's alert is read.
+    crate::lab::wait_until(std::time::Duration::from_secs(10), || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("TLS-HANDSHAKE-FAILED")
+    });
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..3],
+        [
+            "GET /x.efi 200 10 TLSv1.2 DHE-RSA-AES128-GCM-SHA256",
+            "GET /x.efi 200 10 TLSv1.2 AES128-GCM-SHA256",
+            "GET /x.efi 200 10 TLSv1.2 AES256-SHA256",
+        ]
+    );
+    assert!(
+        lines[3].starts_with("TLS-HANDSHAKE-FAILED 127.0.0.1 ") && lines[3].contains("unknown ca"),
+        "{text}"
+    );
+}

@@ -5,12 +5,13 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use virt::connect::Connect;
 
-use super::{host6, missing, Net, NetSpec, BOOT_PORT, SYSTEM_URI};
+use super::{host6, missing, Net, NetSpec, BOOT_PORT, BOOT_TLS_PORT, SYSTEM_URI};
 use crate::netns;
 
 const DNSMASQ_NS: &str = "http://libvirt.org/schemas/network/dnsmasq/1.0";
@@ -184,26 +185,44 @@ impl Lab {
     }
 
     /// Serves `root` on the network's host address (inside the namespace),
-    /// logging requests to `log`. Needs a tokio runtime.
-    pub fn file_server(&mut self, net: &Net, root: &Path, log: &Path) -> Result<()> {
-        let addr = SocketAddr::new(net.host.into(), BOOT_PORT);
-        let listener = netns::bind_in(&self.ns, addr)?;
-        self.serve_on(listener, root, log)?;
-        if let Some(h6) = &net.host6 {
-            // The address is usable once duplicate address detection is done.
-            let addr: SocketAddr = format!("[{h6}]:{BOOT_PORT}").parse()?;
-            let mut tries = 0;
-            let listener = loop {
-                match netns::bind_in(&self.ns, addr) {
-                    Ok(l) => break l,
-                    Err(_) if tries < 40 => {
-                        tries += 1;
-                        std::thread::sleep(Duration::from_millis(250));
-                    }
-                    Err(e) => return Err(e),
-                }
+    /// logging requests to `log`: HTTP on `BOOT_PORT`, and with `tls` HTTPS
+    /// on `BOOT_TLS_PORT` too (its own log, `https.log` beside `log`).
+    /// Needs a tokio runtime.
+    pub fn file_server(
+        &mut self,
+        net: &Net,
+        root: &Path,
+        log: &Path,
+        tls: Option<Arc<openssl::ssl::SslAcceptor>>,
+    ) -> Result<()> {
+        let mut ports = vec![(BOOT_PORT, None)];
+        if let Some(t) = tls {
+            ports.push((BOOT_TLS_PORT, Some(t)));
+        }
+        for (port, tls) in ports {
+            let log = match tls {
+                Some(_) => log.with_file_name("https.log"),
+                None => log.to_path_buf(),
             };
-            self.serve_on(listener, root, log)?;
+            let addr = SocketAddr::new(net.host.into(), port);
+            let listener = netns::bind_in(&self.ns, addr)?;
+            self.serve_on(listener, root, &log, tls.clone())?;
+            if let Some(h6) = &net.host6 {
+                // The address is usable once duplicate address detection is done.
+                let addr: SocketAddr = format!("[{h6}]:{port}").parse()?;
+                let mut tries = 0;
+                let listener = loop {
+                    match netns::bind_in(&self.ns, addr) {
+                        Ok(l) => break l,
+                        Err(_) if tries < 40 => {
+                            tries += 1;
+                            std::thread::sleep(Duration::from_millis(250));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                };
+                self.serve_on(listener, root, &log, tls)?;
+            }
         }
         Ok(())
     }
@@ -214,15 +233,25 @@ impl Lab {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let url = format!("http://{}", listener.local_addr()?);
-        self.serve_on(listener, root, log)?;
+        self.serve_on(listener, root, log, None)?;
         Ok(url)
     }
 
-    fn serve_on(&mut self, listener: std::net::TcpListener, root: &Path, log: &Path) -> Result<()> {
+    fn serve_on(
+        &mut self,
+        listener: std::net::TcpListener,
+        root: &Path,
+        log: &Path,
+        tls: Option<Arc<openssl::ssl::SslAcceptor>>,
+    ) -> Result<()> {
         let app = crate::fileserver::router(root, log)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
+        let log = log.to_path_buf();
         self.servers.push(tokio::spawn(async move {
-            let _ = crate::fileserver::serve(listener, app).await;
+            let _ = match tls {
+                Some(t) => crate::fileserver::serve_tls(listener, app, t, &log).await,
+                None => crate::fileserver::serve(listener, app).await,
+            };
         }));
         Ok(())
     }

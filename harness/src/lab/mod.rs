@@ -24,6 +24,8 @@ pub use libvirt::{Lab, Ppc64le};
 
 pub const SYSTEM_URI: &str = "qemu:///system";
 pub const BOOT_PORT: u16 = 8080;
+/// The boot server's HTTPS port (scenarios with `[https]`).
+pub const BOOT_TLS_PORT: u16 = 8443;
 
 /// An isolated network of the lab: 198.18.N.0/24 (and fd00:5e:N::/64).
 #[derive(Debug, Clone)]
@@ -38,6 +40,11 @@ impl Net {
     /// The boot server's base URL on this network.
     pub fn boot_url(&self) -> String {
         format!("http://{}:{BOOT_PORT}", self.host)
+    }
+
+    /// The boot server's HTTPS base URL on this network.
+    pub fn boot_url_tls(&self) -> String {
+        format!("https://{}:{BOOT_TLS_PORT}", self.host)
     }
 }
 

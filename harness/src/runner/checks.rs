@@ -231,6 +231,17 @@ fn server_checks(s: &Scenario, case: &Prepared, problems: &mut Vec<String>) {
             problems.push(format!("the boot server never answered {r:?}"));
         }
     }
+    let https = case.dir.join("https.log");
+    for r in &s.checks.https_requests {
+        if count(&https, r) == 0 {
+            problems.push(format!("the HTTPS boot server never logged {r:?}"));
+        }
+    }
+    for r in &s.checks.https_requests_absent {
+        if count(&https, r) > 0 {
+            problems.push(format!("the HTTPS boot server logged {r:?}"));
+        }
+    }
     for r in &s.checks.bmc_requests {
         if count(&case.dir.join("bmc-http.log"), r) == 0 {
             problems.push(format!("the BMC never fetched {r:?}"));

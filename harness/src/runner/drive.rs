@@ -50,6 +50,8 @@ pub(super) fn drive(
     let uri = boot.uri.as_ref().map(|u| {
         if bmc_side {
             format!("{}/{u}", case.bmc_url)
+        } else if s.https.is_some() {
+            format!("{}/{u}", case.net.boot_url_tls())
         } else {
             format!("{}/{u}", case.net.boot_url())
         }
@@ -67,6 +69,7 @@ pub(super) fn drive(
         with_mode: boot.with_mode,
         mailbox: boot.mailbox.clone(),
         lock_flags: boot.lock_flags,
+        enroll: case.enroll.clone(),
     };
     case.bmc.boot(driver, &req)?;
     let p = &case.patterns;

@@ -8,7 +8,7 @@
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
@@ -19,7 +19,10 @@ use crate::driver::Bmc;
 use crate::emulator::EmulatorProcess;
 use crate::ironic::Layout;
 use crate::lab::{Lab, Net, NetSpec, Ppc64le};
-use crate::scenario::{Dhcp, Driver, HttpBoot, Image, IronicDriver, Platform, Protocol, Scenario};
+use crate::scenario::{
+    Dhcp, Driver, Enroll, HttpBoot, Https, Image, IronicDriver, Platform, Protocol, Scenario,
+    ServerCertificate,
+};
 
 /// The host number of a petitboot machine's fixed address in its /24.
 const PETITBOOT_HOST: u8 = 50;
@@ -40,6 +43,8 @@ pub(super) struct Prepared {
     pub net: Net,
     /// The BMC's own file server (empty for Ironic, which hands out its own).
     pub bmc_url: String,
+    /// `[https]`: the CA the driver enrolls in `Boot.Certificates` (PEM).
+    pub enroll: Option<String>,
     /// The case's emulator, in front of the domain (`bmc.system`).
     pub bmc: Bmc,
     /// The UDP port of the emulator's IPMI listener, on `bmc.url`'s host
@@ -130,10 +135,20 @@ pub(super) fn prepare(
             spec.tftp_root = Some(www);
         }
     }
+    let tls = s
+        .https
+        .as_ref()
+        .map(|h| https_server(h, index, dir))
+        .transpose()?;
+    let enroll = match s.https.as_ref().map(|h| h.enroll) {
+        Some(Enroll::RunCa) => Some(crate::tls::run_cas()?.ca.pem()?),
+        Some(Enroll::OtherCa) => Some(crate::tls::run_cas()?.other.pem()?),
+        Some(Enroll::None) | None => None,
+    };
     let (net, bmc_url) = {
         let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
         let net = lab.network(index, &spec)?;
-        lab.file_server(&net, &dir.join("www"), &dir.join("http.log"))?;
+        lab.file_server(&net, &dir.join("www"), &dir.join("http.log"), tls)?;
         // What the BMC itself downloads; Ironic hands it http_url instead.
         let bmc_url = match ironic {
             true => String::new(),
@@ -203,9 +218,35 @@ pub(super) fn prepare(
         patterns,
         net,
         bmc_url,
+        enroll,
         limit: Duration::from_secs(s.timeout_secs),
         _emulator: emulator,
     })
+}
+
+/// The case's HTTPS acceptor: a server certificate from the run's CA for
+/// the network's host addresses (or another address, or expired, as the
+/// scenario says), written with the CAs into the case folder (`tls/`).
+fn https_server(h: &Https, index: u8, dir: &Path) -> Result<Arc<openssl::ssl::SslAcceptor>> {
+    let cas = crate::tls::run_cas()?;
+    let now = crate::tls::now();
+    let day = 86_400;
+    let here: Vec<std::net::IpAddr> = vec![
+        Ipv4Addr::new(198, 18, index, 1).into(),
+        crate::lab::host6(index).into(),
+    ];
+    let elsewhere = vec![Ipv4Addr::new(192, 0, 2, 1).into()];
+    let server = match h.certificate {
+        ServerCertificate::Valid => cas.ca.server(&here, now - day, now + 30 * day)?,
+        ServerCertificate::WrongHost => cas.ca.server(&elsewhere, now - day, now + 30 * day)?,
+        ServerCertificate::Expired => cas.ca.server(&here, now - 30 * day, now - day)?,
+    };
+    let tls = dir.join("tls");
+    std::fs::create_dir_all(&tls)?;
+    server.write(&tls)?;
+    std::fs::write(tls.join("run-ca.pem"), cas.ca.pem()?)?;
+    std::fs::write(tls.join("other-ca.pem"), cas.other.pem()?)?;
+    Ok(Arc::new(server.acceptor()?))
 }
 
 /// Builds (or takes from the cache) the scenario's boot files and copies
@@ -404,7 +445,10 @@ fn start_emulator(
 
 /// The DHCP profile the scenario gives its network.
 fn net_spec(s: &Scenario, net_host: Ipv4Addr) -> NetSpec {
-    let url = |f: &str| format!("http://{net_host}:{}/{f}", crate::lab::BOOT_PORT);
+    let url = |f: &str| match s.https {
+        Some(_) => format!("https://{net_host}:{}/{f}", crate::lab::BOOT_TLS_PORT),
+        None => format!("http://{net_host}:{}/{f}", crate::lab::BOOT_PORT),
+    };
     let mut o = Vec::new();
     if s.network.ipv6_only {
         // DHCPv6: the bootfile URL (option 59) and the HTTPClient vendor
@@ -418,10 +462,13 @@ fn net_spec(s: &Scenario, net_host: Ipv4Addr) -> NetSpec {
         // (a captured ADVERTISE showed a hex value sent as one text item).
         let index = net_host.octets()[2];
         if let (Dhcp::Httpclient, Some(f)) = (s.network.dhcp, &s.network.bootfile) {
+            let (scheme, port) = match s.https {
+                Some(_) => ("https", crate::lab::BOOT_TLS_PORT),
+                None => ("http", crate::lab::BOOT_PORT),
+            };
             o.push(format!(
-                "dhcp-option=option6:bootfile-url,http://[{}]:{}/{f}",
+                "dhcp-option=option6:bootfile-url,{scheme}://[{}]:{port}/{f}",
                 crate::lab::host6(index),
-                crate::lab::BOOT_PORT
             ));
             o.push("dhcp-option-force=option6:16,EN,HTTPClient".into());
         }

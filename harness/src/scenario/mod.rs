@@ -163,6 +163,9 @@ pub struct Scenario {
     pub ironic: Option<IronicNode>,
     /// What the DHCP server and the boot servers offer a petitboot machine.
     pub petitboot: Option<Petitboot>,
+    /// The boot server also serves HTTPS, and the boot URI (or DHCP's
+    /// bootfile URL) names it.
+    pub https: Option<Https>,
     #[serde(rename = "checks")]
     pub checks: Checks,
     pub then: Option<Then>,
@@ -362,6 +365,43 @@ fn once() -> Enabled {
     Enabled::Once
 }
 
+/// HTTPS boot: the boot server's certificate and what the driver enrolls
+/// in the BMC's `Boot.Certificates` before it asks for the boot.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Https {
+    #[serde(default)]
+    pub certificate: ServerCertificate,
+    #[serde(default)]
+    pub enroll: Enroll,
+}
+
+/// The boot server's certificate, always from the run's test CA.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerCertificate {
+    /// For the server's addresses (IP SANs), valid now.
+    #[default]
+    Valid,
+    /// For another address (192.0.2.1) only.
+    WrongHost,
+    /// Its validity ended yesterday.
+    Expired,
+}
+
+/// The CA the driver enrolls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Enroll {
+    /// The run's CA, which signed the server's certificate.
+    #[default]
+    RunCa,
+    /// Another CA, which signed nothing the server shows.
+    OtherCa,
+    /// None: the firmware trusts no CA.
+    None,
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
@@ -374,6 +414,13 @@ pub struct Checks {
     /// `METHOD /path` the boot server (machine side) must have answered.
     #[serde(default)]
     pub requests: Vec<String>,
+    /// Lines the boot server's HTTPS log must show (`GET /f`, or
+    /// `TLS-HANDSHAKE-FAILED` for a refused handshake).
+    #[serde(default)]
+    pub https_requests: Vec<String>,
+    /// Lines the HTTPS log must not show.
+    #[serde(default)]
+    pub https_requests_absent: Vec<String>,
     /// `METHOD /path` the BMC-side server must have answered.
     #[serde(default)]
     pub bmc_requests: Vec<String>,

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::{
-    Dhcp, Driver, Image, IronicDriver, Method, Outcome, Platform, Protocol, Scenario,
+    Dhcp, Driver, HttpBoot, Image, IronicDriver, Method, Outcome, Platform, Protocol, Scenario,
     IRONIC_BOOT_INTERFACES,
 };
 
@@ -137,6 +137,29 @@ impl Scenario {
             if b.method == Method::VirtualMedia && b.uri.is_none() {
                 bail!("boot.uri: virtual-media needs an image");
             }
+        }
+        if self.https.is_some() {
+            if self.machine.arch != "x86_64" || self.machine.firmware != "uefi" {
+                bail!("https: HTTPS boot is UEFI's (machine.arch = \"x86_64\", machine.firmware = \"uefi\")");
+            }
+            if self.drivers.iter().any(|d| d.ipmi()) {
+                bail!("https: the CA is enrolled over Redfish; IPMI drivers cannot");
+            }
+            let dhcp_url = self.network.bootfile.is_some();
+            let bmc_url = self
+                .boot
+                .as_ref()
+                .is_some_and(|b| b.method == Method::UefiHttp && b.uri.is_some());
+            if !dhcp_url && !bmc_url && self.ironic.is_none() {
+                bail!("https: needs a boot URI (boot.method = \"uefi-http\" with boot.uri) or a DHCP bootfile (network.bootfile)");
+            }
+            if self.emulator.http_boot == HttpBoot::Vmedia {
+                bail!("https: the vmedia mapping boots a CD the BMC fetched, not the firmware's HTTPS");
+            }
+        } else if !self.checks.https_requests.is_empty()
+            || !self.checks.https_requests_absent.is_empty()
+        {
+            bail!("checks.https_requests: there is no HTTPS server without an [https] section");
         }
         if let Some(p) = &self.emulator.profile {
             if p.is_empty()
