@@ -40,6 +40,7 @@ pub struct BootRequest {
     pub enroll: Option<String>,
 }
 
+#[derive(Clone)]
 pub struct Bmc {
     pub url: String,
     pub system: String,
@@ -60,6 +61,14 @@ impl Bmc {
             Driver::Ipmitool => self.ipmitool_boot(req),
             Driver::Pyghmi => self.pyghmi(&pyghmi_args(req)?),
         }
+    }
+
+    /// Enrolls a CA (PEM) in the system's `Boot.Certificates`, as an
+    /// operator does before Ironic boots the node over HTTPS.
+    pub fn enroll_ca(&self, pem: &str) -> Result<()> {
+        let seq = IronicSequence::new(self)?;
+        let (_, sys) = seq.get(&seq.system)?;
+        seq.enroll_ca(&sys, pem)
     }
 
     /// Powers on again (for a scenario's second start).

@@ -40,6 +40,9 @@ pub struct Layout {
     pub www: PathBuf,
     /// `[deploy] http_url`: the boot server on the machine's network.
     pub http_url: String,
+    /// `webserver_verify_ca`: the CA Ironic checks an `https://` image
+    /// server against (the run's test CA, for `[https]` scenarios).
+    pub verify_ca: Option<PathBuf>,
     /// `[pxe] tftp_server`: the host's address on the machine's network.
     pub tftp_server: String,
     /// The API's port on the namespace's loopback.
@@ -80,6 +83,13 @@ impl Layout {
     pub fn config(&self) -> String {
         let d = self.dir.display();
         let www = self.www.display();
+        let verify = match &self.verify_ca {
+            Some(ca) => format!(
+                "# What Ironic downloads from https:// servers is checked against this CA.\nwebserver_verify_ca = {}\n",
+                ca.display()
+            ),
+            None => String::new(),
+        };
         format!(
             "# Written by shoal-harness for one case: standalone Ironic, no auth, no RPC bus.
 [DEFAULT]
@@ -102,7 +112,7 @@ enabled_vendor_interfaces = no-vendor
 enabled_bios_interfaces = no-bios
 enabled_console_interfaces = no-console,ipmitool-socat
 enabled_firmware_interfaces = no-firmware
-
+{verify}
 [api]
 host_ip = 127.0.0.1
 port = {port}
@@ -418,6 +428,7 @@ mod tests {
             dir: "/a/ironic".into(),
             www: "/a/www".into(),
             http_url: "http://198.18.3.1:8080".into(),
+            verify_ca: None,
             tftp_server: "198.18.3.1".into(),
             api_port: 16003,
             console_port: 18003,
@@ -450,6 +461,17 @@ mod tests {
             render("{http}/deploy.iso", &l),
             "http://198.18.3.1:8080/deploy.iso"
         );
+    }
+
+    #[test]
+    fn an_https_image_server_is_checked_against_the_run_ca() {
+        let mut l = layout();
+        assert!(!l.config().contains("webserver_verify_ca"));
+        l.verify_ca = Some("/a/tls/run-ca.pem".into());
+        let c = l.config();
+        let at = c.find("webserver_verify_ca = /a/tls/run-ca.pem").unwrap();
+        // It is a [DEFAULT] option: before the first other section.
+        assert!(at < c.find("[api]").unwrap(), "{c}");
     }
 
     #[test]

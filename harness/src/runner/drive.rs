@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use super::checks::{count, watch, Watch};
 use super::prepare::Prepared;
@@ -91,6 +91,12 @@ fn ironic_deploy(
     case: &Prepared,
     started: Instant,
 ) -> Result<Drive> {
+    if let Some(pem) = &case.enroll {
+        // The emulator listens in the lab's namespace, where Ironic is.
+        let (bmc, pem) = (case.bmc.clone(), pem.clone());
+        crate::netns::inside(&case.ns, move || bmc.enroll_ca(&pem))
+            .context("enrolling the CA in the BMC's Boot.Certificates")?;
+    }
     let svc = Ironic::start(&case.ns, opts.ironic_venv.as_deref(), l)?;
     let mut args = vec![
         "enroll".to_string(),

@@ -293,7 +293,15 @@ fn ironic_layout(s: &Scenario, index: u8, host: Ipv4Addr, dir: &Path) -> Result<
     Ok(Layout {
         dir: case.join("ironic"),
         www: case.join("www"),
-        http_url: format!("http://{authority}:{}", crate::lab::BOOT_PORT),
+        http_url: match s.https {
+            Some(_) => format!("https://{authority}:{}", crate::lab::BOOT_TLS_PORT),
+            None => format!("http://{authority}:{}", crate::lab::BOOT_PORT),
+        },
+        // Written by `https_server` before Ironic starts.
+        verify_ca: s
+            .https
+            .as_ref()
+            .map(|_| case.join("tls").join("run-ca.pem")),
         tftp_server: server,
         api_port: 16000 + u16::from(index),
         console_port: 18000 + u16::from(index),

@@ -142,7 +142,12 @@ impl Scenario {
             if self.machine.arch != "x86_64" || self.machine.firmware != "uefi" {
                 bail!("https: HTTPS boot is UEFI's (machine.arch = \"x86_64\", machine.firmware = \"uefi\")");
             }
-            if self.drivers.iter().any(|d| d.ipmi()) {
+            if self.drivers.iter().any(|d| d.ipmi())
+                || self
+                    .ironic
+                    .as_ref()
+                    .is_some_and(|n| n.driver == IronicDriver::Ipmi)
+            {
                 bail!("https: the CA is enrolled over Redfish; IPMI drivers cannot");
             }
             let dhcp_url = self.network.bootfile.is_some();
