@@ -149,6 +149,30 @@ pub fn run_cas() -> Result<&'static RunCas> {
     Ok(CAS.get_or_init(|| made))
 }
 
+/// CA certificates as edk2 takes them from fw_cfg's
+/// `etc/edk2/https/cacerts` (and from its `TlsCaCertificate` variable):
+/// an `EFI_SIGNATURE_LIST` of one X.509 certificate (no signature
+/// header) per CA, owned by a fixed GUID.
+pub fn edk2_cacerts(cas: &[&X509]) -> Result<Vec<u8>> {
+    // EFI_CERT_X509_GUID a5c059a1-94e4-4aa7-87b5-ab155c2bf072, little-endian fields.
+    const X509_GUID: [u8; 16] = [
+        0xa1, 0x59, 0xc0, 0xa5, 0xe4, 0x94, 0xa7, 0x4a, 0x87, 0xb5, 0xab, 0x15, 0x5c, 0x2b, 0xf0,
+        0x72,
+    ];
+    let mut out = Vec::new();
+    for ca in cas {
+        let der = ca.to_der()?;
+        let sig = 16 + der.len();
+        out.extend(X509_GUID);
+        out.extend(u32::try_from(28 + sig)?.to_le_bytes());
+        out.extend(0u32.to_le_bytes());
+        out.extend(u32::try_from(sig)?.to_le_bytes());
+        out.extend([0x5a; 16]); // owner
+        out.extend(der);
+    }
+    Ok(out)
+}
+
 /// Seconds since the epoch, now.
 pub fn now() -> i64 {
     std::time::SystemTime::now()

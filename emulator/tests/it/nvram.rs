@@ -250,3 +250,15 @@ fn tls_ca_certificates_read_back_in_virt_fw_vars() {
     std::fs::write(&out, store.as_bytes()).unwrap();
     assert!(!oracle_print(&out).contains("TlsCaCertificate"));
 }
+
+/// The harness's fw_cfg `etc/edk2/https/cacerts` and the BMC's
+/// `TlsCaCertificate` are one format: each reads the other's lists.
+#[test]
+fn the_fw_cfg_cacerts_file_and_the_variable_share_one_format() {
+    use shoal_emulator::nvram::tls;
+    let ca = shoal_harness::tls::Ca::new("fw_cfg CA").unwrap();
+    let file = shoal_harness::tls::edk2_cacerts(&[&ca.cert, &ca.cert]).unwrap();
+    let der = ca.cert.to_der().unwrap();
+    assert_eq!(tls::certificates(&file), Some(vec![der.clone(), der.clone()]));
+    assert_eq!(file.len(), tls::signature_lists([der.as_slice(), der.as_slice()]).len());
+}

@@ -75,7 +75,7 @@ impl Bench {
         let serial = self.path(&format!("{name}.serial"));
         let net = self.net.clone();
         self.lab()
-            .define_uefi(name, &net, mac, 1024, &serial)
+            .define_uefi(name, &net, mac, 1024, &serial, None)
             .expect("domain")
     }
 

@@ -269,6 +269,7 @@ impl Lab {
         mac: &str,
         memory_mib: u64,
         serial: &Path,
+        https_cacerts: Option<&Path>,
     ) -> Result<String> {
         // On an IPv6 network the firmware waits at its boot menu (as a real
         // machine spends that in POST) with the NIC's network stack already
@@ -283,6 +284,16 @@ impl Lab {
         } else {
             ""
         };
+        // OVMF's other source of HTTPS CAs: the fw_cfg file
+        // etc/edk2/https/cacerts (as `p11-kit extract --format=edk2-cacerts`
+        // writes it), which libvirt can pass only as QEMU arguments.
+        let fw_cfg = match https_cacerts {
+            Some(p) => format!(
+                r#"<qemu:commandline xmlns:qemu="http://libvirt.org/schemas/domain/qemu/1.0"><qemu:arg value="-fw_cfg"/><qemu:arg value="name=etc/edk2/https/cacerts,file={}"/></qemu:commandline>"#,
+                p.display()
+            ),
+            None => String::new(),
+        };
         let xml = format!(
             r#"<domain type="qemu"><name>{name}</name><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
   <os><type arch="x86_64" machine="q35">hvm</type>
@@ -293,7 +304,7 @@ impl Lab {
     <interface type="network"><source network="{net}"/><model type="virtio"/><rom enabled="no"/><mac address="{mac}"/></interface>
     <serial type="pty"><log file="{serial}" append="off"/><target port="0"/></serial>
     <console type="pty"><target type="serial" port="0"/></console>
-  </devices></domain>"#,
+  </devices>{fw_cfg}</domain>"#,
             net = net.name,
             serial = serial.display()
         );

@@ -327,7 +327,30 @@ struct Machine<'a> {
 /// image (with a disk when the scenario gives it an OS), else UEFI x86_64.
 fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Path) -> Result<()> {
     if !s.petitboot() {
-        lab.define_uefi(m.domain, m.net, m.mac, s.machine.memory_mib, m.serial)?;
+        let cacerts = match s.https.as_ref().and_then(|h| h.fw_cfg) {
+            Some(which) => {
+                let cas = crate::tls::run_cas()?;
+                let list: Vec<&openssl::x509::X509> = match which {
+                    Enroll::RunCa => vec![&cas.ca.cert],
+                    Enroll::OtherCa => vec![&cas.other.cert],
+                    Enroll::None => vec![],
+                };
+                let p = std::fs::canonicalize(dir)?
+                    .join("tls")
+                    .join("fw_cfg-cacerts.bin");
+                std::fs::write(&p, crate::tls::edk2_cacerts(&list)?)?;
+                Some(p)
+            }
+            None => None,
+        };
+        lab.define_uefi(
+            m.domain,
+            m.net,
+            m.mac,
+            s.machine.memory_mib,
+            m.serial,
+            cacerts.as_deref(),
+        )?;
         return Ok(());
     }
     let gone = crate::lab::missing_ppc64le();

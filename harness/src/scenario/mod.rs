@@ -374,6 +374,9 @@ pub struct Https {
     pub certificate: ServerCertificate,
     #[serde(default)]
     pub enroll: Enroll,
+    /// A CA also given to the firmware as the fw_cfg file
+    /// `etc/edk2/https/cacerts` (none by default).
+    pub fw_cfg: Option<Enroll>,
 }
 
 /// The boot server's certificate, always from the run's test CA.
