@@ -98,6 +98,14 @@ pub const ATTRIBUTES: &[AttrDef] = &[
         kind: AttrKind::Uri { max_len: 1024 },
         default: DefaultValue::Str(""),
     },
+    // Dell's "TLS Authentication Mode" of HTTP device 1: OneWay, the
+    // client checks the server against the enrolled CAs; None, neither
+    // side is checked (Shoal's firmware, OVMF, always checks).
+    AttrDef {
+        name: "HttpDev1TlsMode",
+        kind: AttrKind::Enum(&["None", "OneWay"]),
+        default: DefaultValue::Str("None"),
+    },
     AttrDef {
         name: "UrlBootFile",
         kind: AttrKind::Uri { max_len: 1024 },

@@ -107,11 +107,28 @@ pub struct BootCerts {
     /// names another one.
     #[serde(default)]
     pub last_id: u32,
+    /// A whole new set staged for the next start (a BMC whose certificates
+    /// are a settings object applied at reset: HPE's TLS configuration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Vec<BootCert>>,
 }
 
 impl BootCerts {
     pub fn is_empty(&self) -> bool {
-        self.certs.is_empty() && self.last_id == 0
+        self.certs.is_empty() && self.last_id == 0 && self.pending.is_none()
+    }
+
+    /// The set the firmware gets at the next start.
+    pub fn at_start(&self) -> &[BootCert] {
+        self.pending.as_deref().unwrap_or(&self.certs)
+    }
+
+    /// The set with `staged` to apply at the next start.
+    pub fn with_pending(&self, staged: Vec<BootCert>) -> BootCerts {
+        let mut next = self.clone();
+        next.last_id = staged.iter().map(|c| c.id).fold(next.last_id, u32::max);
+        next.pending = Some(staged);
+        next
     }
 
     pub fn get(&self, id: u32) -> Option<&BootCert> {
@@ -365,6 +382,7 @@ mod tests {
         let set = BootCerts {
             certs: set,
             last_id: 1,
+            pending: None,
         };
         let (two, id) = set.with_added(vec![1]);
         assert_eq!((id, two.certs.len()), (2, 2));

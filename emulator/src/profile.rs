@@ -303,9 +303,31 @@ pub struct Profile {
     /// What Get Device ID says over IPMI.
     #[serde(default)]
     pub ipmi: IpmiIdentity,
+    /// Where the CAs for HTTPS boot are enrolled, and what the BMC asks
+    /// first.
+    #[serde(default)]
+    pub https_boot: HttpsBoot,
     #[serde(default)]
     pub sources: Vec<Source>,
 }
+
+/// How a BMC takes the CAs its machine trusts for HTTPS boot.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct HttpsBoot {
+    /// HPE's route instead of `Boot.Certificates`: the BIOS TLS
+    /// configuration (`HpeTlsConfig`) at this path under the System
+    /// (`bios/oem/hpe/tlsconfig` on iLO 6, `bios/tlsconfig` on iLO 5),
+    /// changed by PUT on its settings object and applied at the next start.
+    pub hpe_tlsconfig: Option<String>,
+    /// BIOS attributes that must hold these values (now, or staged for the
+    /// next start) before a CA is enrolled; otherwise the POST is refused.
+    #[serde(default)]
+    pub needs_bios: std::collections::BTreeMap<String, String>,
+}
+
+/// The System-relative paths the HPE TLS configuration may live at.
+pub const HPE_TLSCONFIG_PATHS: &[&str] = &["bios/oem/hpe/tlsconfig", "bios/tlsconfig"];
 
 /// The BMC's identity over IPMI (Get Device ID).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]

@@ -87,11 +87,13 @@ def main():
             enabled={'Once': sushy.BOOT_SOURCE_ENABLED_ONCE,
                      'Continuous': sushy.BOOT_SOURCE_ENABLED_CONTINUOUS}[a.enabled])
     elif a.action == 'uefi-http':
-        if a.enroll_ca:
-            enroll(system, a.enroll_ca)
         if a.bios:
             system.bios.set_attributes(dict(kv.split('=', 1) for kv in a.bios))
             system.refresh()
+        # After the BIOS settings: iDRAC takes a CA only once HTTP device
+        # 1's TLS mode is set.
+        if a.enroll_ca:
+            enroll(system, a.enroll_ca)
         enabled = {'Once': sushy.BOOT_SOURCE_ENABLED_ONCE,
                    'Continuous': sushy.BOOT_SOURCE_ENABLED_CONTINUOUS}[a.enabled]
         system.set_system_boot_options(

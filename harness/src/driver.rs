@@ -395,6 +395,7 @@ impl IronicSequence {
         let url = self.url(path);
         let mut req = match method {
             "PATCH" => self.agent.patch(&url),
+            "PUT" => self.agent.put(&url),
             _ => self.agent.post(&url),
         }
         .header("OData-Version", "4.0");
@@ -507,11 +508,13 @@ impl IronicSequence {
             bail!("{target} is not in BootSourceOverrideTarget@Redfish.AllowableValues");
         }
         self.power_off()?;
-        if let Some(pem) = &req.enroll {
-            self.enroll_ca(&sys, pem)?;
-        }
         if !req.bios.is_empty() {
             self.stage_bios(&sys, &req.bios)?;
+        }
+        // After the BIOS settings: iDRAC takes a CA only once HTTP device
+        // 1's TLS mode is set (Dell's BiosHttpCertSupportREDFISH.py).
+        if let Some(pem) = &req.enroll {
+            self.enroll_ca(&sys, pem)?;
         }
         if req.method == Method::VirtualMedia {
             self.insert_media(req.uri.as_deref().unwrap_or_default())?;
@@ -601,12 +604,13 @@ impl IronicSequence {
     /// PATCHes the attributes into the BIOS settings object, found as
     /// Ironic's drivers find it: `Bios`, then its `@Redfish.Settings`.
     /// POSTs a CA to the System's `Boot.Certificates` and checks it is
-    /// listed there.
+    /// listed there; on HPE's BMCs, which have none, stages it in the BIOS
+    /// TLS settings as proliantutils does.
     fn enroll_ca(&self, sys: &Value, pem: &str) -> Result<()> {
-        let coll = sys["Boot"]["Certificates"]["@odata.id"]
-            .as_str()
-            .ok_or_else(|| anyhow!("the System has no Boot.Certificates"))?
-            .to_string();
+        let Some(coll) = sys["Boot"]["Certificates"]["@odata.id"].as_str() else {
+            return self.enroll_ca_hpe(sys, pem);
+        };
+        let coll = coll.to_string();
         let body = json!({"CertificateString": pem, "CertificateType": "PEM"});
         let (s, location, text) = self.send("POST", &coll, body, None)?;
         let location = match (s, location) {
@@ -622,6 +626,38 @@ impl IronicSequence {
             .any(|m| m["@odata.id"] == path)
         {
             bail!("{coll} does not list the enrolled CA ({location})");
+        }
+        Ok(())
+    }
+
+    /// proliantutils' `add_tls_certificate`: the Bios's
+    /// `Oem.Hpe.Links.TlsConfig`, its settings object, a PUT of
+    /// `NewCertificates`; the settings then list it for the next start.
+    fn enroll_ca_hpe(&self, sys: &Value, pem: &str) -> Result<()> {
+        let bios = sys["Bios"]["@odata.id"]
+            .as_str()
+            .ok_or_else(|| anyhow!("the System has neither Boot.Certificates nor Bios"))?;
+        let (_, b) = self.get(bios)?;
+        let tls = b["Oem"]["Hpe"]["Links"]["TlsConfig"]["@odata.id"]
+            .as_str()
+            .ok_or_else(|| {
+                anyhow!(
+                    "the System has no Boot.Certificates and its Bios no Oem.Hpe.Links.TlsConfig"
+                )
+            })?;
+        let (_, t) = self.get(tls)?;
+        let settings = t["@Redfish.Settings"]["SettingsObject"]["@odata.id"]
+            .as_str()
+            .ok_or_else(|| anyhow!("{tls} has no @Redfish.Settings"))?
+            .to_string();
+        let body = json!({"NewCertificates": [{"X509Certificate": pem}]});
+        let (s, _, text) = self.send("PUT", &settings, body, None)?;
+        if s >= 300 {
+            bail!("TLS settings PUT to {settings}: HTTP {s}: {text}");
+        }
+        let (_, staged) = self.get(&settings)?;
+        if staged["TlsCaCertificateCount"].as_u64().unwrap_or(0) == 0 {
+            bail!("{settings} lists no certificate after the PUT: {staged}");
         }
         Ok(())
     }

@@ -96,7 +96,7 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
     if let Some(tag) = pending_etag {
         settings["ETag"] = json!(tag);
     }
-    let body = json!({
+    let mut body = json!({
         "@odata.type": "#Bios.v1_2_0.Bios",
         "@odata.id": base,
         "Id": "Bios",
@@ -108,6 +108,10 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
             "#Bios.ResetBios": { "target": format!("{base}/Actions/Bios.ResetBios") },
         },
     });
+    // HPE's HTTPS boot CAs: where proliantutils finds them.
+    if let Some(tls) = super::hpe_tls::config_uri(&st, &sys) {
+        body["Oem"] = json!({ "Hpe": { "Links": { "TlsConfig": link(&tls) } } });
+    }
     Ok(Resource::new(body, profile, "GET"))
 }
 

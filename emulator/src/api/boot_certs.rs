@@ -19,6 +19,7 @@ use crate::api::error::{ApiError, Msg};
 use crate::certs::{self, CertError, CertInfo, Name};
 use crate::model::{Change, System};
 use crate::nvram::tls::SHOAL_OWNER;
+use crate::profile::Profile;
 
 const REPLACE: &str = "CertificateService.ReplaceCertificate";
 const SERVICE: &str = "/redfish/v1/CertificateService";
@@ -38,15 +39,35 @@ pub fn router() -> Router<AppState> {
         .route(&format!("{SERVICE}/CertificateLocations"), get(locations))
 }
 
-/// The collection's URI on a system that has one (a UEFI architecture).
-pub fn collection_uri(sys: &System) -> Option<String> {
-    sys.arch
-        .has_uefi()
+/// The collection's URI on a system that has one: a UEFI architecture,
+/// behind a BMC that takes the CAs there (HPE's has its own route,
+/// `api/hpe_tls.rs`).
+pub fn collection_uri(sys: &System, profile: &Profile) -> Option<String> {
+    (sys.arch.has_uefi() && profile.https_boot.hpe_tlsconfig.is_none())
         .then(|| format!("/redfish/v1/Systems/{}/Boot/Certificates", sys.id))
 }
 
-fn base(sys: &System, uri: &Uri) -> Result<String, ApiError> {
-    collection_uri(sys).ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
+fn base(st: &AppState, sys: &System, uri: &Uri) -> Result<String, ApiError> {
+    collection_uri(sys, st.profile(sys)).ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
+}
+
+/// A BMC that asks for BIOS settings before it takes a CA (iDRAC: HTTP
+/// device 1 enabled, its TLS mode one-way) refuses the enrollment until
+/// they are set or staged.
+fn bios_allows(sys: &System, profile: &Profile) -> Result<(), ApiError> {
+    for (name, want) in &profile.https_boot.needs_bios {
+        let have = crate::model::bios_at_start(&sys.bmc.bios, name);
+        if have != Some(want.as_str()) {
+            return Err(ApiError::bad(
+                Msg::new(
+                    "PropertyValueConflict",
+                    &["CertificateString", &format!("Attributes/{name}")],
+                )
+                .about("CertificateString"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn identifier(n: &Name) -> Value {
@@ -97,8 +118,8 @@ fn cert_json(base: &str, id: u32, der: &[u8]) -> Result<Value, ApiError> {
     }))
 }
 
-async fn list(Sys(sys): Sys, uri: Uri) -> Result<Resource, ApiError> {
-    let base = base(&sys, &uri)?;
+async fn list(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Resource, ApiError> {
+    let base = base(&st, &sys, &uri)?;
     let members = sys
         .bmc
         .boot_certs
@@ -128,7 +149,7 @@ async fn show(
     Path((_, cert)): Path<(String, String)>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    let base = base(&sys, &uri)?;
+    let base = base(&st, &sys, &uri)?;
     let id = cert_id(&sys, &cert, &uri)?;
     let der = &sys
         .bmc
@@ -238,8 +259,9 @@ async fn create(
     let der = certs::parse_pem(&text).map_err(|e| refused(&e, &text, None))?;
     let locked = st.locked(&id).await?;
     let sys = &locked.sys;
-    let base = base(sys, &uri)?;
+    let base = base(&st, sys, &uri)?;
     needs_uefi(sys, "CertificateString")?;
+    bios_allows(sys, locked.profile)?;
     certs::check_set(&sys.bmc.boot_certs.certs, &der, None)
         .map_err(|e| refused(&e, &text, None))?;
     let (next, cert) = sys.bmc.boot_certs.with_added(der.clone());
@@ -259,7 +281,7 @@ async fn delete(
 ) -> Result<Response, ApiError> {
     let locked = st.locked(&id).await?;
     let sys = &locked.sys;
-    base(sys, &uri)?;
+    base(&st, sys, &uri)?;
     let cert = cert_id(sys, &cert, &uri)?;
     let next = sys.bmc.boot_certs.without(cert);
     st.backend
@@ -298,7 +320,7 @@ async fn locations(State(st): State<AppState>) -> Result<Resource, ApiError> {
             Err(crate::backend::BackendError::NotFound(_)) => continue,
             Err(e) => return Err(e.into()),
         };
-        if let Some(base) = collection_uri(&sys) {
+        if let Some(base) = collection_uri(&sys, st.profile(&sys)) {
             for c in &sys.bmc.boot_certs.certs {
                 links.push(link(&format!("{base}/{}", c.id)));
             }
@@ -369,7 +391,9 @@ async fn replace(
     let cert = cert
         .parse::<u32>()
         .ok()
-        .filter(|id| collection_uri(sys).is_some() && sys.bmc.boot_certs.get(*id).is_some())
+        .filter(|id| {
+            collection_uri(sys, locked.profile).is_some() && sys.bmc.boot_certs.get(*id).is_some()
+        })
         .ok_or_else(not_found)?;
     certs::check_set(&sys.bmc.boot_certs.certs, &der, Some(cert))
         .map_err(|e| refused(&e, &text, Some(REPLACE)))?;

@@ -16,6 +16,7 @@ mod boot_rules;
 mod chassis;
 pub mod error;
 mod guard;
+mod hpe_tls;
 pub(crate) mod input;
 pub mod json;
 mod managers;
@@ -75,6 +76,7 @@ fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
                 .merge(bios::router())
                 .merge(secure_boot::router())
                 .merge(boot_certs::router())
+                .merge(hpe_tls::router())
                 .merge(system_parts::router())
                 .merge(storage::router());
         }

@@ -108,7 +108,7 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         boot["HttpBootUri"] = json!(sys.bmc.boot.http_boot_uri);
     }
     if st.features.full() {
-        if let Some(uri) = super::boot_certs::collection_uri(sys) {
+        if let Some(uri) = super::boot_certs::collection_uri(sys, profile) {
             boot["Certificates"] = link(&uri);
         }
     }

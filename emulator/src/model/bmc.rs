@@ -144,6 +144,9 @@ impl BmcState {
         self.storage.apply_pending();
         let pending = std::mem::take(&mut self.bios.pending);
         self.bios.current.extend(pending);
+        if let Some(certs) = self.boot_certs.pending.take() {
+            self.boot_certs.certs = certs;
+        }
         let sb = &mut self.secure_boot;
         sb.current_boot = sb.enable && uefi && sb.keys_enrolled;
         self.last_boot = Some(BootRecord {

@@ -31,6 +31,8 @@ pub const QUIRKS: &[&str] = &[
     "vmedia.eject_needs_body",
     "vmedia.insert_by_patch",
     "errors.busy",
+    "https_boot.hpe_tlsconfig",
+    "https_boot.needs_bios",
 ];
 /// Boot fields a settings object may carry.
 const BOOT_FIELDS: &[&str] = &[
@@ -139,6 +141,25 @@ impl Profile {
                 ));
             }
         }
+        if let Some(p) = &self.https_boot.hpe_tlsconfig {
+            if !super::HPE_TLSCONFIG_PATHS.contains(&p.as_str()) {
+                return Err(format!(
+                    "https_boot.hpe_tlsconfig: {p:?} is not one of {:?}",
+                    super::HPE_TLSCONFIG_PATHS
+                ));
+            }
+        }
+        for (name, value) in &self.https_boot.needs_bios {
+            let known = crate::bios::lookup(name).is_some_and(|a| match a.kind {
+                crate::bios::AttrKind::Enum(values) => values.contains(&value.as_str()),
+                _ => false,
+            });
+            if !known {
+                return Err(format!(
+                    "https_boot.needs_bios.{name}: {value:?} is not a value of an enumerated BIOS attribute"
+                ));
+            }
+        }
         self.check_sources()
     }
 
@@ -171,6 +192,8 @@ impl Profile {
             v.eject_needs_body,
             v.insert_by_patch,
             self.errors.busy.is_some(),
+            self.https_boot.hpe_tlsconfig.is_some(),
+            !self.https_boot.needs_bios.is_empty(),
         ];
         QUIRKS
             .iter()

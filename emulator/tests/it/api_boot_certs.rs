@@ -228,3 +228,105 @@ async fn legacy_bios_has_no_https_boot() {
     let cs = api.get("/redfish/v1/CertificateService").await.body;
     assert!(cs["Actions"]["#CertificateService.ReplaceCertificate"]["target"].is_string());
 }
+
+/// iDRAC takes a CA only once HTTP device 1 is on and its TLS mode is
+/// one-way (set, or staged for the next start), as Dell's own script sets
+/// them first.
+#[tokio::test]
+async fn idrac_asks_for_its_http_device_tls_mode_first() {
+    let api = Api::profiled("idrac9", shoal_emulator::profile::Profiles::default());
+    let sys = api.system(0).await;
+    let coll = format!("{sys}/Boot/Certificates");
+    let ca = cert_pem("Dell CA", true);
+    let r = api.post(&coll, enroll_body(&ca)).await;
+    assert_eq!(r.message_ids(), ["PropertyValueConflict"], "{r}");
+    let r = api
+        .patch(
+            &format!("{sys}/Bios/Settings"),
+            json!({"Attributes": {"HttpDev1EnDis": "Enabled", "HttpDev1TlsMode": "OneWay"}}),
+        )
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    let r = api.post(&coll, enroll_body(&ca)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{r}");
+}
+
+/// iLO's route: no Boot.Certificates; the Bios links HpeTlsConfig, whose
+/// settings object takes PUTs of new and deleted certificates that the
+/// next start applies; what the firmware cannot do is refused.
+#[tokio::test]
+async fn ilo_stages_tls_certificates_in_its_bios_tls_settings() {
+    let api = Api::profiled("ilo6", shoal_emulator::profile::Profiles::default());
+    let sys = api.system(0).await;
+    let s = api.get(&sys).await.body;
+    assert!(s["Boot"].get("Certificates").is_none(), "{s}");
+    let bios = api.get(&format!("{sys}/Bios")).await.body;
+    let tls = bios["Oem"]["Hpe"]["Links"]["TlsConfig"]["@odata.id"]
+        .as_str()
+        .expect("Oem.Hpe.Links.TlsConfig")
+        .to_string();
+    assert_eq!(tls, format!("{sys}/bios/oem/hpe/tlsconfig"));
+    let cur = api.get(&tls).await.body;
+    assert_eq!(cur["@odata.type"], "#HpeTlsConfig.v1_0_0.HpeTlsConfig");
+    assert_eq!(cur["TlsCaCertificateCount"], 0);
+    let settings = cur["@Redfish.Settings"]["SettingsObject"]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let ca = cert_pem("HPE CA", true);
+    let put = |body: serde_json::Value| {
+        let api = &api;
+        let settings = settings.clone();
+        async move { api.req(Method::PUT, &settings, Some(body), &[]).await }
+    };
+    let r = put(json!({"NewCertificates": [{"X509Certificate": ca}]})).await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(r.body["TlsCaCertificateCount"], 1);
+    // Staged: the current settings change at the next start.
+    assert_eq!(api.get(&tls).await.body["TlsCaCertificateCount"], 0);
+    api.post(
+        &format!("{sys}/Actions/ComputerSystem.Reset"),
+        json!({"ResetType": "On"}),
+    )
+    .await;
+    let cur = api.get(&tls).await.body;
+    assert_eq!(cur["TlsCaCertificateCount"], 1, "{cur}");
+    let fp = cur["Certificates"][0]["FingerPrint"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(cur["Certificates"][0]["Subject"], "CN=HPE CA");
+
+    // Bad input: each refused, nothing staged.
+    for (body, id) in [
+        (
+            json!({"NewCertificates": [{"X509Certificate": "junk"}]}),
+            "PropertyValueFormatError",
+        ),
+        (
+            json!({"NewCertificates": [{"X509Certificate": ca}]}),
+            "ResourceAlreadyExists",
+        ),
+        (json!({"NewCertificates": [{}]}), "PropertyMissing"),
+        (
+            json!({"DeleteCertificates": [{"FingerPrint": "00:11"}]}),
+            "PropertyValueNotInList",
+        ),
+        (json!({"VerifyMode": "NONE"}), "PropertyValueNotInList"),
+        (json!({"TlsCaCertificateCount": 4}), "PropertyNotWritable"),
+        (json!({"Colour": 1}), "PropertyUnknown"),
+    ] {
+        let r = put(body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {r}");
+        assert_eq!(r.message_ids(), [id], "{body}: {r}");
+    }
+    assert_eq!(api.get(&settings).await.body["TlsCaCertificateCount"], 1);
+    let r = api.patch(&settings, json!({"VerifyMode": "PEER"})).await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "only PUT: {r}");
+
+    let r = put(json!({"DeleteCertificates": [{"FingerPrint": fp}]})).await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(r.body["TlsCaCertificateCount"], 0);
+    assert_eq!(api.get(&tls).await.body["TlsCaCertificateCount"], 1);
+}

@@ -259,6 +259,12 @@ fn the_fw_cfg_cacerts_file_and_the_variable_share_one_format() {
     let ca = shoal_harness::tls::Ca::new("fw_cfg CA").unwrap();
     let file = shoal_harness::tls::edk2_cacerts(&[&ca.cert, &ca.cert]).unwrap();
     let der = ca.cert.to_der().unwrap();
-    assert_eq!(tls::certificates(&file), Some(vec![der.clone(), der.clone()]));
-    assert_eq!(file.len(), tls::signature_lists([der.as_slice(), der.as_slice()]).len());
+    assert_eq!(
+        tls::certificates(&file),
+        Some(vec![der.clone(), der.clone()])
+    );
+    assert_eq!(
+        file.len(),
+        tls::signature_lists([der.as_slice(), der.as_slice()]).len()
+    );
 }

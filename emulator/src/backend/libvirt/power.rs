@@ -163,7 +163,7 @@ impl Inner {
         };
         let cas: Vec<&[u8]> = s
             .boot_certs
-            .certs
+            .at_start()
             .iter()
             .map(|c| c.der.as_slice())
             .collect();
