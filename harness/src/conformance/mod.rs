@@ -255,6 +255,62 @@ fn run_with_timeout(
 }
 
 /// Starts the emulator, fetches its schemas and runs each tool in turn.
+/// Enrolls a CA in the first system that takes one (`Boot.Certificates`),
+/// so that the tools see a Certificate resource too; returns its URI.
+fn enroll_boot_ca(base: &str) -> Result<String> {
+    use base64::Engine;
+    // The service's own test certificate: the tools check it, not this.
+    let tls = ureq::tls::TlsConfig::builder()
+        .disable_verification(true)
+        .build();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .tls_config(tls)
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .proxy(None)
+        .build()
+        .into();
+    let auth = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"))
+    );
+    let get = |path: &str| -> Result<serde_json::Value> {
+        let mut r = agent
+            .get(&format!("{base}{path}"))
+            .header("Authorization", &auth)
+            .call()?;
+        Ok(serde_json::from_str(&r.body_mut().read_to_string()?)?)
+    };
+    let systems = get("/redfish/v1/Systems")?;
+    for m in systems["Members"].as_array().into_iter().flatten() {
+        let sys = get(m["@odata.id"].as_str().unwrap_or_default())?;
+        let Some(coll) = sys["Boot"]["Certificates"]["@odata.id"].as_str() else {
+            continue;
+        };
+        if sys["Boot"]["BootSourceOverrideMode"] != "UEFI" {
+            continue;
+        }
+        let pem = crate::tls::Ca::new("Shoal conformance CA")?.pem()?;
+        let r = agent
+            .post(&format!("{base}{coll}"))
+            .header("Authorization", &auth)
+            .header("Content-Type", "application/json")
+            .send(
+                serde_json::json!({"CertificateString": pem, "CertificateType": "PEM"}).to_string(),
+            )?;
+        let location = r
+            .headers()
+            .get("Location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        return match (r.status().as_u16(), location) {
+            (201, Some(l)) => Ok(l),
+            (s, _) => bail!("enrolling a CA at {coll}: HTTP {s}"),
+        };
+    }
+    bail!("no system of the conformance inventory has Boot.Certificates")
+}
+
 pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
     for t in &opts.tools {
         let p = opts.venv_bin.join(t.program());
@@ -281,6 +337,8 @@ pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
     eprintln!("conformance: shoal-emulator at {url} (pid {})", emu.pid());
     let n = fetch_schemas(&url, &dir.join("schemas"))?;
     eprintln!("conformance: {n} schema files fetched from the service");
+    let cert = enroll_boot_ca(&url)?;
+    eprintln!("conformance: an HTTPS boot CA enrolled at {cert}, for the tools to read");
     let mut results = Vec::new();
     for (i, &tool) in opts.tools.iter().enumerate() {
         eprintln!(
