@@ -31,10 +31,12 @@ const CIPHERS: &str = "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384:\
 DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:\
 AES128-GCM-SHA256:AES256-GCM-SHA384:AES128-SHA256:AES256-SHA256";
 
-/// A CA: its certificate and key.
+/// A CA: its certificate and key, and the CAs above it (an
+/// intermediate's issuers, which its servers send along).
 pub struct Ca {
     pub cert: X509,
     key: PKey<Private>,
+    above: Vec<X509>,
 }
 
 fn rsa_key() -> Result<PKey<Private>> {
@@ -57,6 +59,15 @@ fn name(cn: &str) -> Result<openssl::x509::X509Name> {
 impl Ca {
     /// A self-signed CA valid from a day ago for ten years.
     pub fn new(cn: &str) -> Result<Self> {
+        Self::make(cn, None)
+    }
+
+    /// An intermediate CA under this one.
+    pub fn intermediate(&self, cn: &str) -> Result<Self> {
+        Self::make(cn, Some(self))
+    }
+
+    fn make(cn: &str, parent: Option<&Ca>) -> Result<Self> {
         let key = rsa_key()?;
         let mut b = X509::builder()?;
         b.set_version(2)?;
@@ -64,7 +75,10 @@ impl Ca {
         b.set_serial_number(&sn)?;
         let n = name(cn)?;
         b.set_subject_name(&n)?;
-        b.set_issuer_name(&n)?;
+        match parent {
+            Some(p) => b.set_issuer_name(p.cert.subject_name())?,
+            None => b.set_issuer_name(&n)?,
+        }
         b.set_pubkey(&key)?;
         b.set_not_before(Asn1Time::from_unix(now() - 86_400)?.as_ref())?;
         b.set_not_after(Asn1Time::days_from_now(3650)?.as_ref())?;
@@ -76,10 +90,22 @@ impl Ca {
                 .crl_sign()
                 .build()?,
         )?;
-        b.sign(&key, MessageDigest::sha256())?;
+        let above = match parent {
+            Some(p) => {
+                b.sign(&p.key, MessageDigest::sha256())?;
+                let mut above = vec![p.cert.clone()];
+                above.extend(p.above.iter().cloned());
+                above
+            }
+            None => {
+                b.sign(&key, MessageDigest::sha256())?;
+                Vec::new()
+            }
+        };
         Ok(Ca {
             cert: b.build(),
             key,
+            above,
         })
     }
 
@@ -119,9 +145,13 @@ impl Ca {
         )?;
         b.append_extension(ExtendedKeyUsage::new().server_auth().build()?)?;
         b.sign(&self.key, MessageDigest::sha256())?;
+        // The chain a server sends: its issuer and the issuer's own
+        // intermediates (not the self-signed root).
+        let mut chain = vec![self.cert.clone()];
+        chain.extend(self.above.iter().filter(|c| !self_signed(c)).cloned());
         Ok(Server {
             cert: b.build(),
-            chain: self.cert.clone(),
+            chain,
             key,
         })
     }
@@ -132,6 +162,8 @@ impl Ca {
 pub struct RunCas {
     pub ca: Ca,
     pub other: Ca,
+    /// An intermediate under `ca`, for servers that send a chain.
+    pub intermediate: Ca,
 }
 
 /// The run's CAs, made at the first call (about a second: two RSA keys).
@@ -142,8 +174,10 @@ pub fn run_cas() -> Result<&'static RunCas> {
     if let Some(c) = CAS.get() {
         return Ok(c);
     }
+    let ca = Ca::new("Shoal run CA")?;
     let made = RunCas {
-        ca: Ca::new("Shoal run CA")?,
+        intermediate: ca.intermediate("Shoal run intermediate CA")?,
+        ca,
         other: Ca::new("Shoal other CA")?,
     };
     Ok(CAS.get_or_init(|| made))
@@ -181,10 +215,14 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
-/// A server's certificate, its issuer and its key.
+fn self_signed(c: &X509) -> bool {
+    c.issuer_name_hash() == c.subject_name_hash()
+}
+
+/// A server's certificate, the chain it sends and its key.
 pub struct Server {
     pub cert: X509,
-    chain: X509,
+    chain: Vec<X509>,
     key: PKey<Private>,
 }
 
@@ -201,16 +239,20 @@ impl Server {
         b.set_tmp_dh(&dh)?;
         b.set_private_key(&self.key)?;
         b.set_certificate(&self.cert)?;
-        b.add_extra_chain_cert(self.chain.clone())?;
+        for c in &self.chain {
+            b.add_extra_chain_cert(c.clone())?;
+        }
         b.check_private_key()?;
         Ok(b.build())
     }
 
-    /// Writes `server.pem` (certificate then CA) and `server.key` into `dir`,
+    /// Writes `server.pem` (certificate then its chain) and `server.key` into `dir`,
     /// for the case's artifacts.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let mut pem = self.cert.to_pem()?;
-        pem.extend(self.chain.to_pem()?);
+        for c in &self.chain {
+            pem.extend(c.to_pem()?);
+        }
         std::fs::write(dir.join("server.pem"), pem).context("server.pem")?;
         std::fs::write(dir.join("server.key"), self.key.private_key_to_pem_pkcs8()?)
             .context("server.key")?;
@@ -251,5 +293,13 @@ mod tests {
         assert_eq!(sans, vec![vec![198, 18, 3, 1]]);
         assert_eq!(s.cert.public_key().unwrap().bits(), RSA_BITS);
         s.acceptor().unwrap();
+        // Through an intermediate: the server sends it, and the chain
+        // verifies up to the root.
+        let mid = ca.intermediate("Mid").unwrap();
+        let s = mid.server(&[ip], now() - 60, now() + 3600).unwrap();
+        assert_eq!(s.chain.len(), 1);
+        assert!(s.cert.verify(&mid.cert.public_key().unwrap()).unwrap());
+        assert!(mid.cert.verify(&ca.cert.public_key().unwrap()).unwrap());
+        assert!(!self_signed(&mid.cert) && self_signed(&ca.cert));
     }
 }

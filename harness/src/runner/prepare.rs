@@ -143,6 +143,7 @@ pub(super) fn prepare(
     let enroll = match s.https.as_ref().map(|h| h.enroll) {
         Some(Enroll::RunCa) => Some(crate::tls::run_cas()?.ca.pem()?),
         Some(Enroll::OtherCa) => Some(crate::tls::run_cas()?.other.pem()?),
+        Some(Enroll::Intermediate) => Some(crate::tls::run_cas()?.intermediate.pem()?),
         Some(Enroll::None) | None => None,
     };
     let (net, bmc_url) = {
@@ -240,12 +241,16 @@ fn https_server(h: &Https, index: u8, dir: &Path) -> Result<Arc<openssl::ssl::Ss
         ServerCertificate::Valid => cas.ca.server(&here, now - day, now + 30 * day)?,
         ServerCertificate::WrongHost => cas.ca.server(&elsewhere, now - day, now + 30 * day)?,
         ServerCertificate::Expired => cas.ca.server(&here, now - 30 * day, now - day)?,
+        ServerCertificate::ViaIntermediate => {
+            cas.intermediate.server(&here, now - day, now + 30 * day)?
+        }
     };
     let tls = dir.join("tls");
     std::fs::create_dir_all(&tls)?;
     server.write(&tls)?;
     std::fs::write(tls.join("run-ca.pem"), cas.ca.pem()?)?;
     std::fs::write(tls.join("other-ca.pem"), cas.other.pem()?)?;
+    std::fs::write(tls.join("intermediate-ca.pem"), cas.intermediate.pem()?)?;
     Ok(Arc::new(server.acceptor()?))
 }
 
@@ -333,6 +338,7 @@ fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Path) -> Resul
                 let list: Vec<&openssl::x509::X509> = match which {
                     Enroll::RunCa => vec![&cas.ca.cert],
                     Enroll::OtherCa => vec![&cas.other.cert],
+                    Enroll::Intermediate => vec![&cas.intermediate.cert],
                     Enroll::None => vec![],
                 };
                 let p = std::fs::canonicalize(dir)?

@@ -390,6 +390,9 @@ pub enum ServerCertificate {
     WrongHost,
     /// Its validity ended yesterday.
     Expired,
+    /// Signed by an intermediate CA under the run's CA; the server sends
+    /// the intermediate along.
+    ViaIntermediate,
 }
 
 /// The CA the driver enrolls.
@@ -401,6 +404,8 @@ pub enum Enroll {
     RunCa,
     /// Another CA, which signed nothing the server shows.
     OtherCa,
+    /// The run's intermediate CA alone (not the root above it).
+    Intermediate,
     /// None: the firmware trusts no CA.
     None,
 }
