@@ -44,9 +44,23 @@ fn boot_with(profile: &str, bios: &[(&str, &str)]) -> anyhow::Result<serde_json:
         },
     )?;
     let sys = curl_json(&format!("{}/redfish/v1/Systems/{id}", emu.url));
-    let certs = sys["Boot"]["Certificates"]["@odata.id"].as_str().unwrap();
-    let certs = curl_json(&format!("{}{certs}", emu.url));
-    assert_eq!(certs["Members@odata.count"], 1, "{profile}: {certs}");
+    // The CA is where this BMC keeps it: Boot.Certificates, or HPE's BIOS
+    // TLS configuration (applied by the start).
+    match sys["Boot"]["Certificates"]["@odata.id"].as_str() {
+        Some(certs) => {
+            let certs = curl_json(&format!("{}{certs}", emu.url));
+            assert_eq!(certs["Members@odata.count"], 1, "{profile}: {certs}");
+        }
+        None => {
+            let bios = sys["Bios"]["@odata.id"].as_str().unwrap();
+            let bios = curl_json(&format!("{}{bios}", emu.url));
+            let tls = bios["Oem"]["Hpe"]["Links"]["TlsConfig"]["@odata.id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{profile}: no route for the CA"));
+            let tls = curl_json(&format!("{}{tls}", emu.url));
+            assert_eq!(tls["TlsCaCertificateCount"], 1, "{profile}: {tls}");
+        }
+    }
     Ok(sys)
 }
 
@@ -61,12 +75,20 @@ fn curl_json(url: &str) -> serde_json::Value {
 #[test]
 fn ironic_sequence_boots_where_allowable_values_are_found() {
     // iDRAC 10: the AllowableValues from its settings object, the URI
-    // through the BIOS attributes (it has no HttpBootUri).
+    // through the BIOS attributes (it has no HttpBootUri), its TLS mode
+    // one-way before it takes the CA. iLO 6: the URI in UrlBootFile, the
+    // CA in its BIOS TLS settings.
     let dell = [
         ("HttpDev1EnDis", "Enabled"),
-        ("HttpDev1Uri", "http://192.0.2.1/boot.iso"),
+        ("HttpDev1Uri", "https://192.0.2.1/boot.iso"),
+        ("HttpDev1TlsMode", "OneWay"),
     ];
-    for (profile, bios) in [("generic", &[][..]), ("idrac10", &dell[..])] {
+    let hpe = [("UrlBootFile", "https://192.0.2.1/boot.iso")];
+    for (profile, bios) in [
+        ("generic", &[][..]),
+        ("idrac10", &dell[..]),
+        ("ilo6", &hpe[..]),
+    ] {
         let sys = boot_with(profile, bios).unwrap_or_else(|e| panic!("{profile}: {e:#}"));
         // The machine was powered on with the override (the fake backend
         // starts at once and consumes Once).
