@@ -255,9 +255,14 @@ fn run_with_timeout(
 }
 
 /// Starts the emulator, fetches its schemas and runs each tool in turn.
-/// Enrolls a CA in the first system that takes one (`Boot.Certificates`),
-/// so that the tools see a Certificate resource too; returns its URI.
-fn enroll_boot_ca(base: &str) -> Result<String> {
+/// HTTPS boot CAs through DMTF's own client, Redfish-Tacklebox's
+/// `rf_certificates.py` (in the conformance venv), into the first system
+/// that takes them (`Boot.Certificates`): install (a POST to the
+/// collection), replace (install onto that certificate:
+/// `ReplaceCertificate`), list (`CertificateLocations`), install a second
+/// and delete it. The replaced one stays for the tools to read; returns
+/// its URI.
+fn certificates_through_tacklebox(opts: &Options, base: &str, dir: &Path) -> Result<String> {
     use base64::Engine;
     // The service's own test certificate: the tools check it, not this.
     let tls = ureq::tls::TlsConfig::builder()
@@ -281,34 +286,79 @@ fn enroll_boot_ca(base: &str) -> Result<String> {
             .call()?;
         Ok(serde_json::from_str(&r.body_mut().read_to_string()?)?)
     };
-    let systems = get("/redfish/v1/Systems")?;
-    for m in systems["Members"].as_array().into_iter().flatten() {
+    let mut coll = None;
+    for m in get("/redfish/v1/Systems")?["Members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         let sys = get(m["@odata.id"].as_str().unwrap_or_default())?;
-        let Some(coll) = sys["Boot"]["Certificates"]["@odata.id"].as_str() else {
-            continue;
-        };
-        if sys["Boot"]["BootSourceOverrideMode"] != "UEFI" {
-            continue;
+        if sys["Boot"]["BootSourceOverrideMode"] == "UEFI" {
+            if let Some(c) = sys["Boot"]["Certificates"]["@odata.id"].as_str() {
+                coll = Some(c.to_string());
+                break;
+            }
         }
-        let pem = crate::tls::Ca::new("Shoal conformance CA")?.pem()?;
-        let r = agent
-            .post(&format!("{base}{coll}"))
-            .header("Authorization", &auth)
-            .header("Content-Type", "application/json")
-            .send(
-                serde_json::json!({"CertificateString": pem, "CertificateType": "PEM"}).to_string(),
-            )?;
-        let location = r
-            .headers()
-            .get("Location")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        return match (r.status().as_u16(), location) {
-            (201, Some(l)) => Ok(l),
-            (s, _) => bail!("enrolling a CA at {coll}: HTTP {s}"),
-        };
     }
-    bail!("no system of the conformance inventory has Boot.Certificates")
+    let coll = coll.context("no UEFI system of the conformance inventory has Boot.Certificates")?;
+    let tool = |args: &[&str]| -> Result<String> {
+        let out = Command::new(opts.venv_bin.join("python"))
+            .arg(opts.venv_bin.join("rf_certificates.py"))
+            .args(["-u", USER, "-p", PASSWORD, "-r", base])
+            .args(args)
+            .output()
+            .context("rf_certificates.py")?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() {
+            bail!(
+                "rf_certificates.py {}: {}{}",
+                args.join(" "),
+                text,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(text)
+    };
+    let write = |name: &str, cn: &str| -> Result<String> {
+        let p = dir.join(name);
+        std::fs::write(&p, crate::tls::Ca::new(cn)?.pem()?)?;
+        Ok(p.display().to_string())
+    };
+    let (first, second, third) = (
+        write("boot-ca-1.pem", "Shoal conformance CA one")?,
+        write("boot-ca-2.pem", "Shoal conformance CA two")?,
+        write("boot-ca-3.pem", "Shoal conformance CA three")?,
+    );
+    tool(&["install", "-dest", &coll, "-cert", &first])?;
+    let members = |want: usize| -> Result<Vec<String>> {
+        let c = get(&coll)?;
+        let m: Vec<String> = c["Members"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["@odata.id"].as_str().map(str::to_string))
+            .collect();
+        if m.len() != want {
+            bail!("{coll} lists {} certificates, not {want}: {c}", m.len());
+        }
+        Ok(m)
+    };
+    let cert = members(1)?.remove(0);
+    tool(&["install", "-dest", &cert, "-cert", &second])?;
+    let info = tool(&["info", "-details"])?;
+    if !info.contains(&format!("Certificate: {cert}"))
+        || !info.contains("CN=Shoal conformance CA two")
+    {
+        bail!("rf_certificates.py info does not show the replaced CA at {cert}:\n{info}");
+    }
+    tool(&["install", "-dest", &coll, "-cert", &third])?;
+    let extra = members(2)?
+        .into_iter()
+        .find(|m| *m != cert)
+        .unwrap_or_default();
+    tool(&["delete", "-cert", &extra])?;
+    members(1)?;
+    Ok(cert)
 }
 
 pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
@@ -320,6 +370,13 @@ pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
                 p.display()
             );
         }
+    }
+    let tacklebox = opts.venv_bin.join("rf_certificates.py");
+    if !tacklebox.exists() {
+        bail!(
+            "{} is missing (Redfish-Tacklebox, in the conformance venv: ci/test builds it)",
+            tacklebox.display()
+        );
     }
     let dir = opts.out.join("service");
     let inventory = prepare(&dir)?;
@@ -337,8 +394,8 @@ pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
     eprintln!("conformance: shoal-emulator at {url} (pid {})", emu.pid());
     let n = fetch_schemas(&url, &dir.join("schemas"))?;
     eprintln!("conformance: {n} schema files fetched from the service");
-    let cert = enroll_boot_ca(&url)?;
-    eprintln!("conformance: an HTTPS boot CA enrolled at {cert}, for the tools to read");
+    let cert = certificates_through_tacklebox(opts, &url, &dir)?;
+    eprintln!("conformance: Tacklebox's rf_certificates installed, replaced, listed and deleted HTTPS boot CAs; {cert} stays for the tools to read");
     let mut results = Vec::new();
     for (i, &tool) in opts.tools.iter().enumerate() {
         eprintln!(
