@@ -16,7 +16,7 @@ use super::input::echo;
 use super::json::{self, JsonObject, Resource};
 use super::{collection, created, link, AppState, Sys, SysId};
 use crate::api::error::{ApiError, Msg};
-use crate::certs::{self, CertError, CertInfo, Name};
+use crate::certs::{self, BootCert, CertError, CertInfo, Name};
 use crate::model::{Change, System};
 use crate::nvram::tls::SHOAL_OWNER;
 use crate::profile::Profile;
@@ -136,10 +136,12 @@ async fn list(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Res
     Ok(Resource::plain(body, "GET, POST"))
 }
 
-fn cert_id(sys: &System, raw: &str, uri: &Uri) -> Result<u32, ApiError> {
+/// The enrolled certificate the `{cert}` segment names (its Id as served).
+fn cert_of<'a>(sys: &'a System, raw: &str, uri: &Uri) -> Result<&'a BootCert, ApiError> {
     raw.parse::<u32>()
         .ok()
-        .filter(|id| raw == id.to_string() && sys.bmc.boot_certs.get(*id).is_some())
+        .filter(|id| raw == id.to_string())
+        .and_then(|id| sys.bmc.boot_certs.get(id))
         .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
 }
 
@@ -150,37 +152,35 @@ async fn show(
     uri: Uri,
 ) -> Result<Resource, ApiError> {
     let base = base(&st, &sys, &uri)?;
-    let id = cert_id(&sys, &cert, &uri)?;
-    let der = &sys
-        .bmc
-        .boot_certs
-        .get(id)
-        .map(|c| c.der.clone())
-        .unwrap_or_default();
+    let cert = cert_of(&sys, &cert, &uri)?;
     Ok(Resource::new(
-        cert_json(&base, id, der)?,
+        cert_json(&base, cert.id, &cert.der)?,
         st.profile(&sys),
         "GET, DELETE",
     ))
 }
 
-/// How a certificate refused on create reads (property messages) or in
-/// ReplaceCertificate (the action's parameter messages).
-fn refused(e: &CertError, text: &str, action: Option<&str>) -> ApiError {
+/// How a certificate `text` refused at property `prop` reads: property
+/// messages, or in an action (ReplaceCertificate) the action's parameter
+/// messages. HPE's TLS settings (`hpe_tls.rs`) use the same.
+pub(super) fn refused_msg(e: &CertError, text: &str, prop: &str, action: Option<&str>) -> Msg {
     tracing::info!(reason = %e, "certificate refused");
-    const PROP: &str = "CertificateString";
     let shown = echo(text);
     let msg = match (e, action) {
         (CertError::Duplicate(_), _) => {
-            Msg::new("ResourceAlreadyExists", &["Certificate", PROP, &shown])
+            Msg::new("ResourceAlreadyExists", &["Certificate", prop, &shown])
         }
         (CertError::TooMany { .. }, _) => Msg::new("CreateLimitReachedForResource", &[]),
-        (CertError::NotCa, None) => Msg::new("PropertyValueError", &[PROP]),
-        (CertError::NotCa, Some(a)) => Msg::new("ActionParameterValueError", &[PROP, a]),
-        (_, None) => Msg::new("PropertyValueFormatError", &[&shown, PROP]),
-        (_, Some(a)) => Msg::new("ActionParameterValueFormatError", &[&shown, PROP, a]),
+        (CertError::NotCa, None) => Msg::new("PropertyValueError", &[prop]),
+        (CertError::NotCa, Some(a)) => Msg::new("ActionParameterValueError", &[prop, a]),
+        (_, None) => Msg::new("PropertyValueFormatError", &[&shown, prop]),
+        (_, Some(a)) => Msg::new("ActionParameterValueFormatError", &[&shown, prop, a]),
     };
-    ApiError::bad(msg.about(PROP))
+    msg.about(prop)
+}
+
+fn refused(e: &CertError, text: &str, action: Option<&str>) -> ApiError {
+    ApiError::bad(refused_msg(e, text, "CertificateString", action))
 }
 
 /// The certificate of a create or replace body: `CertificateString` as PEM,
@@ -282,7 +282,7 @@ async fn delete(
     let locked = st.locked(&id).await?;
     let sys = &locked.sys;
     base(&st, sys, &uri)?;
-    let cert = cert_id(sys, &cert, &uri)?;
+    let cert = cert_of(sys, &cert, &uri)?.id;
     let next = sys.bmc.boot_certs.without(cert);
     st.backend
         .apply(&sys.id, vec![Change::BootCerts(next)])

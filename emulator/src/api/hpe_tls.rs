@@ -24,7 +24,7 @@ use super::input::echo;
 use super::json::{JsonObject, Resource};
 use super::{link, AppState, Sys, SysId};
 use crate::api::error::{ApiError, Msg};
-use crate::certs::{self, BootCert, CertError, CertInfo};
+use crate::certs::{self, BootCert, CertInfo};
 use crate::model::{Change, System};
 use crate::profile::HPE_TLSCONFIG_PATHS;
 
@@ -150,19 +150,6 @@ async fn settings(
     ))
 }
 
-fn refused(e: &CertError, at: &str, text: &str) -> Msg {
-    tracing::info!(reason = %e, "certificate refused");
-    match e {
-        CertError::Duplicate(_) => {
-            Msg::new("ResourceAlreadyExists", &["Certificate", at, &echo(text)])
-        }
-        CertError::TooMany { .. } => Msg::new("CreateLimitReachedForResource", &[]),
-        CertError::NotCa => Msg::new("PropertyValueError", &[at]),
-        _ => Msg::new("PropertyValueFormatError", &[&echo(text), at]),
-    }
-    .about(at)
-}
-
 /// One fixed value a PUT may only repeat.
 fn fixed(body: &Map<String, Value>, key: &str, only: &str, problems: &mut Vec<Msg>) {
     match body.get(key) {
@@ -244,7 +231,7 @@ fn put_set(
                 next_id += 1;
                 set.push(BootCert { id: next_id, der });
             }
-            Err(e) => problems.push(refused(&e, &at, text)),
+            Err(e) => problems.push(super::boot_certs::refused_msg(&e, text, &at, None)),
         }
     }
     if problems.is_empty() {

@@ -264,17 +264,7 @@ fn run_with_timeout(
 /// its URI.
 fn certificates_through_tacklebox(opts: &Options, base: &str, dir: &Path) -> Result<String> {
     use base64::Engine;
-    // The service's own test certificate: the tools check it, not this.
-    let tls = ureq::tls::TlsConfig::builder()
-        .disable_verification(true)
-        .build();
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .tls_config(tls)
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(30)))
-        .proxy(None)
-        .build()
-        .into();
+    let agent = schemas::unverified_agent();
     let auth = format!(
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"))

@@ -20,19 +20,25 @@ pub(super) fn references(doc: &str) -> Vec<String> {
 
 /// Fetches `$metadata` and, transitively, every schema file it references
 /// from the service into `dir`. Returns how many files were written.
-pub fn fetch_schemas(base: &str, dir: &Path) -> Result<usize> {
-    std::fs::create_dir_all(dir)?;
-    // The certificate is checked by the tools; the crawl only needs bytes.
+/// An HTTP client for the service under test, which does not check its
+/// certificate: the tools check it; the harness's own requests (the schema
+/// crawl, the certificates' set-up) need only the bytes.
+pub fn unverified_agent() -> ureq::Agent {
     let tls = ureq::tls::TlsConfig::builder()
         .disable_verification(true)
         .build();
-    let agent: ureq::Agent = ureq::Agent::config_builder()
+    ureq::Agent::config_builder()
         .tls_config(tls)
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(30)))
         .proxy(None)
         .build()
-        .into();
+        .into()
+}
+
+pub fn fetch_schemas(base: &str, dir: &Path) -> Result<usize> {
+    std::fs::create_dir_all(dir)?;
+    let agent = unverified_agent();
     let get = |path: &str| -> Result<Option<String>> {
         let mut resp = agent
             .get(&format!("{base}{path}"))
