@@ -176,7 +176,13 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
         "missing file: power-on to firmware error {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    assert!(lab.read("http.log").contains("GET /missing.efi 404"));
+    // The firmware prints the error at its HEAD's 404 and then still
+    // sends the GET: the server's line for it may come after the message.
+    lab.wait_for(
+        Duration::from_secs(30),
+        "the GET of the missing file",
+        |l| l.read("http.log").contains("GET /missing.efi 404"),
+    );
     assert!(
         !lab.read(&serial).contains("SHOAL-MARKER"),
         "nothing booted"
