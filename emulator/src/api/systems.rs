@@ -437,6 +437,9 @@ async fn reset(
     }
 }
 
+/// How long a start waits for a virtual media download under way.
+const INSERT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Why a power action was not taken.
 #[derive(Debug)]
 pub enum PowerError {
@@ -460,6 +463,16 @@ impl AppState {
             return Err(PowerError::Busy);
         }
         let started = reset.starts(sys.power);
+        if started {
+            // A virtual medium is there for the firmware from the moment
+            // its insert is accepted, as a BMC's is (it streams the image
+            // as the host reads it): a start waits for the download that
+            // stands for that here.
+            let prefix = super::vmedia::inserts_of(sys);
+            if !st.tasks.settled(&prefix, INSERT_WAIT).await {
+                tracing::warn!(system = %sys.name, "starting while a virtual media insert is still downloading");
+            }
+        }
         // A slow power transition (an injected fault): accepted now, carried
         // out later, as a BMC whose host takes its time.
         let delay = st.faults.power_delay(std::slice::from_ref(&sys.name));

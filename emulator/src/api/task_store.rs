@@ -195,6 +195,29 @@ impl Tasks {
         lock(&self.inner).busy(key)
     }
 
+    /// Waits until no task on a key starting with `prefix` runs or is
+    /// being started, for at most `limit`; whether they all ended.
+    pub async fn settled(&self, prefix: &str, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let busy = {
+                let inner = lock(&self.inner);
+                inner.claimed.iter().any(|k| k.starts_with(prefix))
+                    || inner
+                        .entries
+                        .iter()
+                        .any(|e| e.task.state == TaskState::Running && e.key.starts_with(prefix))
+            };
+            if !busy {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Starts `work` in the background under `claim` and returns the
     /// task's Id.
     pub fn spawn(
@@ -327,6 +350,42 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         panic!("tasks still running");
+    }
+
+    #[tokio::test]
+    async fn settled_waits_for_the_tasks_of_a_prefix_only() {
+        let t = Tasks::default();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let c = t.claim("vmedia:a:Cd").unwrap();
+        t.spawn(
+            c,
+            "insert",
+            "/x",
+            Box::pin(async move {
+                let _ = rx.await;
+                Ok(())
+            }),
+        );
+        // Another system's insert is no reason to wait.
+        assert!(t.settled("vmedia:b:", Duration::ZERO).await);
+        assert!(!t.settled("vmedia:a:", Duration::from_millis(120)).await);
+        let waiter = tokio::spawn({
+            let inner = t.inner.clone();
+            async move {
+                let t = Tasks {
+                    inner,
+                    ..Tasks::default()
+                };
+                t.settled("vmedia:a:", Duration::from_secs(10)).await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waiter.is_finished());
+        tx.send(()).unwrap();
+        assert!(waiter.await.unwrap());
+        // A claim alone (a task being started) counts too.
+        let _c = t.claim("vmedia:a:Usb").unwrap();
+        assert!(!t.settled("vmedia:a:", Duration::from_millis(60)).await);
     }
 
     #[tokio::test]

@@ -27,7 +27,12 @@ const CREDENTIAL_MAX: usize = 256;
 /// The key an insert's task holds: one insert at a time per slot, however
 /// the slot is reached (under its System or its Manager).
 fn slot_key(sys: &System, slot: MediaSlot) -> String {
-    format!("vmedia:{}:{slot}", sys.id)
+    format!("{}{slot}", inserts_of(sys))
+}
+
+/// The prefix of the keys of every insert into `sys`'s slots.
+pub fn inserts_of(sys: &System) -> String {
+    format!("vmedia:{}:", sys.id)
 }
 
 /// 409 while an insert into the slot is under way.

@@ -2,6 +2,8 @@
 //! machine's facts, Shoal's own state in `<metadata>`, and device boot
 //! order. Pure functions over the element tree, tested without libvirt.
 
+use std::path::Path;
+
 use uuid::Uuid;
 
 use super::xml::{Element, Node};
@@ -105,11 +107,11 @@ pub fn facts(d: &Element) -> Result<Facts, String> {
         })
         .filter_map(|disk| {
             let dev = disk.child("target")?.attr("dev")?.to_string();
+            let format = disk.child("driver").and_then(|d| d.attr("type"));
             let size = disk
                 .child("source")
                 .and_then(|s| s.attr("file"))
-                .and_then(|f| std::fs::metadata(f).ok())
-                .map(|m| m.len());
+                .and_then(|f| disk_capacity(Path::new(f), format));
             Some(Disk {
                 name: dev,
                 capacity_bytes: size.unwrap_or(0),
@@ -302,6 +304,25 @@ pub fn nic_path(d: &Element) -> Option<crate::nvram::boot::NicPath> {
     })
 }
 
+/// The size a disk file gives its machine: a qcow2 image's virtual size
+/// (its header's, big-endian at byte 24; the file holds only what was
+/// written), else the file's length (a raw image, sparse or not).
+fn disk_capacity(path: &Path, format: Option<&str>) -> Option<u64> {
+    if format == Some("qcow2") {
+        use std::io::Read;
+        let mut header = [0u8; 32];
+        std::fs::File::open(path)
+            .ok()?
+            .read_exact(&mut header)
+            .ok()?;
+        if &header[..4] != b"QFI\xfb" {
+            return None;
+        }
+        return Some(u64::from_be_bytes(header[24..32].try_into().ok()?));
+    }
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
 /// The kernel command-line word by which a petitboot machine learns the
 /// BMC's boot device override for one start (as OpenPOWER's petitboot reads
 /// the IPMI boot flags its BMC sets): `shoal.bootdev=network|disk|cdrom`.
@@ -346,6 +367,26 @@ pub fn set_petitboot_bootdev(d: &mut Element, target: Option<BootTarget>) {
 mod tests {
     use super::super::xml::parse;
     use super::*;
+
+    #[test]
+    fn a_qcow2_disk_is_as_large_as_its_header_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let qcow2 = dir.path().join("d.qcow2");
+        // A qcow2 v3 header's start: magic, version, backing file offset
+        // and size, then the virtual size: 5 GiB in a file of 32 bytes.
+        let mut h = b"QFI\xfb\0\0\0\x03".to_vec();
+        h.extend([0u8; 16]);
+        h.extend((5u64 << 30).to_be_bytes());
+        std::fs::write(&qcow2, &h).unwrap();
+        assert_eq!(disk_capacity(&qcow2, Some("qcow2")), Some(5 << 30));
+        // Read as raw, it is its length; a qcow2 that is not one is unknown.
+        assert_eq!(disk_capacity(&qcow2, Some("raw")), Some(32));
+        assert_eq!(disk_capacity(&qcow2, None), Some(32));
+        let raw = dir.path().join("d.raw");
+        std::fs::write(&raw, vec![0u8; 4096]).unwrap();
+        assert_eq!(disk_capacity(&raw, Some("qcow2")), None);
+        assert_eq!(disk_capacity(&dir.path().join("gone"), None), None);
+    }
 
     const XML: &str = r#"<domain type="qemu">
   <name>vm1</name><uuid>6a1f0c2e-8b4d-4e1a-9c3b-2f5d7e9a1b3c</uuid>
