@@ -7,24 +7,16 @@
 # (and xorriso + mtools for the ISO); ci/test installs them. The harness
 # runs recipes under a lock and publishes OUT itself when they succeed.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 kind=${1:?efi|iso} out=${2:?output file} marker=${3:?marker}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tree=$work/tree  # what the ISO holds; the build log stays outside it
 mkdir -p "$tree/boot/grub"
-cat >"$tree/boot/grub/grub.cfg" <<CFG
-serial --unit=0 --speed=115200
-terminal_output serial console
-echo "SHOAL-MARKER $marker"
-sleep 1
-halt
-CFG
+marker_grub_cfg "$marker" >"$tree/boot/grub/grub.cfg"
 case $kind in
     efi)
-        grub-mkstandalone -O x86_64-efi -o "$out" \
-            --install-modules="serial terminal echo sleep halt normal configfile test" \
-            --modules="serial terminal" --locales= --fonts= --themes= \
-            "boot/grub/grub.cfg=$tree/boot/grub/grub.cfg"
+        marker_efi "$out" "$tree/boot/grub/grub.cfg"
         ;;
     iso)
         grub-mkrescue -o "$out" "$tree" >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }

@@ -19,3 +19,19 @@ copy_modules() {
         done
     done
 }
+
+# marker_grub_cfg MARKER: a grub.cfg that prints "SHOAL-MARKER MARKER" on
+# the serial port and powers the machine off.
+marker_grub_cfg() {
+    printf '%s\n' "serial --unit=0 --speed=115200" "terminal_output serial console" \
+        "echo \"SHOAL-MARKER $1\"" "sleep 1" "halt"
+}
+
+# marker_efi OUT CFG: a standalone grub EFI application (Debian's
+# grub-efi-amd64-bin) that runs CFG.
+marker_efi() {
+    grub-mkstandalone -O x86_64-efi -o "$1" \
+        --install-modules="serial terminal echo sleep halt normal configfile test" \
+        --modules="serial terminal" --locales= --fonts= --themes= \
+        "boot/grub/grub.cfg=$2"
+}

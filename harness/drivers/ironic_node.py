@@ -5,23 +5,31 @@
     ironic_node.py --api URL --log FILE enroll --name N --bmc URL --system ID
         --mac MAC --boot-interface IFACE [--property K=V ...]
         [--driver ipmi] [--ipmi-address HOST --ipmi-port PORT]
-        [--console-port PORT]
+        [--console-port PORT] [--deploy-interface direct]
+        [--driver-info K=V ...] [--inspect redfish|agent ...]
     ironic_node.py --api URL --log FILE console --name N --out FILE
     ironic_node.py --api URL --log FILE deploy --name N [--instance K=V ...]
     ironic_node.py --api URL --log FILE undeploy --name N
+    ironic_node.py --api URL --log FILE rebuild --name N
     ironic_node.py --api URL --log FILE set-boot-interface --name N --boot-interface IFACE
     ironic_node.py --api URL --log FILE wait-api
 
 enroll creates the node (redfish hardware type, or ipmi with ipmitool power
-and management against the BMC's IPMI listener; ramdisk deploy interface)
-and a port per MAC, then takes it through manage and provide to
-`available`; with --console-port the node's console interface is
+and management against the BMC's IPMI listener; the ramdisk deploy
+interface, or direct: ironic-python-agent writes the image, with
+--driver-info naming its deploy_kernel and deploy_ramdisk) and a port per
+MAC, then takes it through manage and provide to `available` (with
+automated cleaning, if Ironic is configured so, on the way); each --inspect
+runs inspection with that inspect interface while the node is manageable
+and prints `IRONIC-INSPECTED <json>` (the interface, the node's properties,
+its stored inventory and its ports' MACs); with --console-port the node's console interface is
 ipmitool-socat (an IPMI Serial-over-LAN console, which redfish nodes may
 have too) on that TCP port, and the console is enabled. console connects
 to the console Ironic serves, prints `IRONIC-CONSOLE <url>`, then copies
 what it shows into --out until it is stopped (SIGTERM) or --timeout
 passes. deploy sets instance_info and deploys, waiting for `active`;
-undeploy waits for `available` again. Every API response the script acts on
+undeploy waits for `available` again (through cleaning, if on); rebuild
+has the agent write the image again and waits for `active`. Every API response the script acts on
 is appended to --log as a JSON line. Failures exit 1 with Ironic's
 last_error on stderr (and `IRONIC-ERROR <text>` on stdout).
 """
@@ -54,15 +62,32 @@ class Driver:
         self.record('GET node ' + name, n)
         return n
 
+    def last_error(self, name, node):
+        """The node's last_error, else the newest error of its history
+        (Ironic 39 clears last_error as a failed deploy tears down; the
+        history keeps what the step reported)."""
+        if node.last_error:
+            return node.last_error
+        try:
+            events = self.ic.node.get_history_list(name, detail=True)
+        except api_exc.HttpError:
+            return None
+        self.record('GET history', events)
+        errors = [e for e in events if e.get('severity') == 'ERROR']
+        errors.sort(key=lambda e: e.get('created_at') or '')
+        return errors[-1].get('event') if errors else None
+
     def fail(self, name, why):
         n = self.node(name)
-        text = '%s: %s' % (why, n.last_error) if n.last_error else why
+        error = self.last_error(name, n)
+        text = '%s: %s' % (why, error) if error else why
         print('IRONIC-ERROR ' + ' '.join(text.split()), flush=True)
         sys.exit('ironic_node: %s: %s (provision_state %s, last_error: %s)'
-                 % (name, why, n.provision_state, n.last_error))
+                 % (name, why, n.provision_state, error))
 
     def wait(self, name, target, limit, failed=('deploy failed', 'clean failed',
-                                                'error', 'enroll')):
+                                                'inspect failed', 'error',
+                                                'enroll')):
         """Polls until provision_state is `target` (with no transition
         pending); fails on an error state or at the deadline, with the
         node's last_error."""
@@ -137,6 +162,25 @@ def capture(drv, name, out, limit):
             f.write(data)
 
 
+def inspect(drv, name, iface, limit):
+    """Inspects the manageable node through `iface`; prints what Ironic
+    learnt: properties, the inventory it stored, the ports' MACs."""
+    n = drv.ic.node.update(name, [{'op': 'replace', 'path': '/inspect_interface',
+                                   'value': iface}])
+    drv.record('PATCH node', n)
+    n = drv.act(name, 'inspect', 'manageable', limit)
+    try:
+        inventory = drv.ic.node.get_inventory(name)
+        drv.record('GET inventory', inventory)
+        inventory = inventory.get('inventory', inventory)
+    except api_exc.HttpError as e:
+        inventory = {'error': str(e)}
+    ports = [p.address for p in drv.ic.port.list(node=name, fields=['address'])]
+    print('IRONIC-INSPECTED ' + json.dumps({
+        'interface': iface, 'properties': n.properties,
+        'inventory': inventory, 'ports': ports}), flush=True)
+
+
 def pairs(items):
     out = {}
     for item in items:
@@ -164,6 +208,11 @@ def main():
     e.add_argument('--ipmi-address')
     e.add_argument('--ipmi-port', type=int, default=623)
     e.add_argument('--console-port', type=int)
+    e.add_argument('--deploy-interface', choices=('ramdisk', 'direct'),
+                   default='ramdisk')
+    e.add_argument('--driver-info', action='append', default=[])
+    e.add_argument('--inspect', action='append', default=[],
+                   choices=('redfish', 'agent'))
     c = sub.add_parser('console')
     c.add_argument('--name', required=True)
     c.add_argument('--out', required=True)
@@ -172,6 +221,8 @@ def main():
     d.add_argument('--instance', action='append', default=[])
     u = sub.add_parser('undeploy')
     u.add_argument('--name', required=True)
+    r = sub.add_parser('rebuild')
+    r.add_argument('--name', required=True)
     sub.add_parser('wait-api', help='exits 0 once the API answers')
     s = sub.add_parser('set-boot-interface')
     s.add_argument('--name', required=True)
@@ -210,18 +261,21 @@ def main():
                          'ipmi_port': a.ipmi_port,
                          'ipmi_username': 'admin',
                          'ipmi_password': 'password'})
+        info.update(pairs(a.driver_info))
         extra = {}
         if a.console_port:
             info['ipmi_terminal_port'] = a.console_port
             extra['console_interface'] = 'ipmitool-socat'
         node = drv.ic.node.create(
-            name=a.name, driver=a.driver, deploy_interface='ramdisk',
+            name=a.name, driver=a.driver, deploy_interface=a.deploy_interface,
             boot_interface=a.boot_interface, driver_info=info,
             properties=props, **extra)
         drv.record('POST node', node)
         port = drv.ic.port.create(node_uuid=node.uuid, address=a.mac)
         drv.record('POST port', port)
         drv.act(a.name, 'manage', 'manageable', a.timeout)
+        for iface in a.inspect:
+            inspect(drv, a.name, iface, a.timeout)
         drv.act(a.name, 'provide', 'available', a.timeout)
         if a.console_port:
             console_on(drv, a.name)
@@ -236,6 +290,8 @@ def main():
         return
     elif a.action == 'undeploy':
         drv.act(a.name, 'deleted', 'available', a.timeout)
+    elif a.action == 'rebuild':
+        drv.act(a.name, 'rebuild', 'active', a.timeout)
     elif a.action == 'set-boot-interface':
         n = drv.ic.node.update(a.name, [{'op': 'replace', 'path': '/boot_interface',
                                          'value': a.boot_interface}])

@@ -253,16 +253,23 @@ impl Bmc {
 
     /// A System property by path (`Boot/BootSourceOverrideEnabled`), as text.
     pub fn property(&self, path: &str) -> Result<String> {
-        let s = get(
-            &agent(),
-            &format!("{}/redfish/v1/Systems/{}", self.url, self.system),
-            None,
-        )?
-        .1;
+        // `/redfish/v1/…#A/B`: property A/B of that resource; else the
+        // System's.
+        let (url, path) = match path.split_once('#').filter(|_| path.starts_with('/')) {
+            Some((resource, p)) => (
+                format!("{}{}", self.url, resource.replace("{system}", &self.system)),
+                p,
+            ),
+            None => (
+                format!("{}/redfish/v1/Systems/{}", self.url, self.system),
+                path,
+            ),
+        };
+        let s = get(&agent(), &url, None)?.1;
         let v = path
             .split('/')
             .try_fold(&s, |v, k| v.get(k))
-            .ok_or_else(|| anyhow!("no {path} in the System"))?;
+            .ok_or_else(|| anyhow!("no {path} in {url}"))?;
         Ok(match v {
             Value::String(s) => s.clone(),
             other => other.to_string(),

@@ -74,7 +74,7 @@ fn build_in(cache: &Path, script: &Path, args: &[&str], out_name: &str) -> Resul
     // The recipe writes beside the result and the rename publishes it, so
     // an interrupted build never leaves a file that looks finished.
     let partial = dir.join(format!(".{out_name}.partial"));
-    let _ = std::fs::remove_file(&partial);
+    remove_any(&partial);
     let status = Command::new("bash")
         .arg(script)
         .args(args.iter().take(1))
@@ -82,11 +82,20 @@ fn build_in(cache: &Path, script: &Path, args: &[&str], out_name: &str) -> Resul
         .args(args.iter().skip(1))
         .status()?;
     if !status.success() || !partial.exists() {
-        let _ = std::fs::remove_file(&partial);
+        remove_any(&partial);
         bail!("recipe {recipe} failed ({status})");
     }
     std::fs::rename(&partial, &out)?;
     Ok(out)
+}
+
+/// Removes a file or a folder (a recipe's output may be either), if any.
+fn remove_any(p: &Path) {
+    if p.is_dir() {
+        let _ = std::fs::remove_dir_all(p);
+    } else {
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 /// The files under `folder` that recipes share, by relative path, sorted:
@@ -127,6 +136,26 @@ fn lock_exclusive(file: &std::fs::File) -> std::io::Result<()> {
             return Err(e);
         }
     }
+}
+
+/// The ironic-python-agent release the agent ramdisk carries: the one of
+/// Ironic 39's series (2026.1 "Hibiscus"), whose API and steps it speaks.
+pub const IPA_VERSION: &str = "13.0.0";
+
+/// The agent ramdisk's folder (vm-images/ipa-ramdisk.sh): `vmlinuz`,
+/// `initrd`, `esp.img`, `ipa.iso`, `manifest`.
+pub fn ipa_ramdisk() -> Result<PathBuf> {
+    build("ipa-ramdisk.sh", &["bundle", IPA_VERSION], "ipa")
+}
+
+/// A whole-disk instance image (`raw` or `qcow2`) whose loader prints
+/// `SHOAL-MARKER <marker>` (vm-images/instance-image.sh).
+pub fn instance_image(kind: &str, marker: &str) -> Result<PathBuf> {
+    build(
+        "instance-image.sh",
+        &[kind, marker],
+        &format!("instance.{kind}"),
+    )
 }
 
 /// The grub marker image (`efi` or `iso`) that prints `SHOAL-MARKER <marker>`.

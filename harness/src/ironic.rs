@@ -50,6 +50,21 @@ pub struct Layout {
     /// Where socat serves a node's console (`ipmi_terminal_port`), on the
     /// namespace's loopback.
     pub console_port: u16,
+    /// The agent (the `direct` deploy), when the case's node deploys
+    /// through it.
+    pub agent: Option<Agent>,
+}
+
+/// What a case whose node deploys through ironic-python-agent sets.
+pub struct Agent {
+    /// `[service_catalog] endpoint_override`: the API as the machine
+    /// reaches it on its network (`ipa-api-url` on the agent's command
+    /// line).
+    pub api_url: String,
+    /// Automated cleaning (metadata erase only).
+    pub cleaning: bool,
+    /// `[conductor] deploy_callback_timeout` and `clean_callback_timeout`.
+    pub callback_timeout: u64,
 }
 
 impl Layout {
@@ -79,6 +94,14 @@ impl Layout {
         ]
     }
 
+    /// The grub configuration Ironic writes into the ISOs it builds for
+    /// the agent (`[DEFAULT] grub_config_template`): its default names
+    /// `linuxefi`, a command of distributions' patched grub only; the
+    /// agent ramdisk's ESP (vm-images/ipa-ramdisk.sh) runs upstream grub.
+    pub fn grub_template(&self) -> PathBuf {
+        self.dir.join("grub.cfg.template")
+    }
+
     /// ironic.conf.
     pub fn config(&self) -> String {
         let d = self.dir.display();
@@ -89,6 +112,43 @@ impl Layout {
                 ca.display()
             ),
             None => String::new(),
+        };
+        let (deploy_ifaces, host_ip, agent) = match &self.agent {
+            Some(a) => (
+                "ramdisk,direct",
+                // The agent calls the API over the machine's network; the
+                // namespace has no other.
+                "0.0.0.0",
+                format!(
+                    "
+[service_catalog]
+# ipa-api-url: the API as the machine reaches it.
+endpoint_override = {api}
+
+[agent]
+image_download_source = http
+# What the agent logged, as a tarball per deploy and cleaning.
+deploy_logs_collect = always
+deploy_logs_storage_backend = local
+deploy_logs_local_path = {d}/agent-logs
+
+[redfish]
+# The agent's kernel logs to the serial port, where the harness reads it.
+kernel_append_params = console=ttyS0,115200
+",
+                    api = a.api_url,
+                ),
+            ),
+            None => ("ramdisk", "127.0.0.1", String::new()),
+        };
+        let (clean, callback) = match &self.agent {
+            Some(a) => (a.cleaning, a.callback_timeout),
+            None => (false, 1800),
+        };
+        let grub = self.grub_template();
+        let pxe_append = match &self.agent {
+            Some(_) => "kernel_append_params = console=ttyS0,115200\n",
+            None => "",
         };
         format!(
             "# Written by shoal-harness for one case: standalone Ironic, no auth, no RPC bus.
@@ -101,11 +161,12 @@ log_file = {d}/ironic.log
 tempdir = {d}/tmp
 enabled_hardware_types = redfish,ipmi
 enabled_boot_interfaces = redfish-https,redfish-virtual-media,http,http-ipxe,pxe,ipxe
-enabled_deploy_interfaces = ramdisk
+enabled_deploy_interfaces = {deploy_ifaces}
 default_deploy_interface = ramdisk
+grub_config_template = {grub}
 enabled_power_interfaces = redfish,ipmitool
 enabled_management_interfaces = redfish,ipmitool
-enabled_inspect_interfaces = no-inspect
+enabled_inspect_interfaces = no-inspect,redfish,agent
 enabled_network_interfaces = noop
 enabled_raid_interfaces = no-raid
 enabled_vendor_interfaces = no-vendor
@@ -114,14 +175,20 @@ enabled_console_interfaces = no-console,ipmitool-socat
 enabled_firmware_interfaces = no-firmware
 {verify}
 [api]
-host_ip = 127.0.0.1
+host_ip = {host_ip}
 port = {port}
+# The agent heartbeats at a third to a half of this: steps start sooner.
+ramdisk_heartbeat_timeout = 60
 
 [database]
 connection = sqlite:///{d}/ironic.sqlite
 
 [conductor]
-automated_clean = false
+automated_clean = {clean}
+deploy_callback_timeout = {callback}
+clean_callback_timeout = {callback}
+# How often timeouts are checked (60 s by default).
+check_provision_state_interval = 5
 # The deploy ramdisk powers the machine off when it is done; Ironic is to
 # record that, not to power it on again.
 force_power_state_during_sync = false
@@ -131,6 +198,9 @@ http_url = {http_url}
 http_root = {www}
 # Ironic's image caches, beside the case's files (never /var/lib/ironic).
 iso_master_path = {d}/master-iso
+# Cleaning erases partition tables and file system signatures only.
+erase_devices_priority = 0
+erase_devices_metadata_priority = 10
 
 [pxe]
 # The http interface writes its boot files under tftp_root but looks for
@@ -142,7 +212,7 @@ tftp_master_path = {d}/master-tftp
 instance_master_path = {d}/master-instance
 images_path = {d}/images
 tftp_server = {tftp}
-
+{pxe_append}
 [console]
 # socat listens here for a node's console (the ipmitool-socat interface).
 socat_address = 127.0.0.1
@@ -163,13 +233,30 @@ dhcp_leasefile = {d}/dhcp-leases
 
 [oslo_concurrency]
 lock_path = {d}/locks
-",
+{agent}",
+            grub = grub.display(),
             port = self.api_port,
             http_url = self.http_url,
             tftp = self.tftp_server,
         )
     }
 }
+
+/// `[DEFAULT] grub_config_template` (see `Layout::grub_template`): Ironic's
+/// own, with upstream grub's `linux` and `initrd`, the serial console, no
+/// wait, and first the search for the medium that holds the kernel (the
+/// ESP's grub reads this file from the ISO with its own memory disk as
+/// the root).
+const GRUB_TEMPLATE: &str = "search --no-floppy --file --set=root {{ linux }}
+set default=0
+set timeout=0
+serial --unit=0 --speed=115200
+terminal_output serial console
+menuentry \"boot_partition\" {
+linux {{ linux }} {{ kernel_params }} --
+initrd {{ initrd }}
+}
+";
 
 /// The process groups of the Ironic services running now, for
 /// `stop_all` (a run interrupted by a signal leaves without dropping them).
@@ -220,6 +307,20 @@ impl Ironic {
         std::fs::write(dir.join("dhcp-leases"), "")?;
         let conf = dir.join("ironic.conf");
         std::fs::write(&conf, layout.config())?;
+        std::fs::write(layout.grub_template(), GRUB_TEMPLATE)?;
+        // Ironic builds ISOs with `mkisofs`, a name Debian gives no
+        // package; xorriso's mkisofs emulation answers to it.
+        let shims = dir.join("bin");
+        std::fs::create_dir_all(&shims)?;
+        let mkisofs = shims.join("mkisofs");
+        if !mkisofs.exists() {
+            std::os::unix::fs::symlink("/usr/bin/xorrisofs", &mkisofs)?;
+        }
+        let path = format!(
+            "{}:{}",
+            shims.display(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/sbin:/usr/bin:/sbin:/bin".into())
+        );
         let out = Command::new(bin.join("ironic-dbsync"))
             .arg("--config-file")
             .arg(&conf)
@@ -242,6 +343,7 @@ impl Ironic {
             .arg(bin.join("ironic"))
             .arg("--config-file")
             .arg(&conf)
+            .env("PATH", path)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -414,9 +516,24 @@ impl Drop for Ironic {
     }
 }
 
-/// `{http}` in instance_info values: Ironic's `[deploy] http_url`.
-pub fn render(value: &str, layout: &Layout) -> String {
-    value.replace("{http}", &layout.http_url)
+/// Renders a driver_info or instance_info value: `{http}` is Ironic's
+/// `[deploy] http_url`; `{sha256:NAME}` the SHA-256 (hex) of the served
+/// file NAME, as an image's checksum is given to Ironic.
+pub fn render(value: &str, layout: &Layout) -> Result<String> {
+    let mut out = value.replace("{http}", &layout.http_url);
+    const SHA: &str = "{sha256:";
+    while let Some(start) = out.find(SHA) {
+        let end = out[start..]
+            .find('}')
+            .map(|e| start + e)
+            .ok_or_else(|| anyhow!("{value:?}: {SHA} without its closing brace"))?;
+        let file = layout.www.join(&out[start + SHA.len()..end]);
+        let bytes =
+            std::fs::read(&file).with_context(|| format!("{value:?}: {}", file.display()))?;
+        use sha2::Digest;
+        out.replace_range(start..=end, &hex::encode(sha2::Sha256::digest(&bytes)));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -432,6 +549,7 @@ mod tests {
             tftp_server: "198.18.3.1".into(),
             api_port: 16003,
             console_port: 18003,
+            agent: None,
         }
     }
 
@@ -458,9 +576,73 @@ mod tests {
         assert!(d.contains(&"dhcp-hostsdir=/a/ironic/dhcp-hosts".to_string()));
         assert!(d.contains(&"dhcp-optsdir=/a/ironic/dhcp-opts".to_string()));
         assert_eq!(
-            render("{http}/deploy.iso", &l),
+            render("{http}/deploy.iso", &l).unwrap(),
             "http://198.18.3.1:8080/deploy.iso"
         );
+        // Only the loopback without the agent, whose ramdisk is elsewhere.
+        assert!(c.contains("host_ip = 127.0.0.1"), "{c}");
+        assert!(!c.contains("endpoint_override"), "{c}");
+    }
+
+    #[test]
+    fn the_agent_reaches_the_api_on_the_machines_network() {
+        let mut l = layout();
+        l.agent = Some(Agent {
+            api_url: "http://198.18.3.1:16003".into(),
+            cleaning: true,
+            callback_timeout: 90,
+        });
+        let c = l.config();
+        for want in [
+            "enabled_deploy_interfaces = ramdisk,direct",
+            "host_ip = 0.0.0.0",
+            "endpoint_override = http://198.18.3.1:16003",
+            "automated_clean = true",
+            "deploy_callback_timeout = 90",
+            "clean_callback_timeout = 90",
+            "erase_devices_priority = 0",
+            "image_download_source = http",
+            "deploy_logs_local_path = /a/ironic/agent-logs",
+            "grub_config_template = /a/ironic/grub.cfg.template",
+        ] {
+            assert!(c.contains(want), "{want} missing from\n{c}");
+        }
+        // Both interfaces that boot the agent's kernel give it the serial
+        // console: [pxe] and [redfish].
+        assert_eq!(
+            c.matches("kernel_append_params = console=ttyS0,115200")
+                .count(),
+            2,
+            "{c}"
+        );
+        // Each option once: oslo.config takes the last of a repeated one.
+        let mut seen = std::collections::BTreeSet::new();
+        let mut section = String::new();
+        for line in c.lines() {
+            if line.starts_with('[') {
+                section = line.to_string();
+            } else if let Some((k, _)) = line.split_once(" = ") {
+                assert!(
+                    seen.insert(format!("{section}{k}")),
+                    "{section} {k} twice in\n{c}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_image_checksum_is_the_served_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut l = layout();
+        l.www = dir.path().to_path_buf();
+        std::fs::write(dir.path().join("disk.raw"), b"abc").unwrap();
+        assert_eq!(
+            render("{sha256:disk.raw}", &l).unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let e = render("{sha256:gone.raw}", &l).unwrap_err();
+        assert!(format!("{e:#}").contains("gone.raw"), "{e:#}");
+        assert!(render("{sha256:disk.raw", &l).is_err());
     }
 
     #[test]

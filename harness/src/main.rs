@@ -37,6 +37,11 @@ enum Command {
         /// Only scenarios whose name contains this.
         #[arg(long, env = "SHOAL_FILTER")]
         filter: Option<String>,
+        /// Leave out the scenarios with this tag (`tags` in the file);
+        /// repeatable. `ci/test` leaves out `full`, which `ci/test --full`
+        /// runs.
+        #[arg(long, value_name = "TAG")]
+        exclude_tag: Vec<String>,
         /// Cases run at once (each is one VM).
         #[arg(long, env = "SHOAL_JOBS", default_value_t = 2)]
         jobs: usize,
@@ -361,6 +366,7 @@ fn real_main() -> Result<ExitCode> {
         Command::Run {
             dir,
             filter,
+            exclude_tag,
             jobs,
             junit,
             artifacts,
@@ -372,6 +378,15 @@ fn real_main() -> Result<ExitCode> {
             let mut scenarios = Scenario::load_dir(&dir)?;
             if let Some(f) = &filter {
                 scenarios.retain(|s| s.name.contains(f.as_str()));
+            }
+            let before = scenarios.len();
+            scenarios.retain(|s| !s.tags.iter().any(|t| exclude_tag.contains(t)));
+            if scenarios.len() < before {
+                eprintln!(
+                    "shoal-harness: {} scenario(s) left out by tag ({})",
+                    before - scenarios.len(),
+                    exclude_tag.join(", ")
+                );
             }
             if scenarios.is_empty() {
                 anyhow::bail!("no scenario in {} matches", dir.display());

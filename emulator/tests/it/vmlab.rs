@@ -75,7 +75,15 @@ impl Bench {
         let serial = self.path(&format!("{name}.serial"));
         let net = self.net.clone();
         self.lab()
-            .define_uefi(name, &net, mac, 1024, &serial, None)
+            .define_uefi(&lab::Uefi {
+                name,
+                net: &net,
+                mac,
+                memory_mib: 1024,
+                serial: &serial,
+                https_cacerts: None,
+                disk: None,
+            })
             .expect("domain")
     }
 

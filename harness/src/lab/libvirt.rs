@@ -33,6 +33,20 @@ pub struct Ppc64le<'a> {
     pub disk: Option<&'a Path>,
 }
 
+/// A UEFI x86_64 machine for `Lab::define_uefi`.
+pub struct Uefi<'a> {
+    pub name: &'a str,
+    pub net: &'a Net,
+    pub mac: &'a str,
+    pub memory_mib: u64,
+    /// Where its serial port's log goes.
+    pub serial: &'a Path,
+    /// A CA list for OVMF's fw_cfg file `etc/edk2/https/cacerts`.
+    pub https_cacerts: Option<&'a Path>,
+    /// A qcow2 file, as a virtio disk.
+    pub disk: Option<&'a Path>,
+}
+
 pub struct Lab {
     pub ns: String,
     dir: PathBuf,
@@ -262,15 +276,20 @@ impl Lab {
     /// libvirt streams pty consoles only, and the BMC's Serial-over-LAN
     /// takes the console through that stream while the log keeps all of
     /// it (from each start: `append="off"`, as a file port is opened).
-    pub fn define_uefi(
-        &mut self,
-        name: &str,
-        net: &Net,
-        mac: &str,
-        memory_mib: u64,
-        serial: &Path,
-        https_cacerts: Option<&Path>,
-    ) -> Result<String> {
+    /// With `disk` (a qcow2 file), a virtio disk, and the log keeps every
+    /// start: the machine boots more than once (an agent, then the
+    /// instance it wrote), and each boot's lines stay in order after the
+    /// last one's; the file is emptied here, once.
+    pub fn define_uefi(&mut self, m: &Uefi) -> Result<String> {
+        let Uefi {
+            name,
+            net,
+            mac,
+            memory_mib,
+            serial,
+            https_cacerts,
+            disk,
+        } = *m;
         // On an IPv6 network the firmware waits at its boot menu (as a real
         // machine spends that in POST) with the NIC's network stack already
         // connected: OVMF 2022.11's HttpBootDxe sends its first DHCPv6
@@ -294,15 +313,29 @@ impl Lab {
             ),
             None => String::new(),
         };
+        let (disk, append) = match disk {
+            Some(p) => {
+                std::fs::write(serial, "")?;
+                (
+                    format!(
+                        r#"
+    <disk type="file" device="disk"><driver name="qemu" type="qcow2" discard="unmap"/><source file="{}"/><target dev="vda" bus="virtio"/></disk>"#,
+                        xml_escape(&p.display().to_string())
+                    ),
+                    "on",
+                )
+            }
+            None => (String::new(), "off"),
+        };
         let xml = format!(
             r#"<domain type="qemu"><name>{name}</name><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
   <os><type arch="x86_64" machine="q35">hvm</type>
     <loader readonly="yes" secure="no" type="pflash">/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
     <nvram template="/usr/share/OVMF/OVMF_VARS_4M.fd">/var/lib/libvirt/qemu/nvram/{name}_VARS.fd</nvram>{menu}</os>
   <features><acpi/></features><on_poweroff>destroy</on_poweroff>
-  <devices>
+  <devices>{disk}
     <interface type="network"><source network="{net}"/><model type="virtio"/><rom enabled="no"/><mac address="{mac}"/></interface>
-    <serial type="pty"><log file="{serial}" append="off"/><target port="0"/></serial>
+    <serial type="pty"><log file="{serial}" append="{append}"/><target port="0"/></serial>
     <console type="pty"><target type="serial" port="0"/></console>
   </devices>{fw_cfg}</domain>"#,
             net = net.name,

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[cfg(feature = "lab")]
-pub use libvirt::{Lab, Ppc64le};
+pub use libvirt::{Lab, Ppc64le, Uefi};
 
 pub const SYSTEM_URI: &str = "qemu:///system";
 pub const BOOT_PORT: u16 = 8080;

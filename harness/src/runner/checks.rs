@@ -156,7 +156,13 @@ pub(super) fn judge(
         for (path, want) in &s.checks.redfish {
             let deadline = Instant::now() + Duration::from_secs(30);
             let got = loop {
-                let got = bmc.property(path)?;
+                let got = if case.layout.is_some() {
+                    // Ironic's emulator listens inside the lab's namespace.
+                    let (b, p) = (bmc.clone(), path.clone());
+                    crate::netns::inside(&case.ns, move || b.property(&p))?
+                } else {
+                    bmc.property(path)?
+                };
                 if &got == want || Instant::now() > deadline {
                     break got;
                 }
@@ -189,6 +195,16 @@ pub(super) fn judge(
         }
     } else {
         problems.join("; ")
+    };
+    // How the agent's deploys spent their time, passed or not.
+    let detail = match case.layout.as_ref().filter(|l| l.agent.is_some()) {
+        Some(l) => {
+            match drive::agent_phases(&l.dir.join("ironic-api.jsonl"), &l.dir.join("ironic.log")) {
+                Some(p) => format!("{detail}; {p}"),
+                None => detail,
+            }
+        }
+        None => detail,
     };
     Ok(Verdict {
         passed,

@@ -16,7 +16,7 @@ use super::prepare::Prepared;
 use super::Options;
 use crate::driver::BootRequest;
 use crate::ironic::{Ironic, Layout};
-use crate::scenario::{Driver, HttpBoot, IronicDriver, IronicNode, Method, Scenario};
+use crate::scenario::{Driver, HttpBoot, IronicDriver, IronicNode, Machine, Method, Scenario};
 
 /// What the drive left for the judgement.
 pub(super) struct Drive {
@@ -40,7 +40,7 @@ pub(super) fn drive(
 ) -> Result<Drive> {
     let started = Instant::now();
     if let (Some(l), Some(node)) = (&case.layout, &s.ironic) {
-        return ironic_deploy(opts, node, l, case, started);
+        return ironic_deploy(opts, node, &s.machine, l, case, started);
     }
     let boot = s
         .boot
@@ -87,6 +87,7 @@ pub(super) fn drive(
 fn ironic_deploy(
     opts: &Options,
     node: &IronicNode,
+    machine: &Machine,
     l: &Layout,
     case: &Prepared,
     started: Instant,
@@ -129,13 +130,34 @@ fn ironic_deploy(
     for (k, v) in &node.properties {
         args.extend(["--property".into(), format!("{k}={v}")]);
     }
-    svc.node(&strs(&args), Duration::from_secs(300))?;
+    args.extend([
+        "--deploy-interface".into(),
+        node.deploy_interface.as_str().into(),
+    ]);
+    for (k, v) in &node.driver_info {
+        args.extend([
+            "--driver-info".into(),
+            format!("{k}={}", crate::ironic::render(v, l)?),
+        ]);
+    }
+    for how in &node.inspect {
+        args.extend(["--inspect".into(), how.clone()]);
+    }
+    // Cleaning at `provide` and agent inspection boot the agent: as long
+    // as a deploy may take, each.
+    let boots =
+        u32::from(node.cleaning) + node.inspect.iter().filter(|i| *i == "agent").count() as u32;
+    let enroll_limit = match boots {
+        0 => Duration::from_secs(300),
+        n => case.limit * n,
+    };
+    let enrolled = svc.node(&strs(&args), enroll_limit)?;
+    let mut problems = inspected(&enrolled, node, machine, &case.mac);
     let t = Instant::now();
     let deployed = svc.node(
-        &strs(&deploy_args(&case.domain, &node.instance, l)),
+        &strs(&deploy_args(&case.domain, &node.instance, l)?),
         case.limit,
     );
-    let mut problems = Vec::new();
     // The node's console, enabled at enrollment, is read once the node is
     // active: Ironic stops it during the deploy and starts it again at its
     // end (the instance's console, never the deploy's), before the
@@ -195,6 +217,100 @@ fn ironic_deploy(
     })
 }
 
+/// What each inspection (an `IRONIC-INSPECTED` line of the enrollment)
+/// found, against the machine: its one vCPU, its memory, its disk's size
+/// and its NIC's MAC, in the inventory Ironic stored (the BMC's for redfish
+/// inspection, the agent's own for agent inspection), and for redfish
+/// also the properties Ironic derived (memory_mb, local_gb) and the ports
+/// it created.
+fn inspected(out: &str, node: &IronicNode, machine: &Machine, mac: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let found: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("IRONIC-INSPECTED "))
+        .filter_map(|j| serde_json::from_str(j).ok())
+        .collect();
+    let disk_gib = machine.disk_gib.unwrap_or(0);
+    let int = |v: &serde_json::Value| {
+        v.as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+    };
+    let strings = |v: &serde_json::Value, key: &str| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| match key {
+                "" => i.as_str(),
+                k => i[k].as_str(),
+            })
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let mac = mac.to_lowercase();
+    for how in &node.inspect {
+        let Some(f) = found.iter().find(|f| f["interface"] == how.as_str()) else {
+            problems.push(format!("{how} inspection: Ironic reported nothing"));
+            continue;
+        };
+        let mut want = |what: &str, ok: bool, got: String| {
+            if !ok {
+                problems.push(format!("{how} inspection: {what} is {got}"));
+            }
+        };
+        let (p, inv) = (&f["properties"], &f["inventory"]);
+        let macs = strings(&inv["interfaces"], "mac_address");
+        want(
+            "the inventory's MACs",
+            macs.contains(&mac),
+            format!("{macs:?}, not with {mac}"),
+        );
+        let cpus = int(&inv["cpu"]["count"]);
+        want("cpu.count", cpus == Some(1), format!("{cpus:?}, not 1"));
+        let mem = int(&inv["memory"]["physical_mb"]);
+        want(
+            "memory.physical_mb",
+            mem == Some(machine.memory_mib),
+            format!("{mem:?}, not {}", machine.memory_mib),
+        );
+        let sizes: Vec<u64> = inv["disks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| int(&d["size"]))
+            .collect();
+        want(
+            "the disks' sizes",
+            sizes.contains(&(disk_gib << 30)),
+            format!(
+                "{sizes:?} bytes, not with {} ({disk_gib} GiB)",
+                disk_gib << 30
+            ),
+        );
+        if how == "redfish" {
+            let ports = strings(&f["ports"], "");
+            want(
+                "the ports",
+                ports.contains(&mac),
+                format!("{ports:?}, not with {mac}"),
+            );
+            let mem = int(&p["memory_mb"]);
+            want(
+                "properties.memory_mb",
+                mem == Some(machine.memory_mib),
+                format!("{mem:?}, not {}", machine.memory_mib),
+            );
+            // Ironic keeps a GiB for partitioning: the disk's size less one.
+            let gb = int(&p["local_gb"]);
+            want(
+                "properties.local_gb",
+                gb == Some(disk_gib - 1),
+                format!("{gb:?}, not {}", disk_gib - 1),
+            );
+        }
+    }
+    problems
+}
+
 /// The host of a base URL (`https://127.0.0.1:40123` → `127.0.0.1`).
 pub(super) fn url_host(url: &str) -> Result<String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -229,15 +345,15 @@ fn strs(v: &[String]) -> Vec<&str> {
 }
 
 /// `ironic_node.py deploy` for node `name` with `instance` (rendered).
-fn deploy_args(name: &str, instance: &BTreeMap<String, String>, l: &Layout) -> Vec<String> {
+fn deploy_args(name: &str, instance: &BTreeMap<String, String>, l: &Layout) -> Result<Vec<String>> {
     let mut args = vec!["deploy".to_string(), "--name".into(), name.to_string()];
     for (k, v) in instance {
         args.extend([
             "--instance".into(),
-            format!("{k}={}", crate::ironic::render(v, l)),
+            format!("{k}={}", crate::ironic::render(v, l)?),
         ]);
     }
-    args
+    Ok(args)
 }
 
 /// After a deploy that booted as expected: undeploy (back to
@@ -251,10 +367,22 @@ pub(super) fn after_deploy(
     problems: &mut Vec<String>,
 ) {
     let (domain, limit) = (case.domain.as_str(), case.limit);
+    if node.rebuild {
+        rebuild(svc, case, problems);
+        if !problems.is_empty() {
+            return;
+        }
+    }
     let undeploy = ["undeploy", "--name", domain];
+    let erased = occurrences(&case.serial, METADATA_ERASED);
     if let Err(e) = svc.node(&undeploy, limit) {
         problems.push(format!("undeploy: {e:#}"));
         return;
+    }
+    if node.cleaning && occurrences(&case.serial, METADATA_ERASED) <= erased {
+        problems.push(format!(
+            "undeploy: the node is available, but the agent's log shows no cleaning ({METADATA_ERASED:?})"
+        ));
     }
     let Some(sw) = &node.switch else { return };
     let set = [
@@ -271,7 +399,8 @@ pub(super) fn after_deploy(
     let log = case.dir.join("http.log");
     let before: Vec<usize> = sw.requests.iter().map(|r| count(&log, r)).collect();
     let t = Instant::now();
-    if let Err(e) = svc.node(&strs(&deploy_args(domain, &sw.instance, l)), limit) {
+    let deployed = deploy_args(domain, &sw.instance, l).and_then(|a| svc.node(&strs(&a), limit));
+    if let Err(e) = deployed {
         problems.push(format!("deploy through {}: {e:#}", sw.boot_interface));
         return;
     }
@@ -302,9 +431,161 @@ pub(super) fn after_deploy(
     }
 }
 
+/// What ironic-python-agent logs when its `erase_devices_metadata`
+/// cleaning step has erased the machine's disk.
+const METADATA_ERASED: &str = "Disk metadata on /dev/vda successfully destroyed";
+
+/// `rebuild` of the active node: the agent boots, writes the image again,
+/// and the instance boots again (the scenario's last serial line shows
+/// once more: the machine's log keeps every start).
+fn rebuild(svc: &Ironic, case: &Prepared, problems: &mut Vec<String>) {
+    let Some(last) = case.patterns.serial.last() else {
+        return;
+    };
+    let before = occurrences(&case.serial, last);
+    if let Err(e) = svc.node(&["rebuild", "--name", &case.domain], case.limit) {
+        problems.push(format!("rebuild: {e:#}"));
+        return;
+    }
+    let again = crate::lab::wait_until(case.limit, || occurrences(&case.serial, last) > before);
+    if again.is_none() {
+        problems.push(format!(
+            "rebuild: the node is active again, but the machine did not show {last:?} again within {} s",
+            case.limit.as_secs()
+        ));
+    }
+}
+
+/// How often `text` occurs in the (serial) log at `path`.
+fn occurrences(path: &Path, text: &str) -> usize {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    String::from_utf8_lossy(&bytes).matches(text).count()
+}
+
+/// The agent's phases: each provision action `ironic_node.py` asked for
+/// (its API log, `ironic-api.jsonl`, timed), how long it took, and within
+/// it when the agent's first heartbeat reached Ironic (`POST
+/// /v1/heartbeat/` in Ironic's log): the power-on, the firmware, the
+/// agent's boot, its lookup.
+/// `provide 40 s (first heartbeat at 28 s), active 90 s (…), …`
+pub(super) fn agent_phases(api_log: &Path, ironic_log: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(api_log).ok()?;
+    let beats: Vec<f64> = std::fs::read_to_string(ironic_log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(" POST /v1/heartbeat/"))
+        .filter_map(|l| log_time(l.get(..23)?))
+        .collect();
+    // (verb, when asked, the last record before the next action: the
+    // state it reached), in order.
+    let mut actions: Vec<(String, f64, f64)> = Vec::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let (Some(t), Some(what)) = (v["t"].as_f64(), v["what"].as_str()) else {
+            continue;
+        };
+        match (what.strip_prefix("provision "), actions.last_mut()) {
+            (Some(verb), _) => actions.push((verb.to_string(), t, t)),
+            (None, Some(a)) => a.2 = t,
+            (None, None) => {}
+        }
+    }
+    let out: Vec<String> = actions
+        .iter()
+        .map(|(verb, t0, end)| {
+            let (t0, end) = (*t0, *end);
+            let beat = beats
+                .iter()
+                .find(|b| **b >= t0 && **b <= end)
+                .map(|b| format!(" (first heartbeat at {:.0} s)", b - t0))
+                .unwrap_or_default();
+            format!("{verb} {:.0} s{beat}", end - t0)
+        })
+        .collect();
+    (!out.is_empty()).then(|| out.join(", "))
+}
+
+/// Seconds since the epoch of an oslo.log time stamp written in UTC,
+/// `2026-12-05 05:48:40.265`.
+fn log_time(stamp: &str) -> Option<f64> {
+    let num = |r: std::ops::Range<usize>| stamp.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm) = (num(11..13)?, num(14..16)?);
+    let secs: f64 = stamp.get(17..)?.parse().ok()?;
+    // Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + hh * 3600 + mm * 60) as f64 + secs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::url_host;
+
+    #[test]
+    fn log_times_are_utc_seconds() {
+        assert_eq!(super::log_time("1970-01-01 00:00:00.000"), Some(0.0));
+        assert_eq!(
+            super::log_time("2026-12-05 05:48:40.250"),
+            Some(1_796_449_720.25)
+        );
+        assert_eq!(
+            super::log_time("2000-02-29 12:00:00.5"),
+            Some(951_825_600.5)
+        );
+        assert_eq!(super::log_time("not a time at all here"), None);
+    }
+
+    #[test]
+    fn the_agents_phases_come_from_the_actions_and_heartbeats() {
+        let dir = tempfile::tempdir().unwrap();
+        let (api, log) = (
+            dir.path().join("ironic-api.jsonl"),
+            dir.path().join("ironic.log"),
+        );
+        let t0 = super::log_time("2026-12-05 05:00:00.000").unwrap();
+        let lines = [
+            (0.0, "POST node"),
+            (1.0, "provision manage"),
+            (2.0, "state manageable"),
+            (3.0, "provision provide"),
+            (60.0, "state available"),
+            (70.0, "provision active"),
+            (200.0, "state active"),
+        ];
+        let text: String = lines
+            .iter()
+            .map(|(t, w)| {
+                format!(
+                    "{{\"t\": {}, \"what\": \"{w}\", \"response\": {{}}}}\n",
+                    t0 + t
+                )
+            })
+            .collect();
+        std::fs::write(&api, text).unwrap();
+        let beat = |at: &str| {
+            format!("2026-12-05 {at} 1 INFO ironic.api [-] 198.18.2.200 - POST /v1/heartbeat/x - 202 (7ms)\n")
+        };
+        let ironic = [
+            beat("05:00:31.000"),
+            beat("05:00:45.000"),
+            "2026-12-05 05:01:00.000 1 INFO ironic.api [-] GET /v1/nodes/x\n".to_string(),
+            beat("05:01:50.000"),
+        ]
+        .concat();
+        std::fs::write(&log, ironic).unwrap();
+        assert_eq!(
+            super::agent_phases(&api, &log).unwrap(),
+            "manage 1 s, provide 57 s (first heartbeat at 28 s), active 130 s (first heartbeat at 40 s)"
+        );
+        assert!(super::agent_phases(&dir.path().join("none"), &log).is_none());
+    }
 
     #[test]
     fn the_ipmi_host_is_the_redfish_urls() {

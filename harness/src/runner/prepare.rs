@@ -11,17 +11,17 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use super::checks::Patterns;
 use super::Options;
 use crate::driver::Bmc;
 use crate::emulator::EmulatorProcess;
 use crate::ironic::Layout;
-use crate::lab::{Lab, Net, NetSpec, Ppc64le};
+use crate::lab::{Lab, Net, NetSpec, Ppc64le, Uefi};
 use crate::scenario::{
-    Dhcp, Driver, Enroll, HttpBoot, Https, Image, IronicDriver, Platform, Protocol, Scenario,
-    ServerCertificate,
+    DeployInterface, Dhcp, Driver, Enroll, HttpBoot, Https, Image, IronicDriver, Platform,
+    Protocol, Scenario, ServerCertificate,
 };
 
 /// The host number of a petitboot machine's fixed address in its /24.
@@ -277,6 +277,12 @@ fn copy_artifacts(s: &Scenario, www: &Path) -> Result<()> {
             Image::IpxeSnponly => packaged(crate::lab::IPXE_SNPONLY, "ipxe")?,
             Image::GrubNetbootEfi => packaged(crate::lab::GRUB_NETBOOT, "grub-efi-amd64-signed")?,
             Image::Ppc64leKernel => ppc64le("kernel", "vmlinux")?,
+            Image::IpaKernel => crate::images::ipa_ramdisk()?.join("vmlinuz"),
+            Image::IpaInitrd => crate::images::ipa_ramdisk()?.join("initrd"),
+            Image::IpaEsp => crate::images::ipa_ramdisk()?.join("esp.img"),
+            Image::IpaIso => crate::images::ipa_ramdisk()?.join("ipa.iso"),
+            Image::InstanceQcow2 => crate::images::instance_image("qcow2", marker)?,
+            Image::InstanceRaw => crate::images::instance_image("raw", marker)?,
             Image::Ppc64lePayload => ppc64le("payload", "payload.cpio.gz")?,
         };
         std::fs::copy(&built, www.join(&a.name))?;
@@ -310,6 +316,19 @@ fn ironic_layout(s: &Scenario, index: u8, host: Ipv4Addr, dir: &Path) -> Result<
         tftp_server: server,
         api_port: 16000 + u16::from(index),
         console_port: 18000 + u16::from(index),
+        agent: s
+            .ironic
+            .as_ref()
+            .filter(|n| n.deploy_interface == DeployInterface::Direct)
+            .map(|n| crate::ironic::Agent {
+                // Where nothing listens, for an agent that must not reach it.
+                api_url: match n.agent_reaches_api {
+                    true => format!("http://{authority}:{}", 16000 + u16::from(index)),
+                    false => format!("http://{authority}:{}", 19000 + u16::from(index)),
+                },
+                cleaning: n.cleaning,
+                callback_timeout: n.callback_timeout_secs.unwrap_or(600),
+            }),
     })
 }
 
@@ -349,14 +368,19 @@ fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Path) -> Resul
             }
             None => None,
         };
-        lab.define_uefi(
-            m.domain,
-            m.net,
-            m.mac,
-            s.machine.memory_mib,
-            m.serial,
-            cacerts.as_deref(),
-        )?;
+        let disk = match s.machine.disk_gib {
+            Some(gib) => Some(blank_disk(dir, gib)?),
+            None => None,
+        };
+        lab.define_uefi(&Uefi {
+            name: m.domain,
+            net: m.net,
+            mac: m.mac,
+            memory_mib: s.machine.memory_mib,
+            serial: m.serial,
+            https_cacerts: cacerts.as_deref(),
+            disk: disk.as_deref(),
+        })?;
         return Ok(());
     }
     let gone = crate::lab::missing_ppc64le();
@@ -397,6 +421,25 @@ fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Path) -> Resul
         disk: disk.as_deref(),
     })?;
     Ok(())
+}
+
+/// A blank sparse qcow2 disk of `gib` GiB in the case folder.
+fn blank_disk(dir: &Path, gib: u64) -> Result<PathBuf> {
+    let p = std::fs::canonicalize(dir)?.join("disk.qcow2");
+    let out = Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&p)
+        .arg(format!("{gib}G"))
+        .output()
+        .context("running qemu-img (Debian package qemu-utils)")?;
+    if !out.status.success() {
+        bail!(
+            "qemu-img create {}: {}",
+            p.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(p)
 }
 
 fn start_emulator(

@@ -98,6 +98,21 @@ pub enum Image {
     GrubNetbootEfi,
     /// Debian's ppc64el kernel (vm-images/ppc64le-netboot.sh kernel).
     Ppc64leKernel,
+    /// The ironic-python-agent ramdisk's kernel (vm-images/ipa-ramdisk.sh).
+    IpaKernel,
+    /// Its initramfs: Debian 12 with ironic-python-agent from PyPI.
+    IpaInitrd,
+    /// Its EFI system partition image, the `bootloader` Ironic puts into
+    /// the ISOs it builds.
+    IpaEsp,
+    /// The agent ramdisk as a bootable ISO.
+    IpaIso,
+    /// A whole-disk instance image (GPT, an ESP whose removable-media
+    /// loader prints `SHOAL-MARKER <marker>` and `SHOAL-BOOTPATH disk`, a
+    /// root partition), qcow2 (vm-images/instance-image.sh).
+    InstanceQcow2,
+    /// The same, raw.
+    InstanceRaw,
     /// The ppc64le payload initramfs: marker, command line, heartbeat.
     Ppc64lePayload,
 }
@@ -157,6 +172,10 @@ pub struct Scenario {
     pub network: Network,
     #[serde(default)]
     pub artifacts: Vec<Artifact>,
+    /// Labels that select runs: `full` is a scenario only `ci/test --full`
+    /// runs (the default run keeps one real boot per boot path).
+    #[serde(default)]
+    pub tags: Vec<String>,
     /// What the driver asks of the BMC; absent for Ironic, which decides.
     pub boot: Option<Boot>,
     /// The Ironic node: boot interface, instance_info, expectations.
@@ -193,6 +212,10 @@ pub struct Machine {
     /// A disk with an installed OS of this name (petitboot machines: its
     /// first sector reads `SHOAL-DISK-OS <name>`).
     pub disk_os: Option<String>,
+    /// x86_64 only: a blank disk of this many GiB (sparse qcow2, virtio),
+    /// for the agent to write an instance to. Its serial log then keeps
+    /// every start (the agent's boot and the instance's), not only the last.
+    pub disk_gib: Option<u64>,
     /// ppc64le only: `pseries` (PAPR guest, the default: what most ppc64le
     /// CI has) or `powernv` (an OpenPOWER machine: POWER9 with skiboot as
     /// its OPAL firmware, its BMC on in-band IPMI over a BT interface).
@@ -206,6 +229,10 @@ pub enum Platform {
     #[default]
     Pseries,
     Powernv,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn x86() -> String {
@@ -225,6 +252,7 @@ impl Default for Machine {
             firmware: uefi(),
             memory_mib: mem(),
             disk_os: None,
+            disk_gib: None,
             platform: Platform::Pseries,
         }
     }
@@ -436,6 +464,8 @@ pub struct Checks {
     #[serde(default)]
     pub heartbeat: Vec<String>,
     /// Redfish System properties by path (`Boot/BootSourceOverrideEnabled`),
+    /// or another resource's (`/redfish/v1/Systems/{system}/VirtualMedia/Cd#Inserted`,
+    /// `{system}` the System's Id),
     /// read once the serial lines are seen (for up to 30 s until they
     /// match: a power change the machine asked for takes a moment).
     #[serde(default)]
@@ -511,12 +541,61 @@ pub struct IronicNode {
     /// After the deploy and undeploy: the node switches to another boot
     /// interface and deploys again.
     pub switch: Option<IronicSwitch>,
+    /// `ramdisk` (the default: the boot interface's ramdisk is the
+    /// instance) or `direct`: ironic-python-agent boots, heartbeats, writes
+    /// `instance.image_source` to the machine's disk, and the node boots
+    /// its disk.
+    #[serde(default)]
+    pub deploy_interface: DeployInterface,
+    /// driver_info beyond the BMC's: `deploy_kernel`, `deploy_ramdisk`,
+    /// `bootloader` (the agent's ramdisk and the ESP image for the ISOs
+    /// Ironic builds).
+    #[serde(default)]
+    pub driver_info: BTreeMap<String, String>,
+    /// Automated cleaning on (the agent's `erase_devices_metadata` only):
+    /// `provide` at enrollment and the undeploy both clean.
+    #[serde(default)]
+    pub cleaning: bool,
+    /// After the deploy: `rebuild`, the agent writes the image again and
+    /// the node boots it again.
+    #[serde(default)]
+    pub rebuild: bool,
+    /// Ironic's `[conductor] deploy_callback_timeout` (seconds): how long
+    /// it waits for the agent's heartbeat. Default 600.
+    pub callback_timeout_secs: Option<u64>,
+    /// Inspection while the node is manageable, through each of these
+    /// inspect interfaces in turn (`redfish`: the BMC's inventory; `agent`:
+    /// the agent boots and reports its own); what Ironic learnt must match
+    /// the machine (CPUs, memory, disk size, MAC).
+    #[serde(default)]
+    pub inspect: Vec<String>,
+    /// `false`: the agent is given an API address where nothing listens
+    /// (its lookup fails; Ironic waits for a heartbeat that never comes).
+    #[serde(default = "yes")]
+    pub agent_reaches_api: bool,
     /// Lines the node's console must show, in order: the node gets
     /// Ironic's `ipmitool-socat` console interface (IPMI Serial-over-LAN
     /// through socat; allowed on redfish nodes too), enabled before the
     /// deploy, and the harness reads it from the TCP address Ironic gives.
     #[serde(default)]
     pub console: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeployInterface {
+    #[default]
+    Ramdisk,
+    Direct,
+}
+
+impl DeployInterface {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeployInterface::Ramdisk => "ramdisk",
+            DeployInterface::Direct => "direct",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -96,6 +96,12 @@ fn petitboot_machines_are_checked_as_a_whole() {
     assert!(e(format!("description = \"x\"\n{http}")).contains("boot.method"));
     let arm = pb.replace("ppc64le", "riscv64");
     assert!(e(format!("description = \"x\"\n{arm}")).contains("machine.arch"));
+    // A blank disk is an x86_64 machine's (ppc64le ones take disk_os).
+    let disk = pb.replace(
+        "firmware = \"petitboot\"\n",
+        "firmware = \"petitboot\"\ndisk_gib = 5\n",
+    );
+    assert!(e(format!("description = \"x\"\n{disk}")).contains("machine.disk_gib"));
     // In-band IPMI is a KCS interface of an x86_64 machine here.
     let inband = format!("description = \"x\"\n{pb}[emulator]\nipmi_in_band = true\n");
     assert!(e(inband).contains("emulator.ipmi_in_band"));
@@ -145,6 +151,71 @@ fn openpower_machines_and_ipmi_drivers_are_checked() {
     // A mailbox longer than its 16 blocks.
     let long = ok.replace("petitboot,bootdevs=network", &"n".repeat(254));
     assert!(e(long).contains("boot.mailbox"));
+}
+
+#[test]
+fn the_agents_deploy_needs_its_ramdisk_an_image_and_a_disk() {
+    const DIRECT: &str = r#"
+description = "x"
+drivers = ["ironic"]
+[machine]
+memory_mib = 2048
+disk_gib = 5
+[[artifacts]]
+name = "i.qcow2"
+image = "instance-qcow2"
+marker = "m"
+[ironic]
+boot_interface = "redfish-virtual-media"
+deploy_interface = "direct"
+driver_info = { deploy_kernel = "{http}/k", deploy_ramdisk = "{http}/r" }
+instance = { image_source = "{http}/i.qcow2", image_checksum = "{sha256:i.qcow2}" }
+[checks]
+serial = ["SHOAL-MARKER m"]
+redfish = { "Boot/BootSourceOverrideTarget" = "Hdd" }
+"#;
+    let s = parse(DIRECT).unwrap();
+    let node = s.ironic.unwrap();
+    assert_eq!(node.deploy_interface, super::DeployInterface::Direct);
+    assert!(node.agent_reaches_api && !node.cleaning && !node.rebuild);
+    assert_eq!(s.machine.disk_gib, Some(5));
+    let e = |text: String| parse(&text).unwrap_err().to_string();
+    assert!(e(DIRECT.replace("image_source", "boot_iso")).contains("image_source"));
+    assert!(e(DIRECT.replace("image_checksum", "image_size")).contains("checksum"));
+    assert!(e(DIRECT.replace("deploy_ramdisk", "rescue_ramdisk")).contains("deploy_ramdisk"));
+    // The agent takes no disk under 4 GiB as its root device.
+    assert!(e(DIRECT.replace("disk_gib = 5", "disk_gib = 3")).contains("machine.disk_gib"));
+    assert!(e(DIRECT.replace("disk_gib = 5\n", "")).contains("machine.disk_gib"));
+    assert!(e(DIRECT.replace("disk_gib = 5", "disk_gib = 0")).contains("0 GiB"));
+    // The instance image needs its marker.
+    assert!(e(DIRECT.replace("marker = \"m\"\n", "")).contains("marker"));
+    // An unreachable API fails the deploy: the scenario must expect it.
+    let lost = DIRECT.replace("[ironic]\n", "[ironic]\nagent_reaches_api = false\n");
+    assert!(e(lost.clone()).contains("expect_error"));
+    assert!(parse(&lost.replace("[checks]", "expect_error = \"Timeout\"\n[checks]")).is_ok());
+    // The agent's options are the direct deploy's only.
+    let ramdisk = DIRECT
+        .replace("deploy_interface = \"direct\"\n", "")
+        .replace(
+            "instance = { image_source = \"{http}/i.qcow2\", image_checksum = \"{sha256:i.qcow2}\" }",
+            "instance = { boot_iso = \"{http}/d.iso\" }",
+        )
+        .replace("redfish = { \"Boot/BootSourceOverrideTarget\" = \"Hdd\" }\n", "");
+    assert!(parse(&ramdisk).is_ok());
+    for opt in [
+        "cleaning = true",
+        "rebuild = true",
+        "callback_timeout_secs = 60",
+    ] {
+        let text = ramdisk.replace("[ironic]\n", &format!("[ironic]\n{opt}\n"));
+        assert!(e(text).contains("need the agent"), "{opt}");
+    }
+    // A deploy that must fail has nothing to rebuild.
+    let both = DIRECT.replace(
+        "[ironic]\n",
+        "[ironic]\nrebuild = true\nexpect_error = \"x\"\n",
+    );
+    assert!(e(both).contains("ironic.rebuild"));
 }
 
 #[test]

@@ -9,9 +9,12 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::{
-    Dhcp, Driver, HttpBoot, Image, IronicDriver, Method, Outcome, Platform, Protocol, Scenario,
-    IRONIC_BOOT_INTERFACES,
+    DeployInterface, Dhcp, Driver, HttpBoot, Image, IronicDriver, Method, Outcome, Platform,
+    Protocol, Scenario, IRONIC_BOOT_INTERFACES,
 };
+
+/// The tags a scenario may carry: `full`, run by `ci/test --full` only.
+pub const SCENARIO_TAGS: &[&str] = &["full"];
 
 impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario> {
@@ -48,6 +51,14 @@ impl Scenario {
                 self.machine.arch
             ),
             (a, _) => bail!("machine.arch: {a:?} is not one of \"x86_64\", \"ppc64le\""),
+        }
+        if self.machine.disk_gib.is_some() && self.machine.arch != "x86_64" {
+            bail!(
+                "machine.disk_gib: an x86_64 machine's blank disk (ppc64le machines take disk_os)"
+            );
+        }
+        if self.machine.disk_gib == Some(0) {
+            bail!("machine.disk_gib: a disk of 0 GiB");
         }
         if self.machine.platform == Platform::Powernv && self.machine.arch != "ppc64le" {
             bail!("machine.platform: \"powernv\" is a ppc64le machine");
@@ -97,14 +108,25 @@ impl Scenario {
         if self.drivers.is_empty() {
             bail!("drivers: at least one driver");
         }
+        for (i, t) in self.tags.iter().enumerate() {
+            if !SCENARIO_TAGS.contains(&t.as_str()) {
+                bail!("tags[{i}]: {t:?} is not one of {SCENARIO_TAGS:?}");
+            }
+        }
         let known = |n: &str| self.artifacts.iter().any(|a| a.name == n);
         for (i, a) in self.artifacts.iter().enumerate() {
             if a.name.contains('/') || a.name.is_empty() {
                 bail!("artifacts[{i}].name: {:?} is not a plain file name", a.name);
             }
-            let grub = matches!(a.image, Image::GrubMarkerEfi | Image::GrubMarkerIso);
-            if grub != a.marker.is_some() {
-                bail!("artifacts[{i}].marker: grub marker images need one, other images take none");
+            let marked = matches!(
+                a.image,
+                Image::GrubMarkerEfi
+                    | Image::GrubMarkerIso
+                    | Image::InstanceQcow2
+                    | Image::InstanceRaw
+            );
+            if marked != a.marker.is_some() {
+                bail!("artifacts[{i}].marker: grub marker and instance images need one, other images take none");
             }
         }
         if let Some(b) = &self.network.bootfile {
@@ -205,8 +227,8 @@ impl Scenario {
         if self.network.dhcp != Dhcp::Plain || self.network.bootfile.is_some() {
             bail!("network.dhcp: Ironic writes its own DHCP options (its dnsmasq provider); leave it \"plain\"");
         }
-        if !self.checks.redfish.is_empty() {
-            bail!("checks.redfish: with Ironic, the node's state is the check");
+        if !self.checks.redfish.is_empty() && node.deploy_interface != DeployInterface::Direct {
+            bail!("checks.redfish: with Ironic's ramdisk deploy, the node's state is the check (the direct deploy may check the boot override the deploy left)");
         }
         if !self.checks.bmc_requests.is_empty() {
             bail!("checks.bmc_requests: Ironic hands the BMC its http_url; check checks.requests");
@@ -230,8 +252,21 @@ impl Scenario {
             Ok(())
         };
         redfish_only("ironic.boot_interface", &node.boot_interface)?;
+        let direct = node.deploy_interface == DeployInterface::Direct;
         let instance = |key: &str, i: &BTreeMap<String, String>| -> Result<()> {
-            if !(i.contains_key("boot_iso")
+            if direct {
+                if !i.contains_key("image_source") {
+                    bail!(
+                        "{key}: the direct deploy needs image_source (the image the agent writes)"
+                    );
+                }
+                if !["image_checksum", "image_os_hash_value"]
+                    .iter()
+                    .any(|k| i.contains_key(*k))
+                {
+                    bail!("{key}: Ironic needs the image's checksum (image_checksum or image_os_hash_algo and image_os_hash_value)");
+                }
+            } else if !(i.contains_key("boot_iso")
                 || i.contains_key("kernel") && i.contains_key("ramdisk"))
             {
                 bail!("{key}: the ramdisk deploy needs boot_iso, or kernel and ramdisk");
@@ -239,6 +274,53 @@ impl Scenario {
             Ok(())
         };
         instance("ironic.instance", &node.instance)?;
+        if direct {
+            for k in ["deploy_kernel", "deploy_ramdisk"] {
+                if !node.driver_info.contains_key(k) {
+                    bail!("ironic.driver_info: the direct deploy boots the agent: give {k}");
+                }
+            }
+            match self.machine.disk_gib {
+                Some(g) if g >= 4 => {}
+                // ironic-python-agent takes no disk under 4 GiB as the root
+                // device (hardware.guess_root_disk).
+                _ => bail!(
+                    "machine.disk_gib: the agent writes to a disk of at least 4 GiB; give one"
+                ),
+            }
+            if node.switch.is_some() {
+                bail!("ironic.switch: switching boot interfaces is a ramdisk-deploy check");
+            }
+        } else {
+            if node.cleaning
+                || node.rebuild
+                || node.callback_timeout_secs.is_some()
+                || !node.agent_reaches_api
+            {
+                bail!("ironic.cleaning / rebuild / callback_timeout_secs / agent_reaches_api: these need the agent (deploy_interface = \"direct\")");
+            }
+        }
+        if !node.agent_reaches_api && node.expect_error.is_none() {
+            bail!("ironic.agent_reaches_api: an agent that cannot reach Ironic fails the deploy; give ironic.expect_error");
+        }
+        for (i, how) in node.inspect.iter().enumerate() {
+            match how.as_str() {
+                "redfish" if node.driver == IronicDriver::Ipmi => {
+                    bail!("ironic.inspect[{i}]: redfish inspection needs the redfish hardware type")
+                }
+                "agent" if !direct => {
+                    bail!("ironic.inspect[{i}]: agent inspection boots the agent (deploy_interface = \"direct\")")
+                }
+                "redfish" | "agent" => {}
+                other => bail!("ironic.inspect[{i}]: {other:?} is not \"redfish\" or \"agent\""),
+            }
+        }
+        if !node.inspect.is_empty() && self.machine.disk_gib.is_none() {
+            bail!("ironic.inspect: inspection compares the disk Ironic found with machine.disk_gib; give one");
+        }
+        if node.rebuild && node.expect_error.is_some() {
+            bail!("ironic.rebuild: a node whose deploy must fail has nothing to rebuild");
+        }
         if let Some(sw) = &node.switch {
             iface("ironic.switch.boot_interface", &sw.boot_interface)?;
             redfish_only("ironic.switch.boot_interface", &sw.boot_interface)?;
