@@ -93,6 +93,14 @@ pub const NEEDS_IRONIC: &[(&str, &str)] = &[
     // Ironic's ipmi power and management, and its ipmitool-socat console.
     ("/usr/bin/ipmitool", "ipmitool"),
     ("/usr/bin/socat", "socat"),
+    // Ironic's ISOs for the agent (its `mkisofs`, xorriso's emulation).
+    ("/usr/bin/xorrisofs", "xorriso"),
+    // The agent's ramdisk (vm-images/ipa-ramdisk.sh) and the whole-disk
+    // image it writes (vm-images/instance-image.sh).
+    ("/usr/bin/mmdebstrap", "mmdebstrap"),
+    ("/usr/sbin/sfdisk", "fdisk"),
+    ("/usr/sbin/mkfs.vfat", "dosfstools"),
+    ("/usr/bin/qemu-img", "qemu-utils"),
 ];
 
 /// What of `NEEDS_PPC64LE` is missing on this host.
