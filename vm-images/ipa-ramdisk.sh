@@ -225,7 +225,7 @@ mv "$work/vmlinuz" "$work/initrd" "$work/esp.img" "$work/ipa.iso" "$out/"
     echo "kernel $kver"
     chroot "$root" dpkg-query -W -f='${Package} ${Version}\n' 2>/dev/null || true
     chroot "$root" /opt/ipa/bin/pip freeze 2>/dev/null || true
-    du -b "$out"/vmlinuz "$out"/initrd "$out"/esp.img "$out"/ipa.iso
+    (cd "$out" && du -b vmlinuz initrd esp.img ipa.iso)
     echo "root file system $(du -sb "$root" | cut -f1) bytes"
 } >"$out/manifest" 2>/dev/null
 step "done: $(du -h "$out/initrd" | cut -f1) initramfs"
