@@ -138,8 +138,10 @@ fn lock_exclusive(file: &std::fs::File) -> std::io::Result<()> {
     }
 }
 
-/// The ironic-python-agent release the agent ramdisk carries: the one of
-/// Ironic 39's series (2026.1 "Hibiscus"), whose API and steps it speaks.
+/// The ironic-python-agent release the agent ramdisk carries: the newest on
+/// PyPI beside Ironic 39.0.0 (ci/requirements-ironic.txt); the agent
+/// scenarios (lookup, heartbeats, deploy, clean and inspection steps) are
+/// what shows that the two speak the same API.
 pub const IPA_VERSION: &str = "13.0.0";
 
 /// The agent ramdisk's folder (vm-images/ipa-ramdisk.sh): `vmlinuz`,
