@@ -178,6 +178,20 @@ pub struct Power {
     #[serde(default)]
     pub busy_secs: u64,
     pub busy_refusal: Option<VendorMessage>,
+    /// The Base message of that refusal.
+    #[serde(default)]
+    pub busy_base: BusyBase,
+}
+
+/// The Base message a BMC busy with its last power action answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+pub enum BusyBase {
+    /// `ResourceInUse`.
+    #[default]
+    ResourceInUse,
+    /// `ActionParameterValueConflict` naming `ResetType` and the value
+    /// refused (iDRAC 10, whose refusal Ironic retries).
+    ActionParameterValueConflict,
 }
 
 /// InsertMedia's parameters besides `Image` (what a profile may refuse or
@@ -284,6 +298,10 @@ pub struct Profile {
     pub vendor: String,
     pub manufacturer: String,
     pub model: String,
+    /// The Manager's `Model`, when the vendor's BMC says more than "the
+    /// machine's BMC" (iDRAC: the server generation, `15G Monolithic`,
+    /// which Ironic's idrac driver reads to tell iDRAC 9 from 10).
+    pub manager_model: Option<String>,
     pub bios_version: String,
     pub bmc_firmware_version: String,
     /// Resource Ids on an endpoint of its own; without them, the UUID.
@@ -307,8 +325,43 @@ pub struct Profile {
     /// first.
     #[serde(default)]
     pub https_boot: HttpsBoot,
+    /// Dell's Lifecycle Controller API (`api/dell`).
+    pub dell: Option<DellLc>,
     #[serde(default)]
     pub sources: Vec<Source>,
+}
+
+/// Dell's Lifecycle Controller API on an iDRAC: Server Configuration
+/// Profile import (`#OemManager.ImportSystemConfiguration`), the job queue
+/// and `DellJobService`, `DellLCService`, `DelliDRACCardService`. Shown
+/// where the system has an endpoint of its own (one iDRAC, one server).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DellLc {
+    /// The Dell message registry's prefix (`IDRAC.2.8`).
+    pub registry: String,
+    /// The import action's last path segment under `Actions/Oem`
+    /// (`EID_674_Manager.ImportSystemConfiguration` on iDRAC 9,
+    /// `OemManager.ImportSystemConfiguration` on iDRAC 10).
+    pub import_action: String,
+    /// The services and the job queue also answer at their older paths
+    /// (`/redfish/v1/Dell/Managers/{id}/…`, `Managers/{id}/Jobs`), as
+    /// iDRAC 9 keeps them for older clients.
+    #[serde(default)]
+    pub legacy_paths: bool,
+    /// How long an SCP import job runs before it completes.
+    #[serde(default = "one")]
+    pub import_secs: u64,
+    /// An iDRAC reset: its address refuses connections this long.
+    pub reset_down_secs: u64,
+    /// Then `GetRemoteServicesAPIStatus` says the LC is not ready this
+    /// long.
+    #[serde(default)]
+    pub lc_settle_secs: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// How a BMC takes the CAs its machine trusts for HTTPS boot.

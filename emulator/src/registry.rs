@@ -56,6 +56,7 @@ messages! {
     ActionParameterValueTypeError = ("Warning", 3, "The value '%1' for the parameter %2 in the action %3 is not a type that the parameter can accept.", "Correct the value for the parameter in the request body and resubmit the request if the operation failed.");
     ActionParameterValueFormatError = ("Warning", 3, "The value '%1' for the parameter %2 in the action %3 is not a format that the parameter can accept.", "Correct the value for the parameter in the request body and resubmit the request if the operation failed.");
     ActionParameterValueNotInList = ("Warning", 3, "The value '%1' for the parameter %2 in the action %3 is not in the list of acceptable values.", "Choose a value from the enumeration list and resubmit the request if the operation failed.");
+    ActionParameterValueConflict = ("Warning", 2, "The parameter '%1' with the requested value of '%2' does not meet the constraints of the implementation.", "No resolution is required.");
     ActionParameterValueError = ("Warning", 2, "The value for the parameter %1 in the action %2 is invalid.", "Correct the value for the parameter in the request body and resubmit the request if the operation failed.");
     ResourceNotFound = ("Critical", 2, "The requested resource of type %1 named '%2' was not found.", "Provide a valid resource identifier and resubmit the request.");
     ResourceMissingAtURI = ("Critical", 1, "The resource at the URI '%1' was not found.", "Place a valid resource at the URI or correct the URI and resubmit the request.");

@@ -14,6 +14,10 @@
 //!
 //! On stop the listener closes, open connections finish the request they
 //! are in (for at most [`DRAIN`]) and are closed.
+//!
+//! A [`Downtime`] takes a listener down for a while, as a BMC that reboots
+//! is gone: the listening socket closes (connections are refused), open
+//! connections are cut, and the same address listens again afterwards.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,6 +29,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 /// How long open connections may take to finish once a stop is asked.
 pub const DRAIN: Duration = Duration::from_secs(5);
@@ -53,8 +58,44 @@ impl Limits {
     }
 }
 
+/// When a listener is down: set by what reboots the BMC behind it, read
+/// by its accept loop.
+pub struct Downtime(watch::Sender<Option<Instant>>);
+
+impl Default for Downtime {
+    fn default() -> Self {
+        Downtime(watch::channel(None).0)
+    }
+}
+
+impl Downtime {
+    /// The listener goes down now and listens again at `until`.
+    pub fn until(&self, until: Instant) {
+        self.0.send_replace(Some(until));
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<Option<Instant>> {
+        self.0.subscribe()
+    }
+}
+
+/// Resolves when a downtime is asked; never once its sender is gone.
+async fn downtime_asked(down: &mut Option<watch::Receiver<Option<Instant>>>) -> Option<Instant> {
+    let Some(rx) = down else {
+        return std::future::pending().await;
+    };
+    match rx.changed().await {
+        Ok(()) => *rx.borrow_and_update(),
+        Err(_) => {
+            *down = None;
+            std::future::pending().await
+        }
+    }
+}
+
 /// Serves `router` on `listener` until `stop` turns true; each connection
-/// holds one of `slots` while it is open.
+/// holds one of `slots` while it is open. `down`, when given, takes the
+/// listener down for the times it names.
 pub async fn serve(
     listener: std::net::TcpListener,
     router: axum::Router,
@@ -62,15 +103,29 @@ pub async fn serve(
     limits: Limits,
     slots: Arc<Semaphore>,
     mut stop: watch::Receiver<bool>,
+    mut down: Option<watch::Receiver<Option<Instant>>>,
 ) -> Result<()> {
     listener.set_nonblocking(true)?;
-    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let addr = listener.local_addr()?;
+    let mut listener = tokio::net::TcpListener::from_std(listener)?;
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let (closing_tx, closing) = watch::channel(false);
     let mut conns = JoinSet::new();
     loop {
         let (stream, peer) = tokio::select! {
             _ = stopped(&mut stop) => break,
+            asked = downtime_asked(&mut down) => {
+                let Some(until) = asked.filter(|u| *u > Instant::now()) else { continue };
+                drop(listener);
+                conns.abort_all();
+                tracing::info!(%addr, secs = (until - Instant::now()).as_secs(), "listener down (the BMC resets)");
+                match relisten(addr, until, &mut stop).await? {
+                    Some(l) => listener = l,
+                    None => return Ok(()),
+                }
+                tracing::info!(%addr, "listening again");
+                continue;
+            }
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
@@ -118,6 +173,32 @@ pub async fn serve(
     Ok(())
 }
 
+/// Listens on `addr` again from `until` (retrying while the address is
+/// still taken); `None` when a stop came first.
+async fn relisten(
+    addr: SocketAddr,
+    until: Instant,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<Option<tokio::net::TcpListener>> {
+    tokio::select! {
+        _ = stopped(stop) => return Ok(None),
+        _ = tokio::time::sleep_until(until) => {}
+    }
+    loop {
+        match std::net::TcpListener::bind(addr) {
+            Ok(l) => {
+                l.set_nonblocking(true)?;
+                return Ok(Some(tokio::net::TcpListener::from_std(l)?));
+            }
+            Err(e) => tracing::warn!(%addr, error = %e, "cannot listen again yet"),
+        }
+        tokio::select! {
+            _ = stopped(stop) => return Ok(None),
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+        }
+    }
+}
+
 /// Resolves once the flag turns true (or its sender is gone).
 async fn stopped(flag: &mut watch::Receiver<bool>) {
     let _ = flag.wait_for(|s| *s).await;
@@ -163,7 +244,7 @@ mod tests {
         let addr = l.local_addr().unwrap();
         let router = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
         let (tx, rx) = watch::channel(false);
-        tokio::spawn(serve(l, router, None, limits, limits.slots(), rx));
+        tokio::spawn(serve(l, router, None, limits, limits.slots(), rx, None));
         (addr, tx)
     }
 
@@ -175,6 +256,54 @@ mod tests {
             .ok()?
             .ok()?;
         Some(out)
+    }
+
+    #[tokio::test]
+    async fn a_downtime_refuses_connections_cuts_open_ones_and_listens_again() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let router = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        let (_tx, rx) = watch::channel(false);
+        let limits = Limits::default();
+        let down = Downtime::default();
+        tokio::spawn(serve(
+            l,
+            router,
+            None,
+            limits,
+            limits.slots(),
+            rx,
+            Some(down.subscribe()),
+        ));
+        let get = |mut s: TcpStream| async move {
+            s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .unwrap();
+            let mut buf = [0u8; 256];
+            let n = s.read(&mut buf).await.unwrap();
+            String::from_utf8_lossy(&buf[..n]).to_string()
+        };
+        let mut kept = TcpStream::connect(addr).await.unwrap();
+        kept.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 256];
+        assert!(kept.read(&mut buf).await.unwrap() > 0);
+        down.until(Instant::now() + Duration::from_millis(800));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            TcpStream::connect(addr).await.is_err(),
+            "refused while down"
+        );
+        assert!(
+            read_to_close(&mut kept, Duration::from_secs(2))
+                .await
+                .is_some(),
+            "an open connection is cut"
+        );
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let s = TcpStream::connect(addr).await.expect("listening again");
+        assert!(get(s).await.starts_with("HTTP/1.1 200"));
     }
 
     #[tokio::test]

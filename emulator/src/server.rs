@@ -378,6 +378,7 @@ pub async fn run(settings: Settings) -> Result<()> {
                 ipmi_bmc(&settings.ipmi, &e, &only.id, addr).await?,
             ));
         }
+        let down = Some(e.state.downtime.subscribe());
         servers.spawn(crate::serve::serve(
             std_listener,
             app(e.state),
@@ -385,6 +386,7 @@ pub async fn run(settings: Settings) -> Result<()> {
             settings.limits,
             slots.clone(),
             stop_rx.clone(),
+            down,
         ));
     }
     if let Some((listen, token)) = &settings.admin {
@@ -408,6 +410,7 @@ pub async fn run(settings: Settings) -> Result<()> {
             admin_limits,
             admin_limits.slots(),
             stop_rx.clone(),
+            None,
         ));
     }
     // IPMI lines come last: readers of the Redfish lines above (the

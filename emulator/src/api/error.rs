@@ -64,6 +64,20 @@ impl Msg {
         }
     }
 
+    /// A vendor message with its arguments substituted (`%1` → `args[0]`).
+    pub fn vendor_with(m: &'static VendorMessage, args: &[&str]) -> Self {
+        let mut text = m.message.clone();
+        for (i, a) in args.iter().enumerate().rev() {
+            text = text.replace(&format!("%{}", i + 1), &bounded(a));
+        }
+        Msg {
+            id: "",
+            args: Vec::new(),
+            related: Vec::new(),
+            vendor: Some((m, text)),
+        }
+    }
+
     /// Attaches a `RelatedProperties` entry (`#/Boot/HttpBootUri`).
     pub fn about(mut self, property_path: &str) -> Self {
         self.related.push(format!("#/{}", bounded(property_path)));

@@ -52,7 +52,7 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "UUID": Uuid::new_v5(&sys.uuid, b"manager").hyphenated().to_string(),
         "ServiceEntryPointUUID": st.service_uuid.hyphenated().to_string(),
         "Manufacturer": profile.manufacturer,
-        "Model": format!("{} BMC", profile.model),
+        "Model": profile.manager_model.clone().unwrap_or_else(|| format!("{} BMC", profile.model)),
         "FirmwareVersion": profile.bmc_firmware_version,
         "DateTime": rfc3339(std::time::SystemTime::now()),
         "DateTimeLocalOffset": "+00:00",
@@ -66,6 +66,10 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     if st.features.vmedia() {
         v["VirtualMedia"] = link(&format!("{base}/VirtualMedia"));
     }
+    if let Some(oem) = &profile.oem.manager {
+        v["Oem"] = json!(oem);
+    }
+    super::dell::manager_parts(st, sys, profile, &mut v);
     v
 }
 

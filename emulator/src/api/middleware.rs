@@ -144,6 +144,7 @@ fn required_privilege(method: &Method, path: &str) -> Privilege {
     // wherever it is reached, a System's or a Manager's.
     if path.starts_with("/redfish/v1/SessionService")
         || path.starts_with("/redfish/v1/Managers")
+        || path.starts_with("/redfish/v1/Dell/Managers")
         || path.starts_with("/redfish/v1/CertificateService")
         || path.contains("/VirtualMedia")
     {

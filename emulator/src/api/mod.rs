@@ -14,6 +14,7 @@ mod bios_registry;
 mod boot_certs;
 mod boot_rules;
 mod chassis;
+pub mod dell;
 pub mod error;
 mod guard;
 mod hpe_tls;
@@ -67,7 +68,8 @@ fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
             .merge(sessions::router())
             .merge(accounts::router())
             .merge(tasks::router())
-            .merge(metadata::router());
+            .merge(metadata::router())
+            .merge(dell::router());
         if f.vmedia() {
             r = r.merge(vmedia::router());
         }

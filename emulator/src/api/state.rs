@@ -88,6 +88,10 @@ pub struct AppState {
     /// `ServiceRoot.Vendor`: the profile's of the systems this service
     /// serves, when they share one (`server::endpoints`).
     pub vendor: Arc<str>,
+    /// A Dell BMC's job queue and LC readiness (`api/dell`).
+    pub lc: Arc<super::dell::Lc>,
+    /// Takes this service's listener down while its BMC resets.
+    pub downtime: Arc<crate::serve::Downtime>,
 }
 
 impl AppState {
@@ -111,6 +115,8 @@ impl AppState {
             endpoint_systems: None,
             power_clock: Arc::new(systems::PowerClock::default()),
             vendor: profile::generic().vendor.as_str().into(),
+            lc: Arc::default(),
+            downtime: Arc::default(),
         }
     }
 
@@ -168,7 +174,9 @@ impl AppState {
         let id = match &self.fixed {
             Some(f) => {
                 let path = uri.path();
-                let own = if path.starts_with("/redfish/v1/Managers/") {
+                let own = if path.starts_with("/redfish/v1/Managers/")
+                    || path.starts_with("/redfish/v1/Dell/Managers/")
+                {
                     Some(&f.manager)
                 } else if path.starts_with("/redfish/v1/Chassis/") {
                     Some(&f.chassis)

@@ -81,7 +81,7 @@ impl PowerClock {
 
     /// The last action, if it was less than `secs` ago (and, with
     /// `started`, a start).
-    fn within(&self, id: &str, secs: u64, started: bool) -> bool {
+    pub(crate) fn within(&self, id: &str, secs: u64, started: bool) -> bool {
         secs > 0
             && self
                 .0
@@ -423,7 +423,13 @@ async fn reset(
         Ok(()) => Ok(json::no_content()),
         Err(PowerError::Busy) => {
             // Still busy with the last power action: this BMC says 409.
-            let mut msgs = vec![Msg::new("ResourceInUse", &[])];
+            let mut msgs = vec![match st.profile(&sys).power.busy_base {
+                crate::profile::BusyBase::ResourceInUse => Msg::new("ResourceInUse", &[]),
+                crate::profile::BusyBase::ActionParameterValueConflict => Msg::new(
+                    "ActionParameterValueConflict",
+                    &["ResetType", reset.as_str()],
+                ),
+            }];
             msgs.extend(
                 st.profile(&sys)
                     .power

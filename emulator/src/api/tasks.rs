@@ -47,11 +47,15 @@ async fn service() -> Resource {
 }
 
 async fn list(State(st): State<AppState>) -> Resource {
+    // A Dell BMC's jobs are Tasks too.
+    let jobs = st.lc.all().into_iter().map(|j| j.id);
     let members = st
         .tasks
         .list()
         .into_iter()
-        .map(|t| format!("/redfish/v1/TaskService/Tasks/{}", t.id));
+        .map(|t| t.id)
+        .chain(jobs)
+        .map(|id| format!("/redfish/v1/TaskService/Tasks/{id}"));
     Resource::plain(
         collection(
             "TaskCollection",
@@ -83,12 +87,15 @@ fn task_json(t: &Task) -> serde_json::Value {
     v
 }
 
-async fn task(State(st): State<AppState>, Path(id): Path<String>) -> Result<Resource, ApiError> {
+async fn task(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    if let Some(job) = st.lc.get(&id) {
+        return super::dell::task_response(&st, &job).await;
+    }
     let t = st
         .tasks
         .get(&id)
         .ok_or_else(|| ApiError::NotFound(format!("/redfish/v1/TaskService/Tasks/{id}")))?;
-    Ok(Resource::plain(task_json(&t), "GET"))
+    Ok(Resource::plain(task_json(&t), "GET").into_response())
 }
 
 async fn monitor(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {

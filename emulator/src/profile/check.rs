@@ -25,6 +25,7 @@ pub const QUIRKS: &[&str] = &[
     "power.post_refusal",
     "power.busy_secs",
     "power.busy_refusal",
+    "power.busy_base",
     "vmedia.usb_cd",
     "vmedia.insert_refuses",
     "vmedia.insert_requires",
@@ -33,6 +34,7 @@ pub const QUIRKS: &[&str] = &[
     "errors.busy",
     "https_boot.hpe_tlsconfig",
     "https_boot.needs_bios",
+    "dell",
 ];
 /// Boot fields a settings object may carry.
 const BOOT_FIELDS: &[&str] = &[
@@ -160,6 +162,46 @@ impl Profile {
                 ));
             }
         }
+        if let Some(d) = &self.dell {
+            let name = |s: &str| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+            };
+            if !name(&d.import_action) || !d.import_action.ends_with(".ImportSystemConfiguration") {
+                return Err(format!(
+                    "dell.import_action: {:?} is not an action name ending in .ImportSystemConfiguration",
+                    d.import_action
+                ));
+            }
+            let parts: Vec<&str> = d.registry.split('.').collect();
+            if parts.len() != 3
+                || parts[0].is_empty()
+                || !parts[1..]
+                    .iter()
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return Err(format!(
+                    "dell.registry: {:?} is not a registry prefix like \"IDRAC.2.8\"",
+                    d.registry
+                ));
+            }
+            for (key, v, max) in [
+                ("dell.import_secs", d.import_secs, 600),
+                ("dell.reset_down_secs", d.reset_down_secs, 600),
+                ("dell.lc_settle_secs", d.lc_settle_secs, 600),
+            ] {
+                if v > max {
+                    return Err(format!("{key}: {v} is more than {max}"));
+                }
+            }
+            if self.ids.is_none() {
+                return Err(
+                    "dell: the Lifecycle Controller API needs the BMC's fixed [ids] (one iDRAC, one server)"
+                        .into(),
+                );
+            }
+        }
         self.check_sources()
     }
 
@@ -186,6 +228,7 @@ impl Profile {
             p.post_refusal.is_some(),
             p.busy_secs > 0,
             p.busy_refusal.is_some(),
+            p.busy_base != super::BusyBase::ResourceInUse,
             v.usb_cd,
             !v.insert_refuses.is_empty(),
             !v.insert_requires.is_empty(),
@@ -194,6 +237,7 @@ impl Profile {
             self.errors.busy.is_some(),
             self.https_boot.hpe_tlsconfig.is_some(),
             !self.https_boot.needs_bios.is_empty(),
+            self.dell.is_some(),
         ];
         QUIRKS
             .iter()

@@ -240,6 +240,7 @@ async fn refused_writes_keep_the_connection_usable() {
         shoal_emulator::serve::Limits::default(),
         shoal_emulator::serve::Limits::default().slots(),
         stop,
+        None,
     ));
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (rd, mut wr) = stream.into_split();

@@ -402,8 +402,16 @@ async fn idrac10_answers_409_to_a_power_action_while_busy() {
             json!({"ResetType": "ForceOff"}),
         )
         .await;
+    // What Ironic's power-on retry looks for (ironic 238c9e0c).
     assert_eq!(r.status, StatusCode::CONFLICT);
-    assert_eq!(r.message_ids(), ["ResourceInUse"]);
+    assert_eq!(r.message_ids(), ["ActionParameterValueConflict"]);
+    let text = r.body["error"]["@Message.ExtendedInfo"][0]["Message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.contains("'ResetType'") && text.contains("'ForceOff'"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -178,6 +178,48 @@ impl Api {
         }
     }
 
+    /// An open, full-featured endpoint of its own for one fake system
+    /// (UEFI x86_64) with the profile `name`, under the profile's fixed
+    /// Ids (`System.Embedded.1`, `iDRAC.Embedded.1`), as
+    /// `--endpoint-per-system` serves it.
+    #[allow(dead_code)]
+    pub fn own_endpoint(name: &str) -> Self {
+        use shoal_emulator::backend::view::{Member, View};
+        log::install();
+        let profiles = shoal_emulator::profile::Profiles::default();
+        let ids = profiles
+            .get(name)
+            .expect("profile")
+            .ids
+            .clone()
+            .expect("fixed Ids");
+        let mut systems = fake_systems(1);
+        systems[0].profile = name.to_string();
+        let (inner, sys_name) = (systems[0].id.clone(), systems[0].name.clone());
+        let backend = FakeBackend::new(systems, FakeOptions::default()).expect("backend");
+        let view = View::new(
+            std::sync::Arc::new(backend),
+            vec![Member {
+                id: ids.system.clone(),
+                inner,
+                name: sys_name,
+            }],
+        );
+        let state = AppState::new(
+            std::sync::Arc::new(view),
+            AuthStore::open(),
+            FeatureSet::Full,
+            uuid::Uuid::nil(),
+        )
+        .with_profiles(profiles)
+        .with_fixed_ids(ids);
+        Api {
+            router: app(state.clone()),
+            state,
+            auth: Vec::new(),
+        }
+    }
+
     /// An open, full-featured service in front of any backend.
     #[allow(dead_code)] // used by the libvirt tests only
     pub fn on(backend: std::sync::Arc<dyn shoal_emulator::backend::Backend>) -> Self {

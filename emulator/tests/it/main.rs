@@ -9,6 +9,7 @@ mod api_auth;
 mod api_auth_limits;
 mod api_boot;
 mod api_boot_certs;
+mod api_dell;
 mod api_hostile;
 mod api_media_fetch;
 mod api_profiles;

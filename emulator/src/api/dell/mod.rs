@@ -1,0 +1,718 @@
+//! Dell's Lifecycle Controller API, on the systems whose profile has it
+//! (`[dell]`) and an endpoint of their own (one iDRAC, one server):
+//!
+//! - `#OemManager.ImportSystemConfiguration` under the Manager's
+//!   `Actions.Oem`: a Server Configuration Profile in `ImportBuffer`
+//!   (`scp.rs`) applied to the machine, answered 202 with a job whose
+//!   Task (`TaskService/Tasks/JID_…`) answers 202 while it runs;
+//! - the job queue (`jobs.rs`) at `Managers/{id}/Oem/Dell/Jobs`, and
+//!   `DellJobService.DeleteJobQueue`;
+//! - `DellLCService.GetRemoteServicesAPIStatus` (LC, real-time and server
+//!   status);
+//! - `DelliDRACCardService.iDRACReset`: the endpoint's address refuses
+//!   connections for `reset_down_secs` (sessions are lost), then the LC
+//!   is not ready for `lc_settle_secs`.
+//!
+//! Dell's messages follow the Base message that says the same, as the
+//! profiles' vendor messages do.
+
+mod jobs;
+mod scp;
+
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Map, Value};
+
+use super::json::{self, JsonObject, Resource};
+use super::{collection, link, AppState, Sys, SysId};
+use crate::api::error::{ApiError, Msg};
+use crate::model::{BootTarget, Change, OverrideEnabled, PowerState, System};
+use crate::profile::{DellLc, Profile, VendorMessage};
+use crate::timefmt::rfc3339;
+
+pub use jobs::{Job, JobState, Lc};
+
+const IMPORT: &str = "ImportSystemConfiguration";
+const DELETE_QUEUE: &str = "DeleteJobQueue";
+const API_STATUS: &str = "GetRemoteServicesAPIStatus";
+const IDRAC_RESET: &str = "iDRACReset";
+/// `ShareParameters.Target` values (the component classes an import may
+/// touch).
+const TARGETS: &[&str] = &[
+    "ALL",
+    "IDRAC",
+    "BIOS",
+    "NIC",
+    "RAID",
+    "FC",
+    "InfiniBand",
+    "SupportAssist",
+    "EventFilters",
+    "System",
+    "LifecycleController",
+    "AHCI",
+    "PCIeSSD",
+];
+const SHUTDOWN_TYPES: &[&str] = &["Graceful", "Forced", "NoReboot"];
+const HOST_POWER_STATES: &[&str] = &["On", "Off"];
+const FORCE: &[&str] = &["Force", "Graceful"];
+
+pub fn router() -> Router<AppState> {
+    let mut r = Router::new()
+        .route(
+            "/redfish/v1/Managers/{id}/Actions/Oem/{action}",
+            post(import),
+        )
+        .route("/redfish/v1/Managers/{id}/Jobs", get(job_list))
+        .route(
+            "/redfish/v1/Managers/{id}/Jobs/{jid}",
+            get(job).delete(delete_job),
+        )
+        .route("/redfish/v1/Managers/{id}/Oem/Dell/Jobs", get(job_list))
+        .route(
+            "/redfish/v1/Managers/{id}/Oem/Dell/Jobs/{jid}",
+            get(job).delete(delete_job),
+        );
+    // The services at their path (iDRAC 9 6.00 and later, iDRAC 10) and
+    // at the older one.
+    for svc in [
+        "/redfish/v1/Managers/{id}/Oem/Dell",
+        "/redfish/v1/Dell/Managers/{id}",
+    ] {
+        r = r
+            .route(&format!("{svc}/DellJobService"), get(job_service))
+            .route(
+                &format!("{svc}/DellJobService/Actions/DellJobService.{DELETE_QUEUE}"),
+                post(delete_queue),
+            )
+            .route(&format!("{svc}/DellLCService"), get(lc_service))
+            .route(
+                &format!("{svc}/DellLCService/Actions/DellLCService.{API_STATUS}"),
+                post(api_status),
+            )
+            .route(&format!("{svc}/DelliDRACCardService"), get(card_service))
+            .route(
+                &format!("{svc}/DelliDRACCardService/Actions/DelliDRACCardService.{IDRAC_RESET}"),
+                post(idrac_reset),
+            );
+    }
+    r
+}
+
+/// Dell's messages (EEMI registry: Id, severity, text, resolution), as
+/// iDRAC 9's registry words them.
+const MESSAGES: &[(&str, &str, &str, &str)] = &[
+    ("SYS053", "Informational", "Successfully imported and applied Server Configuration Profile.", "No response action is required."),
+    ("SYS069", "Informational", "No changes were applied since the current component configuration matched the requested configuration.", "No response action is required."),
+    ("SYS062", "Critical", "Input file for import configuration operation is invalid. The expected profile root element was not found.", "Make sure the input file is a valid Server Configuration Profile and retry the operation."),
+    ("SYS063", "Critical", "Input file for import configuration operation is invalid. The expected root element was not closed.", "Make sure the input file is a valid Server Configuration Profile and retry the operation."),
+    ("SYS064", "Critical", "Input file for import configuration operation is invalid at line %1.", "Make sure the input file is a valid Server Configuration Profile and retry the operation."),
+    ("SYS405", "Critical", "Unable to complete the operation because the JSON data format entered is invalid.", "Enter valid JSON data and retry the operation."),
+    ("SYS076", "Critical", "Invalid or unsupported component specified in the input configuration profile.", "Remove the component from the Server Configuration Profile and retry the operation."),
+    ("SYS067", "Critical", "Unable to complete application of configuration profile values.", "Correct the attributes and values in the Server Configuration Profile and retry the operation."),
+    ("SUP020", "Informational", "The specified job was deleted", "No response action is required."),
+    ("SUP011", "Warning", "Invalid Job ID specified.", "Verify the job ID and retry the action. Retrieve all open jobs by issuing the GetAllJobs command."),
+    ("LC068", "Warning", "Unable to perform the import or export operation because there are pending attribute changes or a configuration job is in progress.", "Apply or cancel any pending attribute changes. Changes can be applied by creating a targeted configuration job, or the changes can be cancelled by invoking the DeletePendingConfiguration method. If a configuration job is in progress, wait until it is completed before retrying the import or export system configuration operation."),
+    ("RAC0679", "Warning", "A job operation is already running. Retry the operation after the existing job is completed.", "Wait until the running job is completed or delete the scheduled job and retry the operation"),
+    ("RAC064", "Informational", "iDRAC was successfully reset.", "No response action is required."),
+    ("SYS518", "Critical", "iDRAC is not ready. The configuration values cannot be accessed. Please retry after a few minutes.", "Wait for the Lifecycle Controller to be ready and retry the operation."),
+];
+
+/// Dell message `id` under the registry prefix of `d`: made once per
+/// prefix and Id (a handful per profile) and kept for the process, as
+/// the profiles' own messages are.
+fn message(d: &DellLc, id: &'static str) -> &'static VendorMessage {
+    type Table = HashMap<(String, &'static str), &'static VendorMessage>;
+    static MADE: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
+    let mut made = MADE.lock().unwrap_or_else(|p| p.into_inner());
+    made.entry((d.registry.clone(), id)).or_insert_with(|| {
+        let (_, severity, text, resolution) = MESSAGES
+            .iter()
+            .find(|m| m.0 == id)
+            .copied()
+            .unwrap_or((id, "Critical", "", "None."));
+        Box::leak(Box::new(VendorMessage {
+            id: format!("{}.{id}", d.registry),
+            message: text.into(),
+            severity: severity.into(),
+            resolution: resolution.into(),
+        }))
+    })
+}
+
+fn dell_msg(d: &DellLc, id: &'static str, args: &[&str]) -> Msg {
+    Msg::vendor_with(message(d, id), args)
+}
+
+/// The Lifecycle Controller API of `sys`, when its profile has it and it
+/// has an endpoint of its own; otherwise the URL is not found.
+fn lc_of(st: &AppState, sys: &System, uri: &Uri) -> Result<&'static DellLc, ApiError> {
+    let not_found = || ApiError::NotFound(uri.path().to_string());
+    let (Some(d), Some(_)) = (&st.profile(sys).dell, &st.fixed) else {
+        return Err(not_found());
+    };
+    let mgr = format!("/redfish/v1/Managers/{}/", st.manager_id(sys));
+    let legacy = uri.path().starts_with("/redfish/v1/Dell/")
+        || uri
+            .path()
+            .strip_prefix(&mgr)
+            .is_some_and(|rest| rest == "Jobs" || rest.starts_with("Jobs/"));
+    if legacy && !d.legacy_paths {
+        return Err(not_found());
+    }
+    Ok(d)
+}
+
+/// What the Manager of `sys` shows of the API: the import action under
+/// `Actions.Oem`, the services and the job queue under `Links.Oem.Dell`.
+pub fn manager_parts(st: &AppState, sys: &System, profile: &Profile, v: &mut Value) {
+    let (Some(d), Some(_)) = (&profile.dell, &st.fixed) else {
+        return;
+    };
+    let id = st.manager_id(sys);
+    let base = format!("/redfish/v1/Managers/{id}");
+    let svc = format!("{base}/Oem/Dell");
+    v["Actions"]["Oem"] = json!({
+        "#OemManager.ImportSystemConfiguration": {
+            "target": format!("{base}/Actions/Oem/{}", d.import_action),
+            "ShareParameters": { "Target@Redfish.AllowableValues": TARGETS },
+            "ShutdownType@Redfish.AllowableValues": SHUTDOWN_TYPES,
+            "HostPowerState@Redfish.AllowableValues": HOST_POWER_STATES,
+            "ImportSystemConfiguration@Redfish.AllowableValues": ["TimeToWait", "ImportBuffer"],
+        }
+    });
+    v["Links"]["Oem"] = json!({
+        "Dell": {
+            "@odata.type": "#DellOem.v1_3_0.DellOemLinks",
+            "DellJobService": link(&format!("{svc}/DellJobService")),
+            "DellLCService": link(&format!("{svc}/DellLCService")),
+            "DelliDRACCardService": link(&format!("{svc}/DelliDRACCardService")),
+            "Jobs": link(&format!("{base}/Oem/Dell/Jobs")),
+        }
+    });
+}
+
+/// A job as `Managers/{id}/Jobs/{jid}` shows it.
+fn job_json(uri: &str, j: &Job, _d: Option<&DellLc>) -> Value {
+    let percent = if j.state.finished() { 100 } else { 0 };
+    json!({
+        "@odata.type": "#DellJob.v1_6_0.DellJob",
+        "@odata.id": uri,
+        "Id": j.id,
+        "Name": j.name,
+        "Description": "Job Instance",
+        "JobType": j.job_type,
+        "JobState": j.state.as_str(),
+        "Message": j.message,
+        "MessageId": j.message_id,
+        "MessageArgs": [],
+        "PercentComplete": percent,
+        "StartTime": "TIME_NOW",
+        "EndTime": "TIME_NA",
+        "ActualRunningStartTime": rfc3339(j.start),
+        "ActualRunningStopTime": j.end.map(rfc3339),
+        "CompletionTime": j.end.map(rfc3339),
+        "TargetSettingsURI": null,
+    })
+}
+
+fn job_uri(st: &AppState, sys: &System, jid: &str) -> String {
+    format!(
+        "/redfish/v1/Managers/{}/Oem/Dell/Jobs/{jid}",
+        st.manager_id(sys)
+    )
+}
+
+/// The Task of a job (`TaskService/Tasks/JID_…`): 202 with the task while
+/// the job has not finished (sushy's Dell extension polls while it sees
+/// 202), then 200.
+pub async fn task_response(st: &AppState, j: &Job) -> Result<Response, ApiError> {
+    let sys = st.backend.system(&j.system).await?;
+    let d = st.profile(&sys).dell.as_ref();
+    let uri = format!("/redfish/v1/TaskService/Tasks/{}", j.id);
+    let mut dell_job = job_json(&job_uri(st, &sys, &j.id), j, d);
+    if let Some(o) = dell_job.as_object_mut() {
+        o.remove("@odata.id");
+    }
+    let (state, status) = match j.state {
+        JobState::Scheduled | JobState::Running => ("Running", "OK"),
+        JobState::Completed => ("Completed", "OK"),
+        JobState::CompletedWithErrors => ("Completed", "Warning"),
+        JobState::Failed => ("Exception", "Critical"),
+    };
+    let mut v = json!({
+        "@odata.type": "#Task.v1_5_1.Task",
+        "@odata.id": uri,
+        "Id": j.id,
+        "Name": j.name,
+        "TaskState": state,
+        "TaskStatus": status,
+        "PercentComplete": if j.state.finished() { 100 } else { 0 },
+        "StartTime": rfc3339(j.start),
+        "Description": "Server Configuration and other Tasks running on iDRAC are listed here",
+        "Messages": [{
+            "MessageId": d.map_or(j.message_id.to_string(), |d| format!("{}.{}", d.registry, j.message_id)),
+            "Message": j.message,
+            "MessageArgs": [],
+        }],
+        "Oem": { "Dell": dell_job },
+    });
+    if let Some(end) = j.end {
+        v["EndTime"] = json!(rfc3339(end));
+    }
+    let mut r = Resource::plain(v, "GET").into_response();
+    if !j.state.finished() {
+        *r.status_mut() = StatusCode::ACCEPTED;
+        if let Ok(h) = HeaderValue::from_str(&uri) {
+            r.headers_mut().insert(header::LOCATION, h);
+        }
+    }
+    Ok(r)
+}
+
+async fn job_list(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    lc_of(&st, &sys, &uri)?;
+    let base = uri.path().to_string();
+    let members = st
+        .lc
+        .of(&sys.id)
+        .into_iter()
+        .map(|j| format!("{base}/{}", j.id));
+    let mut v = collection("DellJobCollection", uri.path(), "JobQueue", members);
+    v["@odata.type"] = json!("#DellJobCollection.DellJobCollection");
+    v["Description"] = json!("Collection of Job Instances");
+    Ok(Resource::plain(v, "GET"))
+}
+
+fn job_of(st: &AppState, sys: &System, jid: &str, uri: &Uri) -> Result<Job, ApiError> {
+    st.lc
+        .get(jid)
+        .filter(|j| j.system == sys.id)
+        .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
+}
+
+async fn job(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    Path((_, jid)): Path<(String, String)>,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    let d = lc_of(&st, &sys, &uri)?;
+    let j = job_of(&st, &sys, &jid, &uri)?;
+    Ok(Resource::plain(
+        job_json(uri.path(), &j, Some(d)),
+        "GET, DELETE",
+    ))
+}
+
+/// 200 with Base `Success` and the Dell message after it.
+fn success(m: Msg) -> Response {
+    let msgs = [Msg::new("Success", &[]).render(), m.render()];
+    (
+        StatusCode::OK,
+        axum::Json(json!({ "@Message.ExtendedInfo": msgs })),
+    )
+        .into_response()
+}
+
+async fn delete_job(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    Path((_, jid)): Path<(String, String)>,
+    uri: Uri,
+) -> Result<Response, ApiError> {
+    let d = lc_of(&st, &sys, &uri)?;
+    job_of(&st, &sys, &jid, &uri)?;
+    st.lc.delete(&sys.id, &jid);
+    tracing::info!(system = %sys.name, job = %jid, "job deleted");
+    Ok(success(dell_msg(d, "SUP020", &[])))
+}
+
+async fn job_service(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    lc_of(&st, &sys, &uri)?;
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#DellJobService.v1_6_0.DellJobService",
+            "@odata.id": uri.path(),
+            "Id": "Job Service",
+            "Name": "DellJobService",
+            "Description": "The DellJobService resource provides some actions to support Job management functionality.",
+            "Actions": {
+                format!("#DellJobService.{DELETE_QUEUE}"): {
+                    "target": format!("{}/Actions/DellJobService.{DELETE_QUEUE}", uri.path()),
+                },
+            },
+        }),
+        "GET",
+    ))
+}
+
+async fn delete_queue(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: Uri,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let d = lc_of(&st, &sys, &uri)?;
+    json::action_known(&body, &["JobID"], DELETE_QUEUE)?;
+    let jid = json::action_str(&body, "JobID", DELETE_QUEUE)?.ok_or_else(|| {
+        ApiError::bad(Msg::new("ActionParameterMissing", &[DELETE_QUEUE, "JobID"]))
+    })?;
+    if jid == "JID_CLEARALL" || jid == "JID_CLEARALL_FORCE" {
+        let n = st.lc.clear(&sys.id);
+        tracing::info!(system = %sys.name, jobs = n, "job queue cleared");
+    } else if !st.lc.delete(&sys.id, jid) {
+        return Err(ApiError::BadRequest(vec![
+            Msg::new("ActionParameterValueError", &["JobID", DELETE_QUEUE]),
+            dell_msg(d, "SUP011", &[]),
+        ]));
+    }
+    Ok(success(dell_msg(d, "SUP020", &[])))
+}
+
+async fn lc_service(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    lc_of(&st, &sys, &uri)?;
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#DellLCService.v1_7_0.DellLCService",
+            "@odata.id": uri.path(),
+            "Id": "DellLCService",
+            "Name": "DellLCService",
+            "Description": "The DellLCService resource provides some actions to support Lifecycle Controller functionality.",
+            "Actions": {
+                format!("#DellLCService.{API_STATUS}"): {
+                    "target": format!("{}/Actions/DellLCService.{API_STATUS}", uri.path()),
+                },
+            },
+        }),
+        "GET",
+    ))
+}
+
+async fn api_status(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: Uri,
+    body: json::OptionalJsonObject,
+) -> Result<Response, ApiError> {
+    lc_of(&st, &sys, &uri)?;
+    if let Some(b) = &body.0 {
+        json::action_known(b, &[], API_STATUS)?;
+    }
+    let ready = st.lc.ready();
+    let word = |r: bool| if r { "Ready" } else { "NotReady" };
+    // After a reset the LC reloads what it knows of the server.
+    let lc = if ready { "Ready" } else { "ReloadingData" };
+    let server = match sys.power {
+        PowerState::Off | PowerState::PoweringOff => "PoweredOff",
+        _ if st
+            .power_clock
+            .within(&sys.id, st.profile(&sys).power.post_secs, true) =>
+        {
+            "InPOST"
+        }
+        _ => "OutOfPOST",
+    };
+    Ok((
+        StatusCode::OK,
+        axum::Json(json!({
+            "@Message.ExtendedInfo": [Msg::new("Success", &[]).render()],
+            "LCStatus": lc,
+            "RTStatus": word(ready),
+            "SEKMServiceStatus": word(ready),
+            "ServerStatus": server,
+            "Status": word(ready),
+            "TelemetryServiceStatus": word(ready),
+        })),
+    )
+        .into_response())
+}
+
+async fn card_service(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    lc_of(&st, &sys, &uri)?;
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": "#DelliDRACCardService.v1_6_0.DelliDRACCardService",
+            "@odata.id": uri.path(),
+            "Id": "DelliDRACCardService",
+            "Name": "DelliDRACCardService",
+            "Description": "The DelliDRACCardService resource provides some actions to support iDRAC configuration.",
+            "Actions": {
+                format!("#DelliDRACCardService.{IDRAC_RESET}"): {
+                    "target": format!("{}/Actions/DelliDRACCardService.{IDRAC_RESET}", uri.path()),
+                    "Force@Redfish.AllowableValues": FORCE,
+                },
+            },
+        }),
+        "GET",
+    ))
+}
+
+/// How long the BMC takes to go down after it answered the reset.
+const RESET_GRACE: Duration = Duration::from_secs(1);
+
+async fn idrac_reset(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: Uri,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let d = lc_of(&st, &sys, &uri)?;
+    json::action_known(&body, &["Force"], IDRAC_RESET)?;
+    if let Some(f) = json::action_str(&body, "Force", IDRAC_RESET)? {
+        if !FORCE.contains(&f) {
+            return Err(ApiError::bad(Msg::new(
+                "ActionParameterValueNotInList",
+                &[f, "Force", IDRAC_RESET],
+            )));
+        }
+    }
+    let down = Duration::from_secs(d.reset_down_secs);
+    let settle = Duration::from_secs(d.lc_settle_secs);
+    tracing::info!(system = %sys.name, ?down, ?settle, "iDRAC reset");
+    let st2 = st.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(RESET_GRACE).await;
+        st2.auth.drop_all_sessions();
+        st2.lc.not_ready_for(down + settle);
+        st2.downtime.until(tokio::time::Instant::now() + down);
+    });
+    Ok(success(dell_msg(d, "RAC064", &[])))
+}
+
+/// `ShareParameters`: only `Target` (a string or a list); a network
+/// share (`IPAddress`, `ShareName`, …) is not something Shoal fetches.
+fn targets(body: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
+    let Some(sp) = body.get("ShareParameters") else {
+        return Ok(vec!["ALL".into()]);
+    };
+    let sp = sp.as_object().ok_or_else(|| {
+        ApiError::bad(Msg::new(
+            "ActionParameterValueTypeError",
+            &[&json::shown(sp), "ShareParameters", IMPORT],
+        ))
+    })?;
+    let unsupported: Vec<Msg> = sp
+        .keys()
+        .filter(|k| *k != "Target")
+        .map(|k| {
+            Msg::new(
+                "ActionParameterNotSupported",
+                &[&format!("ShareParameters/{k}"), IMPORT],
+            )
+        })
+        .collect();
+    if !unsupported.is_empty() {
+        return Err(ApiError::BadRequest(unsupported));
+    }
+    let list: Vec<&Value> = match sp.get("Target") {
+        None => return Ok(vec!["ALL".into()]),
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(v) => vec![v],
+    };
+    let mut out = Vec::new();
+    for v in list {
+        // iDRAC takes "ALL" and "IDRAC,BIOS" alike.
+        let s = v.as_str().ok_or_else(|| {
+            ApiError::bad(Msg::new(
+                "ActionParameterValueTypeError",
+                &[&json::shown(v), "ShareParameters/Target", IMPORT],
+            ))
+        })?;
+        for t in s.split(',').map(str::trim) {
+            if !TARGETS.contains(&t) {
+                return Err(ApiError::bad(Msg::new(
+                    "ActionParameterValueNotInList",
+                    &[t, "ShareParameters/Target", IMPORT],
+                )));
+            }
+            out.push(t.to_string());
+        }
+    }
+    if out.is_empty() {
+        return Err(ApiError::bad(Msg::new(
+            "ActionParameterValueError",
+            &["ShareParameters/Target", IMPORT],
+        )));
+    }
+    Ok(out)
+}
+
+/// The component class of an FQDD (`iDRAC.Embedded.1` → `IDRAC`), as
+/// `ShareParameters.Target` names it.
+fn class_of(fqdd: &str) -> String {
+    fqdd.split('.').next().unwrap_or("").to_ascii_uppercase()
+}
+
+async fn import(
+    State(st): State<AppState>,
+    SysId(id): SysId,
+    Path((_, action)): Path<(String, String)>,
+    uri: Uri,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    {
+        // The action's name is the profile's (found before the body is read).
+        let sys = st.backend.system(&id).await?;
+        let d = lc_of(&st, &sys, &uri)?;
+        if action != d.import_action {
+            return Err(ApiError::NotFound(uri.path().to_string()));
+        }
+    }
+    json::action_known(
+        &body,
+        &[
+            "ShareParameters",
+            "ImportBuffer",
+            "ShutdownType",
+            "HostPowerState",
+            "TimeToWait",
+        ],
+        IMPORT,
+    )?;
+    for (param, allowed) in [
+        ("ShutdownType", SHUTDOWN_TYPES),
+        ("HostPowerState", HOST_POWER_STATES),
+    ] {
+        if let Some(v) = json::action_str(&body, param, IMPORT)? {
+            if !allowed.contains(&v) {
+                return Err(ApiError::bad(Msg::new(
+                    "ActionParameterValueNotInList",
+                    &[v, param, IMPORT],
+                )));
+            }
+        }
+    }
+    if let Some(t) = body.get("TimeToWait") {
+        if !t.as_u64().is_some_and(|n| (300..=3600).contains(&n)) {
+            return Err(ApiError::bad(Msg::new(
+                "ActionParameterValueError",
+                &["TimeToWait", IMPORT],
+            )));
+        }
+    }
+    let targets = targets(&body)?;
+    let buffer = json::action_str(&body, "ImportBuffer", IMPORT)?.ok_or_else(|| {
+        ApiError::bad(Msg::new(
+            "ActionParameterMissing",
+            &[IMPORT, "ImportBuffer"],
+        ))
+    })?;
+    let locked = st.locked(&id).await?;
+    let sys = &locked.sys;
+    let d = lc_of(&st, sys, &uri)?;
+    if !st.lc.ready() {
+        return Err(ApiError::Status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            vec![
+                Msg::new("ServiceTemporarilyUnavailable", &["30"]),
+                dell_msg(d, "SYS518", &[]),
+            ],
+        ));
+    }
+    if st.lc.busy(&sys.id, "ImportConfiguration") {
+        return Err(ApiError::BadRequest(vec![
+            Msg::new("ResourceInUse", &[]),
+            dell_msg(d, "LC068", &[]),
+        ]));
+    }
+    let refused = |e: scp::ScpError| {
+        tracing::info!(system = %sys.name, why = %e, "SCP import refused");
+        let line;
+        let m = match &e {
+            scp::ScpError::NoRoot => dell_msg(d, "SYS062", &[]),
+            scp::ScpError::NotClosed(_) => dell_msg(d, "SYS063", &[]),
+            scp::ScpError::Invalid(n, _) => {
+                line = n.to_string();
+                dell_msg(d, "SYS064", &[&line])
+            }
+            scp::ScpError::Malformed(_) => dell_msg(d, "SYS064", &["1"]),
+            scp::ScpError::Json(_) => dell_msg(d, "SYS405", &[]),
+            scp::ScpError::UnknownComponent(_) => dell_msg(d, "SYS076", &[]),
+            scp::ScpError::UnknownAttribute(..) | scp::ScpError::BadValue(..) => {
+                dell_msg(d, "SYS067", &[])
+            }
+        };
+        ApiError::BadRequest(vec![
+            Msg::new("ActionParameterValueError", &["ImportBuffer", IMPORT]),
+            m,
+        ])
+    };
+    let components = scp::parse(buffer).map_err(refused)?;
+    let all = targets.iter().any(|t| t == "ALL");
+    let chosen: Vec<scp::Component> = components
+        .into_iter()
+        .filter(|c| all || targets.contains(&class_of(&c.fqdd)))
+        .collect();
+    let now = scp::NextBoot {
+        target: sys.bmc.boot.target,
+        enabled: sys.bmc.boot.enabled,
+    };
+    let next = scp::next_boot(&chosen, st.manager_id(sys), now).map_err(refused)?;
+    let changed = next.filter(|n| *n != now);
+    if let Some(n) = changed {
+        if n.target != BootTarget::None && !st.profile(sys).offers(n.target) {
+            return Err(refused(scp::ScpError::BadValue(
+                st.manager_id(sys).to_string(),
+                "ServerBoot.1#FirstBootDevice".into(),
+                n.target.to_string(),
+            )));
+        }
+        let mut boot = sys.bmc.boot.clone();
+        boot.target = n.target;
+        boot.enabled = n.enabled;
+        if n.enabled == OverrideEnabled::Disabled {
+            boot.target = BootTarget::None;
+        }
+        st.backend.apply(&sys.id, vec![Change::Boot(boot)]).await?;
+    }
+    let job = st.lc.create(
+        &sys.id,
+        "Configure: Import Server Configuration Profile",
+        "ImportConfiguration",
+        JobState::Running,
+    );
+    tracing::info!(system = %sys.name, job = %job.id, next = ?changed, "SCP import");
+    drop(locked);
+    let (lc, jid, secs) = (st.lc.clone(), job.id.clone(), d.import_secs);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        let id = if changed.is_some() {
+            "SYS053"
+        } else {
+            "SYS069"
+        };
+        let text = MESSAGES.iter().find(|m| m.0 == id).map_or("", |m| m.2);
+        lc.update(&jid, JobState::Completed, id, text);
+    });
+    let mut r = StatusCode::ACCEPTED.into_response();
+    if let Ok(h) = HeaderValue::from_str(&format!("/redfish/v1/TaskService/Tasks/{}", job.id)) {
+        r.headers_mut().insert(header::LOCATION, h);
+    }
+    r.headers_mut()
+        .insert("OData-Version", HeaderValue::from_static("4.0"));
+    Ok(r)
+}

@@ -1,0 +1,391 @@
+//! Dell's Lifecycle Controller API on the iDRAC profiles, as sushy's Dell
+//! extension (Ironic's `idrac` hardware type) and Dell's own scripts use
+//! it: SCP import, the job queue, the LC and iDRAC card services.
+
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::{Api, Reply};
+
+const SYS: &str = "/redfish/v1/Systems/System.Embedded.1";
+const MGR: &str = "/redfish/v1/Managers/iDRAC.Embedded.1";
+
+/// The buffer sushy's `set_virtual_boot_device` sends.
+fn virtual_cd(once: bool) -> Value {
+    let once = if once { "Enabled" } else { "Disabled" };
+    json!({
+        "ShareParameters": {"Target": ["ALL"]},
+        "ImportBuffer": format!("<SystemConfiguration><Component FQDD=\"iDRAC.Embedded.1\"><Attribute Name=\"ServerBoot.1#BootOnce\">{once}</Attribute><Attribute Name=\"ServerBoot.1#FirstBootDevice\">VCD-DVD</Attribute></Component></SystemConfiguration>"),
+    })
+}
+
+/// The import action's target, found as sushy finds it: the key under
+/// the Manager's `Actions.Oem` that ends in
+/// `#OemManager.ImportSystemConfiguration`.
+async fn import_target(api: &Api) -> String {
+    let m = api.get(MGR).await.body;
+    let oem = m["Actions"]["Oem"].as_object().expect("Actions.Oem");
+    let (_, a) = oem
+        .iter()
+        .find(|(k, _)| k.ends_with("#OemManager.ImportSystemConfiguration"))
+        .expect("the import action");
+    a["target"].as_str().unwrap().to_string()
+}
+
+/// Polls a job's Task as sushy's Dell extension does: GET while 202.
+async fn poll(api: &Api, location: &str) -> (Reply, usize) {
+    let start = Instant::now();
+    let mut polls = 0;
+    loop {
+        let r = api.get(location).await;
+        if r.status != StatusCode::ACCEPTED {
+            return (r, polls);
+        }
+        polls += 1;
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "job still running: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn boot(s: &Value) -> (String, String) {
+    (
+        s["Boot"]["BootSourceOverrideTarget"]
+            .as_str()
+            .unwrap()
+            .into(),
+        s["Boot"]["BootSourceOverrideEnabled"]
+            .as_str()
+            .unwrap()
+            .into(),
+    )
+}
+
+#[tokio::test]
+async fn an_scp_import_sets_the_virtual_cd_boot_and_its_task_answers_202_until_done() {
+    let api = Api::own_endpoint("idrac9");
+    let target = import_target(&api).await;
+    assert_eq!(
+        target,
+        format!("{MGR}/Actions/Oem/EID_674_Manager.ImportSystemConfiguration")
+    );
+    let r = api.post(&target, virtual_cd(true)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let location = r.header("location").expect("Location");
+    assert!(
+        location.starts_with("/redfish/v1/TaskService/Tasks/JID_") && location.len() == 46,
+        "{location}"
+    );
+    // The machine's next boot is the virtual CD, once.
+    assert_eq!(boot(&api.get(SYS).await.body), ("Cd".into(), "Once".into()));
+    let (done, polls) = poll(&api, &location).await;
+    assert!(polls >= 1, "the import job ran for a while");
+    assert_eq!(done.status, StatusCode::OK, "{done}");
+    assert_eq!(done.body["TaskState"], "Completed");
+    assert_eq!(done.body["Oem"]["Dell"]["JobState"], "Completed");
+    assert_eq!(done.body["Oem"]["Dell"]["JobType"], "ImportConfiguration");
+    assert_eq!(done.body["Oem"]["Dell"]["MessageId"], "SYS053");
+    // The job is in the queue the Manager links to.
+    let m = api.get(MGR).await.body;
+    let jobs = m["Links"]["Oem"]["Dell"]["Jobs"]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(jobs, format!("{MGR}/Oem/Dell/Jobs"));
+    let jid = location.rsplit('/').next().unwrap();
+    let list = api.get(&jobs).await.body;
+    assert_eq!(list["Members"][0]["@odata.id"], format!("{jobs}/{jid}"));
+    let job = api.get(&format!("{jobs}/{jid}")).await;
+    assert_eq!(job.body["JobState"], "Completed", "{job}");
+    // iDRAC 9 keeps the older path of the queue for older clients.
+    let old = api.get(&format!("{MGR}/Jobs/{jid}")).await;
+    assert_eq!(old.body["JobState"], "Completed", "{old}");
+    // Persistent: BootOnce Disabled.
+    let r = api.post(&target, virtual_cd(false)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    assert_eq!(
+        boot(&api.get(SYS).await.body),
+        ("Cd".into(), "Continuous".into())
+    );
+    // The same again changes nothing, and the job says so.
+    let (done, _) = poll(&api, &r.header("location").unwrap()).await;
+    assert_eq!(done.body["Oem"]["Dell"]["MessageId"], "SYS053");
+    let r = api.post(&target, virtual_cd(false)).await;
+    let (done, _) = poll(&api, &r.header("location").unwrap()).await;
+    assert_eq!(done.body["Oem"]["Dell"]["MessageId"], "SYS069", "{done}");
+    assert_eq!(done.body["Messages"][0]["MessageId"], "IDRAC.2.8.SYS069");
+}
+
+#[tokio::test]
+async fn a_second_import_while_one_runs_is_refused_with_lc068() {
+    let api = Api::own_endpoint("idrac9");
+    let target = import_target(&api).await;
+    assert_eq!(
+        api.post(&target, virtual_cd(true)).await.status,
+        StatusCode::ACCEPTED
+    );
+    let r = api.post(&target, virtual_cd(false)).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+    assert_eq!(r.message_ids(), ["ResourceInUse", "LC068"]);
+    assert_eq!(boot(&api.get(SYS).await.body), ("Cd".into(), "Once".into()));
+}
+
+#[tokio::test]
+async fn bad_imports_are_refused_and_change_nothing() {
+    let api = Api::own_endpoint("idrac9");
+    let target = import_target(&api).await;
+    let before = boot(&api.get(SYS).await.body);
+    let buffer = |b: &str| json!({"ShareParameters": {"Target": ["ALL"]}, "ImportBuffer": b});
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (buffer("<SystemConfiguration><Component FQDD=\"iDRAC.Embedded.1\">"), vec!["ActionParameterValueError", "SYS063"]),
+        (buffer("<SystemConfiguration>\n<Component>\n</Component></SystemConfiguration>"), vec!["ActionParameterValueError", "SYS064"]),
+        (buffer("not a profile"), vec!["ActionParameterValueError", "SYS062"]),
+        (buffer("{\"SystemConfiguration\": []}"), vec!["ActionParameterValueError", "SYS405"]),
+        (
+            buffer("<SystemConfiguration><Component FQDD=\"iDRAC.Embedded.1\"><Attribute Name=\"ServerBoot.1#FirstBootDevice\">VCD-DVD</Attribute><Attribute Name=\"IPv4.1#Enable\">Disabled</Attribute></Component></SystemConfiguration>"),
+            vec!["ActionParameterValueError", "SYS067"],
+        ),
+        (
+            buffer("<SystemConfiguration><Component FQDD=\"NIC.Integrated.1-1-1\"><Attribute Name=\"LegacyBootProto\">PXE</Attribute></Component></SystemConfiguration>"),
+            vec!["ActionParameterValueError", "SYS076"],
+        ),
+        (
+            buffer("<SystemConfiguration><Component FQDD=\"iDRAC.Embedded.1\"><Attribute Name=\"ServerBoot.1#FirstBootDevice\">Tape</Attribute></Component></SystemConfiguration>"),
+            vec!["ActionParameterValueError", "SYS067"],
+        ),
+        (json!({"ShareParameters": {"Target": ["ALL"]}}), vec!["ActionParameterMissing"]),
+        (json!({"ShareParameters": {"Target": ["ALL"], "IPAddress": "192.0.2.1", "ShareType": "NFS"}, "ImportBuffer": "<SystemConfiguration/>"}), vec!["ActionParameterNotSupported", "ActionParameterNotSupported"]),
+        (json!({"ShareParameters": {"Target": ["Everything"]}, "ImportBuffer": "<SystemConfiguration/>"}), vec!["ActionParameterValueNotInList"]),
+        (json!({"ImportBuffer": "<SystemConfiguration/>", "ShutdownType": "Now"}), vec!["ActionParameterValueNotInList"]),
+        (json!({"ImportBuffer": 7}), vec!["ActionParameterValueTypeError"]),
+        (json!({"ImportBuffer": "<SystemConfiguration/>", "Extra": 1}), vec!["ActionParameterUnknown"]),
+    ];
+    for (body, ids) in cases {
+        let r = api.post(&target, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {r}");
+        assert_eq!(r.message_ids(), ids, "{body}: {r}");
+    }
+    assert_eq!(boot(&api.get(SYS).await.body), before);
+    // The line of a malformed profile is named.
+    let r = api
+        .post(
+            &target,
+            buffer("<SystemConfiguration>\n<Component>\n</Component></SystemConfiguration>"),
+        )
+        .await;
+    let text = r.body["error"]["@Message.ExtendedInfo"][1]["Message"]
+        .as_str()
+        .unwrap();
+    assert!(text.ends_with("invalid at line 2."), "{text}");
+    let list = api.get(&format!("{MGR}/Oem/Dell/Jobs")).await.body;
+    assert_eq!(
+        list["Members@odata.count"], 0,
+        "no job for a refused import"
+    );
+}
+
+#[tokio::test]
+async fn components_outside_the_target_are_left_alone() {
+    let api = Api::own_endpoint("idrac9");
+    let target = import_target(&api).await;
+    let mut body = virtual_cd(true);
+    body["ShareParameters"]["Target"] = json!("BIOS");
+    let r = api.post(&target, body).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    assert_eq!(boot(&api.get(SYS).await.body).0, "None");
+    let (done, _) = poll(&api, &r.header("location").unwrap()).await;
+    assert_eq!(done.body["Oem"]["Dell"]["MessageId"], "SYS069");
+}
+
+#[tokio::test]
+async fn the_job_queue_deletes_one_job_or_all_and_refuses_unknown_ids() {
+    let api = Api::own_endpoint("idrac9");
+    let target = import_target(&api).await;
+    let r = api.post(&target, virtual_cd(true)).await;
+    let jid = r
+        .header("location")
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let m = api.get(MGR).await.body;
+    let svc = m["Links"]["Oem"]["Dell"]["DellJobService"]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let s = api.get(&svc).await.body;
+    let delete = s["Actions"]["#DellJobService.DeleteJobQueue"]["target"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = api
+        .post(&delete, json!({"JobID": "JID_000000000000"}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+    assert_eq!(r.message_ids(), ["ActionParameterValueError", "SUP011"]);
+    let r = api.post(&delete, json!({})).await;
+    assert_eq!(r.message_ids(), ["ActionParameterMissing"]);
+    let r = api.post(&delete, json!({"JobID": "JID_CLEARALL"})).await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    let ids: Vec<&str> = r.body["@Message.ExtendedInfo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["MessageId"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids[0].ends_with(".Success") && ids[1] == "IDRAC.2.8.SUP020",
+        "{ids:?}"
+    );
+    assert_eq!(
+        api.get(&format!("{MGR}/Jobs")).await.body["Members@odata.count"],
+        0
+    );
+    assert_eq!(
+        api.get(&format!("{MGR}/Jobs/{jid}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        api.get(&format!("/redfish/v1/TaskService/Tasks/{jid}"))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    // DELETE of one job.
+    let r = api.post(&target, virtual_cd(false)).await;
+    let loc = r.header("location").unwrap();
+    let jid = loc.rsplit('/').next().unwrap();
+    poll(&api, &loc).await;
+    let r = api
+        .req(
+            axum::http::Method::DELETE,
+            &format!("{MGR}/Jobs/{jid}"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    let r = api
+        .req(
+            axum::http::Method::DELETE,
+            &format!("{MGR}/Jobs/{jid}"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{r}");
+}
+
+#[tokio::test]
+async fn the_lc_is_ready_until_an_idrac_reset_takes_the_bmc_away() {
+    let api = Api::own_endpoint("idrac9");
+    let m = api.get(MGR).await.body;
+    let dell = &m["Links"]["Oem"]["Dell"];
+    let lc = api
+        .get(dell["DellLCService"]["@odata.id"].as_str().unwrap())
+        .await
+        .body;
+    let status = lc["Actions"]["#DellLCService.GetRemoteServicesAPIStatus"]["target"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = api.post(&status, json!({})).await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(r.body["LCStatus"], "Ready");
+    assert_eq!(r.body["RTStatus"], "Ready");
+    let card = api
+        .get(dell["DelliDRACCardService"]["@odata.id"].as_str().unwrap())
+        .await
+        .body;
+    let reset = &card["Actions"]["#DelliDRACCardService.iDRACReset"];
+    assert_eq!(
+        reset["Force@Redfish.AllowableValues"],
+        json!(["Force", "Graceful"])
+    );
+    let reset = reset["target"].as_str().unwrap().to_string();
+    let r = api.post(&reset, json!({"Force": "Gently"})).await;
+    assert_eq!(r.message_ids(), ["ActionParameterValueNotInList"]);
+    let mut down = api.state.downtime.subscribe();
+    let r = api.post(&reset, json!({"Force": "Graceful"})).await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    tokio::time::timeout(Duration::from_secs(5), down.changed())
+        .await
+        .expect("the listener is taken down")
+        .unwrap();
+    let until = (*down.borrow()).expect("a downtime");
+    let secs = (until - tokio::time::Instant::now()).as_secs_f64();
+    assert!((25.0..=30.0).contains(&secs), "down for {secs} s");
+    // Back, but the LC is not ready yet; an import meanwhile is refused.
+    let r = api.post(&status, json!({})).await;
+    assert_eq!(r.body["LCStatus"], "ReloadingData", "{r}");
+    assert_eq!(r.body["RTStatus"], "NotReady", "{r}");
+    let r = api.post(&import_target(&api).await, virtual_cd(true)).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{r}");
+    assert_eq!(r.message_ids(), ["ServiceTemporarilyUnavailable", "SYS518"]);
+}
+
+#[tokio::test]
+async fn idrac10_keeps_its_jobs_under_oem_dell_and_says_its_generation() {
+    let api = Api::own_endpoint("idrac10");
+    let m = api.get(MGR).await.body;
+    assert_eq!(m["Model"], "17G Monolithic");
+    let jobs = m["Links"]["Oem"]["Dell"]["Jobs"]["@odata.id"]
+        .as_str()
+        .unwrap();
+    assert_eq!(jobs, format!("{MGR}/Oem/Dell/Jobs"));
+    assert_eq!(api.get(jobs).await.status, StatusCode::OK);
+    assert_eq!(
+        api.get(&format!("{MGR}/Jobs")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let r = api.post(&import_target(&api).await, virtual_cd(true)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let jid = r
+        .header("location")
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        api.get(&format!("{jobs}/{jid}")).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        Api::own_endpoint("idrac9").get(MGR).await.body["Model"],
+        "15G Monolithic"
+    );
+}
+
+#[tokio::test]
+async fn without_the_profile_or_an_endpoint_of_its_own_there_is_no_lc_api() {
+    // The iDRAC profile on a shared service root: no fixed Ids, no LC.
+    let api = Api::profiled("idrac9", shoal_emulator::profile::Profiles::default());
+    let sys = api.system(0).await;
+    let id = sys.rsplit('/').next().unwrap();
+    let m = api.get(&format!("/redfish/v1/Managers/{id}")).await.body;
+    assert!(
+        m["Links"].get("Oem").is_none() && m.get("Actions").is_none(),
+        "{m}"
+    );
+    for path in [
+        format!("/redfish/v1/Managers/{id}/Jobs"),
+        format!("/redfish/v1/Dell/Managers/{id}/DellLCService"),
+    ] {
+        assert_eq!(api.get(&path).await.status, StatusCode::NOT_FOUND, "{path}");
+    }
+    let r = api
+        .post(
+            &format!(
+                "/redfish/v1/Managers/{id}/Actions/Oem/EID_674_Manager.ImportSystemConfiguration"
+            ),
+            virtual_cd(true),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{r}");
+}
