@@ -206,7 +206,7 @@ pub const INSERT_PARAMS: &[&str] = &[
 ];
 
 /// Virtual media quirks.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VirtualMedia {
     /// `UsbCd` is offered as a boot target and boots the virtual CD
@@ -228,6 +228,52 @@ pub struct VirtualMedia {
     /// the VirtualMedia resource (Lenovo).
     #[serde(default)]
     pub insert_by_patch: bool,
+    /// The Ids of the two devices (the CD, then the removable one) under
+    /// the System; empty: no VirtualMedia there.
+    #[serde(default = "default_slot_ids")]
+    pub system_ids: Vec<String>,
+    /// The same under the Manager.
+    #[serde(default = "default_slot_ids")]
+    pub manager_ids: Vec<String>,
+    /// `MediaTypes` of both devices under the System, when they take the
+    /// same (iDRAC: CD, DVD and USBStick each).
+    #[serde(default)]
+    pub system_media_types: Vec<String>,
+}
+
+impl Default for VirtualMedia {
+    fn default() -> Self {
+        VirtualMedia {
+            usb_cd: false,
+            insert_refuses: Vec::new(),
+            insert_requires: Vec::new(),
+            eject_needs_body: false,
+            insert_by_patch: false,
+            system_ids: default_slot_ids(),
+            manager_ids: default_slot_ids(),
+            system_media_types: Vec::new(),
+        }
+    }
+}
+
+fn default_slot_ids() -> Vec<String> {
+    vec!["Cd".into(), "Floppy".into()]
+}
+
+impl VirtualMedia {
+    /// The device Ids under the System (`under_system`) or the Manager;
+    /// `None` when there are none there.
+    pub fn ids(&self, under_system: bool) -> Option<[&str; 2]> {
+        let ids = if under_system {
+            &self.system_ids
+        } else {
+            &self.manager_ids
+        };
+        match ids.as_slice() {
+            [cd, removable] => Some([cd.as_str(), removable.as_str()]),
+            _ => None,
+        }
+    }
 }
 
 /// How the vendor's BMC says it is busy: the error an injected failure

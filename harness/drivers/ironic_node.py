@@ -4,7 +4,7 @@
 
     ironic_node.py --api URL --log FILE enroll --name N --bmc URL --system ID
         --mac MAC --boot-interface IFACE [--property K=V ...]
-        [--driver ipmi] [--ipmi-address HOST --ipmi-port PORT]
+        [--driver ipmi|idrac] [--ipmi-address HOST --ipmi-port PORT]
         [--console-port PORT] [--deploy-interface direct]
         [--driver-info K=V ...] [--inspect redfish|agent ...]
     ironic_node.py --api URL --log FILE console --name N --out FILE
@@ -204,7 +204,7 @@ def main():
     e.add_argument('--mac', required=True)
     e.add_argument('--boot-interface', required=True)
     e.add_argument('--property', action='append', default=[])
-    e.add_argument('--driver', choices=('redfish', 'ipmi'), default='redfish')
+    e.add_argument('--driver', choices=('redfish', 'ipmi', 'idrac'), default='redfish')
     e.add_argument('--ipmi-address')
     e.add_argument('--ipmi-port', type=int, default=623)
     e.add_argument('--console-port', type=int)
@@ -248,7 +248,7 @@ def main():
     if a.action == 'enroll':
         props = pairs(a.property)
         info = {}
-        if a.driver == 'redfish':
+        if a.driver in ('redfish', 'idrac'):
             info.update({'redfish_address': a.bmc,
                          'redfish_system_id': '/redfish/v1/Systems/' + a.system,
                          'redfish_username': 'admin',

@@ -63,7 +63,7 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
             "ManagerForChassis": [link(&format!("/redfish/v1/Chassis/{}", st.chassis_id(sys)))],
         },
     });
-    if st.features.vmedia() {
+    if super::vmedia::shown(st, sys, false) {
         v["VirtualMedia"] = link(&format!("{base}/VirtualMedia"));
     }
     if let Some(oem) = &profile.oem.manager {

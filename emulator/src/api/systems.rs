@@ -170,7 +170,7 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
             bp.remove("LastStateTime");
         }
     }
-    if st.features.vmedia() {
+    if super::vmedia::shown(st, sys, true) {
         v["VirtualMedia"] = link(&format!("{base}/VirtualMedia"));
     }
     if st.features.full() {

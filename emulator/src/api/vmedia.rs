@@ -1,5 +1,6 @@
-//! VirtualMedia (Cd and Floppy of each manager), reachable both under
-//! `Managers/{id}/VirtualMedia` and `Systems/{id}/VirtualMedia`, with the
+//! VirtualMedia (a CD and a removable device per machine), reachable under
+//! `Managers/{id}/VirtualMedia` and `Systems/{id}/VirtualMedia` (`Cd` and
+//! `Floppy`, or the Ids and owners a profile gives them), with the
 //! InsertMedia and EjectMedia actions. A backend that needs time (a real
 //! download) answers with a Task.
 
@@ -58,18 +59,38 @@ pub fn router() -> Router<AppState> {
     r
 }
 
+/// Whether the request came through `Systems/{id}` (else `Managers/{id}`).
+fn under_system(uri: &Uri) -> bool {
+    uri.path().starts_with("/redfish/v1/Systems/")
+}
+
 /// `Systems/{id}` or `Managers/{id}`, whichever the request came through.
 fn owner_of(st: &AppState, sys: &System, uri: &Uri) -> String {
-    if uri.path().starts_with("/redfish/v1/Systems/") {
+    if under_system(uri) {
         format!("Systems/{}", sys.id)
     } else {
         format!("Managers/{}", st.manager_id(sys))
     }
 }
 
+/// The device Ids the profile gives under the owner the request came
+/// through (the CD's, then the removable device's); 404 where it has none.
+fn ids_of(st: &AppState, sys: &System, uri: &Uri) -> Result<[&'static str; 2], ApiError> {
+    st.profile(sys)
+        .vmedia
+        .ids(under_system(uri))
+        .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
+}
+
+/// Whether `sys` has VirtualMedia under its System (`under_system`) or
+/// its Manager, for the links to it.
+pub fn shown(st: &AppState, sys: &System, under_system: bool) -> bool {
+    st.features.vmedia() && st.profile(sys).vmedia.ids(under_system).is_some()
+}
+
 async fn list(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Resource, ApiError> {
     let base = format!("/redfish/v1/{}/VirtualMedia", owner_of(&st, &sys, &uri));
-    let members = MediaSlot::ALL.iter().map(|s| format!("{base}/{s}"));
+    let members = ids_of(&st, &sys, &uri)?.map(|s| format!("{base}/{s}"));
     Ok(Resource::plain(
         collection(
             "VirtualMediaCollection",
@@ -81,17 +102,41 @@ async fn list(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Res
     ))
 }
 
-fn slot_of(slot: &str, uri: &Uri) -> Result<MediaSlot, ApiError> {
-    MediaSlot::parse(slot).ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
+/// The device a URL's `{slot}` names, and its Id.
+fn slot_of(
+    st: &AppState,
+    sys: &System,
+    slot: &str,
+    uri: &Uri,
+) -> Result<(MediaSlot, &'static str), ApiError> {
+    let [cd, removable] = ids_of(st, sys, uri)?;
+    if slot == cd {
+        Ok((MediaSlot::Cd, cd))
+    } else if slot == removable {
+        Ok((MediaSlot::Floppy, removable))
+    } else {
+        Err(ApiError::NotFound(uri.path().to_string()))
+    }
 }
 
-fn media_json(sys: &System, slot: MediaSlot, owner: &str, by_patch: bool) -> Value {
+fn media_json(
+    st: &AppState,
+    sys: &System,
+    (slot, id): (MediaSlot, &str),
+    uri: &Uri,
+    by_patch: bool,
+) -> Value {
     let m = sys.bmc.media(slot);
-    let base = format!("/redfish/v1/{owner}/VirtualMedia/{slot}");
-    let (types, name) = match slot {
+    let owner = owner_of(st, sys, uri);
+    let base = format!("/redfish/v1/{owner}/VirtualMedia/{id}");
+    let (mut types, name) = match slot {
         MediaSlot::Cd => (vec!["CD", "DVD"], "Virtual CD"),
         MediaSlot::Floppy => (vec!["Floppy", "USBStick"], "Virtual Removable Media"),
     };
+    let same = &st.profile(sys).vmedia.system_media_types;
+    if under_system(uri) && !same.is_empty() {
+        types = same.iter().map(String::as_str).collect();
+    }
     let image_name = m
         .image
         .as_deref()
@@ -100,7 +145,7 @@ fn media_json(sys: &System, slot: MediaSlot, owner: &str, by_patch: bool) -> Val
     let mut v = json!({
         "@odata.type": "#VirtualMedia.v1_6_0.VirtualMedia",
         "@odata.id": base,
-        "Id": slot.as_str(),
+        "Id": id,
         "Name": name,
         "MediaTypes": types,
         "ConnectedVia": if m.inserted { "URI" } else { "NotConnected" },
@@ -128,11 +173,11 @@ async fn member(
     Path((_, slot)): Path<(String, String)>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    let slot = slot_of(&slot, &uri)?;
+    let slot = slot_of(&st, &sys, &slot, &uri)?;
     let profile = st.profile(&sys);
     let by_patch = profile.vmedia.insert_by_patch;
     Ok(Resource::new(
-        media_json(&sys, slot, &owner_of(&st, &sys, &uri), by_patch),
+        media_json(&st, &sys, slot, &uri, by_patch),
         profile,
         if by_patch { "GET, PATCH" } else { "GET" },
     ))
@@ -150,15 +195,14 @@ async fn patch_member(
     headers: axum::http::HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let slot = slot_of(&slot, &uri)?;
+    let (slot, id) = slot_of(&st, &sys, &slot, &uri)?;
     let profile = st.profile(&sys);
     if !profile.vmedia.insert_by_patch {
         return Err(ApiError::MethodNotAllowed);
     }
     let _guard = st.locks.lock(&sys.id).await;
     let sys = st.backend.system(&sys.id).await?;
-    let owner = owner_of(&st, &sys, &uri);
-    let current = media_json(&sys, slot, &owner, true);
+    let current = media_json(&st, &sys, (slot, id), &uri, true);
     json::check_if_match(&headers, &current, profile)?;
     if body.is_empty() {
         return Err(ApiError::bad(Msg::new("EmptyJSON", &[])));
@@ -195,7 +239,12 @@ async fn patch_member(
         }
     }
     let sys = st.backend.system(&sys.id).await?;
-    Ok(Resource::new(media_json(&sys, slot, &owner, true), profile, "GET, PATCH").into_response())
+    Ok(Resource::new(
+        media_json(&st, &sys, (slot, id), &uri, true),
+        profile,
+        "GET, PATCH",
+    )
+    .into_response())
 }
 
 /// Validates InsertMedia's parameters into a `MediaImage`.
@@ -300,7 +349,7 @@ async fn insert(
     uri: Uri,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let slot = slot_of(&slot, &uri)?;
+    let (slot, id) = slot_of(&st, &sys, &slot, &uri)?;
     let profile = st.profile(&sys);
     if profile.vmedia.insert_by_patch {
         return Err(ApiError::NotFound(uri.path().to_string()));
@@ -336,7 +385,7 @@ async fn insert(
     // insert is refused, not raced.
     let claim = st.tasks.claim(&slot_key(&sys, slot))?;
     let target = format!(
-        "/redfish/v1/{}/VirtualMedia/{slot}",
+        "/redfish/v1/{}/VirtualMedia/{id}",
         owner_of(&st, &sys, &uri)
     );
     tracing::info!(system = %sys.name, %slot, image = %image.image, "insert media");
@@ -360,7 +409,7 @@ async fn eject(
     uri: Uri,
     OptionalJsonObject(body): OptionalJsonObject,
 ) -> Result<Response, ApiError> {
-    let slot = slot_of(&slot, &uri)?;
+    let (slot, _) = slot_of(&st, &sys, &slot, &uri)?;
     let profile = st.profile(&sys);
     if profile.vmedia.insert_by_patch {
         return Err(ApiError::NotFound(uri.path().to_string()));

@@ -31,6 +31,9 @@ pub const QUIRKS: &[&str] = &[
     "vmedia.insert_requires",
     "vmedia.eject_needs_body",
     "vmedia.insert_by_patch",
+    "vmedia.system_ids",
+    "vmedia.manager_ids",
+    "vmedia.system_media_types",
     "errors.busy",
     "https_boot.hpe_tlsconfig",
     "https_boot.needs_bios",
@@ -162,6 +165,31 @@ impl Profile {
                 ));
             }
         }
+        for (key, ids) in [
+            ("vmedia.system_ids", &self.vmedia.system_ids),
+            ("vmedia.manager_ids", &self.vmedia.manager_ids),
+        ] {
+            let usable = |v: &String| {
+                !v.is_empty()
+                    && v.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+            };
+            if !(ids.is_empty() || ids.len() == 2 && ids[0] != ids[1] && ids.iter().all(usable)) {
+                return Err(format!(
+                    "{key}: {ids:?} must be empty or two different resource Ids (the CD's, then the removable device's)"
+                ));
+            }
+        }
+        if self.vmedia.system_ids.is_empty() && self.vmedia.manager_ids.is_empty() {
+            return Err("vmedia: the devices must be under the System or the Manager (system_ids, manager_ids)".into());
+        }
+        for t in &self.vmedia.system_media_types {
+            if !["CD", "DVD", "Floppy", "USBStick"].contains(&t.as_str()) {
+                return Err(format!(
+                    "vmedia.system_media_types: {t:?} is not CD, DVD, Floppy or USBStick"
+                ));
+            }
+        }
         if let Some(d) = &self.dell {
             let name = |s: &str| {
                 !s.is_empty()
@@ -234,6 +262,9 @@ impl Profile {
             !v.insert_requires.is_empty(),
             v.eject_needs_body,
             v.insert_by_patch,
+            v.system_ids != super::VirtualMedia::default().system_ids,
+            v.manager_ids != super::VirtualMedia::default().manager_ids,
+            !v.system_media_types.is_empty(),
             self.errors.busy.is_some(),
             self.https_boot.hpe_tlsconfig.is_some(),
             !self.https_boot.needs_bios.is_empty(),

@@ -389,3 +389,63 @@ async fn without_the_profile_or_an_endpoint_of_its_own_there_is_no_lc_api() {
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{r}");
 }
+
+#[tokio::test]
+async fn idrac_virtual_media_are_the_systems_1_and_2_and_idrac9_keeps_the_managers() {
+    for (profile, manager) in [("idrac9", true), ("idrac10", false)] {
+        let api = Api::own_endpoint(profile);
+        let s = api.get(SYS).await.body;
+        assert_eq!(
+            s["VirtualMedia"]["@odata.id"],
+            format!("{SYS}/VirtualMedia")
+        );
+        let list = api.get(&format!("{SYS}/VirtualMedia")).await.body;
+        let ids: Vec<&str> = list["Members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["@odata.id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                format!("{SYS}/VirtualMedia/1"),
+                format!("{SYS}/VirtualMedia/2")
+            ]
+        );
+        for id in &ids {
+            let m = api.get(id).await.body;
+            assert_eq!(
+                m["MediaTypes"],
+                json!(["CD", "DVD", "USBStick"]),
+                "{profile} {id}"
+            );
+        }
+        let m = api.get(MGR).await.body;
+        assert_eq!(m.get("VirtualMedia").is_some(), manager, "{profile}");
+        if manager {
+            let cd = api.get(&format!("{MGR}/VirtualMedia/CD")).await.body;
+            assert_eq!(cd["MediaTypes"], json!(["CD", "DVD"]));
+            assert_eq!(
+                api.get(&format!("{MGR}/VirtualMedia/Cd")).await.status,
+                StatusCode::NOT_FOUND
+            );
+        } else {
+            assert_eq!(
+                api.get(&format!("{MGR}/VirtualMedia")).await.status,
+                StatusCode::NOT_FOUND
+            );
+        }
+        // Slot 1 is the CD: what is inserted there is what Cd boots.
+        let r = api
+            .post(
+                &format!("{SYS}/VirtualMedia/1/Actions/VirtualMedia.InsertMedia"),
+                json!({"Image": "http://192.0.2.1/a.iso"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "{profile}: {r}");
+        let one = api.get(&format!("{SYS}/VirtualMedia/1")).await.body;
+        assert_eq!(one["Inserted"], true, "{one}");
+        assert_eq!(one["@odata.id"], format!("{SYS}/VirtualMedia/1"));
+    }
+}

@@ -233,12 +233,17 @@ systems = ["hpe"]
     let (code, _, mgr) = get(&dell, "/redfish/v1/Managers/iDRAC.Embedded.1");
     assert_eq!(code, 200, "{mgr}");
     assert_eq!(mgr["Id"], "iDRAC.Embedded.1");
-    let (code, _, vm) = get(&dell, "/redfish/v1/Managers/iDRAC.Embedded.1/VirtualMedia");
+    // iDRAC 10: the virtual media are the System's, 1 and 2.
+    let (code, _, vm) = get(&dell, "/redfish/v1/Systems/System.Embedded.1/VirtualMedia");
     assert_eq!(code, 200);
-    assert!(vm["Members"][0]["@odata.id"]
-        .as_str()
-        .unwrap()
-        .starts_with("/redfish/v1/Managers/iDRAC.Embedded.1/VirtualMedia/"));
+    assert_eq!(
+        vm["Members"][0]["@odata.id"],
+        "/redfish/v1/Systems/System.Embedded.1/VirtualMedia/1"
+    );
+    assert_eq!(
+        get(&dell, "/redfish/v1/Managers/iDRAC.Embedded.1/VirtualMedia").0,
+        404
+    );
     assert_eq!(get(&dell, "/redfish/v1/Managers/System.Embedded.1").0, 404);
     let (_, _, h) = get(&hpe, "/redfish/v1/Systems/1");
     assert_eq!(

@@ -269,6 +269,14 @@ fn server_checks(s: &Scenario, case: &Prepared, problems: &mut Vec<String>) {
             problems.push(format!("the HTTPS boot server logged {r:?}"));
         }
     }
+    if !s.checks.emulator_log.is_empty() {
+        let log = std::fs::read_to_string(case.dir.join("emulator.log")).unwrap_or_default();
+        for want in &s.checks.emulator_log {
+            if !log.contains(want.as_str()) {
+                problems.push(format!("the emulator never logged {want:?}"));
+            }
+        }
+    }
     for r in &s.checks.bmc_requests {
         if !logged(&case.dir.join("bmc-http.log"), r) {
             problems.push(format!("the BMC never fetched {r:?}"));

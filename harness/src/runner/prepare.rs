@@ -206,7 +206,7 @@ pub(super) fn prepare(
         dir: dir.to_path_buf(),
         bmc: Bmc {
             url: emulator.url.clone(),
-            system: id,
+            system: s.emulator.system_id.clone().unwrap_or(id),
             python: opts.python.clone(),
             ipmi,
         },
@@ -520,7 +520,21 @@ fn start_emulator(
         "RUST_LOG",
         std::env::var("SHOAL_EMULATOR_LOG").unwrap_or_else(|_| "info".into()),
     );
-    EmulatorProcess::spawn(cmd, &dir.join("emulator.log"))
+    match &emulator.system_id {
+        None => EmulatorProcess::spawn(cmd, &dir.join("emulator.log")),
+        Some(_) => {
+            // The main service keeps no system; the one endpoint is the
+            // machine's BMC, on a port of its own beside it.
+            cmd.args(["--endpoint-per-system", "127.0.0.1:0"]);
+            let mut e = EmulatorProcess::spawn_endpoints(cmd, &dir.join("emulator.log"), 1)?;
+            e.url = e
+                .endpoints
+                .last()
+                .cloned()
+                .ok_or_else(|| anyhow!("the emulator announced no endpoint"))?;
+            Ok(e)
+        }
+    }
 }
 
 /// The DHCP profile the scenario gives its network.

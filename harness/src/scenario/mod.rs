@@ -274,6 +274,12 @@ pub struct Emulator {
     /// HTTP or, with `methods = ["IPMI"]`, on the host's in-band IPMI).
     #[serde(default)]
     pub faults: Vec<toml::Table>,
+    /// The machine's BMC on an endpoint of its own
+    /// (`--endpoint-per-system`), one BMC for one server as the vendor's
+    /// is: its profile's fixed Ids apply (and what needs them, Dell's
+    /// Lifecycle Controller API), and this is its System's Id there
+    /// (`System.Embedded.1`).
+    pub system_id: Option<String>,
 }
 
 fn firmware_mapping() -> HttpBoot {
@@ -287,6 +293,7 @@ impl Default for Emulator {
             profile: None,
             ipmi_in_band: false,
             faults: Vec::new(),
+            system_id: None,
         }
     }
 }
@@ -457,6 +464,10 @@ pub struct Checks {
     /// Lines the HTTPS log must not show.
     #[serde(default)]
     pub https_requests_absent: Vec<String>,
+    /// Text the emulator's log must show (what the BMC did, as it logs
+    /// it: `SCP import`).
+    #[serde(default)]
+    pub emulator_log: Vec<String>,
     /// `METHOD /path` the BMC-side server must have answered.
     #[serde(default)]
     pub bmc_requests: Vec<String>,
@@ -486,6 +497,7 @@ pub struct Then {
 pub const IRONIC_BOOT_INTERFACES: &[&str] = &[
     "redfish-https",
     "redfish-virtual-media",
+    "idrac-redfish-virtual-media",
     "http",
     "http-ipxe",
     "pxe",
@@ -502,6 +514,11 @@ pub enum IronicDriver {
     Redfish,
     /// `ipmi`: ipmitool (lanplus), against the BMC's IPMI listener.
     Ipmi,
+    /// `idrac`: Dell's hardware type, sushy with its Dell extension
+    /// (`idrac-redfish` power, management and inspection, and the
+    /// `idrac-redfish-virtual-media` boot interface), against the Redfish
+    /// service.
+    Idrac,
 }
 
 impl IronicDriver {
@@ -509,6 +526,7 @@ impl IronicDriver {
         match self {
             IronicDriver::Redfish => "redfish",
             IronicDriver::Ipmi => "ipmi",
+            IronicDriver::Idrac => "idrac",
         }
     }
 }

@@ -197,6 +197,18 @@ impl Scenario {
                 bail!("emulator.profile: {p:?} is not a profile name");
             }
         }
+        if let Some(id) = &self.emulator.system_id {
+            if self.emulator.profile.is_none() {
+                bail!("emulator.system_id: the Id comes from a profile's fixed Ids; give emulator.profile");
+            }
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+            {
+                bail!("emulator.system_id: {id:?} is not a resource Id");
+            }
+        }
         let expect_error = self
             .ironic
             .as_ref()
@@ -252,6 +264,20 @@ impl Scenario {
             Ok(())
         };
         redfish_only("ironic.boot_interface", &node.boot_interface)?;
+        let idrac = node.driver == IronicDriver::Idrac;
+        match node.boot_interface.as_str() {
+            "idrac-redfish-virtual-media" if !idrac => bail!(
+                "ironic.boot_interface: \"idrac-redfish-virtual-media\" needs the idrac hardware type (ironic.driver = \"idrac\")"
+            ),
+            // The idrac type takes Dell's virtual media boot in its place.
+            "redfish-virtual-media" if idrac => bail!(
+                "ironic.boot_interface: the idrac hardware type boots virtual media through \"idrac-redfish-virtual-media\""
+            ),
+            _ => {}
+        }
+        if idrac && self.emulator.system_id.is_none() {
+            bail!("emulator.system_id: the idrac hardware type talks to one iDRAC on an endpoint of its own (Dell's API needs its fixed Ids); give the System's Id there (\"System.Embedded.1\")");
+        }
         let direct = node.deploy_interface == DeployInterface::Direct;
         let instance = |key: &str, i: &BTreeMap<String, String>| -> Result<()> {
             if direct {
@@ -311,8 +337,11 @@ impl Scenario {
                 "agent" if !direct => {
                     bail!("ironic.inspect[{i}]: agent inspection boots the agent (deploy_interface = \"direct\")")
                 }
-                "redfish" | "agent" => {}
-                other => bail!("ironic.inspect[{i}]: {other:?} is not \"redfish\" or \"agent\""),
+                "idrac-redfish" if node.driver != IronicDriver::Idrac => {
+                    bail!("ironic.inspect[{i}]: idrac-redfish inspection needs the idrac hardware type")
+                }
+                "redfish" | "agent" | "idrac-redfish" => {}
+                other => bail!("ironic.inspect[{i}]: {other:?} is not \"redfish\", \"agent\" or \"idrac-redfish\""),
             }
         }
         if !node.inspect.is_empty() && self.machine.disk_gib.is_none() {
