@@ -135,6 +135,12 @@ if [ -f /tmp/dhcp ]; then
 else
     echo "SHOAL-DHCP failed"
 fi
+# A scenario whose host must stay up, as a real server's does once it has
+# booted, serves `stay-on`; then only the BMC turns the machine off.
+if [ -n "$serverid" ] && wget -q -O /dev/null "http://$serverid:8080/stay-on"; then
+    echo "SHOAL-HOST stays on"
+    while :; do sleep 3600; done
+fi
 if [ -e /dev/ipmi0 ]; then
     # Off through the BMC, as a host's management agent would: if that
     # fails, the machine stays on (and the harness sees it).

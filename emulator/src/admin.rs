@@ -52,7 +52,7 @@ fn state_json(f: &Faults) -> Value {
         .into_iter()
         .map(|(systems, secs)| json!({ "systems": systems, "seconds_left": secs }))
         .collect();
-    json!({ "faults": f.config(), "reboots": outages })
+    json!({ "faults": f.config(), "fired": f.fired(), "reboots": outages })
 }
 
 async fn get_faults(State(a): State<Admin>) -> Response {

@@ -47,6 +47,8 @@ struct Service {
 
 struct State {
     config: FaultConfig,
+    /// How many requests each rule has failed or dropped (for `times`).
+    fired: Vec<u32>,
     rng: StdRng,
     outages: Vec<Outage>,
 }
@@ -55,8 +57,12 @@ struct State {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     Pass,
-    /// Fail with this status, or the profile's busy error when `None`.
-    Fail(Option<u16>),
+    /// Fail with this status (or the default for the message, else the
+    /// profile's busy error, when `None`) and this message.
+    Fail {
+        status: Option<u16>,
+        message_id: Option<String>,
+    },
     Drop,
     /// The BMC is rebooting: 503 for this many more seconds.
     Unavailable(u32),
@@ -83,6 +89,7 @@ impl Faults {
             state: Mutex::new(State {
                 rng: StdRng::seed_from_u64(config.seed),
                 config: FaultConfig::default(),
+                fired: Vec::new(),
                 outages: Vec::new(),
             }),
             services: Mutex::new(Vec::new()),
@@ -113,6 +120,7 @@ impl Faults {
     pub fn replace(&self, config: FaultConfig) {
         let mut st = self.lock();
         st.rng = StdRng::seed_from_u64(config.seed);
+        st.fired = vec![0; config.rules.len()];
         st.config = config;
         self.refresh(&mut st);
     }
@@ -121,12 +129,18 @@ impl Faults {
     pub fn clear(&self) {
         let mut st = self.lock();
         st.config.rules.clear();
+        st.fired.clear();
         st.outages.clear();
         self.refresh(&mut st);
     }
 
     pub fn config(&self) -> FaultConfig {
         self.lock().config.clone()
+    }
+
+    /// How many requests each rule has failed or dropped, in rule order.
+    pub fn fired(&self) -> Vec<u32> {
+        self.lock().fired.clone()
     }
 
     /// Outages in progress: (systems, seconds left).
@@ -186,14 +200,15 @@ impl Faults {
         if let Some(until) = outage {
             return (Duration::ZERO, Decision::Unavailable(secs_left(until, now)));
         }
-        let State { config, rng, .. } = &mut *st;
+        let State {
+            config, rng, fired, ..
+        } = &mut *st;
         let mut latency = Duration::ZERO;
         let mut decision = Decision::Pass;
-        for r in config
-            .rules
-            .iter()
-            .filter(|r| r.matches(method, path, systems))
-        {
+        for (r, fired) in config.rules.iter().zip(fired.iter_mut()) {
+            if r.times.is_some_and(|n| *fired >= n) || !r.matches(method, path, systems) {
+                continue;
+            }
             latency = latency.saturating_add(Duration::from_millis(r.latency_ms));
             if decision != Decision::Pass {
                 continue;
@@ -201,8 +216,14 @@ impl Faults {
             if r.drop_rate > 0.0 && rng.random::<f64>() < r.drop_rate {
                 decision = Decision::Drop;
             } else if r.error_rate > 0.0 && rng.random::<f64>() < r.error_rate {
-                decision = Decision::Fail(r.status);
+                decision = Decision::Fail {
+                    status: r.status,
+                    message_id: r.message_id.clone(),
+                };
+            } else {
+                continue;
             }
+            *fired += 1;
         }
         (latency, decision)
     }

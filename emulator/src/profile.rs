@@ -22,6 +22,7 @@ use serde::Deserialize;
 use crate::model::{BootTarget, OverrideEnabled};
 
 mod check;
+pub mod dell;
 mod load;
 #[cfg(test)]
 mod tests;

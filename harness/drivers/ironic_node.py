@@ -7,6 +7,7 @@
         [--driver ipmi|idrac] [--ipmi-address HOST --ipmi-port PORT]
         [--console-port PORT] [--deploy-interface direct]
         [--driver-info K=V ...] [--inspect redfish|agent ...]
+        [--clean-step JSON ...]
     ironic_node.py --api URL --log FILE console --name N --out FILE
     ironic_node.py --api URL --log FILE deploy --name N [--instance K=V ...]
     ironic_node.py --api URL --log FILE undeploy --name N
@@ -22,7 +23,10 @@ MAC, then takes it through manage and provide to `available` (with
 automated cleaning, if Ironic is configured so, on the way); each --inspect
 runs inspection with that inspect interface while the node is manageable
 and prints `IRONIC-INSPECTED <json>` (the interface, the node's properties,
-its stored inventory and its ports' MACs); with --console-port the node's console interface is
+its stored inventory and its ports' MACs); the --clean-steps (each
+`{"interface": .., "step": .., "args": {..}}`) then run as one manual
+cleaning, which must bring the node back to manageable, and
+`IRONIC-CLEANED <name> <steps>` is printed; with --console-port the node's console interface is
 ipmitool-socat (an IPMI Serial-over-LAN console, which redfish nodes may
 have too) on that TCP port, and the console is enabled. console connects
 to the console Ironic serves, prints `IRONIC-CONSOLE <url>`, then copies
@@ -213,6 +217,8 @@ def main():
     e.add_argument('--driver-info', action='append', default=[])
     e.add_argument('--inspect', action='append', default=[],
                    choices=('redfish', 'agent'))
+    e.add_argument('--clean-step', action='append', default=[], type=json.loads,
+                   help='a manual clean step, as JSON: run while manageable')
     c = sub.add_parser('console')
     c.add_argument('--name', required=True)
     c.add_argument('--out', required=True)
@@ -276,6 +282,10 @@ def main():
         drv.act(a.name, 'manage', 'manageable', a.timeout)
         for iface in a.inspect:
             inspect(drv, a.name, iface, a.timeout)
+        if a.clean_step:
+            n = drv.act(a.name, 'clean', 'manageable', a.timeout, cleansteps=a.clean_step)
+            print('IRONIC-CLEANED %s %s' % (a.name, json.dumps(
+                [s['interface'] + '.' + s['step'] for s in a.clean_step])), flush=True)
         drv.act(a.name, 'provide', 'available', a.timeout)
         if a.console_port:
             console_on(drv, a.name)

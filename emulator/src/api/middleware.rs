@@ -44,26 +44,61 @@ async fn request_systems(st: &AppState, path: &str) -> Vec<String> {
 /// The error a failing fault answers with: the status asked for, else the
 /// profile's busy error (iDRAC's SYS518, ...), else 500; the Base message
 /// for the status, and the vendor's when its status is the one sent.
-async fn injected_error(st: &AppState, systems: &[String], status: Option<u16>) -> ApiError {
-    let mut busy = None;
+async fn injected_error(
+    st: &AppState,
+    systems: &[String],
+    status: Option<u16>,
+    message_id: Option<&str>,
+) -> ApiError {
+    let mut profile = None;
     if let Some(name) = systems.first() {
         if let Ok(Some(r)) = st.backend.find(name).await {
             if let Ok(sys) = st.backend.system(&r.id).await {
-                busy = st.profile(&sys).errors.busy.as_ref();
+                profile = Some(st.profile(&sys));
             }
         }
     }
-    let code = status.or(busy.map(|b| b.status)).unwrap_or(500);
+    let busy = profile
+        .and_then(|p| p.errors.busy.as_ref())
+        .filter(|_| message_id.is_none());
+    let default = match message_id {
+        Some(_) => 400,
+        None => busy.map_or(500, |b| b.status),
+    };
+    let code = status.unwrap_or(default);
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut msgs = vec![match code {
+    let by_status = match code {
         503 => Msg::new("ServiceTemporarilyUnavailable", &["1"]),
         409 => Msg::new("ResourceInUse", &[]),
         500..=599 => Msg::new("InternalError", &[]),
         _ => Msg::new("GeneralError", &[]),
-    }];
-    if let Some(b) = busy.filter(|b| b.status == code) {
-        msgs.push(Msg::vendor(&b.message, ""));
+    };
+    let mut msgs = Vec::new();
+    match message_id {
+        Some(id) if let Some(def) = crate::registry::lookup(id) => msgs.push(Msg::new(def.id, &[])),
+        Some(id) => {
+            msgs.push(by_status);
+            // A vendor message, under the registry of the system's vendor.
+            match profile
+                .and_then(|p| p.dell.as_ref())
+                .and_then(|d| d.message(id))
+            {
+                Some(m) => msgs.push(Msg::vendor_with(m, &[])),
+                None => tracing::warn!(
+                    message_id = id,
+                    ?systems,
+                    "fault: the system's profile has no registry for this message; sent without it"
+                ),
+            }
+        }
+        None => {
+            msgs.push(by_status);
+            if let Some(b) = busy.filter(|b| b.status == code) {
+                msgs.push(Msg::vendor(&b.message, ""));
+            }
+        }
     }
+    tracing::info!(status = code, message_id, ?systems, "fault: injected error");
     ApiError::Status(status, msgs)
 }
 
@@ -103,7 +138,11 @@ pub(super) async fn inject_faults(
     match decision {
         Decision::Pass => next.run(req).await,
         Decision::Unavailable(secs) => ApiError::Unavailable(secs).into_response(),
-        Decision::Fail(status) => injected_error(&st, &systems, status).await.into_response(),
+        Decision::Fail { status, message_id } => {
+            injected_error(&st, &systems, status, message_id.as_deref())
+                .await
+                .into_response()
+        }
         Decision::Drop => {
             tracing::debug!(%path, "fault: connection dropped");
             Response::new(axum::body::Body::new(Dropped))

@@ -29,10 +29,13 @@ const WHOLE: &[(&str, u64)] = &[
     ("latency_ms", u64::MAX),
     ("power_delay_ms", u64::MAX),
     ("status", u16::MAX as u64),
+    ("times", u32::MAX as u64),
 ];
+/// The longest `message_id`.
+const MAX_MESSAGE_ID: usize = 64;
 
 /// One rule. A request matches when every given selector matches.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
     /// System names; empty: every system (and the service root).
@@ -52,10 +55,21 @@ pub struct Rule {
     /// The share of matching requests that fail with `status`.
     #[serde(default)]
     pub error_rate: f64,
-    /// The failure's status; default: the profile's busy error (iDRAC's
-    /// SYS518, iLO's InvalidOperationForSystemState), else 500.
+    /// The failure's status; default: 400 with a `message_id`, else the
+    /// profile's busy error (iDRAC's SYS518, iLO's
+    /// InvalidOperationForSystemState), else 500.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// The failure's message: a Base registry message without arguments
+    /// (`ResourceInUse`), or a vendor message Shoal knows (Dell's `LC068`,
+    /// `RAC0679`, `SYS518`…), sent under the system's profile's registry
+    /// prefix after the Base message the status implies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// The rule fails or drops at most this many requests, then is spent
+    /// (no more latency either); default: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<u32>,
     /// The share of matching requests whose connection is dropped with no
     /// answer.
     #[serde(default)]
@@ -167,6 +181,9 @@ impl FaultConfig {
                     ));
                 }
             }
+            if let Some(id) = &r.message_id {
+                check_message_id(id).map_err(|e| format!("{}: {e}", key("message_id")))?;
+            }
             for (j, m) in r.methods.iter().enumerate() {
                 if !METHODS.contains(&m.as_str()) {
                     return Err(format!(
@@ -191,6 +208,32 @@ impl FaultConfig {
         }
         Ok(())
     }
+}
+
+/// A rule's `message_id` is one Shoal can send.
+fn check_message_id(id: &str) -> Result<(), String> {
+    if id.len() > MAX_MESSAGE_ID {
+        return Err(format!("{} bytes, at most {MAX_MESSAGE_ID}", id.len()));
+    }
+    if let Some(m) = crate::registry::lookup(id) {
+        return match m.args {
+            0 => Ok(()),
+            n => Err(format!(
+                "{id:?} takes {n} argument(s); name a message without any"
+            )),
+        };
+    }
+    if crate::profile::dell::is_message(id) {
+        return Ok(());
+    }
+    Err(format!(
+        "{id:?} is neither a Base registry message nor a vendor message Shoal knows (Dell's: {})",
+        crate::profile::dell::MESSAGES
+            .iter()
+            .map(|m| m.0)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 /// Whether `path` matches `pattern`, `*` standing for any run of chars.

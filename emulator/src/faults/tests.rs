@@ -5,16 +5,7 @@ use super::rules::glob;
 use super::*;
 
 fn rule() -> Rule {
-    Rule {
-        systems: Vec::new(),
-        methods: Vec::new(),
-        path: None,
-        latency_ms: 0,
-        error_rate: 0.0,
-        status: None,
-        drop_rate: 0.0,
-        power_delay_ms: 0,
-    }
+    Rule::default()
 }
 
 #[test]
@@ -86,7 +77,13 @@ fn rules_select_by_system_method_and_path_and_latencies_add_up() {
     let (lat, d) = f.decide("PATCH", "/redfish/v1/Systems/a", &n1);
     assert_eq!(
         (lat, d),
-        (Duration::from_millis(12), Decision::Fail(Some(503)))
+        (
+            Duration::from_millis(12),
+            Decision::Fail {
+                status: Some(503),
+                message_id: None
+            }
+        )
     );
     assert_eq!(
         f.decide("GET", "/redfish/v1/Systems/a", &n1).1,
@@ -225,7 +222,74 @@ fn json_errors_name_their_key() {
     assert!(err(r#"{"seed":-3}"#).starts_with("seed:"));
     assert!(err(r#"{"rule":[]}"#).starts_with("rule:"));
     assert!(err("[]").contains("object"));
+    assert!(err(r#"{"rules":[{"times":-1}]}"#).starts_with("rules[0].times:"));
+    assert!(err(r#"{"rules":[{"times":4294967296}]}"#).starts_with("rules[0].times:"));
+    let unknown = err(r#"{"rules":[{},{"message_id":"LC999"}]}"#);
+    assert!(unknown.starts_with("rules[1].message_id:"), "{unknown}");
+    assert!(
+        unknown.contains("LC068"),
+        "names the ones it knows: {unknown}"
+    );
+    assert!(err(r#"{"rules":[{"message_id":"PropertyUnknown"}]}"#).contains("argument"));
+    let long = format!(r#"{{"rules":[{{"message_id":"{}"}}]}}"#, "A".repeat(65));
+    assert!(err(&long).starts_with("rules[0].message_id:"));
+    for id in ["LC068", "RAC0679", "ResourceInUse"] {
+        let body = format!(r#"{{"rules":[{{"message_id":"{id}","times":2}}]}}"#);
+        let ok = FaultConfig::from_json(body.as_bytes()).unwrap();
+        assert_eq!(ok.rules[0].message_id.as_deref(), Some(id));
+    }
     let ok = FaultConfig::from_json(br#"{"seed":3,"rules":[{"latency_ms":60000}]}"#).unwrap();
     assert_eq!((ok.seed, ok.rules[0].latency_ms), (3, 60_000));
     assert_eq!(FaultConfig::from_json(b"").unwrap(), FaultConfig::default());
+}
+
+/// A rule with `times` fails that many matching requests, then is spent:
+/// no more failures and no more latency; the failures carry its message.
+/// Rules after it still apply; replacing the rules rearms it.
+#[test]
+fn a_rule_with_times_is_spent_after_that_many_failures() {
+    let cfg = FaultConfig {
+        seed: 0,
+        rules: vec![
+            Rule {
+                methods: vec!["POST".into()],
+                path: Some("/redfish/v1/Managers/*/Actions/Oem/*".into()),
+                error_rate: 1.0,
+                latency_ms: 3,
+                message_id: Some("LC068".into()),
+                times: Some(2),
+                ..rule()
+            },
+            Rule {
+                methods: vec!["POST".into()],
+                error_rate: 1.0,
+                message_id: Some("RAC0679".into()),
+                times: Some(1),
+                ..rule()
+            },
+        ],
+    };
+    let f = Faults::new(cfg.clone());
+    let import = || {
+        f.decide(
+            "POST",
+            "/redfish/v1/Managers/iDRAC.Embedded.1/Actions/Oem/x",
+            &[],
+        )
+    };
+    let fail = |id: &str| Decision::Fail {
+        status: None,
+        message_id: Some(id.into()),
+    };
+    assert_eq!(import(), (Duration::from_millis(3), fail("LC068")));
+    // A GET matches neither rule and spends nothing.
+    assert_eq!(f.decide("GET", "/redfish/v1", &[]).1, Decision::Pass);
+    assert_eq!(import(), (Duration::from_millis(3), fail("LC068")));
+    assert_eq!(import(), (Duration::ZERO, fail("RAC0679")));
+    for _ in 0..5 {
+        assert_eq!(import(), (Duration::ZERO, Decision::Pass));
+    }
+    assert!(f.active(), "spent rules are still the configuration");
+    f.replace(cfg);
+    assert_eq!(import().1, fail("LC068"), "replaced rules fire again");
 }

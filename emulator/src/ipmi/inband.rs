@@ -142,7 +142,7 @@ pub async fn answer(bmc: &Bmc, msg: &[u8]) -> Option<Vec<u8>> {
         }
         match decision {
             crate::faults::Decision::Pass => {}
-            crate::faults::Decision::Fail(_) => {
+            crate::faults::Decision::Fail { .. } => {
                 let mut out = vec![id, ((fnc | 1) << 2) | (netfn_lun & 3), cmd, cc::NODE_BUSY];
                 out.push(checksum(&out));
                 return Some(encode(&out, MSG_END));

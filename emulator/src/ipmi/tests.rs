@@ -195,12 +195,8 @@ fn in_band_fault_rules_select_the_system_by_name() {
             let rule = crate::faults::Rule {
                 systems: vec![system.to_string()],
                 methods: vec![crate::faults::IPMI.into()],
-                path: None,
-                latency_ms: 0,
-                error_rate: 0.0,
-                status: None,
                 drop_rate: 1.0,
-                power_delay_ms: 0,
+                ..Default::default()
             };
             bmc.state.faults.replace(crate::faults::FaultConfig {
                 seed: 0,

@@ -143,6 +143,9 @@ fn ironic_deploy(
     for how in &node.inspect {
         args.extend(["--inspect".into(), how.clone()]);
     }
+    for step in &node.clean_steps {
+        args.extend(["--clean-step".into(), serde_json::to_string(step)?]);
+    }
     // Cleaning at `provide` and agent inspection boot the agent: as long
     // as a deploy may take, each.
     let boots =
@@ -150,7 +153,7 @@ fn ironic_deploy(
     let enroll_limit = match boots {
         0 => Duration::from_secs(300),
         n => case.limit * n,
-    };
+    } + case.limit * u32::from(!node.clean_steps.is_empty());
     let enrolled = svc.node(&strs(&args), enroll_limit)?;
     let mut problems = inspected(&enrolled, node, machine, &case.mac);
     let t = Instant::now();

@@ -76,6 +76,9 @@ pub(super) fn prepare(
     std::fs::create_dir_all(dir.join("www"))?;
     // Images first: building them needs no lab.
     copy_artifacts(s, &dir.join("www"))?;
+    if s.machine.stays_on {
+        std::fs::write(dir.join("www/stay-on"), "stay on\n")?;
+    }
     let host = Ipv4Addr::new(198, 18, index, 1);
     let domain = domain_name(index, &s.name);
     let serial = dir.join("serial.log");

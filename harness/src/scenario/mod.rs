@@ -216,6 +216,11 @@ pub struct Machine {
     /// for the agent to write an instance to. Its serial log then keeps
     /// every start (the agent's boot and the instance's), not only the last.
     pub disk_gib: Option<u64>,
+    /// The deploy ramdisk stays up once it has booted and heartbeated (it
+    /// finds `stay-on` on the boot server), as a real host does, instead
+    /// of powering itself off: only the BMC turns it off.
+    #[serde(default)]
+    pub stays_on: bool,
     /// ppc64le only: `pseries` (PAPR guest, the default: what most ppc64le
     /// CI has) or `powernv` (an OpenPOWER machine: POWER9 with skiboot as
     /// its OPAL firmware, its BMC on in-band IPMI over a BT interface).
@@ -252,6 +257,7 @@ impl Default for Machine {
             firmware: uefi(),
             memory_mib: mem(),
             disk_os: None,
+            stays_on: false,
             disk_gib: None,
             platform: Platform::Pseries,
         }
@@ -587,6 +593,12 @@ pub struct IronicNode {
     /// the machine (CPUs, memory, disk size, MAC).
     #[serde(default)]
     pub inspect: Vec<String>,
+    /// Manual cleaning while the node is manageable, before `provide`:
+    /// these steps (`{ interface = "management", step = "known_good_state" }`,
+    /// with `args` when the step takes some), which must all finish with
+    /// the node manageable again.
+    #[serde(default)]
+    pub clean_steps: Vec<CleanStep>,
     /// `false`: the agent is given an API address where nothing listens
     /// (its lookup fails; Ironic waits for a heartbeat that never comes).
     #[serde(default = "yes")]
@@ -597,6 +609,16 @@ pub struct IronicNode {
     /// deploy, and the harness reads it from the TCP address Ironic gives.
     #[serde(default)]
     pub console: Vec<String>,
+}
+
+/// One manual clean step, as Ironic's API takes it.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CleanStep {
+    pub interface: String,
+    pub step: String,
+    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    pub args: toml::Table,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]

@@ -19,8 +19,6 @@
 mod jobs;
 mod scp;
 
-use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -34,7 +32,7 @@ use super::json::{self, JsonObject, Resource};
 use super::{collection, link, AppState, Sys, SysId};
 use crate::api::error::{ApiError, Msg};
 use crate::model::{BootTarget, Change, OverrideEnabled, PowerState, System};
-use crate::profile::{DellLc, Profile, VendorMessage};
+use crate::profile::{DellLc, Profile};
 use crate::timefmt::rfc3339;
 
 pub use jobs::{Job, JobState, Lc};
@@ -106,49 +104,13 @@ pub fn router() -> Router<AppState> {
     r
 }
 
-/// Dell's messages (EEMI registry: Id, severity, text, resolution), as
-/// iDRAC 9's registry words them.
-const MESSAGES: &[(&str, &str, &str, &str)] = &[
-    ("SYS053", "Informational", "Successfully imported and applied Server Configuration Profile.", "No response action is required."),
-    ("SYS069", "Informational", "No changes were applied since the current component configuration matched the requested configuration.", "No response action is required."),
-    ("SYS062", "Critical", "Input file for import configuration operation is invalid. The expected profile root element was not found.", "Make sure the input file is a valid Server Configuration Profile and retry the operation."),
-    ("SYS063", "Critical", "Input file for import configuration operation is invalid. The expected root element was not closed.", "Make sure the input file is a valid Server Configuration Profile and retry the operation."),
-    ("SYS064", "Critical", "Input file for import configuration operation is invalid at line %1.", "Make sure the input file is a valid Server Configuration Profile and retry the operation."),
-    ("SYS405", "Critical", "Unable to complete the operation because the JSON data format entered is invalid.", "Enter valid JSON data and retry the operation."),
-    ("SYS076", "Critical", "Invalid or unsupported component specified in the input configuration profile.", "Remove the component from the Server Configuration Profile and retry the operation."),
-    ("SYS067", "Critical", "Unable to complete application of configuration profile values.", "Correct the attributes and values in the Server Configuration Profile and retry the operation."),
-    ("SUP020", "Informational", "The specified job was deleted", "No response action is required."),
-    ("SUP011", "Warning", "Invalid Job ID specified.", "Verify the job ID and retry the action. Retrieve all open jobs by issuing the GetAllJobs command."),
-    ("LC068", "Warning", "Unable to perform the import or export operation because there are pending attribute changes or a configuration job is in progress.", "Apply or cancel any pending attribute changes. Changes can be applied by creating a targeted configuration job, or the changes can be cancelled by invoking the DeletePendingConfiguration method. If a configuration job is in progress, wait until it is completed before retrying the import or export system configuration operation."),
-    ("RAC0679", "Warning", "A job operation is already running. Retry the operation after the existing job is completed.", "Wait until the running job is completed or delete the scheduled job and retry the operation"),
-    ("RAC064", "Informational", "iDRAC was successfully reset.", "No response action is required."),
-    ("SYS518", "Critical", "iDRAC is not ready. The configuration values cannot be accessed. Please retry after a few minutes.", "Wait for the Lifecycle Controller to be ready and retry the operation."),
-];
-
-/// Dell message `id` under the registry prefix of `d`: made once per
-/// prefix and Id (a handful per profile) and kept for the process, as
-/// the profiles' own messages are.
-fn message(d: &DellLc, id: &'static str) -> &'static VendorMessage {
-    type Table = HashMap<(String, &'static str), &'static VendorMessage>;
-    static MADE: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
-    let mut made = MADE.lock().unwrap_or_else(|p| p.into_inner());
-    made.entry((d.registry.clone(), id)).or_insert_with(|| {
-        let (_, severity, text, resolution) = MESSAGES
-            .iter()
-            .find(|m| m.0 == id)
-            .copied()
-            .unwrap_or((id, "Critical", "", "None."));
-        Box::leak(Box::new(VendorMessage {
-            id: format!("{}.{id}", d.registry),
-            message: text.into(),
-            severity: severity.into(),
-            resolution: resolution.into(),
-        }))
-    })
-}
-
 fn dell_msg(d: &DellLc, id: &'static str, args: &[&str]) -> Msg {
-    Msg::vendor_with(message(d, id), args)
+    let m = d.message(id);
+    debug_assert!(m.is_some(), "Dell message {id} missing from the table");
+    match m {
+        Some(m) => Msg::vendor_with(m, args),
+        None => Msg::new("GeneralError", &[]),
+    }
 }
 
 /// The Lifecycle Controller API of `sys`, when its profile has it and it
@@ -705,7 +667,7 @@ async fn import(
         } else {
             "SYS069"
         };
-        let text = MESSAGES.iter().find(|m| m.0 == id).map_or("", |m| m.2);
+        let text = crate::profile::dell::text(id);
         lc.update(&jid, JobState::Completed, id, text);
     });
     let mut r = StatusCode::ACCEPTED.into_response();
