@@ -162,7 +162,7 @@ pub fn manager_parts(st: &AppState, sys: &System, profile: &Profile, v: &mut Val
 }
 
 /// A job as `Managers/{id}/Jobs/{jid}` shows it.
-fn job_json(uri: &str, j: &Job, _d: Option<&DellLc>) -> Value {
+fn job_json(uri: &str, j: &Job) -> Value {
     let percent = if j.state.finished() { 100 } else { 0 };
     json!({
         "@odata.type": "#DellJob.v1_6_0.DellJob",
@@ -199,7 +199,7 @@ pub async fn task_response(st: &AppState, j: &Job) -> Result<Response, ApiError>
     let sys = st.backend.system(&j.system).await?;
     let d = st.profile(&sys).dell.as_ref();
     let uri = format!("/redfish/v1/TaskService/Tasks/{}", j.id);
-    let mut dell_job = job_json(&job_uri(st, &sys, &j.id), j, d);
+    let mut dell_job = job_json(&job_uri(st, &sys, &j.id), j);
     if let Some(o) = dell_job.as_object_mut() {
         o.remove("@odata.id");
     }
@@ -270,12 +270,9 @@ async fn job(
     Path((_, jid)): Path<(String, String)>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    let d = lc_of(&st, &sys, &uri)?;
+    lc_of(&st, &sys, &uri)?;
     let j = job_of(&st, &sys, &jid, &uri)?;
-    Ok(Resource::plain(
-        job_json(uri.path(), &j, Some(d)),
-        "GET, DELETE",
-    ))
+    Ok(Resource::plain(job_json(uri.path(), &j), "GET, DELETE"))
 }
 
 /// 200 with Base `Success` and the Dell message after it.
@@ -301,27 +298,50 @@ async fn delete_job(
     Ok(success(dell_msg(d, "SUP020", &[])))
 }
 
+/// One of the services linked under `Links.Oem.Dell`, with its one
+/// action (`Service.Action`) and that action's allowable values.
+struct Service {
+    odata_type: &'static str,
+    id: &'static str,
+    name: &'static str,
+    description: &'static str,
+    action: (&'static str, &'static str),
+    allowable: Option<(&'static str, &'static [&'static str])>,
+}
+
+fn service(st: &AppState, sys: &System, uri: &Uri, s: &Service) -> Result<Resource, ApiError> {
+    lc_of(st, sys, uri)?;
+    let (svc, action) = s.action;
+    let mut a = json!({ "target": format!("{}/Actions/{svc}.{action}", uri.path()) });
+    if let Some((param, values)) = s.allowable {
+        a[format!("{param}@Redfish.AllowableValues")] = json!(values);
+    }
+    Ok(Resource::plain(
+        json!({
+            "@odata.type": s.odata_type,
+            "@odata.id": uri.path(),
+            "Id": s.id,
+            "Name": s.name,
+            "Description": s.description,
+            "Actions": { format!("#{svc}.{action}"): a },
+        }),
+        "GET",
+    ))
+}
+
 async fn job_service(
     State(st): State<AppState>,
     Sys(sys): Sys,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    lc_of(&st, &sys, &uri)?;
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#DellJobService.v1_6_0.DellJobService",
-            "@odata.id": uri.path(),
-            "Id": "Job Service",
-            "Name": "DellJobService",
-            "Description": "The DellJobService resource provides some actions to support Job management functionality.",
-            "Actions": {
-                format!("#DellJobService.{DELETE_QUEUE}"): {
-                    "target": format!("{}/Actions/DellJobService.{DELETE_QUEUE}", uri.path()),
-                },
-            },
-        }),
-        "GET",
-    ))
+    service(&st, &sys, &uri, &Service {
+        odata_type: "#DellJobService.v1_6_0.DellJobService",
+        id: "Job Service",
+        name: "DellJobService",
+        description: "The DellJobService resource provides some actions to support Job management functionality.",
+        action: ("DellJobService", DELETE_QUEUE),
+        allowable: None,
+    })
 }
 
 async fn delete_queue(
@@ -352,22 +372,14 @@ async fn lc_service(
     Sys(sys): Sys,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    lc_of(&st, &sys, &uri)?;
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#DellLCService.v1_7_0.DellLCService",
-            "@odata.id": uri.path(),
-            "Id": "DellLCService",
-            "Name": "DellLCService",
-            "Description": "The DellLCService resource provides some actions to support Lifecycle Controller functionality.",
-            "Actions": {
-                format!("#DellLCService.{API_STATUS}"): {
-                    "target": format!("{}/Actions/DellLCService.{API_STATUS}", uri.path()),
-                },
-            },
-        }),
-        "GET",
-    ))
+    service(&st, &sys, &uri, &Service {
+        odata_type: "#DellLCService.v1_7_0.DellLCService",
+        id: "DellLCService",
+        name: "DellLCService",
+        description: "The DellLCService resource provides some actions to support Lifecycle Controller functionality.",
+        action: ("DellLCService", API_STATUS),
+        allowable: None,
+    })
 }
 
 async fn api_status(
@@ -414,23 +426,14 @@ async fn card_service(
     Sys(sys): Sys,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    lc_of(&st, &sys, &uri)?;
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#DelliDRACCardService.v1_6_0.DelliDRACCardService",
-            "@odata.id": uri.path(),
-            "Id": "DelliDRACCardService",
-            "Name": "DelliDRACCardService",
-            "Description": "The DelliDRACCardService resource provides some actions to support iDRAC configuration.",
-            "Actions": {
-                format!("#DelliDRACCardService.{IDRAC_RESET}"): {
-                    "target": format!("{}/Actions/DelliDRACCardService.{IDRAC_RESET}", uri.path()),
-                    "Force@Redfish.AllowableValues": FORCE,
-                },
-            },
-        }),
-        "GET",
-    ))
+    service(&st, &sys, &uri, &Service {
+        odata_type: "#DelliDRACCardService.v1_6_0.DelliDRACCardService",
+        id: "DelliDRACCardService",
+        name: "DelliDRACCardService",
+        description: "The DelliDRACCardService resource provides some actions to support iDRAC configuration.",
+        action: ("DelliDRACCardService", IDRAC_RESET),
+        allowable: Some(("Force", FORCE)),
+    })
 }
 
 /// How long the BMC takes to go down after it answered the reset.
@@ -536,13 +539,12 @@ async fn import(
     uri: Uri,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    {
-        // The action's name is the profile's (found before the body is read).
-        let sys = st.backend.system(&id).await?;
-        let d = lc_of(&st, &sys, &uri)?;
-        if action != d.import_action {
-            return Err(ApiError::NotFound(uri.path().to_string()));
-        }
+    let locked = st.locked(&id).await?;
+    let sys = &locked.sys;
+    // The action's name is the profile's (checked before the body is read).
+    let d = lc_of(&st, sys, &uri)?;
+    if action != d.import_action {
+        return Err(ApiError::NotFound(uri.path().to_string()));
     }
     json::action_known(
         &body,
@@ -583,9 +585,6 @@ async fn import(
             &[IMPORT, "ImportBuffer"],
         ))
     })?;
-    let locked = st.locked(&id).await?;
-    let sys = &locked.sys;
-    let d = lc_of(&st, sys, &uri)?;
     if !st.lc.ready() {
         return Err(ApiError::Status(
             StatusCode::SERVICE_UNAVAILABLE,
