@@ -41,6 +41,13 @@ pub enum DefaultValue {
 }
 
 const ENABLED: &[&str] = &["Enabled", "Disabled"];
+/// The integrated NIC's ports by Dell FQDD (`PxeDevNInterface`).
+const NIC_PORTS: &[&str] = &[
+    "NIC.Integrated.1-1-1",
+    "NIC.Integrated.1-2-1",
+    "NIC.Integrated.1-3-1",
+    "NIC.Integrated.1-4-1",
+];
 
 pub const ATTRIBUTES: &[AttrDef] = &[
     AttrDef {
@@ -83,10 +90,49 @@ pub const ATTRIBUTES: &[AttrDef] = &[
         kind: AttrKind::Int { min: 0, max: 600 },
         default: DefaultValue::Int(0),
     },
+    // Dell's UEFI PXE devices: each enabled or not, and the NIC port it
+    // boots by FQDD (`NIC.Integrated.1-N-1`, the EthernetInterfaces' Ids
+    // on the iDRAC profiles). Ironic's idrac inspection reads all four
+    // pairs to mark the PXE ports.
     AttrDef {
         name: "PxeDev1EnDis",
         kind: AttrKind::Enum(ENABLED),
         default: DefaultValue::Str("Enabled"),
+    },
+    AttrDef {
+        name: "PxeDev1Interface",
+        kind: AttrKind::Enum(NIC_PORTS),
+        default: DefaultValue::Str("NIC.Integrated.1-1-1"),
+    },
+    AttrDef {
+        name: "PxeDev2EnDis",
+        kind: AttrKind::Enum(ENABLED),
+        default: DefaultValue::Str("Disabled"),
+    },
+    AttrDef {
+        name: "PxeDev2Interface",
+        kind: AttrKind::Enum(NIC_PORTS),
+        default: DefaultValue::Str("NIC.Integrated.1-2-1"),
+    },
+    AttrDef {
+        name: "PxeDev3EnDis",
+        kind: AttrKind::Enum(ENABLED),
+        default: DefaultValue::Str("Disabled"),
+    },
+    AttrDef {
+        name: "PxeDev3Interface",
+        kind: AttrKind::Enum(NIC_PORTS),
+        default: DefaultValue::Str("NIC.Integrated.1-3-1"),
+    },
+    AttrDef {
+        name: "PxeDev4EnDis",
+        kind: AttrKind::Enum(ENABLED),
+        default: DefaultValue::Str("Disabled"),
+    },
+    AttrDef {
+        name: "PxeDev4Interface",
+        kind: AttrKind::Enum(NIC_PORTS),
+        default: DefaultValue::Str("NIC.Integrated.1-4-1"),
     },
     AttrDef {
         name: "HttpDev1EnDis",

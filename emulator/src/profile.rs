@@ -374,8 +374,47 @@ pub struct Profile {
     pub https_boot: HttpsBoot,
     /// Dell's Lifecycle Controller API (`api/dell`).
     pub dell: Option<DellLc>,
+    /// How the inventory names itself.
+    #[serde(default)]
+    pub inventory: Inventory,
     #[serde(default)]
     pub sources: Vec<Source>,
+}
+
+/// How a vendor names the inventory below a System.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inventory {
+    /// The EthernetInterfaces' Ids.
+    #[serde(default)]
+    pub nic_ids: NicIds,
+    /// The System's `SKU` is a 7-character service tag (Dell's, which its
+    /// tools and Ironic's idrac inspection read as the serial number).
+    #[serde(default)]
+    pub service_tag: bool,
+}
+
+/// How EthernetInterfaces are named.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NicIds {
+    /// The MAC without separators.
+    #[default]
+    Mac,
+    /// Dell's FQDDs, the Nth port of the integrated NIC
+    /// (`NIC.Integrated.1-N-1`): the names the BIOS's `PxeDevNInterface`
+    /// attributes hold.
+    DellFqdd,
+}
+
+impl NicIds {
+    /// The Id of the `index`th NIC (from 0), whose MAC is `mac`.
+    pub fn id(self, index: usize, mac: &str) -> String {
+        match self {
+            NicIds::Mac => mac.replace(':', ""),
+            NicIds::DellFqdd => format!("NIC.Integrated.1-{}-1", index + 1),
+        }
+    }
 }
 
 /// Dell's Lifecycle Controller API on an iDRAC: Server Configuration

@@ -6,7 +6,7 @@
         --mac MAC --boot-interface IFACE [--property K=V ...]
         [--driver ipmi|idrac] [--ipmi-address HOST --ipmi-port PORT]
         [--console-port PORT] [--deploy-interface direct]
-        [--driver-info K=V ...] [--inspect redfish|agent ...]
+        [--driver-info K=V ...] [--inspect redfish|agent|idrac-redfish ...]
         [--clean-step JSON ...]
     ironic_node.py --api URL --log FILE console --name N --out FILE
     ironic_node.py --api URL --log FILE deploy --name N [--instance K=V ...]
@@ -216,7 +216,7 @@ def main():
                    default='ramdisk')
     e.add_argument('--driver-info', action='append', default=[])
     e.add_argument('--inspect', action='append', default=[],
-                   choices=('redfish', 'agent'))
+                   choices=('redfish', 'agent', 'idrac-redfish'))
     e.add_argument('--clean-step', action='append', default=[], type=json.loads,
                    help='a manual clean step, as JSON: run while manageable')
     c = sub.add_parser('console')

@@ -2,7 +2,7 @@
 //! Memory and SimpleStorage, derived from the machine's inventory (MACs,
 //! CPUs, memory, disks). Storage, with its RAID volumes, is `storage.rs`.
 
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::Uri;
 use axum::routing::get;
 use axum::Router;
@@ -46,14 +46,10 @@ pub(super) fn not_found(uri: &Uri) -> ApiError {
     ApiError::NotFound(uri.path().to_string())
 }
 
-/// NIC Ids are the MAC without separators (stable, unique per system).
-fn nic_id(mac: &str) -> String {
-    mac.replace(':', "")
-}
-
-async fn nics(Sys(sys): Sys) -> Result<Resource, ApiError> {
+async fn nics(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
+    let ids = st.profile(&sys).inventory.nic_ids;
     let b = format!("{}/EthernetInterfaces", base(&sys));
-    let members = sys.nics.iter().map(|n| format!("{b}/{}", nic_id(&n.mac)));
+    let members = (sys.nics.iter().enumerate()).map(|(i, n)| format!("{b}/{}", ids.id(i, &n.mac)));
     Ok(Resource::plain(
         collection(
             "EthernetInterfaceCollection",
@@ -66,14 +62,15 @@ async fn nics(Sys(sys): Sys) -> Result<Resource, ApiError> {
 }
 
 async fn nic(
+    State(st): State<AppState>,
     Sys(sys): Sys,
     Path((_, nic)): Path<(String, String)>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    let n = sys
-        .nics
-        .iter()
-        .find(|n| nic_id(&n.mac) == nic)
+    let ids = st.profile(&sys).inventory.nic_ids;
+    let n = (sys.nics.iter().enumerate())
+        .find(|(i, n)| ids.id(*i, &n.mac) == nic)
+        .map(|(_, n)| n)
         .ok_or_else(|| not_found(&uri))?;
     Ok(Resource::plain(
         json!({

@@ -124,6 +124,7 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "Manufacturer": profile.manufacturer,
         "Model": profile.model,
         "SerialNumber": serial(sys),
+        "SKU": sku(sys, profile),
         "AssetTag": sys.bmc.asset_tag,
         "BiosVersion": profile.bios_version,
         "PowerState": sys.power.as_str(),
@@ -250,6 +251,24 @@ pub fn serial(sys: &System) -> String {
         "SHL{}",
         &sys.uuid.simple().to_string()[..10].to_ascii_uppercase()
     )
+}
+
+/// The System's `SKU`: a 7-character service tag where the vendor's is
+/// one (Dell), stable per machine; else the model's.
+pub fn sku(sys: &System, profile: &Profile) -> String {
+    if !profile.inventory.service_tag {
+        return profile.model.clone();
+    }
+    // Seven base-36 digits from the UUID's first 64 bits.
+    const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut n = sys.uuid.as_u64_pair().0;
+    (0..7)
+        .map(|_| {
+            let d = DIGITS[(n % 36) as usize] as char;
+            n /= 36;
+            d
+        })
+        .collect()
 }
 
 async fn get_system(State(st): State<AppState>, Sys(sys): Sys) -> Rendered {

@@ -38,6 +38,8 @@ pub const QUIRKS: &[&str] = &[
     "https_boot.hpe_tlsconfig",
     "https_boot.needs_bios",
     "dell",
+    "inventory.nic_ids",
+    "inventory.service_tag",
 ];
 /// Boot fields a settings object may carry.
 const BOOT_FIELDS: &[&str] = &[
@@ -269,6 +271,8 @@ impl Profile {
             self.https_boot.hpe_tlsconfig.is_some(),
             !self.https_boot.needs_bios.is_empty(),
             self.dell.is_some(),
+            self.inventory.nic_ids != super::NicIds::Mac,
+            self.inventory.service_tag,
         ];
         QUIRKS
             .iter()

@@ -507,6 +507,7 @@ async fn fault_rules_answer_the_import_with_lc068_then_rac0679_then_let_it_throu
         assert_eq!(api.state.faults.fired(), [1, 1, 1]);
     }
     let api = Api::new(1);
+    let sys = api.system(0).await;
     api.state.faults.replace(FaultConfig {
         seed: 0,
         rules: vec![Rule {
@@ -516,10 +517,59 @@ async fn fault_rules_answer_the_import_with_lc068_then_rac0679_then_let_it_throu
     });
     let r = api
         .post(
-            "/redfish/v1/Systems/node-0/Actions/ComputerSystem.Reset",
+            &format!("{sys}/Actions/ComputerSystem.Reset"),
             json!({"ResetType": "On"}),
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
     assert_eq!(r.message_ids(), ["GeneralError"]);
+}
+
+/// What Ironic's idrac inspection reads: EthernetInterfaces named by NIC
+/// FQDD, the BIOS's PxeDev1..4 pairs naming them, the service tag as
+/// `SKU` (another value than SerialNumber). Other profiles keep MAC Ids.
+#[tokio::test]
+async fn idrac_names_nics_by_fqdd_the_bios_pxe_devices_name_them_and_sku_is_the_service_tag() {
+    let api = Api::own_endpoint("idrac9");
+    let nics = api.get(&format!("{SYS}/EthernetInterfaces")).await.body;
+    let first = nics["Members"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        first,
+        format!("{SYS}/EthernetInterfaces/NIC.Integrated.1-1-1")
+    );
+    let nic = api.get(&first).await;
+    assert_eq!(nic.status, StatusCode::OK, "{nic}");
+    assert_eq!(nic.body["Id"], "NIC.Integrated.1-1-1");
+    let bios = api.get(&format!("{SYS}/Bios")).await.body;
+    let attrs = &bios["Attributes"];
+    assert_eq!(attrs["PxeDev1EnDis"], "Enabled");
+    assert_eq!(attrs["PxeDev1Interface"], "NIC.Integrated.1-1-1");
+    for n in 2..=4 {
+        assert_eq!(attrs[format!("PxeDev{n}EnDis")], "Disabled");
+        assert_eq!(
+            attrs[format!("PxeDev{n}Interface")],
+            format!("NIC.Integrated.1-{n}-1")
+        );
+    }
+    let sys = api.get(SYS).await.body;
+    let tag = sys["SKU"].as_str().unwrap();
+    assert_eq!(tag.len(), 7, "{tag}");
+    assert!(
+        tag.bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()),
+        "{tag}"
+    );
+    assert_ne!(sys["SKU"], sys["SerialNumber"]);
+    assert_eq!(api.get(SYS).await.body["SKU"], tag, "stable");
+
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let nics = api.get(&format!("{sys}/EthernetInterfaces")).await.body;
+    let id = nics["Members"][0]["@odata.id"].as_str().unwrap();
+    assert!(!id.contains("NIC."), "{id}");
+    let sys = api.get(&sys).await.body;
+    assert_eq!(sys["SKU"], sys["Model"]);
 }

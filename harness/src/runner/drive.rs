@@ -289,7 +289,30 @@ fn inspected(out: &str, node: &IronicNode, machine: &Machine, mac: &str) -> Vec<
                 disk_gib << 30
             ),
         );
-        if how == "redfish" {
+        if how == "idrac-redfish" {
+            // Dell's serial number is the service tag (the System's SKU).
+            let tag = inv["system_vendor"]["serial_number"].as_str().unwrap_or("");
+            want(
+                "system_vendor.serial_number",
+                tag.len() == 7
+                    && tag
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()),
+                format!("{tag:?}, not a 7-character service tag"),
+            );
+            // Ironic 39 compares sushy's boot mode (`UEFI`) with its own
+            // `uefi`, so it never reads the PxeDev attributes and reports
+            // no PXE interface; once it does, it must be this port.
+            if let Some(pxe) = inv["boot"]["pxe_interface"].as_str() {
+                let pxe = pxe.to_lowercase();
+                want(
+                    "boot.pxe_interface",
+                    pxe == mac,
+                    format!("{pxe:?}, not {mac}"),
+                );
+            }
+        }
+        if how == "redfish" || how == "idrac-redfish" {
             let ports = strings(&f["ports"], "");
             want(
                 "the ports",
