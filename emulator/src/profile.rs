@@ -377,8 +377,27 @@ pub struct Profile {
     /// How the inventory names itself.
     #[serde(default)]
     pub inventory: Inventory,
+    /// HPE's own extensions (`api/hpe`).
+    pub hpe: Option<Hpe>,
     #[serde(default)]
     pub sources: Vec<Source>,
+}
+
+/// HPE's own extensions on an iLO: the System's live `Oem.Hpe`
+/// (`PostState`, the `PowerButton` action, `Bios`), VirtualMedia's
+/// `Oem.Hpe` (`BootOnNextServerReset`, iLO's insert and eject), and the
+/// service root's collection links ending in `/` as iLO's do (proliantutils
+/// joins `1` onto them).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hpe {
+    /// `Oem.Hpe.Bios.UefiClass`: 2, legacy BIOS and UEFI; 3, UEFI only.
+    #[serde(default = "uefi_class")]
+    pub uefi_class: u8,
+}
+
+fn uefi_class() -> u8 {
+    2
 }
 
 /// How a vendor names the inventory below a System.

@@ -104,7 +104,7 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
     let plan = &settings.endpoints;
     if plan.listed.is_empty() && plan.per_system.is_none() {
         let refs = main.backend.systems().await?;
-        main.vendor = vendor_of(&main, &refs).await?;
+        main.root_profile = root_profile_of(&main, &refs).await?;
         main.faults.register(
             refs.into_iter().map(|r| r.name).collect(),
             main.auth.clone(),
@@ -177,7 +177,7 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         .filter(|r| !taken.contains(&r.id))
         .cloned()
         .collect();
-    all[0].state.vendor = vendor_of(&main, &rest_refs).await?;
+    all[0].state.root_profile = root_profile_of(&main, &rest_refs).await?;
     for (key, listen, refs) in groups {
         let fixed = match refs.as_slice() {
             [one] => {
@@ -216,30 +216,29 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         if let Some(f) = fixed {
             state = state.with_fixed_ids(f);
         }
-        state.vendor = vendor_of(&main, &refs).await?;
+        state.root_profile = root_profile_of(&main, &refs).await?;
         all.push(Endpoint { listen, state });
     }
     Ok(all)
 }
 
-/// The `ServiceRoot.Vendor` of a service with these systems: their
-/// profile's when they share one, as a real BMC (one vendor's) has; else,
-/// and with no systems, the generic profile's.
-async fn vendor_of(state: &AppState, refs: &[crate::model::SystemRef]) -> Result<Arc<str>> {
-    let mut vendor: Option<&str> = None;
+/// The profile a service with these systems speaks for at its root
+/// (`ServiceRoot.Vendor`, the links' form): their profile when they share
+/// one, as a real BMC (one vendor's) has; else, and with no systems, the
+/// generic one.
+async fn root_profile_of(
+    state: &AppState,
+    refs: &[crate::model::SystemRef],
+) -> Result<&'static crate::profile::Profile> {
+    let mut shared: Option<&'static crate::profile::Profile> = None;
     for r in refs {
-        let v = state
-            .profile(&state.backend.system(&r.id).await?)
-            .vendor
-            .as_str();
-        if vendor.is_some_and(|seen| seen != v) {
-            return Ok(crate::profile::generic().vendor.as_str().into());
+        let p = state.profile(&state.backend.system(&r.id).await?);
+        if shared.is_some_and(|seen| seen.name != p.name) {
+            return Ok(crate::profile::generic());
         }
-        vendor = Some(v);
+        shared = Some(p);
     }
-    Ok(vendor
-        .unwrap_or(crate::profile::generic().vendor.as_str())
-        .into())
+    Ok(shared.unwrap_or(crate::profile::generic()))
 }
 
 pub fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {

@@ -17,6 +17,7 @@ mod chassis;
 pub mod dell;
 pub mod error;
 mod guard;
+mod hpe;
 mod hpe_tls;
 pub(crate) mod input;
 pub mod json;
@@ -79,6 +80,7 @@ fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
                 .merge(secure_boot::router())
                 .merge(boot_certs::router())
                 .merge(hpe_tls::router())
+                .merge(hpe::router())
                 .merge(system_parts::router())
                 .merge(storage::router());
         }

@@ -12,6 +12,9 @@ use crate::model::System;
 /// One system's resource as last rendered, and the system it shows.
 pub struct SystemView {
     sys: System,
+    /// What else the rendering shows that is not in `sys` (HPE's POST
+    /// state, which moves with time).
+    extra: u8,
     pub json: Value,
     pub rendered: Rendered,
 }
@@ -20,7 +23,7 @@ pub struct SystemView {
 /// more often than they change it, so a GET whose system equals the one
 /// last rendered is answered with the same bytes and ETag, and a PATCH
 /// checks against the same JSON. The rendering is a pure function of the
-/// `System` (its profile included) and the service's fixed feature set, so
+/// `System` (its profile included), `extra` and the service's fixed feature set, so
 /// equality is the whole validity check: no write path has to remember to
 /// invalidate anything.
 #[derive(Default)]
@@ -34,15 +37,17 @@ impl RenderCache {
     pub fn get_or_render(
         &self,
         sys: &System,
+        extra: u8,
         build: impl FnOnce() -> (Value, Rendered),
     ) -> Arc<SystemView> {
         let cached = self.read().get(&sys.id).cloned();
-        if let Some(view) = cached.filter(|v| v.sys == *sys) {
+        if let Some(view) = cached.filter(|v| v.sys == *sys && v.extra == extra) {
             return view;
         }
         let (json, rendered) = build();
         let view = Arc::new(SystemView {
             sys: sys.clone(),
+            extra,
             json,
             rendered,
         });
@@ -85,23 +90,28 @@ mod tests {
         let cache = RenderCache::default();
         let renders = Cell::new(0);
         let mut sys = test_system("a");
-        let first = cache.get_or_render(&sys, || render(&renders, "1"));
-        let again = cache.get_or_render(&sys, || render(&renders, "unused"));
+        let first = cache.get_or_render(&sys, 0, || render(&renders, "1"));
+        let again = cache.get_or_render(&sys, 0, || render(&renders, "unused"));
         assert_eq!(renders.get(), 1);
         assert_eq!(again.rendered.bytes, first.rendered.bytes);
         assert_eq!(again.json["AssetTag"], "1");
         // Any change to the machine is a new rendering, with a new ETag.
         sys.bmc.asset_tag = "changed".into();
-        let changed = cache.get_or_render(&sys, || render(&renders, "2"));
+        let changed = cache.get_or_render(&sys, 0, || render(&renders, "2"));
         assert_eq!(renders.get(), 2);
         assert_ne!(changed.rendered.etag, first.rendered.etag);
         sys.bmc.boot.http_boot_uri = Some("http://h/x.efi".into());
-        cache.get_or_render(&sys, || render(&renders, "3"));
+        cache.get_or_render(&sys, 0, || render(&renders, "3"));
         assert_eq!(renders.get(), 3);
+        // What else the rendering shows (a POST state) is part of the key.
+        cache.get_or_render(&sys, 2, || render(&renders, "4"));
+        assert_eq!(renders.get(), 4);
+        cache.get_or_render(&sys, 2, || render(&renders, "unused"));
+        assert_eq!(renders.get(), 4);
         // Bounded: a large inventory polled in full keeps at most MAX.
         for i in 0..RenderCache::MAX + 10 {
             let s = test_system(&format!("n{i}"));
-            cache.get_or_render(&s, || render(&renders, "x"));
+            cache.get_or_render(&s, 0, || render(&renders, "x"));
         }
         assert_eq!(cache.len(), RenderCache::MAX);
     }

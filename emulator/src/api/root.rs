@@ -53,7 +53,7 @@ async fn service_root(State(st): State<AppState>) -> Resource {
         "Name": "Shoal Redfish Service",
         "RedfishVersion": "1.20.0",
         "UUID": st.service_uuid.hyphenated().to_string(),
-        "Vendor": &*st.vendor,
+        "Vendor": st.root_profile.vendor,
         "Product": "Shoal Redfish BMC emulator",
         "ProtocolFeaturesSupported": {
             "ExpandQuery": {
@@ -69,8 +69,15 @@ async fn service_root(State(st): State<AppState>) -> Resource {
         },
         "Links": { "Sessions": link("/redfish/v1/SessionService/Sessions") },
     });
+    // iLO's links end in `/`; proliantutils joins `1` onto them
+    // (`urljoin(Systems, "1")`), which without it would drop `Systems`.
+    let slash = if st.root_profile.hpe.is_some() {
+        "/"
+    } else {
+        ""
+    };
     for (name, uri) in top_level(&st) {
-        body[name] = link(uri);
+        body[name] = link(&format!("{uri}{slash}"));
     }
     Resource::new(body, crate::profile::generic(), "GET")
 }

@@ -85,9 +85,10 @@ pub struct AppState {
     /// The last power action of each system, for profiles whose BMC is
     /// busy or whose host is in POST for a while after one.
     pub power_clock: Arc<systems::PowerClock>,
-    /// `ServiceRoot.Vendor`: the profile's of the systems this service
-    /// serves, when they share one (`server::endpoints`).
-    pub vendor: Arc<str>,
+    /// The profile the service root speaks for (its `Vendor`, its links):
+    /// that of the systems this service serves when they share one, else
+    /// the generic one (`server::endpoints`).
+    pub root_profile: &'static Profile,
     /// A Dell BMC's job queue and LC readiness (`api/dell`).
     pub lc: Arc<super::dell::Lc>,
     /// Takes this service's listener down while its BMC resets.
@@ -114,7 +115,7 @@ impl AppState {
             faults: Arc::new(Faults::default()),
             endpoint_systems: None,
             power_clock: Arc::new(systems::PowerClock::default()),
-            vendor: profile::generic().vendor.as_str().into(),
+            root_profile: profile::generic(),
             lc: Arc::default(),
             downtime: Arc::default(),
         }

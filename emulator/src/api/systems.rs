@@ -166,6 +166,7 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     if let Some(oem) = &profile.oem.system {
         v["Oem"] = json!(oem);
     }
+    super::hpe::system_parts(sys, profile, super::hpe::post_state(st, sys), &mut v);
     if v["BootProgress"]["LastStateTime"].is_null() {
         if let Some(bp) = v["BootProgress"].as_object_mut() {
             bp.remove("LastStateTime");
@@ -278,7 +279,10 @@ async fn get_system(State(st): State<AppState>, Sys(sys): Sys) -> Rendered {
 /// The System resource, as JSON and as sent, from the render cache when
 /// `sys` has not changed since it was last rendered.
 fn system_view(st: &AppState, sys: &System) -> Arc<SystemView> {
-    st.renders.get_or_render(sys, || {
+    // HPE's PostState moves with time after a start: it is part of what
+    // the rendering is a function of.
+    let post = super::hpe::post_state(st, sys).map_or(0, |p| p as u8 + 1);
+    st.renders.get_or_render(sys, post, || {
         let profile = st.profile(sys);
         let res = Resource::new(system_json(st, sys, profile), profile, "GET, PATCH");
         let rendered = res.render();
@@ -438,11 +442,22 @@ async fn reset(
             ])
         })?,
     };
-    match st.power_action(&sys, reset).await {
-        Ok(()) => Ok(json::no_content()),
+    power_action_response(&st, &sys, reset).await?;
+    Ok(json::no_content())
+}
+
+/// A power action asked for over Redfish, its refusal as this BMC words
+/// it (the Reset action, HPE's power button).
+pub(super) async fn power_action_response(
+    st: &AppState,
+    sys: &System,
+    reset: ResetType,
+) -> Result<(), ApiError> {
+    match st.power_action(sys, reset).await {
+        Ok(()) => Ok(()),
         Err(PowerError::Busy) => {
             // Still busy with the last power action: this BMC says 409.
-            let mut msgs = vec![match st.profile(&sys).power.busy_base {
+            let mut msgs = vec![match st.profile(sys).power.busy_base {
                 crate::profile::BusyBase::ResourceInUse => Msg::new("ResourceInUse", &[]),
                 crate::profile::BusyBase::ActionParameterValueConflict => Msg::new(
                     "ActionParameterValueConflict",
@@ -450,7 +465,7 @@ async fn reset(
                 ),
             }];
             msgs.extend(
-                st.profile(&sys)
+                st.profile(sys)
                     .power
                     .busy_refusal
                     .iter()

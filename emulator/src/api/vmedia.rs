@@ -17,7 +17,8 @@ use super::{collection, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
 use crate::backend::Completion;
 use crate::model::{
-    Change, MediaImage, MediaSlot, MediaState, System, TransferMethod, TransferProtocol,
+    BootTarget, Change, MediaImage, MediaSlot, MediaState, OverrideEnabled, System, TransferMethod,
+    TransferProtocol,
 };
 
 const INSERT: &str = "VirtualMedia.InsertMedia";
@@ -54,7 +55,9 @@ pub fn router() -> Router<AppState> {
             .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia"), get(list))
             .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}"), get(member).patch(patch_member))
             .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/VirtualMedia.InsertMedia"), post(insert))
-            .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/VirtualMedia.EjectMedia"), post(eject));
+            .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/VirtualMedia.EjectMedia"), post(eject))
+            .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/Oem/Hpe/{}", super::hpe::INSERT), post(hpe_insert))
+            .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/Oem/Hpe/{}", super::hpe::EJECT), post(hpe_eject));
     }
     r
 }
@@ -164,7 +167,17 @@ fn media_json(
             "#VirtualMedia.EjectMedia": { "target": format!("{base}/Actions/{EJECT}") },
         });
     }
+    if st.profile(sys).hpe.is_some() {
+        super::hpe::media_parts(&base, boots_next(sys, slot), &mut v);
+    }
     v
+}
+
+/// Whether the host boots this device once at its next start (iLO's
+/// `BootOnNextServerReset`): the CD, when a one-time override names it.
+fn boots_next(sys: &System, slot: MediaSlot) -> bool {
+    let b = &sys.bmc.boot;
+    slot == MediaSlot::Cd && b.target == BootTarget::Cd && b.enabled == OverrideEnabled::Once
 }
 
 async fn member(
@@ -179,7 +192,11 @@ async fn member(
     Ok(Resource::new(
         media_json(&st, &sys, slot, &uri, by_patch),
         profile,
-        if by_patch { "GET, PATCH" } else { "GET" },
+        if by_patch || profile.hpe.is_some() {
+            "GET, PATCH"
+        } else {
+            "GET"
+        },
     ))
 }
 
@@ -197,6 +214,9 @@ async fn patch_member(
 ) -> Result<Response, ApiError> {
     let (slot, id) = slot_of(&st, &sys, &slot, &uri)?;
     let profile = st.profile(&sys);
+    if profile.hpe.is_some() && !profile.vmedia.insert_by_patch {
+        return patch_boot_next(&st, &sys, (slot, id), &uri, &headers, &body).await;
+    }
     if !profile.vmedia.insert_by_patch {
         return Err(ApiError::MethodNotAllowed);
     }
@@ -245,6 +265,106 @@ async fn patch_member(
         "GET, PATCH",
     )
     .into_response())
+}
+
+/// iLO's PATCH of a VirtualMedia device: `{"Oem": {"Hpe":
+/// {"BootOnNextServerReset": bool}}}`, the one property it takes there.
+/// `true` makes the CD the host's one-time boot device (in the boot mode
+/// it has), `false` withdraws that.
+async fn patch_boot_next(
+    st: &AppState,
+    sys: &System,
+    (slot, id): (MediaSlot, &'static str),
+    uri: &Uri,
+    headers: &axum::http::HeaderMap,
+    body: &serde_json::Map<String, Value>,
+) -> Result<Response, ApiError> {
+    const PROP: &str = "Oem/Hpe/BootOnNextServerReset";
+    let profile = st.profile(sys);
+    let locked = st.locked(&sys.id).await?;
+    let sys = &locked.sys;
+    let current = media_json(st, sys, (slot, id), uri, false);
+    json::check_if_match(headers, &current, profile)?;
+    if body.is_empty() {
+        return Err(ApiError::bad(Msg::new("EmptyJSON", &[])));
+    }
+    if let Some(k) = body.keys().find(|k| *k != "Oem") {
+        return Err(ApiError::bad(
+            Msg::new("PropertyNotWritable", &[k]).about(k),
+        ));
+    }
+    let hpe = body["Oem"].get("Hpe").and_then(Value::as_object);
+    let Some(hpe) = hpe.filter(|h| h.len() == 1 && h.contains_key("BootOnNextServerReset")) else {
+        return Err(ApiError::bad(
+            Msg::new("PropertyUnknown", &["Oem"]).about("Oem"),
+        ));
+    };
+    let want = match &hpe["BootOnNextServerReset"] {
+        Value::Bool(b) => *b,
+        other => {
+            let v = other.to_string();
+            return Err(ApiError::bad(
+                Msg::new("PropertyValueTypeError", &[&v, "BootOnNextServerReset"]).about(PROP),
+            ));
+        }
+    };
+    if want && slot != MediaSlot::Cd {
+        return Err(ApiError::bad(
+            Msg::new("PropertyValueNotInList", &["true", "BootOnNextServerReset"]).about(PROP),
+        ));
+    }
+    let b = &sys.bmc.boot;
+    let change = if want {
+        Some(crate::model::BootOverride {
+            target: BootTarget::Cd,
+            enabled: OverrideEnabled::Once,
+            mode: b.mode,
+            http_boot_uri: None,
+            uefi_target: None,
+        })
+    } else {
+        boots_next(sys, slot).then(|| crate::model::BootOverride::disabled(b.mode))
+    };
+    if let Some(next) = change {
+        tracing::info!(system = %sys.name, %slot, boot_next = want, "BootOnNextServerReset");
+        st.backend.apply(&sys.id, vec![Change::Boot(next)]).await?;
+    }
+    let sys = st.backend.system(&sys.id).await?;
+    Ok(Resource::new(
+        media_json(st, &sys, (slot, id), uri, false),
+        profile,
+        "GET, PATCH",
+    )
+    .into_response())
+}
+
+/// iLO's own insert (`#HpeiLOVirtualMedia.InsertVirtualMedia`): the
+/// standard insert, where the profile has HPE's extensions.
+async fn hpe_insert(
+    st: State<AppState>,
+    sys: Sys,
+    path: Path<(String, String)>,
+    uri: Uri,
+    body: JsonObject,
+) -> Result<Response, ApiError> {
+    if st.profile(&sys.0).hpe.is_none() {
+        return Err(ApiError::NotFound(uri.path().to_string()));
+    }
+    insert(st, sys, path, uri, body).await
+}
+
+/// iLO's own eject (`#HpeiLOVirtualMedia.EjectVirtualMedia`).
+async fn hpe_eject(
+    st: State<AppState>,
+    sys: Sys,
+    path: Path<(String, String)>,
+    uri: Uri,
+    body: OptionalJsonObject,
+) -> Result<Response, ApiError> {
+    if st.profile(&sys.0).hpe.is_none() {
+        return Err(ApiError::NotFound(uri.path().to_string()));
+    }
+    eject(st, sys, path, uri, body).await
 }
 
 /// Validates InsertMedia's parameters into a `MediaImage`.

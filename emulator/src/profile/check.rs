@@ -40,6 +40,7 @@ pub const QUIRKS: &[&str] = &[
     "dell",
     "inventory.nic_ids",
     "inventory.service_tag",
+    "hpe",
 ];
 /// Boot fields a settings object may carry.
 const BOOT_FIELDS: &[&str] = &[
@@ -273,6 +274,7 @@ impl Profile {
             self.dell.is_some(),
             self.inventory.nic_ids != super::NicIds::Mac,
             self.inventory.service_tag,
+            self.hpe.is_some(),
         ];
         QUIRKS
             .iter()

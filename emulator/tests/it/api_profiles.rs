@@ -492,7 +492,11 @@ async fn ami_wants_credentials_on_insert_media() {
 async fn ilo_wants_a_json_body_on_eject() {
     let api = api("ilo5");
     let sys = api.system(0).await;
-    let cd = cd_of(&sys);
+    // iLO's CD is the Manager's VirtualMedia 2; the System has none.
+    assert_eq!(api.get(&cd_of(&sys)).await.status, StatusCode::NOT_FOUND);
+    let body = api.get(&sys).await.body;
+    let mgr = body["Links"]["ManagedBy"][0]["@odata.id"].as_str().unwrap();
+    let cd = format!("{mgr}/VirtualMedia/2");
     api.post(
         &format!("{cd}/Actions/VirtualMedia.InsertMedia"),
         json!({"Image": "http://192.0.2.1/a.iso"}),

@@ -184,15 +184,16 @@ impl Api {
     /// `--endpoint-per-system` serves it.
     #[allow(dead_code)]
     pub fn own_endpoint(name: &str) -> Self {
+        Self::own_endpoint_with(name, shoal_emulator::profile::Profiles::default())
+    }
+
+    /// The same, the profile `name` taken from `profiles`.
+    #[allow(dead_code)]
+    pub fn own_endpoint_with(name: &str, profiles: shoal_emulator::profile::Profiles) -> Self {
         use shoal_emulator::backend::view::{Member, View};
         log::install();
-        let profiles = shoal_emulator::profile::Profiles::default();
-        let ids = profiles
-            .get(name)
-            .expect("profile")
-            .ids
-            .clone()
-            .expect("fixed Ids");
+        let profile = profiles.get(name).expect("profile");
+        let ids = profile.ids.clone().expect("fixed Ids");
         let mut systems = fake_systems(1);
         systems[0].profile = name.to_string();
         let (inner, sys_name) = (systems[0].id.clone(), systems[0].name.clone());
@@ -213,6 +214,9 @@ impl Api {
         )
         .with_profiles(profiles)
         .with_fixed_ids(ids);
+        // One BMC's service: its root speaks for its profile.
+        let mut state = state;
+        state.root_profile = profile;
         Api {
             router: app(state.clone()),
             state,

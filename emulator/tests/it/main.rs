@@ -11,6 +11,7 @@ mod api_boot;
 mod api_boot_certs;
 mod api_dell;
 mod api_hostile;
+mod api_hpe;
 mod api_media_fetch;
 mod api_profiles;
 mod api_query;

@@ -1,0 +1,247 @@
+//! HPE's own extensions on the iLO profiles, as proliantutils (the library
+//! behind Ironic's iLO drivers) reads and drives them: the root's links,
+//! the live POST state, the power button, iLO's virtual media actions and
+//! `BootOnNextServerReset`.
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::Api;
+
+const SYS: &str = "/redfish/v1/Systems/1";
+const CD: &str = "/redfish/v1/Managers/1/VirtualMedia/2";
+const BUTTON: &str = "/redfish/v1/Systems/1/Actions/Oem/Hpe/HpeComputerSystemExt.PowerButton";
+
+/// `urljoin(link, "1")`, as proliantutils builds `Systems/1`.
+fn urljoin_one(link: &str) -> String {
+    match link.rfind('/') {
+        Some(i) => format!("{}1", &link[..=i]),
+        None => "1".into(),
+    }
+}
+
+async fn hpe(api: &Api) -> Value {
+    api.get(SYS).await.body["Oem"]["Hpe"].clone()
+}
+
+/// ilo5 with a POST window of `secs`, for watching it pass.
+fn ilo5_post_secs(secs: u64) -> Api {
+    let dir = tempfile::tempdir().unwrap();
+    let text = include_str!("../../profiles/ilo5.toml")
+        .replace("post_secs = 15", &format!("post_secs = {secs}"));
+    std::fs::write(dir.path().join("ilo5.toml"), text).unwrap();
+    let profiles = shoal_emulator::profile::Profiles::load(Some(dir.path())).unwrap();
+    Api::own_endpoint_with("ilo5", profiles)
+}
+
+#[tokio::test]
+async fn ilo_root_links_end_in_a_slash_so_urljoin_finds_system_1() {
+    let api = Api::own_endpoint("ilo5");
+    let root = api.get("/redfish/v1/").await.body;
+    for (k, owner) in [
+        ("Systems", SYS),
+        ("Managers", "/redfish/v1/Managers/1"),
+        ("Chassis", "/redfish/v1/Chassis/1"),
+    ] {
+        let link = root[k]["@odata.id"].as_str().unwrap();
+        assert!(link.ends_with('/'), "{k}: {link}");
+        assert_eq!(urljoin_one(link), owner);
+        assert_eq!(api.get(owner).await.status, StatusCode::OK);
+    }
+    let generic = Api::own_endpoint("idrac9").get("/redfish/v1/").await.body;
+    assert_eq!(generic["Systems"]["@odata.id"], "/redfish/v1/Systems");
+}
+
+/// The power button: a press starts the host, whose POST state goes
+/// InPost, InPostDiscoveryComplete, FinishedPost as its POST passes; a
+/// press and hold turns it off (PowerOff). Each step is a new rendering.
+#[tokio::test]
+async fn the_power_button_starts_the_host_and_post_state_follows_it() {
+    let api = ilo5_post_secs(3);
+    let oem = hpe(&api).await;
+    assert_eq!(oem["PostState"], "PowerOff");
+    assert_eq!(oem["Bios"]["UefiClass"], 2);
+    let action = &oem["Actions"]["#HpeComputerSystemExt.PowerButton"];
+    assert_eq!(action["target"], BUTTON);
+    assert_eq!(
+        action["PushType@Redfish.AllowableValues"],
+        json!(["Press", "PressAndHold"])
+    );
+    let etag = api.get(SYS).await.body["@odata.etag"].clone();
+    let r = api.post(BUTTON, json!({"PushType": "Press"})).await;
+    assert!(r.status.is_success(), "{r}");
+    let s = api.get(SYS).await.body;
+    assert_eq!(s["PowerState"], "On");
+    assert_eq!(s["Oem"]["Hpe"]["PostState"], "InPost");
+    // Boot changes are refused while the host is in POST.
+    let r = api
+        .patch(SYS, json!({"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+    assert!(
+        r.message_ids()
+            .iter()
+            .any(|m| m == "UnableToModifyDuringSystemPOST"),
+        "{r}"
+    );
+    let mut seen = vec!["InPost".to_string()];
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let s = api.get(SYS).await.body["Oem"]["Hpe"]["PostState"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        if seen.last() != Some(&s) {
+            seen.push(s);
+        }
+    }
+    assert_eq!(seen, ["InPost", "InPostDiscoveryComplete", "FinishedPost"]);
+    assert_ne!(api.get(SYS).await.body["@odata.etag"], etag);
+    let r = api.post(BUTTON, json!({"PushType": "PressAndHold"})).await;
+    assert!(r.status.is_success(), "{r}");
+    let s = api.get(SYS).await.body;
+    assert_eq!(
+        (
+            s["PowerState"].as_str(),
+            s["Oem"]["Hpe"]["PostState"].as_str()
+        ),
+        (Some("Off"), Some("PowerOff"))
+    );
+    // Held again with the host off: nothing happens, and that is fine.
+    assert!(api
+        .post(BUTTON, json!({"PushType": "PressAndHold"}))
+        .await
+        .status
+        .is_success());
+    assert_eq!(api.get(SYS).await.body["PowerState"], "Off");
+}
+
+#[tokio::test]
+async fn bad_power_button_pushes_are_refused_and_change_nothing() {
+    let api = Api::own_endpoint("ilo5");
+    for (body, id) in [
+        (json!({}), "ActionParameterMissing"),
+        (json!({"PushType": "Tap"}), "ActionParameterValueNotInList"),
+        (json!({"PushType": 1}), "ActionParameterValueTypeError"),
+        (
+            json!({"PushType": "Press", "Force": true}),
+            "ActionParameterUnknown",
+        ),
+    ] {
+        let r = api.post(BUTTON, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {r}");
+        assert_eq!(r.message_ids()[0], id, "{body}");
+    }
+    assert_eq!(api.get(SYS).await.body["PowerState"], "Off");
+    // Other vendors have no such button.
+    let dell = Api::own_endpoint("idrac9");
+    let r = dell
+        .post(
+            "/redfish/v1/Systems/System.Embedded.1/Actions/Oem/Hpe/HpeComputerSystemExt.PowerButton",
+            json!({"PushType": "Press"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+/// The CD is the Manager's VirtualMedia 2: iLO's own insert puts the
+/// image in, `BootOnNextServerReset` makes it the one-time boot device
+/// (and `false` withdraws that), iLO's eject takes it out.
+#[tokio::test]
+async fn ilo_inserts_by_its_own_action_and_boots_the_cd_once_on_next_reset() {
+    let api = Api::own_endpoint("ilo5");
+    let cd = api.get(CD).await;
+    assert_eq!(cd.body["MediaTypes"], json!(["CD", "DVD"]));
+    assert_eq!(cd.header("allow").as_deref(), Some("GET, PATCH"));
+    let oem = &cd.body["Oem"]["Hpe"];
+    assert_eq!(oem["BootOnNextServerReset"], false);
+    let insert = oem["Actions"]["#HpeiLOVirtualMedia.InsertVirtualMedia"]["target"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let eject = oem["Actions"]["#HpeiLOVirtualMedia.EjectVirtualMedia"]["target"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        api.get("/redfish/v1/Managers/1/VirtualMedia/1").await.body["MediaTypes"],
+        json!(["Floppy", "USBStick"])
+    );
+    let r = api
+        .post(&insert, json!({"Image": "http://192.0.2.1/boot.iso"}))
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    assert_eq!(api.get(CD).await.body["Inserted"], true);
+
+    let r = api
+        .patch(CD, json!({"Oem": {"Hpe": {"BootOnNextServerReset": true}}}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(r.body["Oem"]["Hpe"]["BootOnNextServerReset"], true);
+    let boot = &api.get(SYS).await.body["Boot"];
+    assert_eq!(
+        (
+            boot["BootSourceOverrideTarget"].as_str(),
+            boot["BootSourceOverrideEnabled"].as_str()
+        ),
+        (Some("Cd"), Some("Once"))
+    );
+    let r = api
+        .patch(
+            CD,
+            json!({"Oem": {"Hpe": {"BootOnNextServerReset": false}}}),
+        )
+        .await;
+    assert_eq!(r.body["Oem"]["Hpe"]["BootOnNextServerReset"], false, "{r}");
+    assert_eq!(
+        api.get(SYS).await.body["Boot"]["BootSourceOverrideEnabled"],
+        "Disabled"
+    );
+
+    for (path, body, id) in [
+        (
+            CD,
+            json!({"Oem": {"Hpe": {"BootOnNextServerReset": "yes"}}}),
+            "PropertyValueTypeError",
+        ),
+        (
+            CD,
+            json!({"Oem": {"Hpe": {"Other": true}}}),
+            "PropertyUnknown",
+        ),
+        (
+            CD,
+            json!({"Image": "http://192.0.2.1/x.iso"}),
+            "PropertyNotWritable",
+        ),
+        (CD, json!({}), "EmptyJSON"),
+        (
+            "/redfish/v1/Managers/1/VirtualMedia/1",
+            json!({"Oem": {"Hpe": {"BootOnNextServerReset": true}}}),
+            "PropertyValueNotInList",
+        ),
+    ] {
+        let r = api.patch(path, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {r}");
+        assert_eq!(r.message_ids()[0], id, "{body}");
+    }
+    assert_eq!(
+        api.get(SYS).await.body["Boot"]["BootSourceOverrideEnabled"],
+        "Disabled"
+    );
+
+    let r = api.post(&eject, json!({})).await;
+    assert!(r.status.is_success(), "{r}");
+    assert_eq!(api.get(CD).await.body["Inserted"], false);
+    // iLO's actions are iLO's.
+    let dell = Api::own_endpoint("idrac9");
+    let r = dell
+        .post(
+            "/redfish/v1/Systems/System.Embedded.1/VirtualMedia/1/Actions/Oem/Hpe/HpeiLOVirtualMedia.InsertVirtualMedia",
+            json!({"Image": "http://192.0.2.1/boot.iso"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
