@@ -60,6 +60,7 @@ impl Bmc {
             Driver::Ironic => bail!("Ironic talks to the BMC itself (crate::ironic)"),
             Driver::Ipmitool => self.ipmitool_boot(req),
             Driver::Pyghmi => self.pyghmi(&pyghmi_args(req)?),
+            Driver::Proliantutils => self.proliantutils(&proliantutils_args(req)?),
         }
     }
 
@@ -79,6 +80,7 @@ impl Bmc {
             Driver::Ironic => bail!("Ironic powers its nodes on itself (crate::ironic)"),
             Driver::Ipmitool => self.ipmitool(&["chassis", "power", "on"]).map(drop),
             Driver::Pyghmi => self.pyghmi(&["power-on".to_string()]),
+            Driver::Proliantutils => self.proliantutils(&["power-on".to_string()]),
         }
     }
 
@@ -152,6 +154,23 @@ impl Bmc {
             }
         }
         self.ipmitool(&["chassis", "power", "on"]).map(drop)
+    }
+
+    /// `drivers/proliantutils_boot.py` against this BMC: IloClient takes
+    /// the host with its port (its Redfish path always speaks HTTPS and
+    /// ignores its `port` argument).
+    fn proliantutils(&self, args: &[String]) -> Result<()> {
+        let host = self.url.strip_prefix("https://").ok_or_else(|| {
+            anyhow!(
+                "proliantutils speaks HTTPS only; the BMC is at {}",
+                self.url
+            )
+        })?;
+        self.python_driver(
+            "proliantutils_boot.py",
+            &["--host".to_string(), host.to_string()],
+            args,
+        )
     }
 
     fn pyghmi(&self, args: &[String]) -> Result<()> {
@@ -277,6 +296,20 @@ impl Bmc {
     }
 }
 
+/// What proliantutils is asked for: iLO's virtual media boot, or only the
+/// power button.
+fn proliantutils_args(req: &BootRequest) -> Result<Vec<String>> {
+    match req.method {
+        Method::VirtualMedia => Ok(vec![
+            "virtual-media".into(),
+            "--uri".into(),
+            req.uri.clone().unwrap_or_default(),
+        ]),
+        Method::PowerOn => Ok(vec!["power-on".into()]),
+        other => bail!("the proliantutils driver does not boot by {other:?} yet"),
+    }
+}
+
 /// The pyghmi driver's arguments for one boot request.
 /// The mailbox goes as its blocks (hex), laid out here by
 /// `shoal_ipmi::boot::mailbox_blocks`, the one layout the ipmitool driver
@@ -304,12 +337,22 @@ fn pyghmi_args(req: &BootRequest) -> Result<Vec<String>> {
 }
 
 fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
+    let mut b = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(60)))
         .http_status_as_error(false)
-        .proxy(None)
-        .build()
-        .into()
+        .proxy(None);
+    // A BMC served over HTTPS here (an iLO, for proliantutils) has a
+    // certificate from the run's CA: trust that CA alone.
+    if let Some(der) = crate::tls::run_cas()
+        .ok()
+        .and_then(|c| c.ca.cert.to_der().ok())
+    {
+        let roots = ureq::tls::RootCerts::Specific(std::sync::Arc::new(vec![
+            ureq::tls::Certificate::from_der(&der).to_owned(),
+        ]));
+        b = b.tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build());
+    }
+    b.build().into()
 }
 
 /// GET; returns (ETag, body).

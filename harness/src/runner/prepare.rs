@@ -192,6 +192,12 @@ pub(super) fn prepare(
         ),
         false => None,
     };
+    // proliantutils speaks HTTPS only: its BMC serves a certificate from
+    // the run's CA (the client does not verify it, as Ironic's iLO drivers
+    // did not without `ilo_verify_ca`).
+    let bmc_tls = (driver == Driver::Proliantutils)
+        .then(|| bmc_certificate(dir))
+        .transpose()?;
     let emulator = start_emulator(
         opts,
         &domain,
@@ -200,6 +206,7 @@ pub(super) fn prepare(
         ironic.then_some(&ns),
         ipmi_port,
         sockets.as_deref(),
+        bmc_tls.as_deref(),
     )?;
     // The IPMI listener shares the Redfish address.
     let ipmi = (ipmi_port != 0)
@@ -445,6 +452,22 @@ fn blank_disk(dir: &Path, gib: u64) -> Result<PathBuf> {
     Ok(p)
 }
 
+/// The BMC's own certificate (for 127.0.0.1, from the run's CA), written
+/// into the case's `bmc-tls/`; returns that folder.
+fn bmc_certificate(dir: &Path) -> Result<std::path::PathBuf> {
+    let cas = crate::tls::run_cas()?;
+    let now = crate::tls::now();
+    let day = 86_400;
+    let server = cas
+        .ca
+        .server(&[Ipv4Addr::LOCALHOST.into()], now - day, now + 30 * day)?;
+    let tls = dir.join("bmc-tls");
+    std::fs::create_dir_all(&tls)?;
+    server.write(&tls)?;
+    Ok(tls)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn start_emulator(
     opts: &Options,
     domain: &str,
@@ -453,6 +476,7 @@ fn start_emulator(
     ns: Option<&str>,
     ipmi_port: u16,
     in_band: Option<&Path>,
+    tls: Option<&Path>,
 ) -> Result<EmulatorProcess> {
     let http_boot = emulator.http_boot;
     // Inside the lab's namespace (for Ironic there) it listens on the
@@ -500,6 +524,12 @@ fn start_emulator(
         let path = dir.join("emulator.toml");
         std::fs::write(&path, toml::to_string(&config)?)?;
         cmd.arg("--config").arg(path);
+    }
+    if let Some(t) = tls {
+        cmd.arg("--ssl-certificate")
+            .arg(t.join("server.pem"))
+            .arg("--ssl-key")
+            .arg(t.join("server.key"));
     }
     if let Some(sockets) = in_band {
         // The machine's side of the BMC, a socket QEMU (its own user)

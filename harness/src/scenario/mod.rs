@@ -32,6 +32,11 @@ pub enum Driver {
     /// pyghmi, the Python IPMI library behind Ironic's `ipminative`
     /// (petitboot specification's driver): `set_bootdev`, `set_power`.
     Pyghmi,
+    /// proliantutils, HPE's library behind Ironic's iLO drivers
+    /// (`IloClient`, its Redfish path), against an iLO profile over HTTPS:
+    /// iLO's virtual media, `BootOnNextServerReset`, the power button and
+    /// the POST state.
+    Proliantutils,
 }
 
 impl Driver {
@@ -42,6 +47,7 @@ impl Driver {
             Driver::Ironic => "ironic",
             Driver::Ipmitool => "ipmitool",
             Driver::Pyghmi => "pyghmi",
+            Driver::Proliantutils => "proliantutils",
         }
     }
 

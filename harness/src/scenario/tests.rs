@@ -154,6 +154,20 @@ fn openpower_machines_and_ipmi_drivers_are_checked() {
 }
 
 #[test]
+fn the_proliantutils_driver_needs_an_ilo_of_its_own_and_a_vmedia_boot() {
+    let ok = "description = \"x\"\ndrivers = [\"proliantutils\"]\n\
+              [emulator]\nprofile = \"ilo5\"\nsystem_id = \"1\"\n\
+              [boot]\nmethod = \"virtual-media\"\nuri = \"d.iso\"\n\
+              [checks]\nserial = [\"m\"]\n";
+    let s = parse(ok).unwrap();
+    assert_eq!(s.drivers, [Driver::Proliantutils]);
+    let e = |text: String| parse(&text).unwrap_err().to_string();
+    assert!(e(ok.replace("ilo5", "idrac9")).contains("emulator.profile"));
+    assert!(e(ok.replace("system_id = \"1\"\n", "")).contains("system_id"));
+    assert!(e(ok.replace("virtual-media", "uefi-http")).contains("boot.method"));
+}
+
+#[test]
 fn the_agents_deploy_needs_its_ramdisk_an_image_and_a_disk() {
     const DIRECT: &str = r#"
 description = "x"

@@ -105,6 +105,18 @@ impl Scenario {
         } else if matches!(method, Some(Method::PowerOn)) || self.network.dhcp == Dhcp::Petitboot {
             bail!("boot.method / network.dhcp: \"power-on\" and \"petitboot\" are for petitboot machines");
         }
+        if self.drivers.contains(&Driver::Proliantutils)
+            && !matches!(self.emulator.profile.as_deref(), Some("ilo5" | "ilo6"))
+        {
+            bail!(
+                "drivers: \"proliantutils\" drives an iLO: emulator.profile = \"ilo5\" or \"ilo6\""
+            );
+        }
+        if self.drivers.contains(&Driver::Proliantutils)
+            && self.emulator.system_id.as_deref() != Some("1")
+        {
+            bail!("drivers: \"proliantutils\" asks for Systems/1: emulator.system_id = \"1\" (the iLO's own endpoint)");
+        }
         if self.drivers.is_empty() {
             bail!("drivers: at least one driver");
         }
@@ -149,6 +161,11 @@ impl Scenario {
                 && !matches!(b.method, Method::Pxe | Method::Disk | Method::PowerOn)
             {
                 bail!("boot.method: IPMI drivers ask for \"pxe\", \"disk\" or \"power-on\"");
+            }
+            if self.drivers.contains(&Driver::Proliantutils)
+                && !matches!(b.method, Method::VirtualMedia | Method::PowerOn)
+            {
+                bail!("boot.method: the proliantutils driver boots \"virtual-media\" or only powers on");
             }
             if b.method == Method::Disk && !self.petitboot() {
                 bail!("boot.method: \"disk\" is for petitboot machines here");
