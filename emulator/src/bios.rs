@@ -157,6 +157,20 @@ pub const ATTRIBUTES: &[AttrDef] = &[
         kind: AttrKind::Uri { max_len: 1024 },
         default: DefaultValue::Str(""),
     },
+    // HPE's pre-boot network: the NIC network boot uses (Auto: any) and
+    // whether it takes its address from DHCP. Shoal's machines have one
+    // NIC and their firmware (OVMF) always asks DHCP, so those are the
+    // values there are.
+    AttrDef {
+        name: "PreBootNetwork",
+        kind: AttrKind::Enum(&["Auto"]),
+        default: DefaultValue::Str("Auto"),
+    },
+    AttrDef {
+        name: "Dhcpv4",
+        kind: AttrKind::Enum(&["Enabled"]),
+        default: DefaultValue::Str("Enabled"),
+    },
     // HPE's Pre-Boot Network Environment: the IP version of network boot
     // (Auto: both). Shoal's libvirt machines honour it for UefiHttp.
     AttrDef {

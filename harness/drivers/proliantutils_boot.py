@@ -4,6 +4,7 @@ proliantutils (IloClient, the library behind Ironic's iLO drivers), as an
 operator or Ironic's iLO virtual media boot does, over its Redfish path.
 
     proliantutils_boot.py --host HOST:PORT virtual-media --uri URL
+    proliantutils_boot.py --host HOST:PORT uefi-http --uri URL [--ca PEM]
     proliantutils_boot.py --host HOST:PORT power-on
 
 IloClient is made in its default mode: it asks RIBCL for the product name
@@ -17,6 +18,12 @@ Oem.Hpe.BootOnNextServerReset, get_one_time_boot must then say CDROM; the
 power button is pressed, and the host's POST state is followed until
 FinishedPost: it must pass through InPost, and a boot change asked for
 while it is there must be refused with UnableToModifyDuringSystemPOST.
+uefi-http boots the URL the iLO way: with the host off, --ca (the PEM
+text) is enrolled into the BIOS's TLS settings (add_tls_certificate, which
+takes files and wants the BIOS in Uefi mode), the URL is POSTed to the
+BIOS settings (set_http_boot_url: UrlBootFile, PreBootNetwork, Dhcpv4),
+get_one_time_boot must say UEFIHTTP after set_one_time_boot, and the power
+button starts the host.
 power-on presses the power button if the host is off.
 
 Prints `PROLIANTUTILS <json>`: the model, the POST states seen, the refusal.
@@ -26,6 +33,7 @@ Exits non-zero with the reason when anything is not as it should be.
 import argparse
 import json
 import sys
+import tempfile
 import time
 
 from proliantutils import exception
@@ -84,6 +92,9 @@ def main():
     sub = p.add_subparsers(dest='action', required=True)
     v = sub.add_parser('virtual-media')
     v.add_argument('--uri', required=True)
+    u = sub.add_parser('uefi-http')
+    u.add_argument('--uri', required=True)
+    u.add_argument('--ca', help='a CA certificate (PEM text) to enroll first')
     sub.add_parser('power-on')
     a = p.parse_args()
 
@@ -97,6 +108,25 @@ def main():
         return
 
     off(ilo)
+    if a.action == 'uefi-http':
+        if a.ca:
+            with tempfile.NamedTemporaryFile('w', suffix='.pem') as f:
+                f.write(a.ca)
+                f.flush()
+                ilo.add_tls_certificate([f.name])
+            out['ca_enrolled'] = True
+        ilo.set_http_boot_url(a.uri)
+        ilo.set_one_time_boot('UEFIHTTP')
+        once = ilo.get_one_time_boot()
+        if once != 'UEFIHTTP':
+            sys.exit('proliantutils_boot: one-time boot is %r, not UEFIHTTP' % once)
+        out['one_time_boot'] = once
+        ilo.press_pwr_btn()
+        wait('the host to power on', lambda: ilo.get_host_power_status() == 'ON')
+        out['power'] = 'ON'
+        print('PROLIANTUTILS ' + json.dumps(out), flush=True)
+        return
+
     ilo.insert_virtual_media(a.uri, 'CDROM')
     # CONNECT sends nothing (proliantutils' Redfish path); BOOT_ONCE sets
     # the CD's BootOnNextServerReset.

@@ -296,8 +296,9 @@ impl Bmc {
     }
 }
 
-/// What proliantutils is asked for: iLO's virtual media boot, or only the
-/// power button.
+/// What proliantutils is asked for: iLO's virtual media boot, an HTTP(S)
+/// boot the iLO way (the URL in the BIOS, the CA in its TLS settings), or
+/// only the power button.
 fn proliantutils_args(req: &BootRequest) -> Result<Vec<String>> {
     match req.method {
         Method::VirtualMedia => Ok(vec![
@@ -305,6 +306,17 @@ fn proliantutils_args(req: &BootRequest) -> Result<Vec<String>> {
             "--uri".into(),
             req.uri.clone().unwrap_or_default(),
         ]),
+        Method::UefiHttp => {
+            let mut a = vec![
+                "uefi-http".to_string(),
+                "--uri".into(),
+                req.uri.clone().unwrap_or_default(),
+            ];
+            if let Some(pem) = &req.enroll {
+                a.extend(["--ca".into(), pem.clone()]);
+            }
+            Ok(a)
+        }
         Method::PowerOn => Ok(vec!["power-on".into()]),
         other => bail!("the proliantutils driver does not boot by {other:?} yet"),
     }

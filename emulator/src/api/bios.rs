@@ -22,7 +22,7 @@ pub fn router() -> Router<AppState> {
         .route("/redfish/v1/Systems/{id}/Bios", get(bios))
         .route(
             "/redfish/v1/Systems/{id}/Bios/Settings",
-            get(settings).patch(patch_settings),
+            get(settings).patch(patch_settings).post(post_settings),
         )
         .route(
             "/redfish/v1/Systems/{id}/Bios/Actions/Bios.ResetBios",
@@ -112,12 +112,59 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
     if let Some(tls) = super::hpe_tls::config_uri(&st, &sys) {
         body["Oem"] = json!({ "Hpe": { "Links": { "TlsConfig": link(&tls) } } });
     }
+    if profile.hpe.is_some() {
+        // iLO's BIOS says the boot mode the machine has (proliantutils
+        // reads it before it enrolls a CA).
+        for (k, v) in machine_attributes(&sys) {
+            body["Attributes"][k] = json!(v);
+        }
+    }
     Ok(Resource::new(body, profile, "GET"))
+}
+
+/// The attributes iLO's BIOS shows of the machine itself: `BootMode`
+/// (`Uefi`, `LegacyBios`) and `UefiOptimizedBoot`. They follow the
+/// machine's boot mode (`BootSourceOverrideMode`); staging them is
+/// refused (`validate`).
+pub(super) const MACHINE_ATTRIBUTES: &[&str] = &["BootMode", "UefiOptimizedBoot"];
+
+fn machine_attributes(sys: &System) -> [(&'static str, &'static str); 2] {
+    let uefi = sys.uefi();
+    [
+        ("BootMode", if uefi { "Uefi" } else { "LegacyBios" }),
+        (
+            "UefiOptimizedBoot",
+            if uefi { "Enabled" } else { "Disabled" },
+        ),
+    ]
+}
+
+/// The methods `Bios/Settings` takes: iLO's takes a POST too (proliantutils
+/// POSTs `UrlBootFile` there).
+fn settings_allow(st: &AppState, sys: &System) -> &'static str {
+    if st.profile(sys).hpe.is_some() {
+        "GET, PATCH, POST"
+    } else {
+        "GET, PATCH"
+    }
 }
 
 async fn settings(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
-    Ok(Resource::new(settings_json(&sys), profile, "GET, PATCH"))
+    Ok(Resource::new(
+        settings_json(&sys),
+        profile,
+        settings_allow(&st, &sys),
+    ))
+}
+
+/// iLO's POST to the settings object: the same as a PATCH.
+async fn post_settings(st: State<AppState>, req: SysPatch) -> Result<Resource, ApiError> {
+    let sys = st.backend.system(&req.id).await?;
+    if st.profile(&sys).hpe.is_none() {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    patch_settings(st, req).await
 }
 
 async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Resource, ApiError> {
@@ -135,7 +182,7 @@ async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Res
     if apply.is_some() && body.is_empty() {
         // Only the apply time: nothing to stage.
         if errors.is_empty() {
-            return Ok(Resource::new(p.current, profile, "GET, PATCH"));
+            return Ok(Resource::new(p.current, profile, settings_allow(&st, sys)));
         }
         return Err(ApiError::BadRequest(errors));
     }
@@ -160,7 +207,11 @@ async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Res
         .apply(&sys.id, vec![Change::BiosPending(pending)])
         .await?;
     tracing::info!(system = %sys.name, pending = ?sys.bmc.bios.pending, "BIOS settings staged");
-    Ok(Resource::new(settings_json(&sys), profile, "GET, PATCH"))
+    Ok(Resource::new(
+        settings_json(&sys),
+        profile,
+        settings_allow(&st, &sys),
+    ))
 }
 
 async fn reset_bios(

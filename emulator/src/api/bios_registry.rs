@@ -65,6 +65,11 @@ pub fn registry_document(uri: &str) -> Value {
 /// Checks one attribute assignment; the error names `Attributes/<name>`.
 pub fn validate(name: &str, value: &Value) -> Result<(), Msg> {
     let path = format!("Attributes/{}", input::echo(name));
+    if super::bios::MACHINE_ATTRIBUTES.contains(&name) {
+        // What the machine is, not a setting: its boot mode is changed
+        // with BootSourceOverrideMode.
+        return Err(Msg::new("PropertyNotWritable", &[&path]).about(&path));
+    }
     let Some(def) = crate::bios::lookup(name) else {
         return Err(Msg::new("PropertyUnknown", &[&path]).about(&path));
     };

@@ -245,3 +245,62 @@ async fn ilo_inserts_by_its_own_action_and_boots_the_cd_once_on_next_reset() {
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+/// iLO's BIOS: the settings object takes a POST as well as a PATCH (what
+/// proliantutils' set_http_boot_url sends), and the BIOS says the machine's
+/// boot mode, which a setting cannot change. Elsewhere a POST is not
+/// allowed.
+#[tokio::test]
+async fn ilo_bios_settings_take_a_post_and_show_the_boot_mode() {
+    let api = Api::own_endpoint("ilo5");
+    let bios = api.get(&format!("{SYS}/Bios")).await.body;
+    assert_eq!(bios["Attributes"]["BootMode"], "Uefi");
+    assert_eq!(bios["Attributes"]["UefiOptimizedBoot"], "Enabled");
+    let settings = bios["@Redfish.Settings"]["SettingsObject"]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        api.get(&settings).await.header("allow").as_deref(),
+        Some("GET, PATCH, POST")
+    );
+    let url = "https://192.0.2.1/boot.efi";
+    let r = api
+        .post(&settings, json!({"Attributes": {"PreBootNetwork": "Auto", "UrlBootFile": url, "Dhcpv4": "Enabled"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(
+        api.get(&settings).await.body["Attributes"]["UrlBootFile"],
+        url
+    );
+    for (attrs, id) in [
+        (json!({"BootMode": "LegacyBios"}), "PropertyNotWritable"),
+        (json!({"Dhcpv4": "Disabled"}), "PropertyValueNotInList"),
+        (
+            json!({"PreBootNetwork": "EmbNicPort9"}),
+            "PropertyValueNotInList",
+        ),
+    ] {
+        let r = api.post(&settings, json!({ "Attributes": attrs })).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{attrs}: {r}");
+        assert_eq!(r.message_ids()[0], id, "{attrs}");
+    }
+    let pending = api.get(&settings).await.body;
+    assert!(
+        pending["Attributes"].get("BootMode").is_none(),
+        "nothing staged: {pending}"
+    );
+
+    let dell = Api::own_endpoint("idrac9");
+    let dell_settings = "/redfish/v1/Systems/System.Embedded.1/Bios/Settings";
+    let r = dell
+        .post(dell_settings, json!({"Attributes": {"UrlBootFile": url}}))
+        .await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{r}");
+    assert!(dell
+        .get("/redfish/v1/Systems/System.Embedded.1/Bios")
+        .await
+        .body["Attributes"]
+        .get("BootMode")
+        .is_none());
+}

@@ -164,7 +164,7 @@ fn the_proliantutils_driver_needs_an_ilo_of_its_own_and_a_vmedia_boot() {
     let e = |text: String| parse(&text).unwrap_err().to_string();
     assert!(e(ok.replace("ilo5", "idrac9")).contains("emulator.profile"));
     assert!(e(ok.replace("system_id = \"1\"\n", "")).contains("system_id"));
-    assert!(e(ok.replace("virtual-media", "uefi-http")).contains("boot.method"));
+    assert!(e(ok.replace("virtual-media", "pxe")).contains("boot.method"));
 }
 
 #[test]

@@ -163,9 +163,12 @@ impl Scenario {
                 bail!("boot.method: IPMI drivers ask for \"pxe\", \"disk\" or \"power-on\"");
             }
             if self.drivers.contains(&Driver::Proliantutils)
-                && !matches!(b.method, Method::VirtualMedia | Method::PowerOn)
+                && !matches!(
+                    b.method,
+                    Method::VirtualMedia | Method::UefiHttp | Method::PowerOn
+                )
             {
-                bail!("boot.method: the proliantutils driver boots \"virtual-media\" or only powers on");
+                bail!("boot.method: the proliantutils driver boots \"virtual-media\" or \"uefi-http\", or only powers on");
             }
             if b.method == Method::Disk && !self.petitboot() {
                 bail!("boot.method: \"disk\" is for petitboot machines here");
