@@ -28,6 +28,10 @@ pub fn router() -> Router<AppState> {
             "/redfish/v1/Systems/{id}/Bios/Actions/Bios.ResetBios",
             post(reset_bios),
         )
+        .route(
+            "/redfish/v1/Systems/{id}/Bios/baseconfigs",
+            get(base_configs),
+        )
 }
 
 /// The apply times `@Redfish.Settings` advertises for `Bios/Settings`
@@ -118,8 +122,40 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
         for (k, v) in machine_attributes(&sys) {
             body["Attributes"][k] = json!(v);
         }
+        // What became of the settings the last start applied: they were
+        // checked when staged, so each start applies them all.
+        body["@Redfish.Settings"]["Messages"] = match sys.bmc.last_boot {
+            Some(_) => json!([crate::registry::message("Success", &[], &[])]),
+            None => json!([]),
+        };
+        body["Oem"]["Hpe"]["Links"]["BaseConfigs"] = link(&format!("{base}/baseconfigs"));
     }
     Ok(Resource::new(body, profile, "GET"))
+}
+
+/// iLO's BIOS base configurations: the factory defaults, which
+/// proliantutils reads (`get_default_bios_settings`) and POSTs back to the
+/// settings object to reset the BIOS.
+async fn base_configs(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: axum::http::Uri,
+) -> Result<Resource, ApiError> {
+    let profile = st.profile(&sys);
+    if profile.hpe.is_none() {
+        return Err(ApiError::NotFound(uri.path().to_string()));
+    }
+    Ok(Resource::new(
+        json!({
+            "@odata.type": "#HpeBaseConfigs.v2_0_0.HpeBaseConfigs",
+            "@odata.id": uri.path(),
+            "Id": "baseconfigs",
+            "Name": "BIOS Default Settings",
+            "BaseConfigs": [{ "default": crate::bios::defaults() }],
+        }),
+        profile,
+        "GET",
+    ))
 }
 
 /// The attributes iLO's BIOS shows of the machine itself: `BootMode`

@@ -24,6 +24,7 @@ mod ipmi;
 #[cfg(feature = "libvirt")]
 mod libvirt;
 mod nvram;
+mod proliantutils;
 mod props_config;
 mod props_json;
 mod props_query;
