@@ -177,6 +177,13 @@ impl Faults {
     /// `secs` seconds and lose their sessions.
     pub fn reboot(&self, systems: Vec<String>, secs: u64) {
         self.expire_sessions(&systems);
+        self.outage(systems, secs);
+    }
+
+    /// The BMCs of `systems` (all when empty) answer 503 for `secs`
+    /// seconds (their sessions kept: a reset of one BMC of a service that
+    /// serves many, whose sessions are the service's).
+    pub fn outage(&self, systems: Vec<String>, secs: u64) {
         let mut st = self.lock();
         st.outages.push(Outage {
             systems,

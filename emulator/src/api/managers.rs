@@ -1,15 +1,18 @@
 //! Managers: one BMC per system, sharing the system's Id, as sushy-tools
 //! lays them out (Ironic finds a system's manager through `Links.ManagedBy`).
 
+use std::time::Duration;
+
 use axum::extract::State;
-use axum::routing::get;
+use axum::response::Response;
+use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::json::Resource;
+use super::json::{self, JsonObject, Resource};
 use super::{collection, link, AppState, Sys};
-use crate::api::error::ApiError;
+use crate::api::error::{ApiError, Msg};
 use crate::model::System;
 use crate::profile::Profile;
 use crate::timefmt::rfc3339;
@@ -18,7 +21,19 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/redfish/v1/Managers", get(list))
         .route("/redfish/v1/Managers/{id}", get(manager))
+        .route(
+            "/redfish/v1/Managers/{id}/Actions/Manager.Reset",
+            post(reset),
+        )
 }
+
+const RESET: &str = "Manager.Reset";
+const RESET_TYPES: &[&str] = &["GracefulRestart", "ForceRestart"];
+/// How long the BMC takes to go down after it answered the reset.
+const RESET_GRACE: Duration = Duration::from_secs(1);
+/// How long a BMC is away while it restarts, where its profile does not
+/// say (Dell's: `dell.reset_down_secs`).
+const RESET_DOWN_SECS: u64 = 30;
 
 async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
     let members = st.backend.systems().await?.into_iter().map(|s| {
@@ -58,6 +73,12 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "DateTimeLocalOffset": "+00:00",
         "PowerState": "On",
         "Status": { "State": "Enabled", "Health": "OK" },
+        "Actions": {
+            "#Manager.Reset": {
+                "target": format!("{base}/Actions/{RESET}"),
+                "ResetType@Redfish.AllowableValues": RESET_TYPES,
+            },
+        },
         "Links": {
             "ManagerForServers": [link(&format!("/redfish/v1/Systems/{}", sys.id))],
             "ManagerForChassis": [link(&format!("/redfish/v1/Chassis/{}", st.chassis_id(sys)))],
@@ -77,4 +98,50 @@ async fn manager(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, 
     let profile = st.profile(&sys);
     // DateTime changes every second: the manager carries no ETag.
     Ok(Resource::plain(manager_json(&st, &sys, profile), "GET"))
+}
+
+/// `Manager.Reset` (`GracefulRestart`, `ForceRestart`): the BMC restarts a
+/// second after it answered (204). On an endpoint of its own (one BMC,
+/// one server) its address refuses connections while it is away and its
+/// sessions are lost, as a real BMC's; a Dell LC then reloads its data.
+/// On a service that serves many systems, only this system's requests
+/// answer 503 (with Retry-After) meanwhile.
+async fn reset(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    json::action_known(&body, &["ResetType"], RESET)?;
+    let kind = json::action_str(&body, "ResetType", RESET)?
+        .ok_or_else(|| ApiError::bad(Msg::new("ActionParameterMissing", &[RESET, "ResetType"])))?;
+    if !RESET_TYPES.contains(&kind) {
+        return Err(ApiError::bad(Msg::new(
+            "ActionParameterValueNotInList",
+            &[kind, "ResetType", RESET],
+        )));
+    }
+    let dell = st.profile(&sys).dell.as_ref();
+    let down = Duration::from_secs(dell.map_or(RESET_DOWN_SECS, |d| d.reset_down_secs));
+    let settle = Duration::from_secs(dell.map_or(0, |d| d.lc_settle_secs));
+    tracing::info!(system = %sys.name, reset = kind, ?down, "BMC reset");
+    restart_bmc(&st, &sys, down, settle);
+    Ok(json::no_content())
+}
+
+/// The BMC of `sys` restarts a second from now and is away for `down`
+/// (its LC, on a Dell, not ready for `settle` more): on an endpoint of its
+/// own the address refuses connections and the sessions are lost; on a
+/// service that serves many systems, this system's requests answer 503.
+pub(super) fn restart_bmc(st: &AppState, sys: &System, down: Duration, settle: Duration) {
+    let (st, name) = (st.clone(), sys.name.clone());
+    tokio::spawn(async move {
+        tokio::time::sleep(RESET_GRACE).await;
+        if st.fixed.is_some() {
+            st.auth.drop_all_sessions();
+            st.lc.not_ready_for(down + settle);
+            st.downtime.until(tokio::time::Instant::now() + down);
+        } else {
+            st.faults.outage(vec![name], down.as_secs());
+        }
+    });
 }

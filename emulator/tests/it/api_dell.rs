@@ -370,7 +370,7 @@ async fn without_the_profile_or_an_endpoint_of_its_own_there_is_no_lc_api() {
     let id = sys.rsplit('/').next().unwrap();
     let m = api.get(&format!("/redfish/v1/Managers/{id}")).await.body;
     assert!(
-        m["Links"].get("Oem").is_none() && m.get("Actions").is_none(),
+        m["Links"].get("Oem").is_none() && m["Actions"].get("Oem").is_none(),
         "{m}"
     );
     for path in [
@@ -572,4 +572,33 @@ async fn idrac_names_nics_by_fqdd_the_bios_pxe_devices_name_them_and_sku_is_the_
     assert!(!id.contains("NIC."), "{id}");
     let sys = api.get(&sys).await.body;
     assert_eq!(sys["SKU"], sys["Model"]);
+}
+
+/// Dell's own reset script restarts the iDRAC with the standard
+/// `Manager.Reset` (204): the same restart as `iDRACReset`.
+#[tokio::test]
+async fn a_manager_reset_restarts_the_idrac_as_its_own_reset_does() {
+    let api = Api::own_endpoint("idrac9");
+    let target = api.get(MGR).await.body["Actions"]["#Manager.Reset"]["target"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut down = api.state.downtime.subscribe();
+    let r = api
+        .post(&target, json!({"ResetType": "GracefulRestart"}))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{r}");
+    tokio::time::timeout(Duration::from_secs(5), down.changed())
+        .await
+        .expect("the listener is taken down")
+        .unwrap();
+    let until = (*down.borrow()).expect("a downtime");
+    let secs = (until - tokio::time::Instant::now()).as_secs_f64();
+    assert!((115.0..=120.0).contains(&secs), "down for {secs} s");
+    let status =
+        format!("{MGR}/Oem/Dell/DellLCService/Actions/DellLCService.GetRemoteServicesAPIStatus");
+    assert_eq!(
+        api.post(&status, json!({})).await.body["LCStatus"],
+        "ReloadingData"
+    );
 }

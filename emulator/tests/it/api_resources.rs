@@ -671,3 +671,38 @@ async fn the_admin_endpoint_refuses_unbounded_fault_rules() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(faults.config().rules[0].latency_ms, 60_000);
 }
+
+/// `Manager.Reset`: refused without a ResetType it offers; taken with 204,
+/// after which (a second later) that BMC is away: on a service of many
+/// BMCs only its system answers 503 with Retry-After, the others serve on.
+#[tokio::test]
+async fn a_manager_reset_takes_only_that_bmc_away() {
+    let api = Api::new(2);
+    let (a, b) = (api.system(0).await, api.system(1).await);
+    let mgr = a.replace("/Systems/", "/Managers/");
+    let m = api.get(&mgr).await.body;
+    let action = &m["Actions"]["#Manager.Reset"];
+    assert_eq!(
+        action["ResetType@Redfish.AllowableValues"],
+        json!(["GracefulRestart", "ForceRestart"])
+    );
+    let target = action["target"].as_str().unwrap().to_string();
+    for (body, id) in [
+        (json!({}), "ActionParameterMissing"),
+        (json!({"ResetType": "On"}), "ActionParameterValueNotInList"),
+    ] {
+        let r = api.post(&target, body).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+        assert_eq!(r.message_ids()[0], id);
+    }
+    assert_eq!(api.get(&a).await.status, StatusCode::OK, "nothing happened");
+    let r = api
+        .post(&target, json!({"ResetType": "GracefulRestart"}))
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{r}");
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    let r = api.get(&a).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{r}");
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(api.get(&b).await.status, StatusCode::OK);
+}

@@ -436,9 +436,6 @@ async fn card_service(
     })
 }
 
-/// How long the BMC takes to go down after it answered the reset.
-const RESET_GRACE: Duration = Duration::from_secs(1);
-
 async fn idrac_reset(
     State(st): State<AppState>,
     Sys(sys): Sys,
@@ -458,13 +455,7 @@ async fn idrac_reset(
     let down = Duration::from_secs(d.reset_down_secs);
     let settle = Duration::from_secs(d.lc_settle_secs);
     tracing::info!(system = %sys.name, ?down, ?settle, "iDRAC reset");
-    let st2 = st.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(RESET_GRACE).await;
-        st2.auth.drop_all_sessions();
-        st2.lc.not_ready_for(down + settle);
-        st2.downtime.until(tokio::time::Instant::now() + down);
-    });
+    super::managers::restart_bmc(&st, &sys, down, settle);
     Ok(success(dell_msg(d, "RAC064", &[])))
 }
 
