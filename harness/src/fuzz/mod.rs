@@ -19,6 +19,10 @@
 //!   strings over `gen::MAX_STRING`, values outside AllowableValues,
 //!   unknown properties, missing credentials) is not answered 2xx;
 //! - `rss-bound`: VmRSS stays under the limit.
+//!
+//! An accepted request that takes the service away on purpose (a changed
+//! fuzz account, a `Manager.Reset`: its BMC answers 503 for half a minute)
+//! restarts the target, so the rest of the run is not blind.
 
 pub mod crawl;
 pub mod gen;

@@ -20,6 +20,9 @@ use super::{crawl, Finding, Invariant, Options, Target, TargetResult};
 use super::{BATCH, PASSWORD, USER, VICTIM, VOLATILE};
 use crate::emulator::EmulatorProcess;
 
+/// The action that restarts a BMC (`Manager.Reset`).
+const RESTART: &[u8] = b"/Actions/Manager.Reset";
+
 /// Inventory: UEFI and legacy x86_64 machines and a ppc64le one, one off,
 /// under profiles without fixed Ids (they share one service root).
 fn inventory(auth: Option<&Path>) -> String {
@@ -245,6 +248,15 @@ impl Run<'_> {
             if let Some(why) = &case.must_reject {
                 let why = format!("accepted ({s}) {why}");
                 self.finding(Invariant::RejectsInvalid, case, &s.to_string(), why);
+            }
+            // An accepted BMC restart takes that BMC away for half a
+            // minute (503 meanwhile): a fresh emulator instead of a blind
+            // run.
+            if case.req.method == "POST"
+                && case.req.target.windows(RESTART.len()).any(|w| w == RESTART)
+            {
+                self.restart(format!("case {}: a BMC restarts (Manager.Reset)", case.id))?;
+                return Ok(());
             }
             // An accepted request may have changed the fuzzer's own account.
             if case.req.target.starts_with(b"/redfish/v1/AccountService")
