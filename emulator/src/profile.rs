@@ -411,6 +411,76 @@ pub struct Inventory {
     /// tools and Ironic's idrac inspection read as the serial number).
     #[serde(default)]
     pub service_tag: bool,
+    /// The Storage below a System: its controller, drives and volumes.
+    #[serde(default)]
+    pub storage_ids: StorageIds,
+}
+
+/// How a System's Storage, controller, drives and volumes are named.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StorageIds {
+    /// Storage `1`, controller `0`, drives and volumes by the machine's
+    /// own names.
+    #[default]
+    Plain,
+    /// Dell's FQDDs: the PERC `RAID.Integrated.1-1` (Storage and
+    /// controller alike), drives `Disk.Bay.N:Enclosure.Internal.0-1:…`,
+    /// RAID volumes `Disk.Virtual.N:…`, and a non-RAID drive's volume by
+    /// the drive's own FQDD.
+    DellFqdd,
+}
+
+/// The PERC controller's FQDD on the Dell profiles.
+pub const DELL_PERC: &str = "RAID.Integrated.1-1";
+
+impl StorageIds {
+    /// The Storage resource's Id.
+    pub fn storage(self) -> &'static str {
+        match self {
+            StorageIds::Plain => "1",
+            StorageIds::DellFqdd => DELL_PERC,
+        }
+    }
+
+    /// The Id of the StorageController member.
+    pub fn controller(self) -> &'static str {
+        match self {
+            StorageIds::Plain => "0",
+            StorageIds::DellFqdd => DELL_PERC,
+        }
+    }
+
+    /// The Id of the `index`th drive (from 0), named `name`.
+    pub fn drive(self, index: usize, name: &str) -> String {
+        match self {
+            StorageIds::Plain => name.to_string(),
+            StorageIds::DellFqdd => {
+                format!("Disk.Bay.{index}:Enclosure.Internal.0-1:{DELL_PERC}")
+            }
+        }
+    }
+
+    /// The Id of volume `id` (Shoal's `VolumeN`, or a drive's name for
+    /// its pass-through volume) over the machine's `disks`.
+    pub fn volume(self, v: &crate::storage::Volume, disks: &[crate::storage::Disk]) -> String {
+        match self {
+            StorageIds::Plain => v.id.clone(),
+            StorageIds::DellFqdd if v.raid_type == "None" => {
+                let first = v.drives.first().map(String::as_str).unwrap_or("");
+                match disks.iter().position(|d| d.name == first) {
+                    Some(i) => self.drive(i, first),
+                    None => v.id.clone(),
+                }
+            }
+            StorageIds::DellFqdd => match v.id.strip_prefix("Volume") {
+                Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                    format!("Disk.Virtual.{n}:{DELL_PERC}")
+                }
+                _ => v.id.clone(),
+            },
+        }
+    }
 }
 
 /// How EthernetInterfaces are named.

@@ -30,11 +30,39 @@ pub struct Volume {
     pub drives: Vec<String>,
 }
 
-/// One change to the set of volumes.
+/// One change to the set of volumes, or to the controller's mode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum VolumeChange {
     Create(Volume),
     Delete(String),
+    Mode(ControllerMode),
+}
+
+/// The controller's personality (Dell's `ControllerMode`): RAID, where
+/// drives are Ready for volumes or converted to non-RAID one by one; HBA,
+/// where every drive is passed through and no RAID volume can be made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ControllerMode {
+    #[default]
+    Raid,
+    Hba,
+}
+
+impl ControllerMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControllerMode::Raid => "RAID",
+            ControllerMode::Hba => "HBA",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ControllerMode> {
+        match s {
+            "RAID" => Some(ControllerMode::Raid),
+            "HBA" => Some(ControllerMode::Hba),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -43,6 +71,19 @@ pub struct StorageState {
     /// Changes staged for the next start, in order.
     #[serde(default)]
     pub pending: Vec<VolumeChange>,
+    #[serde(default)]
+    pub mode: ControllerMode,
+}
+
+/// What a drive is used for, as Dell's `RaidStatus` tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DriveUse<'a> {
+    /// Passed through to the host (a `None` volume of its own).
+    NonRaid(&'a Volume),
+    /// In no volume: free for a RAID volume.
+    Ready,
+    /// A member of a RAID volume.
+    Online(&'a Volume),
 }
 
 /// Why a volume cannot be created.
@@ -66,6 +107,14 @@ pub enum VolumeError {
     Capacity { asked: u64, max: u64 },
     #[error("volume {0} does not exist")]
     NoVolume(String),
+    #[error("the controller is in {0} mode")]
+    Mode(&'static str),
+    #[error("drive {0} is not a non-RAID drive")]
+    NotNonRaid(String),
+    #[error("drive {0} is not Ready (in no volume)")]
+    NotReady(String),
+    #[error("drive {0} has a change staged for the next reset")]
+    Staged(String),
 }
 
 impl StorageState {
@@ -89,13 +138,144 @@ impl StorageState {
                 })
                 .collect(),
             pending: Vec::new(),
+            mode: ControllerMode::Raid,
         }
+    }
+
+    /// The mode once the staged changes apply.
+    pub fn projected_mode(&self) -> ControllerMode {
+        self.pending
+            .iter()
+            .rev()
+            .find_map(|c| match c {
+                VolumeChange::Mode(m) => Some(*m),
+                _ => None,
+            })
+            .unwrap_or(self.mode)
+    }
+
+    /// What drive `name` is used for now.
+    pub fn drive_use(&self, name: &str) -> DriveUse<'_> {
+        match self
+            .volumes
+            .iter()
+            .find(|v| v.drives.iter().any(|d| d == name))
+        {
+            Some(v) if v.raid_type == "None" => DriveUse::NonRaid(v),
+            Some(v) => DriveUse::Online(v),
+            None => DriveUse::Ready,
+        }
+    }
+
+    /// Whether a staged change touches drive `name`.
+    fn drive_staged(&self, name: &str) -> bool {
+        self.pending.iter().any(|c| match c {
+            VolumeChange::Create(v) => v.drives.iter().any(|d| d == name),
+            VolumeChange::Delete(id) => self
+                .volumes
+                .iter()
+                .any(|v| &v.id == id && v.drives.iter().any(|d| d == name)),
+            VolumeChange::Mode(_) => false,
+        })
+    }
+
+    /// The changes that make non-RAID `drives` Ready for RAID volumes
+    /// (Dell's `ConvertToRAID`): their pass-through volumes go.
+    pub fn to_raid(
+        &self,
+        disks: &[Disk],
+        drives: &[String],
+    ) -> Result<Vec<VolumeChange>, VolumeError> {
+        self.convertible(disks, drives)?;
+        drives
+            .iter()
+            .map(|d| match self.drive_use(d) {
+                DriveUse::NonRaid(v) => Ok(VolumeChange::Delete(v.id.clone())),
+                _ => Err(VolumeError::NotNonRaid(d.clone())),
+            })
+            .collect()
+    }
+
+    /// The changes that pass Ready `drives` through to the host (Dell's
+    /// `ConvertToNonRAID`): a `None` volume each, named after the drive.
+    pub fn to_non_raid(
+        &self,
+        disks: &[Disk],
+        drives: &[String],
+    ) -> Result<Vec<VolumeChange>, VolumeError> {
+        self.convertible(disks, drives)?;
+        drives
+            .iter()
+            .map(|d| {
+                if self.drive_use(d) != DriveUse::Ready {
+                    return Err(VolumeError::NotReady(d.clone()));
+                }
+                let disk = disks.iter().find(|x| &x.name == d);
+                let taken = self.volumes.iter().any(|v| &v.id == d);
+                let id = if taken {
+                    format!("{d}-nonraid")
+                } else {
+                    d.clone()
+                };
+                Ok(VolumeChange::Create(Volume {
+                    name: d.clone(),
+                    id,
+                    raid_type: "None".into(),
+                    capacity_bytes: disk.map_or(0, |x| x.capacity_bytes),
+                    drives: vec![d.clone()],
+                }))
+            })
+            .collect()
+    }
+
+    /// Drives a conversion may take: known, listed once, with nothing
+    /// staged, on a controller in RAID mode now and after the reset.
+    fn convertible(&self, disks: &[Disk], drives: &[String]) -> Result<(), VolumeError> {
+        for mode in [self.mode, self.projected_mode()] {
+            if mode != ControllerMode::Raid {
+                return Err(VolumeError::Mode(mode.as_str()));
+            }
+        }
+        for (i, d) in drives.iter().enumerate() {
+            if !disks.iter().any(|x| &x.name == d) {
+                return Err(VolumeError::NoDrive(d.clone()));
+            }
+            if drives[..i].contains(d) {
+                return Err(VolumeError::Duplicate(d.clone()));
+            }
+            if self.drive_staged(d) {
+                return Err(VolumeError::Staged(d.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the controller may be set to `mode` at the next reset: HBA
+    /// passes every drive through, so no RAID volume may exist or be
+    /// staged.
+    pub fn check_mode(&self, mode: ControllerMode) -> Result<(), VolumeError> {
+        if mode == ControllerMode::Hba {
+            let projected = self.projected();
+            if let Some(v) = projected
+                .iter()
+                .chain(&self.volumes)
+                .find(|v| v.raid_type != "None")
+            {
+                return Err(VolumeError::InUse {
+                    drive: v.drives.first().cloned().unwrap_or_default(),
+                    volume: v.id.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The volumes as they will be once the staged changes apply.
     fn projected(&self) -> Vec<Volume> {
         let mut s = self.clone();
-        s.apply_pending();
+        for c in std::mem::take(&mut s.pending) {
+            s.apply(c);
+        }
         s.volumes
     }
 
@@ -114,6 +294,13 @@ impl StorageState {
     ) -> Result<Volume, VolumeError> {
         if !RAID_TYPES.contains(&raid_type) {
             return Err(VolumeError::RaidType(raid_type.into()));
+        }
+        if raid_type != "None" {
+            for mode in [self.mode, self.projected_mode()] {
+                if mode != ControllerMode::Raid {
+                    return Err(VolumeError::Mode(mode.as_str()));
+                }
+            }
         }
         let mut sizes = Vec::new();
         for (i, d) in drives.iter().enumerate() {
@@ -201,6 +388,7 @@ impl StorageState {
         self.pending.iter().any(|c| match c {
             VolumeChange::Create(v) => v.id == id,
             VolumeChange::Delete(d) => d == id,
+            VolumeChange::Mode(_) => false,
         })
     }
 
@@ -209,13 +397,48 @@ impl StorageState {
         match change {
             VolumeChange::Create(v) => self.volumes.push(v),
             VolumeChange::Delete(id) => self.volumes.retain(|v| v.id != id),
+            VolumeChange::Mode(m) => self.mode = m,
         }
     }
 
-    /// Applies the staged changes (at a machine's start).
-    pub fn apply_pending(&mut self) {
+    /// Stages one change; a mode replaces any mode staged before it.
+    pub fn stage(&mut self, change: VolumeChange) {
+        if matches!(change, VolumeChange::Mode(_)) {
+            self.pending.retain(|c| !matches!(c, VolumeChange::Mode(_)));
+        }
+        self.pending.push(change);
+    }
+
+    /// Applies the staged changes (at a machine's start). A controller
+    /// that comes up in HBA mode passes every free drive through.
+    pub fn apply_pending(&mut self, disks: &[Disk]) {
         for c in std::mem::take(&mut self.pending) {
             self.apply(c);
+        }
+        if self.mode == ControllerMode::Hba {
+            let free: Vec<String> = disks
+                .iter()
+                .filter(|d| self.drive_use(&d.name) == DriveUse::Ready)
+                .map(|d| d.name.clone())
+                .collect();
+            for d in free {
+                let id = if self.volumes.iter().any(|v| v.id == d) {
+                    format!("{d}-nonraid")
+                } else {
+                    d.clone()
+                };
+                let capacity = disks
+                    .iter()
+                    .find(|x| x.name == d)
+                    .map_or(0, |x| x.capacity_bytes);
+                self.volumes.push(Volume {
+                    name: d.clone(),
+                    id,
+                    raid_type: "None".into(),
+                    capacity_bytes: capacity,
+                    drives: vec![d],
+                });
+            }
         }
     }
 }
@@ -312,9 +535,65 @@ mod tests {
         assert_eq!(s.volumes.len(), 3);
         assert_eq!(s.check_delete("Volume0"), Ok(()));
         assert!(s.check_delete("disk0").is_err(), "already going");
-        s.apply_pending();
+        s.apply_pending(&d);
         let ids: Vec<&str> = s.volumes.iter().map(|v| v.id.as_str()).collect();
         assert_eq!(ids, ["disk2", "Volume0"]);
         assert!(s.pending.is_empty());
+    }
+
+    #[test]
+    fn drives_convert_between_non_raid_and_ready_and_hba_passes_them_through() {
+        let d = disks(&[100, 100, 100]);
+        let mut s = StorageState::jbod(&d);
+        assert!(matches!(s.drive_use("disk0"), DriveUse::NonRaid(_)));
+        assert_eq!(
+            s.to_non_raid(&d, &names(&[0])),
+            Err(VolumeError::NotReady("disk0".into()))
+        );
+        for c in s.to_raid(&d, &names(&[0, 1])).unwrap() {
+            s.apply(c);
+        }
+        assert_eq!(s.drive_use("disk0"), DriveUse::Ready);
+        assert_eq!(
+            s.to_raid(&d, &names(&[0])),
+            Err(VolumeError::NotNonRaid("disk0".into()))
+        );
+        assert_eq!(
+            s.to_raid(&d, &names(&[2, 2])),
+            Err(VolumeError::Duplicate("disk2".into()))
+        );
+        assert_eq!(
+            s.to_raid(&d, &names(&[7])),
+            Err(VolumeError::NoDrive("disk7".into()))
+        );
+        let v = s
+            .plan(&d, "RAID1", &names(&[0, 1]), None, None, false)
+            .unwrap();
+        s.apply(VolumeChange::Create(v));
+        assert!(matches!(s.drive_use("disk1"), DriveUse::Online(_)));
+        assert!(matches!(
+            s.check_mode(ControllerMode::Hba),
+            Err(VolumeError::InUse { .. })
+        ));
+        s.apply(VolumeChange::Delete("Volume0".into()));
+        // HBA staged: no RAID volume now, and at the start every free
+        // drive is passed through.
+        s.stage(VolumeChange::Mode(ControllerMode::Hba));
+        assert_eq!(s.projected_mode(), ControllerMode::Hba);
+        assert_eq!(
+            s.plan(&d, "RAID0", &names(&[0]), None, None, false),
+            Err(VolumeError::Mode("HBA"))
+        );
+        s.stage(VolumeChange::Mode(ControllerMode::Hba));
+        assert_eq!(s.pending.len(), 1, "a mode replaces the one staged before");
+        s.apply_pending(&d);
+        assert_eq!(s.mode, ControllerMode::Hba);
+        for i in 0..3 {
+            assert!(matches!(
+                s.drive_use(&format!("disk{i}")),
+                DriveUse::NonRaid(_)
+            ));
+        }
+        assert_eq!(s.to_raid(&d, &names(&[0])), Err(VolumeError::Mode("HBA")));
     }
 }

@@ -13,13 +13,14 @@ use serde_json::{json, Map, Value};
 
 use super::input::{self, Rule};
 use super::json::{self, JsonObject, Resource};
-use super::system_parts::{base, not_found, CONTROLLER, OK};
+use super::system_parts::{base, not_found, OK};
 use super::{collection, created, link, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
 use crate::api::task_store::{Claim, Staged};
 use crate::backend::{BackendError, BoxFuture};
 use crate::model::{Change, PowerState, System};
-use crate::storage::{Volume, VolumeChange, VolumeError, RAID_TYPES};
+use crate::profile::StorageIds;
+use crate::storage::{DriveUse, Volume, VolumeChange, VolumeError, RAID_TYPES};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -47,21 +48,83 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// The controller's one StorageController member.
-const CONTROLLER_MEMBER: &str = "0";
 const APPLY_TIME: &str = "@Redfish.OperationApplyTime";
 /// The longest volume Name.
 const NAME_MAX: usize = 64;
 
-fn storage_uri(sys: &System) -> String {
-    format!("{}/Storage/{CONTROLLER}", base(sys))
+/// A system's storage as its profile names it (`inventory.storage_ids`).
+pub(super) struct Names<'a> {
+    pub ids: StorageIds,
+    pub sys: &'a System,
 }
 
-fn check_controller(ctl: &str, uri: &Uri) -> Result<(), ApiError> {
-    if ctl == CONTROLLER {
-        Ok(())
-    } else {
-        Err(not_found(uri))
+impl<'a> Names<'a> {
+    pub fn of(st: &AppState, sys: &'a System) -> Names<'a> {
+        Names {
+            ids: st.profile(sys).inventory.storage_ids,
+            sys,
+        }
+    }
+
+    /// The Storage resource's path.
+    pub fn storage(&self) -> String {
+        format!("{}/Storage/{}", base(self.sys), self.ids.storage())
+    }
+
+    /// The Storage Id in a path is this system's, or the path is not found.
+    pub fn check(&self, ctl: &str, uri: &Uri) -> Result<(), ApiError> {
+        if ctl == self.ids.storage() {
+            Ok(())
+        } else {
+            Err(not_found(uri))
+        }
+    }
+
+    pub fn drive_id(&self, name: &str) -> String {
+        let i = self
+            .sys
+            .disks
+            .iter()
+            .position(|d| d.name == name)
+            .unwrap_or(0);
+        self.ids.drive(i, name)
+    }
+
+    /// The drive whose Id is `id`.
+    pub fn drive_name(&self, id: &str) -> Option<&'a str> {
+        self.sys
+            .disks
+            .iter()
+            .enumerate()
+            .find(|(i, d)| self.ids.drive(*i, &d.name) == id)
+            .map(|(_, d)| d.name.as_str())
+    }
+
+    pub fn drive_uri(&self, name: &str) -> String {
+        format!("{}/Drives/{}", self.storage(), self.drive_id(name))
+    }
+
+    pub fn volume_id(&self, v: &Volume) -> String {
+        self.ids.volume(v, &self.sys.disks)
+    }
+
+    pub fn volume_uri(&self, v: &Volume) -> String {
+        format!("{}/Volumes/{}", self.storage(), self.volume_id(v))
+    }
+
+    /// The volume (its Shoal Id) whose Id is `id`, now or once the staged
+    /// changes apply.
+    pub fn volume_of(&self, id: &str) -> Option<String> {
+        let st = &self.sys.bmc.storage;
+        let staged = st.pending.iter().filter_map(|c| match c {
+            VolumeChange::Create(v) => Some(v),
+            _ => None,
+        });
+        st.volumes
+            .iter()
+            .chain(staged)
+            .find(|v| self.volume_id(v) == id)
+            .map(|v| v.id.clone())
     }
 }
 
@@ -75,60 +138,76 @@ fn apply_time_support(st: &AppState) -> Option<Value> {
     })
 }
 
-async fn storages(Sys(sys): Sys) -> Result<Resource, ApiError> {
+async fn storages(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let b = format!("{}/Storage", base(&sys));
     Ok(Resource::plain(
         collection(
             "StorageCollection",
             &b,
             "Storage Collection",
-            [format!("{b}/{CONTROLLER}")],
+            [Names::of(&st, &sys).storage()],
         ),
         "GET",
     ))
 }
 
+/// What the controller supports: RAID where the backend manages volumes
+/// and the controller is in RAID mode.
+fn raid_types(st: &AppState, sys: &System) -> &'static [&'static str] {
+    let raid_mode = sys.bmc.storage.mode == crate::storage::ControllerMode::Raid;
+    if st.backend.manages_volumes() && raid_mode {
+        RAID_TYPES
+    } else {
+        &["None"]
+    }
+}
+
 async fn storage(
+    State(st): State<AppState>,
     Sys(sys): Sys,
     Path((_, ctl)): Path<(String, String)>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    check_controller(&ctl, &uri)?;
-    let b = storage_uri(&sys);
+    let names = Names::of(&st, &sys);
+    names.check(&ctl, &uri)?;
+    let b = names.storage();
     let drives: Vec<Value> = sys
         .disks
         .iter()
-        .map(|d| link(&format!("{b}/Drives/{}", d.name)))
+        .map(|d| link(&names.drive_uri(&d.name)))
         .collect();
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#Storage.v1_15_0.Storage",
-            "@odata.id": b,
-            "Id": CONTROLLER,
-            "Name": "Storage Subsystem",
-            "Drives@odata.count": drives.len(),
-            "Drives": drives,
-            "Volumes": link(&format!("{b}/Volumes")),
-            "Controllers": link(&format!("{b}/Controllers")),
-            "Status": OK(),
-        }),
-        "GET",
-    ))
+    let mut v = json!({
+        "@odata.type": "#Storage.v1_15_0.Storage",
+        "@odata.id": b,
+        "Id": names.ids.storage(),
+        "Name": "Storage Subsystem",
+        "Drives@odata.count": drives.len(),
+        "Drives": drives,
+        "Volumes": link(&format!("{b}/Volumes")),
+        "Controllers": link(&format!("{b}/Controllers")),
+        "Status": OK(),
+    });
+    if st.profile(&sys).dell.is_some() {
+        super::dell::raid::storage_parts(&names, raid_types(&st, &sys), &mut v);
+    }
+    Ok(Resource::plain(v, "GET"))
 }
 
 async fn controllers(
+    State(st): State<AppState>,
     Sys(sys): Sys,
     Path((_, ctl)): Path<(String, String)>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    check_controller(&ctl, &uri)?;
-    let b = format!("{}/Controllers", storage_uri(&sys));
+    let names = Names::of(&st, &sys);
+    names.check(&ctl, &uri)?;
+    let b = format!("{}/Controllers", names.storage());
     Ok(Resource::plain(
         collection(
             "StorageControllerCollection",
             &b,
             "Storage Controller Collection",
-            [format!("{b}/{CONTROLLER_MEMBER}")],
+            [format!("{b}/{}", names.ids.controller())],
         ),
         "GET",
     ))
@@ -140,66 +219,77 @@ async fn controller(
     Path((_, ctl, c)): Path<(String, String, String)>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    check_controller(&ctl, &uri)?;
-    if c != CONTROLLER_MEMBER {
+    let names = Names::of(&st, &sys);
+    names.check(&ctl, &uri)?;
+    if c != names.ids.controller() {
         return Err(not_found(&uri));
     }
-    let raid: &[&str] = if st.backend.manages_volumes() {
-        RAID_TYPES
-    } else {
-        &["None"]
-    };
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#StorageController.v1_7_0.StorageController",
-            "@odata.id": format!("{}/Controllers/{CONTROLLER_MEMBER}", storage_uri(&sys)),
-            "Id": CONTROLLER_MEMBER,
-            "Name": "Shoal RAID Controller",
-            "Manufacturer": "Shoal",
-            "Model": "Virtual RAID Controller",
-            "SupportedRAIDTypes": raid,
-            "SupportedControllerProtocols": ["PCIe"],
-            "SupportedDeviceProtocols": ["SATA"],
-            "Status": OK(),
-        }),
-        "GET",
-    ))
+    let mut v = json!({
+        "@odata.type": "#StorageController.v1_7_0.StorageController",
+        "@odata.id": format!("{}/Controllers/{c}", names.storage()),
+        "Id": c,
+        "Name": "Shoal RAID Controller",
+        "Manufacturer": "Shoal",
+        "Model": "Virtual RAID Controller",
+        "SupportedRAIDTypes": raid_types(&st, &sys),
+        "SupportedControllerProtocols": ["PCIe"],
+        "SupportedDeviceProtocols": ["SATA"],
+        "Status": OK(),
+    });
+    if st.profile(&sys).dell.is_some() {
+        super::dell::raid::controller_parts(&st, &sys, &names, &mut v);
+    }
+    Ok(Resource::plain(v, "GET"))
 }
 
 async fn drive(
+    State(st): State<AppState>,
     Sys(sys): Sys,
     Path((_, ctl, drive)): Path<(String, String, String)>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    check_controller(&ctl, &uri)?;
+    let names = Names::of(&st, &sys);
+    names.check(&ctl, &uri)?;
+    let name = names.drive_name(&drive).ok_or_else(|| not_found(&uri))?;
     let d = sys
         .disks
         .iter()
-        .find(|d| d.name == drive)
+        .find(|d| d.name == name)
         .ok_or_else(|| not_found(&uri))?;
-    let b = storage_uri(&sys);
     let volumes: Vec<Value> = sys
         .bmc
         .storage
         .volumes
         .iter()
         .filter(|v| v.drives.contains(&d.name))
-        .map(|v| link(&format!("{b}/Volumes/{}", v.id)))
+        .map(|v| link(&names.volume_uri(v)))
         .collect();
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#Drive.v1_17_0.Drive",
-            "@odata.id": format!("{b}/Drives/{}", d.name),
-            "Id": d.name,
-            "Name": d.name,
-            "CapacityBytes": d.capacity_bytes,
-            "MediaType": "SSD",
-            "Protocol": "SATA",
-            "Links": { "Volumes": volumes },
-            "Status": OK(),
-        }),
-        "GET",
-    ))
+    let mut v = json!({
+        "@odata.type": "#Drive.v1_17_0.Drive",
+        "@odata.id": names.drive_uri(&d.name),
+        "Id": drive,
+        "Name": d.name,
+        "CapacityBytes": d.capacity_bytes,
+        "MediaType": "SSD",
+        "Protocol": "SATA",
+        "Links": { "Volumes": volumes },
+        "Status": OK(),
+    });
+    if st.profile(&sys).dell.is_some() {
+        let status = match sys.bmc.storage.drive_use(&d.name) {
+            DriveUse::NonRaid(_) => "NonRAID",
+            DriveUse::Ready => "Ready",
+            DriveUse::Online(_) => "Online",
+        };
+        v["Oem"] = json!({ "Dell": {
+            "@odata.type": "#DellOem.v1_3_0.DellOemResources",
+            "DellPhysicalDisk": {
+            "@odata.type": "#DellPhysicalDisk.v1_6_0.DellPhysicalDisk",
+            "Id": drive,
+            "RaidStatus": status,
+        }}});
+    }
+    Ok(Resource::plain(v, "GET"))
 }
 
 async fn volumes(
@@ -208,14 +298,10 @@ async fn volumes(
     Path((_, ctl)): Path<(String, String)>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    check_controller(&ctl, &uri)?;
-    let b = format!("{}/Volumes", storage_uri(&sys));
-    let members = sys
-        .bmc
-        .storage
-        .volumes
-        .iter()
-        .map(|v| format!("{b}/{}", v.id));
+    let names = Names::of(&st, &sys);
+    names.check(&ctl, &uri)?;
+    let b = format!("{}/Volumes", names.storage());
+    let members = sys.bmc.storage.volumes.iter().map(|v| names.volume_uri(v));
     let mut body = collection("VolumeCollection", &b, "Volume Collection", members);
     let allow = match apply_time_support(&st) {
         Some(support) => {
@@ -227,21 +313,26 @@ async fn volumes(
     Ok(Resource::plain(body, allow))
 }
 
-fn volume_json(sys: &System, v: &Volume) -> Value {
-    let b = storage_uri(sys);
-    json!({
+fn volume_json(names: &Names, v: &Volume) -> Value {
+    let mut body = json!({
         "@odata.type": "#Volume.v1_9_0.Volume",
-        "@odata.id": format!("{b}/Volumes/{}", v.id),
-        "Id": v.id,
+        "@odata.id": names.volume_uri(v),
+        "Id": names.volume_id(v),
         "Name": v.name,
         "CapacityBytes": v.capacity_bytes,
         "RAIDType": v.raid_type,
         "Encrypted": false,
         "Links": {
-            "Drives": v.drives.iter().map(|d| link(&format!("{b}/Drives/{d}"))).collect::<Vec<_>>(),
+            "Drives": v.drives.iter().map(|d| link(&names.drive_uri(d))).collect::<Vec<_>>(),
         },
         "Status": OK(),
-    })
+    });
+    // Dell: a non-RAID drive is a raw device, with no RAID type.
+    if names.ids == StorageIds::DellFqdd && v.raid_type == "None" {
+        body["RAIDType"] = Value::Null;
+        body["VolumeType"] = json!("RawDevice");
+    }
+    body
 }
 
 async fn volume(
@@ -250,15 +341,16 @@ async fn volume(
     Path((_, ctl, vol)): Path<(String, String, String)>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
-    check_controller(&ctl, &uri)?;
+    let names = Names::of(&st, &sys);
+    names.check(&ctl, &uri)?;
     let v = sys
         .bmc
         .storage
         .volumes
         .iter()
-        .find(|v| v.id == vol)
+        .find(|v| names.volume_id(v) == vol)
         .ok_or_else(|| not_found(&uri))?;
-    let mut body = volume_json(&sys, v);
+    let mut body = volume_json(&names, v);
     let allow = match apply_time_support(&st) {
         Some(support) => {
             body["@Redfish.OperationApplyTimeSupport"] = support;
@@ -312,6 +404,10 @@ fn volume_error(e: VolumeError) -> ApiError {
         ),
         e @ VolumeError::InUse { .. } => ApiError::Conflict(e.to_string()),
         VolumeError::NoVolume(v) => ApiError::NotFound(v),
+        e @ (VolumeError::Mode(_)
+        | VolumeError::NotNonRaid(_)
+        | VolumeError::NotReady(_)
+        | VolumeError::Staged(_)) => ApiError::Conflict(e.to_string()),
     }
 }
 
@@ -328,7 +424,7 @@ fn raid_of_volume_type(t: &str) -> Option<&'static str> {
 }
 
 /// The drive names a `Links/Drives` array names (URIs below this storage).
-fn drive_names(sys: &System, links: &Value) -> Result<Vec<String>, ApiError> {
+fn drive_names(names: &Names, links: &Value) -> Result<Vec<String>, ApiError> {
     let bad = |v: &Value| {
         ApiError::bad(
             Msg::new(
@@ -338,7 +434,7 @@ fn drive_names(sys: &System, links: &Value) -> Result<Vec<String>, ApiError> {
             .about("Links/Drives"),
         )
     };
-    let prefix = format!("{}/Drives/", storage_uri(sys));
+    let prefix = format!("{}/Drives/", names.storage());
     let items = links.as_array().ok_or_else(|| bad(links))?;
     items
         .iter()
@@ -347,8 +443,11 @@ fn drive_names(sys: &System, links: &Value) -> Result<Vec<String>, ApiError> {
                 .get("@odata.id")
                 .and_then(Value::as_str)
                 .ok_or_else(|| bad(item))?;
-            match uri.strip_prefix(&prefix) {
-                Some(name) if !name.is_empty() && !name.contains('/') => Ok(name.to_string()),
+            match uri
+                .strip_prefix(&prefix)
+                .and_then(|id| names.drive_name(id))
+            {
+                Some(name) => Ok(name.to_string()),
                 _ => Err(ApiError::bad(
                     Msg::new("PropertyValueNotInList", &[uri, "Links/Drives"])
                         .about("Links/Drives"),
@@ -404,7 +503,7 @@ async fn create_volume(
     uri: Uri,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    check_controller(&ctl, &uri)?;
+    Names::of(&st, &sys).check(&ctl, &uri)?;
     if !st.backend.manages_volumes() {
         return Err(ApiError::MethodNotAllowed);
     }
@@ -494,13 +593,14 @@ async fn create_volume(
     // volumes comes between the check and the write.
     let locked = st.locked(&sys.id).await?;
     let sys = &locked.sys;
-    let drives = drive_names(sys, links)?;
+    let names = Names::of(&st, sys);
+    let drives = drive_names(&names, links)?;
     let v = sys
         .bmc
         .storage
         .plan(&sys.disks, &raid, &drives, capacity, name, later)
         .map_err(volume_error)?;
-    let location = format!("{}/Volumes/{}", storage_uri(sys), v.id);
+    let location = names.volume_uri(&v);
     // The task's place is taken before anything changes.
     let claim = match later {
         true => Some(st.tasks.claim(&volume_key(sys, &v.id))?),
@@ -516,7 +616,7 @@ async fn create_volume(
     if let Some(claim) = claim {
         return Ok(staged_task(&st, claim, sys, &location, change));
     }
-    Ok(created(&location, volume_json(sys, &v)))
+    Ok(created(&location, volume_json(&names, &v)))
 }
 
 async fn delete_volume(
@@ -527,7 +627,7 @@ async fn delete_volume(
     headers: axum::http::HeaderMap,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    check_controller(&ctl, &uri)?;
+    Names::of(&st, &sys).check(&ctl, &uri)?;
     if !st.backend.manages_volumes() {
         return Err(ApiError::MethodNotAllowed);
     }
@@ -540,8 +640,10 @@ async fn delete_volume(
     let later = staged(&body)?;
     let locked = st.locked(&sys.id).await?;
     let sys = &locked.sys;
+    let names = Names::of(&st, sys);
+    let vol = names.volume_of(&vol).ok_or_else(|| not_found(&uri))?;
     if let Some(v) = sys.bmc.storage.volumes.iter().find(|v| v.id == vol) {
-        let mut current = volume_json(sys, v);
+        let mut current = volume_json(&names, v);
         if let Some(support) = apply_time_support(&st) {
             current["@Redfish.OperationApplyTimeSupport"] = support;
         }

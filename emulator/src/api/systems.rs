@@ -167,6 +167,7 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         v["Oem"] = json!(oem);
     }
     super::hpe::system_parts(sys, profile, super::hpe::post_state(st, sys), &mut v);
+    super::dell::raid::system_parts(st, sys, &mut v);
     if v["BootProgress"]["LastStateTime"].is_null() {
         if let Some(bp) = v["BootProgress"].as_object_mut() {
             bp.remove("LastStateTime");

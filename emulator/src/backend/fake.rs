@@ -89,6 +89,7 @@ impl Machine {
     /// effect, the override is consumed if Once, the boot is recorded.
     fn boot(&mut self) {
         let uefi = self.sys.uefi();
+        let disks = &self.sys.disks;
         let s = &mut self.sys.bmc;
         let target = s.boot.effective_target().unwrap_or(BootTarget::Hdd);
         let media = match target {
@@ -96,7 +97,7 @@ impl Machine {
             BootTarget::Floppy if s.floppy.inserted => s.floppy.image.clone(),
             _ => None,
         };
-        s.start(uefi, target, media);
+        s.start(uefi, target, media, disks);
         let what = match s.last_boot.as_ref() {
             Some(b) => format!(
                 "booting {} ({}){}",

@@ -123,7 +123,7 @@ impl BmcState {
             Change::Volume {
                 change,
                 staged: true,
-            } => self.storage.pending.push(change),
+            } => self.storage.stage(change),
             Change::Volume {
                 change,
                 staged: false,
@@ -137,11 +137,17 @@ impl BmcState {
     /// `booted` is what the firmware was pointed at, `media` the image it
     /// booted from, if any. Every backend calls this, so the semantics are
     /// the same on fake and real machines.
-    pub fn start(&mut self, uefi: bool, booted: BootTarget, media: Option<String>) {
+    pub fn start(
+        &mut self,
+        uefi: bool,
+        booted: BootTarget,
+        media: Option<String>,
+        disks: &[crate::storage::Disk],
+    ) {
         let uri = (booted == BootTarget::UefiHttp)
             .then(|| self.http_boot_uri_at_start())
             .flatten();
-        self.storage.apply_pending();
+        self.storage.apply_pending(disks);
         let pending = std::mem::take(&mut self.bios.pending);
         self.bios.current.extend(pending);
         if let Some(certs) = self.boot_certs.pending.take() {
@@ -236,7 +242,7 @@ mod tests {
             "ProcTurboMode".to_string(),
             serde_json::json!("Disabled"),
         )])));
-        s.start(true, BootTarget::UefiHttp, None);
+        s.start(true, BootTarget::UefiHttp, None, &[]);
         assert_eq!(s.bios.current["ProcTurboMode"], "Disabled");
         assert!(s.bios.pending.is_empty());
         assert_eq!(s.boot.enabled, OverrideEnabled::Disabled);
@@ -245,7 +251,7 @@ mod tests {
         assert_eq!(rec.target, BootTarget::UefiHttp);
         assert_eq!(rec.uri.as_deref(), Some("http://h/a.efi"));
         // Not UEFI: Secure Boot is not what this boot ran with.
-        s.start(false, BootTarget::Hdd, None);
+        s.start(false, BootTarget::Hdd, None, &[]);
         assert!(!s.secure_boot.current_boot);
         assert_eq!(s.last_boot.unwrap().uri, None);
     }
@@ -286,7 +292,7 @@ mod tests {
             staged: true,
         });
         assert!(s.storage.volumes.is_empty());
-        s.start(false, BootTarget::Hdd, None);
+        s.start(false, BootTarget::Hdd, None, &[]);
         assert_eq!(s.storage.volumes.len(), 1);
     }
 

@@ -40,6 +40,7 @@ pub const QUIRKS: &[&str] = &[
     "dell",
     "inventory.nic_ids",
     "inventory.service_tag",
+    "inventory.storage_ids",
     "hpe",
 ];
 /// Boot fields a settings object may carry.
@@ -274,6 +275,7 @@ impl Profile {
             self.dell.is_some(),
             self.inventory.nic_ids != super::NicIds::Mac,
             self.inventory.service_tag,
+            self.inventory.storage_ids != super::StorageIds::Plain,
             self.hpe.is_some(),
         ];
         QUIRKS

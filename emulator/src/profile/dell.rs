@@ -23,6 +23,14 @@ pub const MESSAGES: &[(&str, &str, &str, &str)] = &[
     ("LC068", "Warning", "Unable to perform the import or export operation because there are pending attribute changes or a configuration job is in progress.", "Apply or cancel any pending attribute changes. Changes can be applied by creating a targeted configuration job, or the changes can be cancelled by invoking the DeletePendingConfiguration method. If a configuration job is in progress, wait until it is completed before retrying the import or export system configuration operation."),
     ("RAC0679", "Warning", "A job operation is already running. Retry the operation after the existing job is completed.", "Wait until the running job is completed or delete the scheduled job and retry the operation"),
     ("RAC064", "Informational", "iDRAC was successfully reset.", "No response action is required."),
+    // The RAID service's answers. The STOR resolutions are Shoal's
+    // words where no public capture shows iDRAC's.
+    ("STOR018", "Warning", "No foreign configurations detected.", "No response action is required."),
+    ("STOR030", "Warning", "Controller not found.", "Provide a valid controller FQDD (Fully Qualified Device Descriptor) and retry the operation."),
+    ("STOR009", "Warning", "Unable to complete the operation because either the Fully Qualified Device Descriptor (FQDD) entered did not match any virtual drive (VD), the physical drives available, or the operation is not supported on the physical drive (s).", "Enter the FQDD of a physical drive in a state the operation supports and retry the operation."),
+    ("STOR023", "Informational", "Unable to perform configuration operations because a configuration job for the device already exists.", "Wait for the configuration job to complete, or delete it, and retry the operation."),
+    ("JCP001", "Informational", "Task successfully scheduled.", "No response action is required."),
+    ("PR19", "Informational", "Job completed successfully.", "No response action is required."),
     ("SYS518", "Critical", "iDRAC is not ready. The configuration values cannot be accessed. Please retry after a few minutes.", "Wait for the Lifecycle Controller to be ready and retry the operation."),
 ];
 

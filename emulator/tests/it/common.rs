@@ -190,11 +190,21 @@ impl Api {
     /// The same, the profile `name` taken from `profiles`.
     #[allow(dead_code)]
     pub fn own_endpoint_with(name: &str, profiles: shoal_emulator::profile::Profiles) -> Self {
+        Self::own_endpoint_of(name, profiles, fake_systems(1).remove(0))
+    }
+
+    /// The same, for the machine `sys`.
+    #[allow(dead_code)]
+    pub fn own_endpoint_of(
+        name: &str,
+        profiles: shoal_emulator::profile::Profiles,
+        sys: shoal_emulator::model::System,
+    ) -> Self {
         use shoal_emulator::backend::view::{Member, View};
         log::install();
         let profile = profiles.get(name).expect("profile");
         let ids = profile.ids.clone().expect("fixed Ids");
-        let mut systems = fake_systems(1);
+        let mut systems = vec![sys];
         systems[0].profile = name.to_string();
         let (inner, sys_name) = (systems[0].id.clone(), systems[0].name.clone());
         let backend = FakeBackend::new(systems, FakeOptions::default()).expect("backend");

@@ -10,6 +10,7 @@ mod api_auth_limits;
 mod api_boot;
 mod api_boot_certs;
 mod api_dell;
+mod api_dell_raid;
 mod api_hostile;
 mod api_hpe;
 mod api_media_fetch;
@@ -33,5 +34,6 @@ mod props_xml;
 #[cfg(feature = "libvirt")]
 mod real_vm;
 mod sushy;
+mod sushy_dell;
 #[cfg(feature = "libvirt")]
 mod vmlab;

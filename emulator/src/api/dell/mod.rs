@@ -17,6 +17,7 @@
 //! profiles' vendor messages do.
 
 mod jobs;
+pub mod raid;
 mod scp;
 
 use std::time::Duration;
@@ -101,7 +102,7 @@ pub fn router() -> Router<AppState> {
                 post(idrac_reset),
             );
     }
-    r
+    r.merge(raid::router())
 }
 
 fn dell_msg(d: &DellLc, id: &'static str, args: &[&str]) -> Msg {

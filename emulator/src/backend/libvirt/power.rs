@@ -243,7 +243,7 @@ impl Inner {
             .flatten();
         let once = s.boot.enabled == OverrideEnabled::Once;
         let boot = s.boot.clone();
-        s.start(f.uefi, booted, media);
+        s.start(f.uefi, booted, media, &f.disks);
         if host_reads_flags {
             s.boot = boot;
         }
