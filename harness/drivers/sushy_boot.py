@@ -88,7 +88,16 @@ def main():
                      'Continuous': sushy.BOOT_SOURCE_ENABLED_CONTINUOUS}[a.enabled])
     elif a.action == 'uefi-http':
         if a.bios:
-            system.bios.set_attributes(dict(kv.split('=', 1) for kv in a.bios))
+            # As Ironic's redfish BIOS interface: at the next reset when
+            # the settings object offers it (an iDRAC then schedules the
+            # configuration job without which staged values never apply).
+            bios = system.bios
+            apply_time = None
+            if (bios.supported_apply_times
+                    and sushy.APPLY_TIME_ON_RESET in bios.supported_apply_times):
+                apply_time = sushy.APPLY_TIME_ON_RESET
+            bios.set_attributes(dict(kv.split('=', 1) for kv in a.bios),
+                                apply_time=apply_time)
             system.refresh()
         # After the BIOS settings: iDRAC takes a CA only once HTTP device
         # 1's TLS mode is set.

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
@@ -195,7 +195,7 @@ async fn settings(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource,
 }
 
 /// iLO's POST to the settings object: the same as a PATCH.
-async fn post_settings(st: State<AppState>, req: SysPatch) -> Result<Resource, ApiError> {
+async fn post_settings(st: State<AppState>, req: SysPatch) -> Result<Response, ApiError> {
     let sys = st.backend.system(&req.id).await?;
     if st.profile(&sys).hpe.is_none() {
         return Err(ApiError::MethodNotAllowed);
@@ -203,7 +203,10 @@ async fn post_settings(st: State<AppState>, req: SysPatch) -> Result<Resource, A
     patch_settings(st, req).await
 }
 
-async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Resource, ApiError> {
+/// On an iDRAC the staged attributes wait for a configuration job: with
+/// `@Redfish.SettingsApplyTime` one is scheduled (202, its Task in
+/// `Location`), without it they stay held until a job is created.
+async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Response, ApiError> {
     let p = st.begin_patch(&req, |sys, _| settings_json(sys)).await?;
     let (sys, profile) = (&p.target, p.profile);
     // `@Redfish.SettingsApplyTime` may name when to apply: one of the
@@ -218,7 +221,7 @@ async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Res
     if apply.is_some() && body.is_empty() {
         // Only the apply time: nothing to stage.
         if errors.is_empty() {
-            return Ok(Resource::new(p.current, profile, settings_allow(&st, sys)));
+            return Ok(Resource::new(p.current, profile, settings_allow(&st, sys)).into_response());
         }
         return Err(ApiError::BadRequest(errors));
     }
@@ -236,18 +239,21 @@ async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Res
     if !errors.is_empty() {
         return Err(ApiError::BadRequest(errors));
     }
+    let dell = super::dell::bios_jobs(&st, sys);
+    super::dell::check_bios_job(&st, sys)?;
     let mut pending: BTreeMap<String, Value> = sys.bmc.bios.pending.clone();
     pending.extend(attrs);
-    let sys = st
-        .backend
-        .apply(&sys.id, vec![Change::BiosPending(pending)])
-        .await?;
+    let mut changes = vec![Change::BiosPending(pending)];
+    if dell {
+        changes.push(Change::BiosHold(apply.is_none()));
+    }
+    let sys = st.backend.apply(&sys.id, changes).await?;
     tracing::info!(system = %sys.name, pending = ?sys.bmc.bios.pending, "BIOS settings staged");
-    Ok(Resource::new(
-        settings_json(&sys),
-        profile,
-        settings_allow(&st, &sys),
-    ))
+    if dell && apply.is_some() {
+        let jid = super::dell::schedule_bios_job(&st, &sys);
+        return Ok(super::dell::job_accepted(&jid));
+    }
+    Ok(Resource::new(settings_json(&sys), profile, settings_allow(&st, &sys)).into_response())
 }
 
 async fn reset_bios(

@@ -62,6 +62,8 @@ pub enum Change {
     BiosPending(BTreeMap<String, serde_json::Value>),
     /// Stages the factory defaults for the next start.
     BiosDefaults,
+    /// Whether the staged attributes wait for a configuration job.
+    BiosHold(bool),
     SecureBoot(bool),
     ResetKeys(ResetKeysType),
     /// What a virtual media device holds now (the backend fetched and
@@ -87,6 +89,7 @@ impl BmcState {
             bios: BiosState {
                 current: crate::bios::defaults(),
                 pending: BTreeMap::new(),
+                held: false,
             },
             secure_boot,
             cd: MediaState::default(),
@@ -114,6 +117,7 @@ impl BmcState {
             }
             Change::BiosPending(p) => self.bios.pending = p,
             Change::BiosDefaults => self.bios.pending = crate::bios::defaults(),
+            Change::BiosHold(held) => self.bios.held = held,
             Change::SecureBoot(enable) => self.secure_boot.enable = enable,
             Change::BootCerts(c) => self.boot_certs = c,
             Change::ResetKeys(kind) => {
@@ -148,8 +152,10 @@ impl BmcState {
             .then(|| self.http_boot_uri_at_start())
             .flatten();
         self.storage.apply_pending(disks);
-        let pending = std::mem::take(&mut self.bios.pending);
-        self.bios.current.extend(pending);
+        if !self.bios.held {
+            let pending = std::mem::take(&mut self.bios.pending);
+            self.bios.current.extend(pending);
+        }
         if let Some(certs) = self.boot_certs.pending.take() {
             self.boot_certs.certs = certs;
         }
@@ -207,8 +213,8 @@ pub fn http_boot_uri_at_start(boot: &BootOverride, bios: &BiosState) -> Option<S
 /// A string BIOS attribute as the next start applies it (staged value
 /// first); `None` when unset or empty.
 pub fn bios_at_start<'a>(bios: &'a BiosState, name: &str) -> Option<&'a str> {
-    bios.pending
-        .get(name)
+    bios.applying()
+        .and_then(|p| p.get(name))
         .or_else(|| bios.current.get(name))
         .and_then(serde_json::Value::as_str)
         .filter(|v| !v.is_empty())

@@ -289,6 +289,17 @@ pub struct SecureBoot {
 pub struct BiosState {
     pub current: BTreeMap<String, serde_json::Value>,
     pub pending: BTreeMap<String, serde_json::Value>,
+    /// The staged set waits for a configuration job (an iDRAC applies
+    /// staged attributes only through one): a reset leaves it staged.
+    #[serde(default)]
+    pub held: bool,
+}
+
+impl BiosState {
+    /// The attributes the next start applies.
+    pub fn applying(&self) -> Option<&BTreeMap<String, serde_json::Value>> {
+        (!self.held).then_some(&self.pending)
+    }
 }
 
 /// What the machine last booted, as the backend observed it.

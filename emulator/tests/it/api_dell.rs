@@ -602,3 +602,163 @@ async fn a_manager_reset_restarts_the_idrac_as_its_own_reset_does() {
         "ReloadingData"
     );
 }
+
+/// Polls a Task until it answers 200; its body.
+async fn task_done(api: &Api, task: &str) -> Value {
+    let start = Instant::now();
+    loop {
+        let r = api.get(task).await;
+        if r.status == StatusCode::OK {
+            return r.body;
+        }
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "job never completed: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn staged_bios_attributes_wait_for_a_configuration_job() {
+    let api = Api::own_endpoint("idrac9");
+    let settings = format!("{SYS}/Bios/Settings");
+    let current = |b: Value| b["Attributes"]["ProcTurboMode"].clone();
+    let before = current(api.get(&format!("{SYS}/Bios")).await.body);
+    // Staged without an apply time (Dell's scripts' first step): 200, and
+    // a reset leaves it staged.
+    let r = api
+        .patch(
+            &settings,
+            json!({"Attributes": {"ProcTurboMode": "Disabled"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    api.reset(SYS, "On").await;
+    assert_eq!(current(api.get(&format!("{SYS}/Bios")).await.body), before);
+    assert_eq!(
+        api.get(&settings).await.body["Attributes"]["ProcTurboMode"],
+        json!("Disabled")
+    );
+    // Staged values without a job hold the LC: no import (LC068).
+    let target = import_target(&api).await;
+    let r = api.post(&target, virtual_cd(true)).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+    assert!(r.message_ids().iter().any(|m| m.ends_with("LC068")), "{r}");
+    // Bad job requests change nothing.
+    for (body, want) in [
+        (json!({}), "CreateFailedMissingReqProperties"),
+        (
+            json!({"TargetSettingsURI": format!("{SYS}/Bios")}),
+            "PropertyValueNotInList",
+        ),
+        (json!({"TargetSettingsURI": 7}), "PropertyValueTypeError"),
+        (
+            json!({"TargetSettingsURI": settings, "Reboot": true}),
+            "PropertyUnknown",
+        ),
+        (
+            json!({"TargetSettingsURI": settings, "StartTime": "tomorrow"}),
+            "PropertyValueNotInList",
+        ),
+    ] {
+        let r = api.post(&format!("{MGR}/Jobs"), body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {r}");
+        assert!(
+            r.message_ids().iter().any(|m| m.ends_with(want)),
+            "{body}: {r}"
+        );
+    }
+    // The job (Dell's scripts' second step): 200, its Location a JID.
+    let r = api
+        .post(
+            &format!("{MGR}/Jobs"),
+            json!({"TargetSettingsURI": settings, "StartTime": "TIME_NOW"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    let jid = r
+        .header("location")
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let task = format!("/redfish/v1/TaskService/Tasks/{jid}");
+    let t = api.get(&task).await;
+    assert_eq!(t.status, StatusCode::ACCEPTED);
+    assert_eq!(
+        t.body["Messages"][0]["Message"],
+        json!("Task successfully scheduled.")
+    );
+    assert_eq!(t.body["Oem"]["Dell"]["JobType"], json!("BIOSConfiguration"));
+    // One job at a time: another PATCH is refused while it waits.
+    let r = api
+        .patch(
+            &settings,
+            json!({"Attributes": {"ProcVirtualization": "Disabled"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{r}");
+    api.reset(SYS, "ForceRestart").await;
+    let done = task_done(&api, &task).await;
+    assert_eq!(done["TaskState"], json!("Completed"));
+    assert!(done["Messages"][0]["Message"]
+        .as_str()
+        .unwrap()
+        .contains("completed"));
+    assert_eq!(
+        current(api.get(&format!("{SYS}/Bios")).await.body),
+        json!("Disabled")
+    );
+    // Nothing staged: no job to make.
+    let r = api
+        .post(
+            &format!("{MGR}/Jobs"),
+            json!({"TargetSettingsURI": settings}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+}
+
+#[tokio::test]
+async fn an_apply_time_schedules_the_job_and_clearing_the_queue_holds_the_values_again() {
+    let api = Api::own_endpoint("idrac9");
+    let settings = format!("{SYS}/Bios/Settings");
+    let body = json!({
+        "@Redfish.SettingsApplyTime": {"ApplyTime": "OnReset"},
+        "Attributes": {"ProcTurboMode": "Disabled"},
+    });
+    let r = api.patch(&settings, body.clone()).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let task = r.header("location").unwrap();
+    assert!(
+        task.starts_with("/redfish/v1/TaskService/Tasks/JID_"),
+        "{task}"
+    );
+    // The queue cleared: the job and its release go, the values stay
+    // staged and a reset leaves them so.
+    let r = api
+        .post(
+            &format!("{MGR}/Oem/Dell/DellJobService/Actions/DellJobService.DeleteJobQueue"),
+            json!({"JobID": "JID_CLEARALL"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    api.reset(SYS, "On").await;
+    let bios = api.get(&format!("{SYS}/Bios")).await.body;
+    assert_eq!(bios["Attributes"]["ProcTurboMode"], json!("Enabled"));
+    // Staged again with an apply time: the next reset applies it.
+    let r = api.patch(&settings, body).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let task = r.header("location").unwrap();
+    api.reset(SYS, "ForceRestart").await;
+    assert_eq!(
+        task_done(&api, &task).await["TaskState"],
+        json!("Completed")
+    );
+    let bios = api.get(&format!("{SYS}/Bios")).await.body;
+    assert_eq!(bios["Attributes"]["ProcTurboMode"], json!("Disabled"));
+}

@@ -125,7 +125,8 @@ def bios_route(r, attributes):
         raise CheckFailed('sushy sent an HttpBootUri the BMC does not advertise')
     expect(r.patches() == [], f'nothing is sent: {r.patches()}')
     s = r.system()
-    s.bios.set_attributes(attributes)
+    # At the next reset, as Ironic's BIOS interface asks where offered.
+    s.bios.set_attributes(attributes, apply_time=sushy.APPLY_TIME_ON_RESET)
     r.system().set_system_boot_options(target=sushy.BOOT_SOURCE_TARGET_UEFI_HTTP,
                                        enabled=sushy.BOOT_SOURCE_ENABLED_ONCE)
     pending = r.get(s.path + '/Bios/Settings')['Attributes']

@@ -69,12 +69,18 @@ pub fn router() -> Router<AppState> {
             "/redfish/v1/Managers/{id}/Actions/Oem/{action}",
             post(import),
         )
-        .route("/redfish/v1/Managers/{id}/Jobs", get(job_list))
+        .route(
+            "/redfish/v1/Managers/{id}/Jobs",
+            get(job_list).post(create_job),
+        )
         .route(
             "/redfish/v1/Managers/{id}/Jobs/{jid}",
             get(job).delete(delete_job),
         )
-        .route("/redfish/v1/Managers/{id}/Oem/Dell/Jobs", get(job_list))
+        .route(
+            "/redfish/v1/Managers/{id}/Oem/Dell/Jobs",
+            get(job_list).post(create_job),
+        )
         .route(
             "/redfish/v1/Managers/{id}/Oem/Dell/Jobs/{jid}",
             get(job).delete(delete_job),
@@ -131,6 +137,173 @@ fn lc_of(st: &AppState, sys: &System, uri: &Uri) -> Result<&'static DellLc, ApiE
         return Err(not_found());
     }
     Ok(d)
+}
+
+/// A BIOS configuration job: the staged attributes apply at the reset.
+const BIOS_JOB: &str = "BIOSConfiguration";
+const BIOS_JOB_NAME: &str = "Configure: BIOS.Setup.1-1";
+
+/// Whether `sys` is behind an iDRAC's Lifecycle Controller, whose staged
+/// BIOS attributes wait for a configuration job.
+pub(in crate::api) fn bios_jobs(st: &AppState, sys: &System) -> bool {
+    st.profile(sys).dell.is_some() && st.fixed.is_some()
+}
+
+/// A BIOS change may not be staged while a BIOS job waits (the pending
+/// values are committed to it).
+pub(in crate::api) fn check_bios_job(st: &AppState, sys: &System) -> Result<(), ApiError> {
+    if bios_jobs(st, sys) && st.lc.busy(&sys.id, BIOS_JOB) {
+        return Err(ApiError::Conflict(format!(
+            "{} has a BIOS configuration job scheduled",
+            sys.name
+        )));
+    }
+    Ok(())
+}
+
+/// Schedules the BIOS job that the next reset completes (the staged
+/// attributes were released to it); the job's `JID_`.
+pub(in crate::api) fn schedule_bios_job(st: &AppState, sys: &System) -> String {
+    let job = st
+        .lc
+        .create(&sys.id, BIOS_JOB_NAME, BIOS_JOB, JobState::Scheduled);
+    st.lc.update(
+        &job.id,
+        JobState::Scheduled,
+        "JCP001",
+        crate::profile::dell::text("JCP001"),
+    );
+    tracing::info!(system = %sys.name, job = %job.id, "BIOS job scheduled");
+    tokio::spawn(watch_job(
+        st.clone(),
+        sys.id.clone(),
+        job.id.clone(),
+        |s: &System| s.bmc.bios.pending.is_empty(),
+        |s: &System| (!s.bmc.bios.pending.is_empty()).then_some(Change::BiosHold(true)),
+    ));
+    job.id
+}
+
+/// 202 for a settings PATCH that scheduled job `jid`: `Location` is its
+/// Task (what Dell's scripts and sushy's task monitor follow).
+pub(in crate::api) fn job_accepted(jid: &str) -> Response {
+    let body = json!({ "@Message.ExtendedInfo": [Msg::new("Success", &[]).render()] });
+    let mut r = (StatusCode::ACCEPTED, axum::Json(body)).into_response();
+    if let Ok(h) = HeaderValue::from_str(&format!("/redfish/v1/TaskService/Tasks/{jid}")) {
+        r.headers_mut().insert(header::LOCATION, h);
+    }
+    r
+}
+
+/// A scheduled job completes once a reset has `applied` its change. A job
+/// deleted first (one by one or with the queue) takes its change back:
+/// `undo`, decided under the system's lock.
+async fn watch_job<A, U>(st: AppState, id: String, jid: String, applied: A, undo: U)
+where
+    A: Fn(&System) -> bool + Send + 'static,
+    U: Fn(&System) -> Option<Change> + Send + 'static,
+{
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let Ok(sys) = st.backend.system(&id).await else {
+            return;
+        };
+        if st.lc.get(&jid).is_none() {
+            if let Ok(locked) = st.locked(&id).await {
+                if let Some(c) = undo(&locked.sys) {
+                    tracing::info!(system = %sys.name, job = %jid, "job deleted: its change taken back");
+                    let _ = st.backend.apply(&id, vec![c]).await;
+                }
+            }
+            return;
+        }
+        if applied(&sys) {
+            st.lc.update(
+                &jid,
+                JobState::Completed,
+                "PR19",
+                crate::profile::dell::text("PR19"),
+            );
+            return;
+        }
+    }
+}
+
+/// `POST Managers/{id}/Jobs` with a `TargetSettingsURI`: a configuration
+/// job for the BIOS attributes staged without an apply time (Dell's own
+/// scripts' way), 200 with the job's `Location`.
+async fn create_job(
+    State(st): State<AppState>,
+    SysId(id): SysId,
+    uri: Uri,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let locked = st.locked(&id).await?;
+    let sys = &locked.sys;
+    lc_of(&st, sys, &uri)?;
+    for k in body.keys() {
+        if !["TargetSettingsURI", "StartTime", "EndTime"].contains(&k.as_str())
+            && !k.starts_with("@odata.")
+        {
+            return Err(ApiError::bad(Msg::new("PropertyUnknown", &[k]).about(k)));
+        }
+    }
+    for k in ["StartTime", "EndTime"] {
+        match body.get(k) {
+            None => {}
+            Some(Value::String(v)) if v == "TIME_NOW" || v == "TIME_NA" => {}
+            Some(v) => {
+                return Err(ApiError::bad(
+                    Msg::new("PropertyValueNotInList", &[&json::shown(v), k]).about(k),
+                ))
+            }
+        }
+    }
+    let target = match body.get("TargetSettingsURI") {
+        Some(Value::String(t)) => t.clone(),
+        Some(v) => {
+            return Err(ApiError::bad(
+                Msg::new(
+                    "PropertyValueTypeError",
+                    &[&json::shown(v), "TargetSettingsURI"],
+                )
+                .about("TargetSettingsURI"),
+            ))
+        }
+        None => {
+            return Err(ApiError::bad(Msg::new(
+                "CreateFailedMissingReqProperties",
+                &["TargetSettingsURI"],
+            )))
+        }
+    };
+    let bios = format!("/redfish/v1/Systems/{}/Bios/Settings", sys.id);
+    if target.trim_end_matches('/') != bios {
+        return Err(ApiError::bad(
+            Msg::new("PropertyValueNotInList", &[&target, "TargetSettingsURI"])
+                .about("TargetSettingsURI"),
+        ));
+    }
+    check_bios_job(&st, sys)?;
+    if sys.bmc.bios.pending.is_empty() {
+        return Err(ApiError::bad(
+            Msg::new(
+                "PropertyValueConflict",
+                &["TargetSettingsURI", "Attributes"],
+            )
+            .about("TargetSettingsURI"),
+        ));
+    }
+    st.backend
+        .apply(&sys.id, vec![Change::BiosHold(false)])
+        .await?;
+    let jid = schedule_bios_job(&st, sys);
+    let body = json!({ "@Message.ExtendedInfo": [Msg::new("Success", &[]).render()] });
+    let mut r = (StatusCode::OK, axum::Json(body)).into_response();
+    if let Ok(h) = HeaderValue::from_str(&job_uri(&st, sys, &jid)) {
+        r.headers_mut().insert(header::LOCATION, h);
+    }
+    Ok(r)
 }
 
 /// What the Manager of `sys` shows of the API: the import action under
@@ -586,7 +759,10 @@ async fn import(
             ],
         ));
     }
-    if st.lc.busy(&sys.id, "ImportConfiguration") {
+    // LC068: an import runs, a configuration job waits, or attributes
+    // are staged without one.
+    let staged = sys.bmc.bios.held && !sys.bmc.bios.pending.is_empty();
+    if st.lc.busy(&sys.id, "ImportConfiguration") || st.lc.busy(&sys.id, BIOS_JOB) || staged {
         return Err(ApiError::BadRequest(vec![
             Msg::new("ResourceInUse", &[]),
             dell_msg(d, "LC068", &[]),

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
@@ -218,8 +218,7 @@ fn conversion(
 }
 
 fn accepted(location: &str) -> Response {
-    let body = json!({ "@Message.ExtendedInfo": [Msg::new("Success", &[]).render()] });
-    let mut r = (StatusCode::ACCEPTED, axum::Json(body)).into_response();
+    let mut r = super::job_accepted("");
     if let Ok(h) = HeaderValue::from_str(location) {
         r.headers_mut().insert(header::LOCATION, h);
     }
@@ -472,48 +471,25 @@ async fn patch_settings(
     );
     tracing::info!(system = %sys.name, job = %job.id, mode = mode.as_str(), "controller mode staged");
     drop(locked);
-    tokio::spawn(watch_staged(st.clone(), id, job.id.clone(), change));
-    Ok(accepted(&format!(
-        "/redfish/v1/TaskService/Tasks/{}",
-        job.id
-    )))
-}
-
-/// A scheduled job completes once the reset has applied its change; a
-/// job deleted first takes its change back (the controller keeps the
-/// mode it has).
-async fn watch_staged(st: AppState, id: String, jid: String, change: VolumeChange) {
-    loop {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let Ok(sys) = st.backend.system(&id).await else {
-            return;
-        };
-        let pending = sys.bmc.storage.pending.contains(&change);
-        if st.lc.get(&jid).is_none() {
-            if pending {
-                let keep = VolumeChange::Mode(sys.bmc.storage.mode);
-                let undo = Change::Volume {
-                    change: keep,
+    let staged = change.clone();
+    tokio::spawn(super::watch_job(
+        st.clone(),
+        id,
+        job.id.clone(),
+        move |s: &System| !s.bmc.storage.pending.contains(&change),
+        // A deleted job's mode is dropped: the controller keeps its own.
+        move |s: &System| {
+            s.bmc
+                .storage
+                .pending
+                .contains(&staged)
+                .then(|| Change::Volume {
+                    change: VolumeChange::Mode(s.bmc.storage.mode),
                     staged: true,
-                };
-                if let Ok(locked) = st.locked(&id).await {
-                    if locked.sys.bmc.storage.pending.contains(&change) {
-                        let _ = st.backend.apply(&id, vec![undo]).await;
-                    }
-                }
-            }
-            return;
-        }
-        if !pending {
-            st.lc.update(
-                &jid,
-                JobState::Completed,
-                "PR19",
-                crate::profile::dell::text("PR19"),
-            );
-            return;
-        }
-    }
+                })
+        },
+    ));
+    Ok(super::job_accepted(&job.id))
 }
 
 #[cfg(test)]
