@@ -16,6 +16,7 @@ use super::patch::{writable, Kind};
 use super::{link, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
 use crate::model::{Change, System};
+use crate::profile::Profile;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -32,6 +33,7 @@ pub fn router() -> Router<AppState> {
             "/redfish/v1/Systems/{id}/Bios/baseconfigs",
             get(base_configs),
         )
+        .route("/redfish/v1/Systems/{id}/Bios/boot", get(boot_settings))
 }
 
 /// The apply times `@Redfish.Settings` advertises for `Bios/Settings`
@@ -77,21 +79,36 @@ fn check_apply_time(apply: &Value, supported: &[&str]) -> Vec<Msg> {
     errors
 }
 
-fn settings_json(sys: &System) -> Value {
+/// The settings object. An iLO's shows the whole set as the next start
+/// will have it (current values, staged ones over them, and the machine's
+/// own), where proliantutils reads the pending `BootMode`; elsewhere only
+/// what is staged.
+fn settings_json(sys: &System, profile: &Profile) -> Value {
+    let attributes = match profile.hpe {
+        Some(_) => {
+            let mut all = sys.bmc.bios.current.clone();
+            all.extend(sys.bmc.bios.pending.clone());
+            for (k, v) in machine_attributes(sys) {
+                all.insert(k.to_string(), json!(v));
+            }
+            json!(all)
+        }
+        None => json!(sys.bmc.bios.pending),
+    };
     json!({
         "@odata.type": "#Bios.v1_2_0.Bios",
         "@odata.id": format!("/redfish/v1/Systems/{}/Bios/Settings", sys.id),
         "Id": "Settings",
         "Name": "BIOS Pending Settings",
         "AttributeRegistry": super::bios_registry::REGISTRY,
-        "Attributes": sys.bmc.bios.pending,
+        "Attributes": attributes,
     })
 }
 
 async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
     let base = format!("/redfish/v1/Systems/{}/Bios", sys.id);
-    let pending_etag = json::etag_header(&settings_json(&sys), profile);
+    let pending_etag = json::etag_header(&settings_json(&sys, profile), profile);
     let mut settings = json!({
         "@odata.type": "#Settings.v1_4_0.Settings",
         "SettingsObject": link(&format!("{base}/Settings")),
@@ -129,6 +146,7 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
             None => json!([]),
         };
         body["Oem"]["Hpe"]["Links"]["BaseConfigs"] = link(&format!("{base}/baseconfigs"));
+        body["Oem"]["Hpe"]["Links"]["Boot"] = link(&format!("{base}/boot"));
     }
     Ok(Resource::new(body, profile, "GET"))
 }
@@ -152,6 +170,88 @@ async fn base_configs(
             "Id": "baseconfigs",
             "Name": "BIOS Default Settings",
             "BaseConfigs": [{ "default": crate::bios::defaults() }],
+        }),
+        profile,
+        "GET",
+    ))
+}
+
+/// iLO's UEFI boot settings (`HpeServerBootSettings`): the boot sources
+/// the machine has (its disks, each NIC's PXE and HTTP(S) over IPv4, iLO's
+/// virtual USB key and CD) by iLO's structured boot strings, and the
+/// persistent order (disks first, as the machine boots without an
+/// override), where proliantutils reads the persistent boot device.
+async fn boot_settings(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: axum::http::Uri,
+) -> Result<Resource, ApiError> {
+    let profile = st.profile(&sys);
+    if profile.hpe.is_none() || !sys.uefi() {
+        return Err(ApiError::NotFound(uri.path().to_string()));
+    }
+    let mut sources = Vec::new();
+    let mut option = 0x10u32;
+    let mut add = |structured: String, string: String, path: String| {
+        sources.push(json!({
+            "BootOptionNumber": format!("{option:04X}"),
+            "StructuredBootString": structured,
+            "BootString": string,
+            "UEFIDevicePath": path,
+            "CorrelatableID": path.split("/MAC").next().unwrap_or(&path),
+        }));
+        option += 1;
+    };
+    for (i, d) in sys.disks.iter().enumerate() {
+        add(
+            format!("HD.Emb.1.{}", i + 1),
+            format!(
+                "Embedded SATA Port {} HDD : {} {} GiB",
+                i + 1,
+                d.name,
+                d.capacity_bytes >> 30
+            ),
+            format!("PciRoot(0x0)/Pci(0x17,0x0)/Sata(0x{i:X},0x0,0x0)"),
+        );
+    }
+    for (i, n) in sys.nics.iter().enumerate() {
+        let port = i + 1;
+        let mac = n.mac.replace(':', "").to_uppercase();
+        let pci = format!("PciRoot(0x0)/Pci(0x1C,0x0)/Pci(0x0,0x{i:X})/MAC({mac},0x1)");
+        for (kind, what, tail) in [
+            ("IPv4", "PXE IPv4", "/IPv4(0.0.0.0)"),
+            ("Httpv4", "HTTP(S) IPv4", "/IPv4(0.0.0.0)/Uri()"),
+        ] {
+            add(
+                format!("NIC.LOM.1.{port}.{kind}"),
+                format!("Embedded LOM 1 Port {port} : Virtual Ethernet Adapter - NIC ({what})"),
+                format!("{pci}{tail}"),
+            );
+        }
+    }
+    add(
+        "FD.Virtual.1.1".into(),
+        "iLO Virtual USB 1 : HPE Virtual USB Key".into(),
+        "PciRoot(0x0)/Pci(0x14,0x0)/USB(0x1,0x0)".into(),
+    );
+    add(
+        "CD.Virtual.2.1".into(),
+        "iLO Virtual USB 2 : HPE Virtual CD-ROM".into(),
+        "PciRoot(0x0)/Pci(0x14,0x0)/USB(0x2,0x0)".into(),
+    );
+    let order: Vec<Value> = sources
+        .iter()
+        .map(|s| s["StructuredBootString"].clone())
+        .collect();
+    Ok(Resource::new(
+        json!({
+            "@odata.type": "#HpeServerBootSettings.v2_0_0.HpeServerBootSettings",
+            "@odata.id": uri.path(),
+            "Id": "boot",
+            "Name": "Boot Order Current Settings",
+            "BootSources": sources,
+            "PersistentBootConfigOrder": order,
+            "DefaultBootOrder": ["Floppy", "Cd", "Usb", "EmbeddedStorage", "PcieSlotStorage", "EmbeddedFlexLOM", "PcieSlotNic", "UefiShell"],
         }),
         profile,
         "GET",
@@ -188,7 +288,7 @@ fn settings_allow(st: &AppState, sys: &System) -> &'static str {
 async fn settings(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
     Ok(Resource::new(
-        settings_json(&sys),
+        settings_json(&sys, profile),
         profile,
         settings_allow(&st, &sys),
     ))
@@ -207,7 +307,7 @@ async fn post_settings(st: State<AppState>, req: SysPatch) -> Result<Response, A
 /// `@Redfish.SettingsApplyTime` one is scheduled (202, its Task in
 /// `Location`), without it they stay held until a job is created.
 async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Response, ApiError> {
-    let p = st.begin_patch(&req, |sys, _| settings_json(sys)).await?;
+    let p = st.begin_patch(&req, settings_json).await?;
     let (sys, profile) = (&p.target, p.profile);
     // `@Redfish.SettingsApplyTime` may name when to apply: one of the
     // times `@Redfish.Settings` advertises. The whole body is checked
@@ -253,7 +353,12 @@ async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Res
         let jid = super::dell::schedule_bios_job(&st, &sys);
         return Ok(super::dell::job_accepted(&jid));
     }
-    Ok(Resource::new(settings_json(&sys), profile, settings_allow(&st, &sys)).into_response())
+    Ok(Resource::new(
+        settings_json(&sys, profile),
+        profile,
+        settings_allow(&st, &sys),
+    )
+    .into_response())
 }
 
 async fn reset_bios(

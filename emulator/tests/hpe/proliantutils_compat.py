@@ -109,10 +109,15 @@ def main():
         eq(ilo.get_host_power_status(), 'OFF', 'power')
         eq(ilo.get_host_post_state(), 'PowerOff', 'POST state')
 
-    @check('boot mode: UEFI, legacy BIOS and UEFI supported')
+    @check('boot mode: UEFI (now and pending), supported; the BIOS boot order')
     def boot_mode():
         eq(ilo.get_current_boot_mode(), 'UEFI', 'current boot mode')
+        # The whole settings object: Ironic's ilo update_boot_mode reads it.
+        eq(ilo.get_pending_boot_mode(), 'UEFI', 'pending boot mode')
         eq(ilo.get_supported_boot_mode(), 'legacy bios and uefi', 'supported')
+        # No override: the BIOS's persistent order (Bios Oem.Hpe.Links.Boot),
+        # the disk first.
+        eq(ilo.get_persistent_boot_device(), 'HDD', 'persistent, from the boot order')
 
     @check('one-time and persistent boot devices')
     def boot_devices():
