@@ -210,22 +210,29 @@ impl StorageState {
                 if self.drive_use(d) != DriveUse::Ready {
                     return Err(VolumeError::NotReady(d.clone()));
                 }
-                let disk = disks.iter().find(|x| &x.name == d);
-                let taken = self.volumes.iter().any(|v| &v.id == d);
-                let id = if taken {
-                    format!("{d}-nonraid")
-                } else {
-                    d.clone()
-                };
-                Ok(VolumeChange::Create(Volume {
-                    name: d.clone(),
-                    id,
-                    raid_type: "None".into(),
-                    capacity_bytes: disk.map_or(0, |x| x.capacity_bytes),
-                    drives: vec![d.clone()],
-                }))
+                Ok(VolumeChange::Create(self.pass_through(disks, d)))
             })
             .collect()
+    }
+
+    /// Drive `d`'s pass-through volume, named after it (its Id too, unless
+    /// a volume has that Id).
+    fn pass_through(&self, disks: &[Disk], d: &str) -> Volume {
+        let taken = self.volumes.iter().any(|v| v.id == d);
+        Volume {
+            id: if taken {
+                format!("{d}-nonraid")
+            } else {
+                d.to_string()
+            },
+            name: d.to_string(),
+            raid_type: "None".into(),
+            capacity_bytes: disks
+                .iter()
+                .find(|x| x.name == d)
+                .map_or(0, |x| x.capacity_bytes),
+            drives: vec![d.to_string()],
+        }
     }
 
     /// Drives a conversion may take: known, listed once, with nothing
@@ -422,22 +429,8 @@ impl StorageState {
                 .map(|d| d.name.clone())
                 .collect();
             for d in free {
-                let id = if self.volumes.iter().any(|v| v.id == d) {
-                    format!("{d}-nonraid")
-                } else {
-                    d.clone()
-                };
-                let capacity = disks
-                    .iter()
-                    .find(|x| x.name == d)
-                    .map_or(0, |x| x.capacity_bytes);
-                self.volumes.push(Volume {
-                    name: d.clone(),
-                    id,
-                    raid_type: "None".into(),
-                    capacity_bytes: capacity,
-                    drives: vec![d],
-                });
+                let v = self.pass_through(disks, &d);
+                self.volumes.push(v);
             }
         }
     }
