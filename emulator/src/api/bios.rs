@@ -147,6 +147,7 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
         };
         body["Oem"]["Hpe"]["Links"]["BaseConfigs"] = link(&format!("{base}/baseconfigs"));
         body["Oem"]["Hpe"]["Links"]["Boot"] = link(&format!("{base}/boot"));
+        super::hpe_inventory::bios_links(&sys, &mut body);
     }
     Ok(Resource::new(body, profile, "GET"))
 }

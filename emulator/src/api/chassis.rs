@@ -51,7 +51,7 @@ async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
 
 fn chassis_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     let base = format!("/redfish/v1/Chassis/{}", st.chassis_id(sys));
-    json!({
+    let mut v = json!({
         "@odata.type": "#Chassis.v1_25_0.Chassis",
         "@odata.id": base,
         "Id": st.chassis_id(sys),
@@ -71,7 +71,11 @@ fn chassis_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
             "ComputerSystems": [link(&format!("/redfish/v1/Systems/{}", sys.id))],
             "ManagedBy": [link(&format!("/redfish/v1/Managers/{}", st.manager_id(sys)))],
         },
-    })
+    });
+    if profile.hpe.is_some() {
+        super::hpe_inventory::chassis_links(st.chassis_id(sys), &mut v);
+    }
+    v
 }
 
 async fn chassis(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {

@@ -103,6 +103,7 @@ pub fn system_parts(sys: &System, profile: &Profile, post: Option<PostState>, v:
         "UefiClass": hpe.uefi_class,
         "Current": { "VersionString": profile.bios_version },
     });
+    super::hpe_inventory::system_links(sys, v);
 }
 
 /// `PushType: Press` presses the power button (a host that is off

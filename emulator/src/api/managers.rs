@@ -91,6 +91,9 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         v["Oem"] = json!(oem);
     }
     super::dell::manager_parts(st, sys, profile, &mut v);
+    if profile.hpe.is_some() {
+        super::hpe_inventory::manager_links(st.manager_id(sys), &mut v);
+    }
     v
 }
 

@@ -18,6 +18,7 @@ pub mod dell;
 pub mod error;
 mod guard;
 mod hpe;
+mod hpe_inventory;
 mod hpe_tls;
 pub(crate) mod input;
 pub mod json;
@@ -81,6 +82,7 @@ fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
                 .merge(boot_certs::router())
                 .merge(hpe_tls::router())
                 .merge(hpe::router())
+                .merge(hpe_inventory::router())
                 .merge(system_parts::router())
                 .merge(storage::router());
         }

@@ -119,6 +119,24 @@ def main():
         # the disk first.
         eq(ilo.get_persistent_boot_device(), 'HDD', 'persistent, from the boot order')
 
+    @check("server capabilities and disk types (Ironic's ilo inspection)")
+    def capabilities():
+        caps = ilo.get_server_capabilities()
+        for k, v in [('server_model', 'ProLiant DL360 Gen10 Plus'),
+                     ('pci_gpu_devices', 0), ('nic_capacity', '1Gb'),
+                     ('boot_mode_uefi', 'true'), ('hardware_supports_raid', 'true'),
+                     ('has_ssd', 'true'), ('last_firmware_scan_result', 'Ok'),
+                     ('security_override_switch', 'Ok')]:
+            eq(caps.get(k), v, k)
+        for k in ('ilo_firmware_version', 'rom_firmware_version', 'overall_security_status'):
+            if not caps.get(k):
+                raise AssertionError('%s missing from %s' % (k, caps))
+        eq(ilo.get_available_disk_types(), ['SSD'], 'disk types')
+        props = ilo.get_essential_properties()['properties']
+        eq(props['cpu_arch'], 'x86_64', 'cpu_arch')
+        if props['local_gb'] <= 0:
+            raise AssertionError('local_gb %r' % props['local_gb'])
+
     @check('one-time and persistent boot devices')
     def boot_devices():
         ilo.set_one_time_boot('NETWORK')
@@ -207,7 +225,8 @@ def main():
         ilo.reset_server()
         eq(ilo.get_host_power_status(), 'ON', 'after reset_server')
 
-    for t in (identity, boot_mode, boot_devices, vmedia, bios, tls, secure_boot, power):
+    for t in (identity, boot_mode, capabilities, boot_devices, vmedia, bios, tls,
+              secure_boot, power):
         t()
     failed = [n for n, e in RESULTS if e is not None]
     print('%d passed, %d failed' % (len(RESULTS) - len(failed), len(failed)), flush=True)

@@ -51,5 +51,5 @@ fn proliantutils_drives_the_ilo5_profile() {
         out.status.success(),
         "proliantutils compatibility failed:\n{stdout}"
     );
-    assert!(stdout.contains("8 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("9 passed, 0 failed"), "{stdout}");
 }
