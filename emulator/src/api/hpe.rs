@@ -104,6 +104,7 @@ pub fn system_parts(sys: &System, profile: &Profile, post: Option<PostState>, v:
         "Current": { "VersionString": profile.bios_version },
     });
     super::hpe_inventory::system_links(sys, v);
+    super::hpe_raid::system_parts(sys, v);
 }
 
 /// `PushType: Press` presses the power button (a host that is off

@@ -19,6 +19,7 @@ pub mod error;
 mod guard;
 mod hpe;
 mod hpe_inventory;
+mod hpe_raid;
 mod hpe_tls;
 pub(crate) mod input;
 pub mod json;
@@ -83,6 +84,7 @@ fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
                 .merge(hpe_tls::router())
                 .merge(hpe::router())
                 .merge(hpe_inventory::router())
+                .merge(hpe_raid::router())
                 .merge(system_parts::router())
                 .merge(storage::router());
         }

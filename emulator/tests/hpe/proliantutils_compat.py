@@ -137,6 +137,35 @@ def main():
         if props['local_gb'] <= 0:
             raise AssertionError('local_gb %r' % props['local_gb'])
 
+    @check("RAID through SmartStorageConfig: created, read back after the reset, deleted")
+    def raid():
+        cfg = {'logical_disks': [{
+            'raid_level': '1', 'size_gb': 'MAX', 'volume_name': 'os',
+            'physical_disks': ['1I:1:1', '1I:1:2'],
+            'controller': 'HPE Smart Array P408i-a SR Gen10'}]}
+        ilo.create_raid_configuration(cfg)
+        if ilo.get_host_power_status() == 'OFF':
+            ilo.set_host_power('ON')
+        else:
+            ilo.reset_server()
+        got = ilo.read_raid_configuration(raid_config=cfg)['logical_disks']
+        eq(len(got), 1, 'logical disks')
+        eq((got[0]['raid_level'], got[0]['physical_disks'], got[0]['volume_name']),
+           ('1', ['1I:1:1', '1I:1:2'], 'os'), 'the logical disk')
+        if not got[0]['root_device_hint']['wwn'].startswith('0x600508B1'):
+            raise AssertionError('wwn %r' % got[0]['root_device_hint'])
+        eq(ilo.get_server_capabilities().get('logical_raid_level_1'), 'true', 'capability')
+        ilo.delete_raid_configuration()
+        ilo.reset_server()
+        eq(ilo.read_raid_configuration()['logical_disks'], [], 'after the delete')
+        try:
+            ilo.delete_raid_configuration()
+        except exception.IloLogicalDriveNotFoundError:
+            pass
+        else:
+            raise AssertionError('a second delete found logical drives')
+        ilo.hold_pwr_btn()
+
     @check('one-time and persistent boot devices')
     def boot_devices():
         ilo.set_one_time_boot('NETWORK')
@@ -226,7 +255,7 @@ def main():
         eq(ilo.get_host_power_status(), 'ON', 'after reset_server')
 
     for t in (identity, boot_mode, capabilities, boot_devices, vmedia, bios, tls,
-              secure_boot, power):
+              secure_boot, raid, power):
         t()
     failed = [n for n, e in RESULTS if e is not None]
     print('%d passed, %d failed' % (len(RESULTS) - len(failed), len(failed)), flush=True)

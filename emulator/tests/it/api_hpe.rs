@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::common::Api;
@@ -308,4 +308,143 @@ async fn ilo_bios_settings_take_a_post_and_show_the_boot_mode() {
         .body["Attributes"]
         .get("BootMode")
         .is_none());
+}
+
+/// An iLO 5 in front of a machine with three 480 GiB drives.
+fn ilo_with_drives() -> Api {
+    let mut sys = shoal_emulator::config::fake_systems(1).remove(0);
+    sys.disks = (0..3)
+        .map(|i| shoal_emulator::storage::Disk {
+            name: format!("sd{i}"),
+            capacity_bytes: 480 << 30,
+        })
+        .collect();
+    sys.bmc.storage = shoal_emulator::storage::StorageState::jbod(&sys.disks);
+    Api::own_endpoint_of("ilo5", Default::default(), sys)
+}
+
+#[tokio::test]
+async fn smart_storage_config_stages_logical_drives_for_the_next_reset_and_refuses_bad_ones() {
+    let api = ilo_with_drives();
+    let s = api.get("/redfish/v1/Systems/1").await.body;
+    let ssc = s["Oem"]["Hpe"]["SmartStorageConfig"][0]["@odata.id"]
+        .as_str()
+        .expect("Oem.Hpe.SmartStorageConfig")
+        .trim_end_matches('/')
+        .to_string();
+    let current = api.get(&ssc).await.body;
+    assert_eq!(current["Location"], "Slot 0");
+    assert_eq!(current["LogicalDrives"], json!([]));
+    let settings = format!("{ssc}/settings");
+    let before = api.get(&settings).await.body;
+    for (body, want) in [
+        (
+            json!({"LogicalDrives": [{"Raid": "Raid1", "DataDrives": ["1I:1:1", "1I:1:9"]}]}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"LogicalDrives": [{"Raid": "Raid50", "DataDrives": ["1I:1:1", "1I:1:2"]}]}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"LogicalDrives": [{"Raid": "Raid5", "DataDrives": ["1I:1:1", "1I:1:2"]}]}),
+            "PropertyValueConflict",
+        ),
+        (
+            json!({"LogicalDrives": [{"Raid": "Raid0", "DataDrives": {"DataDriveCount": 4}}]}),
+            "PropertyValueOutOfRange",
+        ),
+        (
+            json!({"LogicalDrives": [{"Raid": "Raid0", "CapacityGiB": 5000, "DataDrives": ["1I:1:1"]}]}),
+            "PropertyValueConflict",
+        ),
+        (
+            json!({"LogicalDrives": [{"Raid": "Raid0", "DataDrives": ["1I:1:1"], "Spare": true}]}),
+            "PropertyUnknown",
+        ),
+        (
+            json!({"LogicalDrives": [{"Actions": [{"Action": "LogicalDriveDelete"}], "VolumeUniqueIdentifier": "600508B1001CFFFF"}]}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"LogicalDrives": [], "DataGuard": "Loose"}),
+            "PropertyValueNotInList",
+        ),
+        (json!({"DataGuard": "Disabled"}), "PropertyMissing"),
+    ] {
+        let r = api
+            .req(Method::PUT, &settings, Some(body.clone()), &[])
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {r}");
+        assert_eq!(r.message_ids()[0], want, "{body}: {r}");
+    }
+    assert_eq!(api.get(&settings).await.body, before, "nothing staged");
+    // A RAID 1 over the first two drives (passed through until now), by
+    // count: staged, then made by the reset.
+    let r = api
+        .req(
+            Method::PUT,
+            &settings,
+            Some(json!({"DataGuard": "Disabled", "LogicalDrives": [
+                {"Raid": "Raid1", "CapacityGiB": -1, "LogicalDriveName": "os",
+                 "DataDrives": {"DataDriveCount": 2}}]})),
+            &[],
+        )
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    let pending = api.get(&settings).await.body;
+    assert_eq!(
+        pending["LogicalDrives"][0]["DataDrives"],
+        json!(["1I:1:1", "1I:1:2"])
+    );
+    assert_eq!(
+        api.get(&ssc).await.body["LogicalDrives"],
+        json!([]),
+        "not before the reset"
+    );
+    api.reset("/redfish/v1/Systems/1", "On").await;
+    let current = api.get(&ssc).await.body;
+    let ld = &current["LogicalDrives"][0];
+    assert_eq!(
+        (ld["Raid"].as_str(), ld["CapacityGiB"].as_u64()),
+        (Some("Raid1"), Some(480))
+    );
+    assert!(current["@Redfish.Settings"]["Messages"][0]["MessageId"]
+        .as_str()
+        .unwrap()
+        .ends_with("Success"));
+    // The Smart Array's own view and the DMTF one agree.
+    let lds = api
+        .get("/redfish/v1/Systems/1/SmartStorage/ArrayControllers/0/LogicalDrives/1")
+        .await
+        .body;
+    assert_eq!(lds["Raid"], "1");
+    let vols = api
+        .get("/redfish/v1/Systems/1/Storage/1/Volumes")
+        .await
+        .body;
+    assert_eq!(
+        vols["Members@odata.count"], 2,
+        "the RAID 1 and the third drive: {vols}"
+    );
+    // Deleted by its identifier.
+    let vuid = ld["VolumeUniqueIdentifier"].clone();
+    let r = api
+        .req(
+            Method::PUT,
+            &settings,
+            Some(json!({"DataGuard": "Permissive", "LogicalDrives": [
+                {"Actions": [{"Action": "LogicalDriveDelete"}], "VolumeUniqueIdentifier": vuid}]})),
+            &[],
+        )
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    api.reset("/redfish/v1/Systems/1", "ForceRestart").await;
+    assert_eq!(api.get(&ssc).await.body["LogicalDrives"], json!([]));
+    // Not an iLO: not there.
+    let dell = Api::own_endpoint("idrac9");
+    let r = dell
+        .get("/redfish/v1/Systems/System.Embedded.1/smartstorageconfig")
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
 }

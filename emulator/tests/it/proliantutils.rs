@@ -15,16 +15,31 @@ fn proliantutils_drives_the_ilo5_profile() {
     };
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = certificate(dir.path());
+    // A DL360 with three drives (RAID 1 over two of them), on an endpoint
+    // of its own: the certificate names 127.0.0.1.
+    let cfg = dir.path().join("shoal.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+[[systems]]
+name = "dl360"
+profile = "ilo5"
+disks = [
+  { name = "sda", capacity_gib = 480 },
+  { name = "sdb", capacity_gib = 480 },
+  { name = "sdc", capacity_gib = 960 },
+]
+[[endpoints]]
+listen = "127.0.0.1:0"
+systems = ["dl360"]
+"#,
+    )
+    .unwrap();
     let (_emu, lines) = Spawned::start_lines(
         &[
-            "--fake-systems",
-            "1",
-            "--profile",
-            "ilo5",
-            // The certificate names 127.0.0.1; no IPMI listener there to
-            // share with other tests.
-            "--endpoint-per-system",
-            "127.0.0.1:0",
+            "--config",
+            cfg.to_str().unwrap(),
+            // No IPMI listener there to share with other tests.
             "--ipmi-port",
             "0",
             "--ssl-certificate",
@@ -51,5 +66,5 @@ fn proliantutils_drives_the_ilo5_profile() {
         out.status.success(),
         "proliantutils compatibility failed:\n{stdout}"
     );
-    assert!(stdout.contains("9 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("10 passed, 0 failed"), "{stdout}");
 }
