@@ -79,6 +79,28 @@ async fn service_root(State(st): State<AppState>) -> Resource {
     for (name, uri) in top_level(&st) {
         body[name] = link(&format!("{uri}{slash}"));
     }
+    // iLO's root says which iLO it is (`Oem.Hpe.Manager[0].ManagerType`,
+    // `Moniker.PRODGEN`): HPE's iLOrest reads the generation there before
+    // it logs in.
+    if st.root_profile.hpe.is_some() {
+        let fw = &st.root_profile.bmc_firmware_version;
+        let (kind, version) = fw.split_once(" v").unwrap_or((fw.as_str(), ""));
+        body["Oem"] = json!({ "Hpe": {
+            "@odata.type": "#HpeiLOServiceExt.v2_3_0.HpeiLOServiceExt",
+            "Manager": [{
+                "ManagerType": kind,
+                "ManagerFirmwareVersion": version,
+                "Status": { "Health": "OK" },
+            }],
+            "Moniker": {
+                "PRODGEN": kind,
+                "PRODABR": "iLO",
+                "PRODFAM": "Integrated Lights-Out",
+                "VENDABR": "HPE",
+                "VENDNAM": "Hewlett Packard Enterprise",
+            },
+        }});
+    }
     Resource::new(body, crate::profile::generic(), "GET")
 }
 

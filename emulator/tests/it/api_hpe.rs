@@ -50,8 +50,19 @@ async fn ilo_root_links_end_in_a_slash_so_urljoin_finds_system_1() {
         assert_eq!(urljoin_one(link), owner);
         assert_eq!(api.get(owner).await.status, StatusCode::OK);
     }
+    // The generation, where HPE's iLOrest reads it before it logs in.
+    let m = &root["Oem"]["Hpe"]["Manager"][0];
+    assert_eq!(
+        (
+            m["ManagerType"].as_str(),
+            m["ManagerFirmwareVersion"].as_str()
+        ),
+        (Some("iLO 5"), Some("3.08"))
+    );
+    assert_eq!(root["Oem"]["Hpe"]["Moniker"]["PRODGEN"], "iLO 5");
     let generic = Api::own_endpoint("idrac9").get("/redfish/v1/").await.body;
     assert_eq!(generic["Systems"]["@odata.id"], "/redfish/v1/Systems");
+    assert!(generic["Oem"].get("Hpe").is_none());
 }
 
 /// The power button: a press starts the host, whose POST state goes
