@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::common::{Api, Reply};
@@ -761,4 +761,57 @@ async fn an_apply_time_schedules_the_job_and_clearing_the_queue_holds_the_values
     );
     let bios = api.get(&format!("{SYS}/Bios")).await.body;
     assert_eq!(bios["Attributes"]["ProcTurboMode"], json!("Disabled"));
+}
+
+/// Dell's OpenManage idrac_bios deletes the pending BIOS job and stages
+/// its own at once: the new job keeps the values (the old one's deletion
+/// takes back only what it had, in its own request), and the next reset
+/// applies them.
+#[tokio::test]
+async fn a_job_deleted_then_replaced_leaves_the_new_one_its_values() {
+    let api = Api::own_endpoint("idrac9");
+    let settings = format!("{SYS}/Bios/Settings");
+    let at = json!({"ApplyTime": "OnReset"});
+    let r = api
+        .patch(
+            &settings,
+            json!({"@Redfish.SettingsApplyTime": at, "Attributes": {"ProcTurboMode": "Disabled"}}),
+        )
+        .await;
+    let first = r
+        .header("location")
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let del = api
+        .req(
+            Method::DELETE,
+            &format!("{MGR}/Oem/Dell/Jobs/{first}"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(del.status, StatusCode::OK, "{del}");
+    let r = api
+        .patch(&settings, json!({"@Redfish.SettingsApplyTime": at, "Attributes": {"ProcVirtualization": "Disabled"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let task = r.header("location").unwrap();
+    // Longer than the jobs' watchers take to look.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    api.reset(SYS, "On").await;
+    assert_eq!(
+        task_done(&api, &task).await["TaskState"],
+        json!("Completed")
+    );
+    let attrs = api.get(&format!("{SYS}/Bios")).await.body["Attributes"].clone();
+    assert_eq!(
+        (
+            attrs["ProcTurboMode"].as_str(),
+            attrs["ProcVirtualization"].as_str()
+        ),
+        (Some("Disabled"), Some("Disabled"))
+    );
 }

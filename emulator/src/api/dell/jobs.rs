@@ -140,20 +140,21 @@ impl Lc {
         lock(&self.jobs).clone()
     }
 
-    /// Deletes one job of `system`; whether it was there.
-    pub fn delete(&self, system: &str, id: &str) -> bool {
+    /// Deletes one job of `system`; the job, if it was there.
+    pub fn delete(&self, system: &str, id: &str) -> Option<Job> {
         let mut jobs = lock(&self.jobs);
-        let before = jobs.len();
-        jobs.retain(|j| !(j.system == system && j.id == id));
-        jobs.len() != before
+        let i = jobs.iter().position(|j| j.system == system && j.id == id)?;
+        Some(jobs.remove(i))
     }
 
-    /// Clears the queue of `system` (`JID_CLEARALL`); how many went.
-    pub fn clear(&self, system: &str) -> usize {
+    /// Clears the queue of `system` (`JID_CLEARALL`); the jobs that went.
+    pub fn clear(&self, system: &str) -> Vec<Job> {
         let mut jobs = lock(&self.jobs);
-        let before = jobs.len();
-        jobs.retain(|j| j.system != system);
-        before - jobs.len()
+        let (gone, kept) = std::mem::take(&mut *jobs)
+            .into_iter()
+            .partition(|j| j.system == system);
+        *jobs = kept;
+        gone
     }
 
     /// Whether a job of `system` of this type has not finished.
@@ -215,8 +216,8 @@ mod tests {
         lc.update(&a.id, JobState::Completed, "SYS053", "done");
         let done = lc.get(&a.id).unwrap();
         assert!(done.end.is_some() && !lc.busy("a", "ImportConfiguration"));
-        assert!(!lc.delete("a", &b.id), "another system's job");
-        assert_eq!(lc.clear("a"), 1);
+        assert!(lc.delete("a", &b.id).is_none(), "another system's job");
+        assert_eq!(lc.clear("a").len(), 1);
         assert_eq!(lc.of("b").len(), 1);
         assert!(lc.ready());
         lc.not_ready_for(Duration::from_secs(60));

@@ -179,7 +179,6 @@ pub(in crate::api) fn schedule_bios_job(st: &AppState, sys: &System) -> String {
         sys.id.clone(),
         job.id.clone(),
         |s: &System| s.bmc.bios.pending.is_empty(),
-        |s: &System| (!s.bmc.bios.pending.is_empty()).then_some(Change::BiosHold(true)),
     ));
     job.id
 }
@@ -195,27 +194,21 @@ pub(in crate::api) fn job_accepted(jid: &str) -> Response {
     r
 }
 
-/// A scheduled job completes once a reset has `applied` its change. A job
-/// deleted first (one by one or with the queue) takes its change back:
-/// `undo`, decided under the system's lock.
-async fn watch_job<A, U>(st: AppState, id: String, jid: String, applied: A, undo: U)
+/// A scheduled job completes once a reset has `applied` its change; a
+/// deleted job is no longer watched (`take_back` undid its change as it
+/// went).
+async fn watch_job<A>(st: AppState, id: String, jid: String, applied: A)
 where
     A: Fn(&System) -> bool + Send + 'static,
-    U: Fn(&System) -> Option<Change> + Send + 'static,
 {
     loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let Ok(sys) = st.backend.system(&id).await else {
             return;
         };
-        if st.lc.get(&jid).is_none() {
-            if let Ok(locked) = st.locked(&id).await {
-                if let Some(c) = undo(&locked.sys) {
-                    tracing::info!(system = %sys.name, job = %jid, "job deleted: its change taken back");
-                    let _ = st.backend.apply(&id, vec![c]).await;
-                }
-            }
-            return;
+        match st.lc.get(&jid) {
+            Some(j) if !j.state.finished() => {}
+            _ => return,
         }
         if applied(&sys) {
             st.lc.update(
@@ -227,6 +220,36 @@ where
             return;
         }
     }
+}
+
+/// Deletes jobs of system `id` (one, or the whole queue with `None`)
+/// under the system's lock, and takes back what unfinished configuration
+/// jobs had scheduled, in the same request: a BIOS job's values are held
+/// again (staged, waiting for another job), a controller job's mode
+/// change is dropped (the controller keeps its mode). How many went.
+async fn delete_jobs(st: &AppState, id: &str, one: Option<&str>) -> Result<usize, ApiError> {
+    let locked = st.locked(id).await?;
+    let sys = &locked.sys;
+    let gone = match one {
+        Some(jid) => st.lc.delete(id, jid).into_iter().collect(),
+        None => st.lc.clear(id),
+    };
+    let mut changes = Vec::new();
+    for j in gone.iter().filter(|j| !j.state.finished()) {
+        match j.job_type {
+            BIOS_JOB if !sys.bmc.bios.pending.is_empty() => changes.push(Change::BiosHold(true)),
+            raid::STAGED => changes.push(Change::Volume {
+                change: crate::storage::VolumeChange::Mode(sys.bmc.storage.mode),
+                staged: true,
+            }),
+            _ => continue,
+        }
+        tracing::info!(system = %sys.name, job = %j.id, "job deleted: its change taken back");
+    }
+    if !changes.is_empty() {
+        st.backend.apply(id, changes).await?;
+    }
+    Ok(gone.len())
 }
 
 /// `POST Managers/{id}/Jobs` with a `TargetSettingsURI`: a configuration
@@ -467,7 +490,7 @@ async fn delete_job(
 ) -> Result<Response, ApiError> {
     let d = lc_of(&st, &sys, &uri)?;
     job_of(&st, &sys, &jid, &uri)?;
-    st.lc.delete(&sys.id, &jid);
+    delete_jobs(&st, &sys.id, Some(&jid)).await?;
     tracing::info!(system = %sys.name, job = %jid, "job deleted");
     Ok(success(dell_msg(d, "SUP020", &[])))
 }
@@ -530,9 +553,9 @@ async fn delete_queue(
         ApiError::bad(Msg::new("ActionParameterMissing", &[DELETE_QUEUE, "JobID"]))
     })?;
     if jid == "JID_CLEARALL" || jid == "JID_CLEARALL_FORCE" {
-        let n = st.lc.clear(&sys.id);
+        let n = delete_jobs(&st, &sys.id, None).await?;
         tracing::info!(system = %sys.name, jobs = n, "job queue cleared");
-    } else if !st.lc.delete(&sys.id, jid) {
+    } else if delete_jobs(&st, &sys.id, Some(jid)).await? == 0 {
         return Err(ApiError::BadRequest(vec![
             Msg::new("ActionParameterValueError", &["JobID", DELETE_QUEUE]),
             dell_msg(d, "SUP011", &[]),

@@ -43,7 +43,7 @@ const PERC_MODEL: &str = "PERC H730P Mini";
 /// Jobs on the controller are named after it.
 const JOB_NAME: &str = "Configure: RAID.Integrated.1-1";
 const REAL_TIME: &str = "RealTimeNoRebootConfiguration";
-const STAGED: &str = "RAIDConfiguration";
+pub(super) const STAGED: &str = "RAIDConfiguration";
 const SETTINGS_APPLY_TIME: &str = "@Redfish.SettingsApplyTime";
 const MODE_PATH: &str = "Oem/Dell/DellStorageController/ControllerMode";
 
@@ -471,23 +471,11 @@ async fn patch_settings(
     );
     tracing::info!(system = %sys.name, job = %job.id, mode = mode.as_str(), "controller mode staged");
     drop(locked);
-    let staged = change.clone();
     tokio::spawn(super::watch_job(
         st.clone(),
         id,
         job.id.clone(),
         move |s: &System| !s.bmc.storage.pending.contains(&change),
-        // A deleted job's mode is dropped: the controller keeps its own.
-        move |s: &System| {
-            s.bmc
-                .storage
-                .pending
-                .contains(&staged)
-                .then(|| Change::Volume {
-                    change: VolumeChange::Mode(s.bmc.storage.mode),
-                    staged: true,
-                })
-        },
     ));
     Ok(super::job_accepted(&job.id))
 }
