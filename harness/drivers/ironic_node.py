@@ -4,9 +4,10 @@
 
     ironic_node.py --api URL --log FILE enroll --name N --bmc URL --system ID
         --mac MAC --boot-interface IFACE [--property K=V ...]
-        [--driver ipmi|idrac] [--ipmi-address HOST --ipmi-port PORT]
+        [--driver ipmi|idrac|ilo5] [--ipmi-address HOST --ipmi-port PORT]
+        [--ilo-address HOST:PORT --ilo-verify-ca PEM]
         [--console-port PORT] [--deploy-interface direct]
-        [--driver-info K=V ...] [--inspect redfish|agent|idrac-redfish ...]
+        [--driver-info K=V ...] [--inspect redfish|agent|idrac-redfish|ilo ...]
         [--clean-step JSON ...]
     ironic_node.py --api URL --log FILE console --name N --out FILE
     ironic_node.py --api URL --log FILE deploy --name N [--instance K=V ...]
@@ -208,7 +209,9 @@ def main():
     e.add_argument('--mac', required=True)
     e.add_argument('--boot-interface', required=True)
     e.add_argument('--property', action='append', default=[])
-    e.add_argument('--driver', choices=('redfish', 'ipmi', 'idrac'), default='redfish')
+    e.add_argument('--driver', choices=('redfish', 'ipmi', 'idrac', 'ilo5'), default='redfish')
+    e.add_argument('--ilo-address', help='the iLO as HOST:PORT (ilo5)')
+    e.add_argument('--ilo-verify-ca', help="the CA the iLO's certificate is checked against (ilo5)")
     e.add_argument('--ipmi-address')
     e.add_argument('--ipmi-port', type=int, default=623)
     e.add_argument('--console-port', type=int)
@@ -216,7 +219,7 @@ def main():
                    default='ramdisk')
     e.add_argument('--driver-info', action='append', default=[])
     e.add_argument('--inspect', action='append', default=[],
-                   choices=('redfish', 'agent', 'idrac-redfish'))
+                   choices=('redfish', 'agent', 'idrac-redfish', 'ilo'))
     e.add_argument('--clean-step', action='append', default=[], type=json.loads,
                    help='a manual clean step, as JSON: run while manageable')
     c = sub.add_parser('console')
@@ -260,6 +263,13 @@ def main():
                          'redfish_username': 'admin',
                          'redfish_password': 'password',
                          'redfish_verify_ca': False})
+        if a.driver == 'ilo5':
+            if not a.ilo_address:
+                sys.exit('ironic_node: an ilo5 node needs --ilo-address')
+            info.update({'ilo_address': a.ilo_address,
+                         'ilo_username': 'admin',
+                         'ilo_password': 'password',
+                         'ilo_verify_ca': a.ilo_verify_ca or True})
         if a.driver == 'ipmi' or a.console_port:
             if not a.ipmi_address:
                 sys.exit('ironic_node: an ipmi node or console needs --ipmi-address')

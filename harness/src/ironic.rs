@@ -53,6 +53,9 @@ pub struct Layout {
     /// The agent (the `direct` deploy), when the case's node deploys
     /// through it.
     pub agent: Option<Agent>,
+    /// Ironic 35 with HPE's `ilo5` hardware type enabled (its iLO power,
+    /// ilo5 management and `ilo-virtual-media` boot, over proliantutils).
+    pub ilo: bool,
 }
 
 /// What a case whose node deploys through ironic-python-agent sets.
@@ -146,6 +149,20 @@ kernel_append_params = console=ttyS0,115200
             None => (false, 1800),
         };
         let grub = self.grub_template();
+        let (ilo_types, ilo_boot, ilo_power, ilo_mgmt) = match self.ilo {
+            true => (",ilo5", ",ilo-virtual-media", ",ilo", ",ilo5"),
+            false => ("", "", "", ""),
+        };
+        // iLO's own inspection (proliantutils' essential properties and
+        // server capabilities).
+        let ilo_inspect = if self.ilo { ",ilo" } else { "" };
+        // Ironic's iLO drivers keep what they make (and look for what
+        // they clean up) on the boot server, not in Swift: there is none.
+        let ilo_section = if self.ilo {
+            "\n[ilo]\nuse_web_server_for_images = true\n"
+        } else {
+            ""
+        };
         let pxe_append = match &self.agent {
             Some(_) => "kernel_append_params = console=ttyS0,115200\n",
             None => "",
@@ -159,14 +176,14 @@ host = shoal-ironic
 debug = true
 log_file = {d}/ironic.log
 tempdir = {d}/tmp
-enabled_hardware_types = redfish,ipmi,idrac
-enabled_boot_interfaces = redfish-https,redfish-virtual-media,idrac-redfish-virtual-media,http,http-ipxe,pxe,ipxe
+enabled_hardware_types = redfish,ipmi,idrac{ilo_types}
+enabled_boot_interfaces = redfish-https,redfish-virtual-media,idrac-redfish-virtual-media,http,http-ipxe,pxe,ipxe{ilo_boot}
 enabled_deploy_interfaces = {deploy_ifaces}
 default_deploy_interface = ramdisk
 grub_config_template = {grub}
-enabled_power_interfaces = redfish,ipmitool,idrac-redfish
-enabled_management_interfaces = redfish,ipmitool,idrac-redfish
-enabled_inspect_interfaces = no-inspect,redfish,agent,idrac-redfish
+enabled_power_interfaces = redfish,ipmitool,idrac-redfish{ilo_power}
+enabled_management_interfaces = redfish,ipmitool,idrac-redfish{ilo_mgmt}
+enabled_inspect_interfaces = no-inspect,redfish,agent,idrac-redfish{ilo_inspect}
 enabled_network_interfaces = noop
 enabled_raid_interfaces = no-raid
 enabled_vendor_interfaces = no-vendor
@@ -233,7 +250,7 @@ dhcp_leasefile = {d}/dhcp-leases
 
 [oslo_concurrency]
 lock_path = {d}/locks
-{agent}",
+{ilo_section}{agent}",
             grub = grub.display(),
             port = self.api_port,
             http_url = self.http_url,
@@ -550,6 +567,7 @@ mod tests {
             api_port: 16003,
             console_port: 18003,
             agent: None,
+            ilo: false,
         }
     }
 
@@ -627,6 +645,24 @@ mod tests {
                     "{section} {k} twice in\n{c}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn the_ilo5_hardware_type_is_enabled_only_for_ironic_35() {
+        let mut l = layout();
+        assert!(!l.config().contains("ilo"), "Ironic 39 has no iLO types");
+        l.ilo = true;
+        let c = l.config();
+        for want in [
+            "enabled_hardware_types = redfish,ipmi,idrac,ilo5\n",
+            "ipxe,ilo-virtual-media\n",
+            "enabled_power_interfaces = redfish,ipmitool,idrac-redfish,ilo\n",
+            "enabled_management_interfaces = redfish,ipmitool,idrac-redfish,ilo5\n",
+            "enabled_inspect_interfaces = no-inspect,redfish,agent,idrac-redfish,ilo\n",
+            "[ilo]\nuse_web_server_for_images = true\n",
+        ] {
+            assert!(c.contains(want), "{want:?} missing from\n{c}");
         }
     }
 

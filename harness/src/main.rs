@@ -65,6 +65,11 @@ enum Command {
         /// (ci/test builds it from ci/requirements-ironic.txt).
         #[arg(long, env = "SHOAL_IRONIC_VENV")]
         ironic_venv: Option<PathBuf>,
+        /// The venv with Ironic 35, the last release with the ilo5
+        /// hardware type, for `ilo5` scenarios (ci/test builds it from
+        /// ci/requirements-ironic35.txt).
+        #[arg(long, env = "SHOAL_IRONIC35_VENV")]
+        ironic35_venv: Option<PathBuf>,
     },
     /// Check that this host can run real-VM scenarios.
     Doctor,
@@ -374,6 +379,7 @@ fn real_main() -> Result<ExitCode> {
             emulator,
             python,
             ironic_venv,
+            ironic35_venv,
         } => {
             let mut scenarios = Scenario::load_dir(&dir)?;
             if let Some(f) = &filter {
@@ -409,6 +415,7 @@ fn real_main() -> Result<ExitCode> {
                 emulator,
                 python,
                 ironic_venv,
+                ironic35_venv,
                 keep_passed,
             };
             let results = runner::run(&scenarios, &opts)?;

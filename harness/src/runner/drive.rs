@@ -98,7 +98,13 @@ fn ironic_deploy(
         crate::netns::inside(&case.ns, move || bmc.enroll_ca(&pem))
             .context("enrolling the CA in the BMC's Boot.Certificates")?;
     }
-    let svc = Ironic::start(&case.ns, opts.ironic_venv.as_deref(), l)?;
+    let venv = match node.driver.ironic35() {
+        true => Some(opts.ironic35_venv.as_deref().ok_or_else(|| {
+            anyhow!("the {} hardware type needs Ironic 35 (--ironic35-venv or SHOAL_IRONIC35_VENV; ci/test builds it)", node.driver.as_str())
+        })?),
+        false => opts.ironic_venv.as_deref(),
+    };
+    let svc = Ironic::start(&case.ns, venv, l)?;
     let mut args = vec![
         "enroll".to_string(),
         "--name".into(),
@@ -126,6 +132,23 @@ fn ironic_deploy(
     }
     if !node.console.is_empty() {
         args.extend(["--console-port".into(), l.console_port.to_string()]);
+    }
+    if node.driver == IronicDriver::Ilo5 {
+        // proliantutils takes the iLO's address with its port; the BMC's
+        // certificate is the run CA's.
+        let host = case.bmc.url.strip_prefix("https://").ok_or_else(|| {
+            anyhow!(
+                "the ilo5 hardware type speaks HTTPS; the BMC is at {}",
+                case.bmc.url
+            )
+        })?;
+        let ca = std::fs::canonicalize(case.dir.join("bmc-tls").join("run-ca.pem"))?;
+        args.extend([
+            "--ilo-address".into(),
+            host.trim_end_matches('/').to_string(),
+            "--ilo-verify-ca".into(),
+            ca.display().to_string(),
+        ]);
     }
     for (k, v) in &node.properties {
         args.extend(["--property".into(), format!("{k}={v}")]);
@@ -261,6 +284,41 @@ fn inspected(out: &str, node: &IronicNode, machine: &Machine, mac: &str) -> Vec<
             }
         };
         let (p, inv) = (&f["properties"], &f["inventory"]);
+        if how == "ilo" {
+            // iLO's inspection keeps no inventory: the node's properties,
+            // the capabilities proliantutils found, and a port per MAC.
+            let mem = int(&p["memory_mb"]);
+            want(
+                "properties.memory_mb",
+                mem == Some(machine.memory_mib),
+                format!("{mem:?}, not {}", machine.memory_mib),
+            );
+            let gb = int(&p["local_gb"]);
+            want(
+                "properties.local_gb",
+                gb == Some(disk_gib.saturating_sub(1)),
+                format!("{gb:?}, not {}", disk_gib.saturating_sub(1)),
+            );
+            let caps = p["capabilities"].as_str().unwrap_or("");
+            for cap in [
+                "server_model:ProLiant",
+                "nic_capacity:1Gb",
+                "boot_mode:uefi",
+            ] {
+                want(
+                    "properties.capabilities",
+                    caps.contains(cap),
+                    format!("{caps:?}, without {cap}"),
+                );
+            }
+            let ports = strings(&f["ports"], "");
+            want(
+                "the ports",
+                ports.contains(&mac),
+                format!("{ports:?}, not with {mac}"),
+            );
+            continue;
+        }
         let macs = strings(&inv["interfaces"], "mac_address");
         want(
             "the inventory's MACs",

@@ -36,6 +36,8 @@ pub struct Options {
     pub python: Option<PathBuf>,
     /// The venv with Ironic (the `ironic` driver).
     pub ironic_venv: Option<PathBuf>,
+    /// The venv with Ironic 35 (the `ilo5` hardware type).
+    pub ironic35_venv: Option<PathBuf>,
     pub keep_passed: bool,
 }
 

@@ -193,9 +193,14 @@ pub(super) fn prepare(
         false => None,
     };
     // proliantutils speaks HTTPS only: its BMC serves a certificate from
-    // the run's CA (the client does not verify it, as Ironic's iLO drivers
-    // did not without `ilo_verify_ca`).
-    let bmc_tls = (driver == Driver::Proliantutils)
+    // the run's CA (the harness's driver does not verify it, as Ironic's
+    // iLO drivers did not without `ilo_verify_ca`; Ironic's ilo5 cases
+    // verify it against the run's CA).
+    let ilo5 = s
+        .ironic
+        .as_ref()
+        .is_some_and(|n| n.driver == IronicDriver::Ilo5);
+    let bmc_tls = (driver == Driver::Proliantutils || ilo5)
         .then(|| bmc_certificate(dir))
         .transpose()?;
     let emulator = start_emulator(
@@ -324,6 +329,7 @@ fn ironic_layout(s: &Scenario, index: u8, host: Ipv4Addr, dir: &Path) -> Result<
             .as_ref()
             .map(|_| case.join("tls").join("run-ca.pem")),
         tftp_server: server,
+        ilo: s.ironic.as_ref().is_some_and(|n| n.driver.ironic35()),
         api_port: 16000 + u16::from(index),
         console_port: 18000 + u16::from(index),
         agent: s
@@ -464,6 +470,8 @@ fn bmc_certificate(dir: &Path) -> Result<std::path::PathBuf> {
     let tls = dir.join("bmc-tls");
     std::fs::create_dir_all(&tls)?;
     server.write(&tls)?;
+    // What a client verifies the BMC against (Ironic's ilo_verify_ca).
+    std::fs::write(tls.join("run-ca.pem"), cas.ca.pem()?)?;
     Ok(tls)
 }
 

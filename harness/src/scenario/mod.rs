@@ -510,6 +510,7 @@ pub const IRONIC_BOOT_INTERFACES: &[&str] = &[
     "redfish-https",
     "redfish-virtual-media",
     "idrac-redfish-virtual-media",
+    "ilo-virtual-media",
     "http",
     "http-ipxe",
     "pxe",
@@ -531,6 +532,10 @@ pub enum IronicDriver {
     /// `idrac-redfish-virtual-media` boot interface), against the Redfish
     /// service.
     Idrac,
+    /// `ilo5`: HPE's hardware type (Ironic 35, the last with it), iLO
+    /// power, ilo5 management and the `ilo-virtual-media` boot through
+    /// proliantutils, against the BMC's Redfish over HTTPS.
+    Ilo5,
 }
 
 impl IronicDriver {
@@ -539,7 +544,13 @@ impl IronicDriver {
             IronicDriver::Redfish => "redfish",
             IronicDriver::Ipmi => "ipmi",
             IronicDriver::Idrac => "idrac",
+            IronicDriver::Ilo5 => "ilo5",
         }
+    }
+
+    /// Whether the case needs Ironic 35 (its iLO hardware type left in 36).
+    pub fn ironic35(self) -> bool {
+        self == IronicDriver::Ilo5
     }
 }
 

@@ -285,6 +285,13 @@ impl Scenario {
         };
         redfish_only("ironic.boot_interface", &node.boot_interface)?;
         let idrac = node.driver == IronicDriver::Idrac;
+        let ilo = node.driver == IronicDriver::Ilo5;
+        if ilo != (node.boot_interface == "ilo-virtual-media") {
+            bail!("ironic.boot_interface: the ilo5 hardware type boots through \"ilo-virtual-media\" (Ironic's iLO virtual media boot), which no other type has");
+        }
+        if ilo && self.emulator.system_id.is_none() {
+            bail!("emulator.system_id: the ilo5 hardware type talks to one iLO on an HTTPS endpoint of its own; give the System's Id there (\"1\")");
+        }
         match node.boot_interface.as_str() {
             "idrac-redfish-virtual-media" if !idrac => bail!(
                 "ironic.boot_interface: \"idrac-redfish-virtual-media\" needs the idrac hardware type (ironic.driver = \"idrac\")"
@@ -360,7 +367,13 @@ impl Scenario {
                 "idrac-redfish" if node.driver != IronicDriver::Idrac => {
                     bail!("ironic.inspect[{i}]: idrac-redfish inspection needs the idrac hardware type")
                 }
-                "redfish" | "agent" | "idrac-redfish" => {}
+                "ilo" if node.driver != IronicDriver::Ilo5 => {
+                    bail!("ironic.inspect[{i}]: ilo inspection needs the ilo5 hardware type")
+                }
+                "redfish" if node.driver == IronicDriver::Ilo5 => {
+                    bail!("ironic.inspect[{i}]: the ilo5 hardware type inspects through \"ilo\"")
+                }
+                "redfish" | "agent" | "idrac-redfish" | "ilo" => {}
                 other => bail!("ironic.inspect[{i}]: {other:?} is not \"redfish\", \"agent\" or \"idrac-redfish\""),
             }
         }
