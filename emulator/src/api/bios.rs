@@ -191,55 +191,19 @@ async fn boot_settings(
     if profile.hpe.is_none() || !sys.uefi() {
         return Err(ApiError::NotFound(uri.path().to_string()));
     }
-    let mut sources = Vec::new();
-    let mut option = 0x10u32;
-    let mut add = |structured: String, string: String, path: String| {
-        sources.push(json!({
-            "BootOptionNumber": format!("{option:04X}"),
-            "StructuredBootString": structured,
-            "BootString": string,
-            "UEFIDevicePath": path,
-            "CorrelatableID": path.split("/MAC").next().unwrap_or(&path),
-        }));
-        option += 1;
-    };
-    for (i, d) in sys.disks.iter().enumerate() {
-        add(
-            format!("HD.Emb.1.{}", i + 1),
-            format!(
-                "Embedded SATA Port {} HDD : {} {} GiB",
-                i + 1,
-                d.name,
-                d.capacity_bytes >> 30
-            ),
-            format!("PciRoot(0x0)/Pci(0x17,0x0)/Sata(0x{i:X},0x0,0x0)"),
-        );
-    }
-    for (i, n) in sys.nics.iter().enumerate() {
-        let port = i + 1;
-        let mac = n.mac.replace(':', "").to_uppercase();
-        let pci = format!("PciRoot(0x0)/Pci(0x1C,0x0)/Pci(0x0,0x{i:X})/MAC({mac},0x1)");
-        for (kind, what, tail) in [
-            ("IPv4", "PXE IPv4", "/IPv4(0.0.0.0)"),
-            ("Httpv4", "HTTP(S) IPv4", "/IPv4(0.0.0.0)/Uri()"),
-        ] {
-            add(
-                format!("NIC.LOM.1.{port}.{kind}"),
-                format!("Embedded LOM 1 Port {port} : Virtual Ethernet Adapter - NIC ({what})"),
-                format!("{pci}{tail}"),
-            );
-        }
-    }
-    add(
-        "FD.Virtual.1.1".into(),
-        "iLO Virtual USB 1 : HPE Virtual USB Key".into(),
-        "PciRoot(0x0)/Pci(0x14,0x0)/USB(0x1,0x0)".into(),
-    );
-    add(
-        "CD.Virtual.2.1".into(),
-        "iLO Virtual USB 2 : HPE Virtual CD-ROM".into(),
-        "PciRoot(0x0)/Pci(0x14,0x0)/USB(0x2,0x0)".into(),
-    );
+    // The machine's boot sources (its `BootOptions`), by iLO's names.
+    let sources: Vec<Value> = super::boot_options::sources(&sys)
+        .into_iter()
+        .map(|s| {
+            json!({
+                "BootOptionNumber": s.reference.trim_start_matches("Boot"),
+                "StructuredBootString": s.structured,
+                "BootString": s.hpe_string,
+                "UEFIDevicePath": s.device_path,
+                "CorrelatableID": s.device_path.split("/MAC").next().unwrap_or(&s.device_path),
+            })
+        })
+        .collect();
     let order: Vec<Value> = sources
         .iter()
         .map(|s| s["StructuredBootString"].clone())

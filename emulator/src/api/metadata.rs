@@ -25,6 +25,8 @@ pub const SCHEMAS: &[(&str, &str)] = &[
     ("ActionInfo", "ActionInfo.v1_4_0"),
     ("AttributeRegistry", "AttributeRegistry.v1_3_6"),
     ("Bios", "Bios.v1_2_0"),
+    ("BootOption", "BootOption.v1_0_4"),
+    ("BootOptionCollection", ""),
     ("Certificate", "Certificate.v1_8_0"),
     ("CertificateCollection", ""),
     ("CertificateLocations", "CertificateLocations.v1_0_4"),

@@ -12,6 +12,7 @@ mod accounts;
 mod bios;
 mod bios_registry;
 mod boot_certs;
+mod boot_options;
 mod boot_rules;
 mod chassis;
 pub mod dell;
@@ -81,6 +82,7 @@ fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
                 .merge(bios::router())
                 .merge(secure_boot::router())
                 .merge(boot_certs::router())
+                .merge(boot_options::router())
                 .merge(hpe_tls::router())
                 .merge(hpe::router())
                 .merge(hpe_inventory::router())

@@ -107,6 +107,9 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     if sys.arch.has_uefi() && profile.boot.http_boot_uri != HttpBootUri::Absent {
         boot["HttpBootUri"] = json!(sys.bmc.boot.http_boot_uri);
     }
+    if st.features.full() && sys.arch.has_uefi() {
+        super::boot_options::boot_parts(sys, &mut boot);
+    }
     if st.features.full() {
         if let Some(uri) = super::boot_certs::collection_uri(sys, profile) {
             boot["Certificates"] = link(&uri);

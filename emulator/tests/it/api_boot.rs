@@ -640,3 +640,59 @@ async fn bios_strings_and_settings_apply_time_are_checked_whole() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "empty means none: {}", r.body);
 }
+
+/// The machine's UEFI load options: one per disk, PXE and HTTP per NIC,
+/// the virtual USB key and CD, in `BootOrder` (disks first), each with the
+/// override target it boots as; the order is the firmware's (read-only);
+/// a machine without UEFI has none.
+#[tokio::test]
+async fn boot_options_list_what_the_machine_has_in_the_firmware_order() {
+    let mut p9 = default_system("p9");
+    p9.arch = Arch::Ppc64le;
+    p9.bmc.boot = BootOverride::disabled(BootMode::Legacy);
+    let api = Api::with(
+        vec![default_system("x86"), p9],
+        FakeOptions::default(),
+        AuthStore::open(),
+        FeatureSet::Full,
+    );
+    let x86 = api.system(0).await;
+    let s = api.get(&x86).await.body;
+    let order: Vec<String> = serde_json::from_value(s["Boot"]["BootOrder"].clone()).unwrap();
+    let options = api
+        .get(s["Boot"]["BootOptions"]["@odata.id"].as_str().unwrap())
+        .await
+        .body;
+    assert_eq!(options["Members@odata.count"], json!(order.len()));
+    let mut aliases = Vec::new();
+    for (i, m) in options["Members"].as_array().unwrap().iter().enumerate() {
+        let o = api.get(m["@odata.id"].as_str().unwrap()).await.body;
+        assert_eq!(o["BootOptionReference"], json!(order[i]));
+        assert!(
+            o["UefiDevicePath"]
+                .as_str()
+                .unwrap()
+                .starts_with("PciRoot("),
+            "{o}"
+        );
+        aliases.push(o["Alias"].as_str().unwrap().to_string());
+    }
+    // One disk and one NIC: the disk, PXE and HTTP over the NIC, the
+    // virtual USB key and CD.
+    assert_eq!(aliases, ["Hdd", "Pxe", "UefiHttp", "Usb", "Cd"]);
+    let r = api
+        .patch(
+            &x86,
+            json!({"Boot": {"BootOrder": ["Boot0005", "Boot0001"]}}),
+        )
+        .await;
+    assert_eq!(r.message_ids(), ["PropertyNotWritable"]);
+    assert_eq!(api.get(&x86).await.body["Boot"]["BootOrder"], json!(order));
+    let ppc = api.system(1).await;
+    let p = api.get(&ppc).await.body;
+    assert!(p["Boot"].get("BootOptions").is_none());
+    assert_eq!(
+        api.get(&format!("{ppc}/BootOptions")).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
