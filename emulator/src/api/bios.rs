@@ -316,7 +316,7 @@ async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Res
     tracing::info!(system = %sys.name, pending = ?sys.bmc.bios.pending, "BIOS settings staged");
     if dell && apply.is_some() {
         let jid = super::dell::schedule_bios_job(&st, &sys);
-        return Ok(super::dell::job_accepted(&jid));
+        return Ok(super::dell::job_accepted(&super::dell::task_uri(&jid)));
     }
     Ok(Resource::new(
         settings_json(&sys, profile),

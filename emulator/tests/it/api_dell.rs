@@ -603,23 +603,6 @@ async fn a_manager_reset_restarts_the_idrac_as_its_own_reset_does() {
     );
 }
 
-/// Polls a Task until it answers 200; its body.
-async fn task_done(api: &Api, task: &str) -> Value {
-    let start = Instant::now();
-    loop {
-        let r = api.get(task).await;
-        if r.status == StatusCode::OK {
-            return r.body;
-        }
-        assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "job never completed: {r}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test]
 async fn staged_bios_attributes_wait_for_a_configuration_job() {
     let api = Api::own_endpoint("idrac9");
@@ -702,7 +685,7 @@ async fn staged_bios_attributes_wait_for_a_configuration_job() {
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{r}");
     api.reset(SYS, "ForceRestart").await;
-    let done = task_done(&api, &task).await;
+    let done = api.finish_task(&task, Duration::from_secs(10)).await.body;
     assert_eq!(done["TaskState"], json!("Completed"));
     assert!(done["Messages"][0]["Message"]
         .as_str()
@@ -756,7 +739,7 @@ async fn an_apply_time_schedules_the_job_and_clearing_the_queue_holds_the_values
     let task = r.header("location").unwrap();
     api.reset(SYS, "ForceRestart").await;
     assert_eq!(
-        task_done(&api, &task).await["TaskState"],
+        api.finish_task(&task, Duration::from_secs(10)).await.body["TaskState"],
         json!("Completed")
     );
     let bios = api.get(&format!("{SYS}/Bios")).await.body;
@@ -803,7 +786,7 @@ async fn a_job_deleted_then_replaced_leaves_the_new_one_its_values() {
     tokio::time::sleep(Duration::from_millis(1200)).await;
     api.reset(SYS, "On").await;
     assert_eq!(
-        task_done(&api, &task).await["TaskState"],
+        api.finish_task(&task, Duration::from_secs(10)).await.body["TaskState"],
         json!("Completed")
     );
     let attrs = api.get(&format!("{SYS}/Bios")).await.body["Attributes"].clone();

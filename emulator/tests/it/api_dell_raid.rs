@@ -79,16 +79,9 @@ async fn wait_job(api: &Api, started: &Reply) -> Value {
         .find(|u| u.ends_with(&jid))
         .expect("the job among the Tasks")
         .to_string();
-    let start = Instant::now();
-    loop {
-        let r = api.get(&task).await;
-        if r.status == StatusCode::OK {
-            return r.body;
-        }
-        assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
-        assert!(start.elapsed() < Duration::from_secs(10), "still running");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let r = api.finish_task(&task, Duration::from_secs(10)).await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    r.body
 }
 
 #[tokio::test]
@@ -355,19 +348,8 @@ async fn the_controller_mode_changes_at_the_next_reset_by_a_scheduled_job() {
         "{busy}"
     );
     api.reset(SYS, "On").await;
-    let start = Instant::now();
-    loop {
-        let t = api.get(&location).await;
-        if t.status == StatusCode::OK {
-            assert_eq!(t.body["TaskState"], json!("Completed"), "{t}");
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "job never completed: {t}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let t = api.finish_task(&location, Duration::from_secs(10)).await;
+    assert_eq!(t.body["TaskState"], json!("Completed"), "{t}");
     let c = api.get(&ctl).await.body;
     assert_eq!(
         c["Oem"]["Dell"]["DellStorageController"]["ControllerMode"],

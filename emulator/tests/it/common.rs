@@ -323,8 +323,9 @@ impl Api {
         assert_eq!(r.status, StatusCode::NO_CONTENT, "{reset_type}: {r}");
     }
 
-    /// Polls a task monitor until the task is done; its final answer.
-    #[allow(dead_code)] // used by the libvirt tests only
+    /// Polls a task monitor (or a Task that answers 202 while it runs)
+    /// until the task is done; its final answer.
+    #[allow(dead_code)]
     pub async fn finish_task(&self, monitor: &str, limit: std::time::Duration) -> Reply {
         self.finish_task_logged_from(monitor, limit, log::mark())
             .await

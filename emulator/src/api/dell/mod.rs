@@ -183,15 +183,20 @@ pub(in crate::api) fn schedule_bios_job(st: &AppState, sys: &System) -> String {
     job.id
 }
 
-/// 202 for a settings PATCH that scheduled job `jid`: `Location` is its
-/// Task (what Dell's scripts and sushy's task monitor follow).
-pub(in crate::api) fn job_accepted(jid: &str) -> Response {
+/// 202 for a request that started a job, with the job at `location`.
+pub(in crate::api) fn job_accepted(location: &str) -> Response {
     let body = json!({ "@Message.ExtendedInfo": [Msg::new("Success", &[]).render()] });
     let mut r = (StatusCode::ACCEPTED, axum::Json(body)).into_response();
-    if let Ok(h) = HeaderValue::from_str(&format!("/redfish/v1/TaskService/Tasks/{jid}")) {
+    if let Ok(h) = HeaderValue::from_str(location) {
         r.headers_mut().insert(header::LOCATION, h);
     }
     r
+}
+
+/// A job's Task: what a settings PATCH that scheduled it names in
+/// `Location` (Dell's scripts and sushy's task monitor follow it).
+pub(in crate::api) fn task_uri(jid: &str) -> String {
+    format!("/redfish/v1/TaskService/Tasks/{jid}")
 }
 
 /// A scheduled job completes once a reset has `applied` its change; a

@@ -20,7 +20,7 @@
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderValue, StatusCode, Uri};
+use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
@@ -217,14 +217,6 @@ fn conversion(
     }
 }
 
-fn accepted(location: &str) -> Response {
-    let mut r = super::job_accepted("");
-    if let Ok(h) = HeaderValue::from_str(location) {
-        r.headers_mut().insert(header::LOCATION, h);
-    }
-    r
-}
-
 /// The LC takes no configuration while it reloads after a reset.
 fn lc_ready(st: &AppState, d: &DellLc) -> Result<(), ApiError> {
     if st.lc.ready() {
@@ -312,7 +304,7 @@ async fn action(
         st2.lc
             .update(&jid, state, msg, crate::profile::dell::text(msg));
     });
-    Ok(accepted(&location))
+    Ok(super::job_accepted(&location))
 }
 
 /// A conversion job's end: the drives change, planned again under the
@@ -477,7 +469,7 @@ async fn patch_settings(
         job.id.clone(),
         move |s: &System| !s.bmc.storage.pending.contains(&change),
     ));
-    Ok(super::job_accepted(&job.id))
+    Ok(super::job_accepted(&super::task_uri(&job.id)))
 }
 
 #[cfg(test)]
