@@ -73,6 +73,12 @@ pub struct StorageState {
     pub pending: Vec<VolumeChange>,
     #[serde(default)]
     pub mode: ControllerMode,
+    /// The drives this configuration was made over: a backend whose disks
+    /// can change under it (libvirt: the domain's definition) starts over
+    /// from JBOD when they differ, and tells "every volume deleted" from
+    /// "never configured".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drives: Vec<Disk>,
 }
 
 /// What a drive is used for, as Dell's `RaidStatus` tells it.
@@ -121,7 +127,16 @@ impl StorageState {
     /// No volumes and nothing staged (a machine without disks, or one
     /// whose backend keeps no volumes).
     pub fn is_empty(&self) -> bool {
-        self.volumes.is_empty() && self.pending.is_empty()
+        self.volumes.is_empty() && self.pending.is_empty() && self.drives.is_empty()
+    }
+
+    /// This configuration if it was made over `disks`, else the JBOD one.
+    pub fn over(self, disks: &[Disk]) -> StorageState {
+        if self.drives == disks {
+            self
+        } else {
+            StorageState::jbod(disks)
+        }
     }
 
     /// One pass-through volume per drive, named after it.
@@ -139,6 +154,7 @@ impl StorageState {
                 .collect(),
             pending: Vec::new(),
             mode: ControllerMode::Raid,
+            drives: disks.to_vec(),
         }
     }
 

@@ -8,7 +8,7 @@
         [--ilo-address HOST:PORT --ilo-verify-ca PEM]
         [--console-port PORT] [--deploy-interface direct]
         [--driver-info K=V ...] [--inspect redfish|agent|idrac-redfish|ilo ...]
-        [--clean-step JSON ...]
+        [--clean-step JSON ...] [--raid-interface I --target-raid-config JSON]
     ironic_node.py --api URL --log FILE console --name N --out FILE
     ironic_node.py --api URL --log FILE deploy --name N [--instance K=V ...]
     ironic_node.py --api URL --log FILE undeploy --name N
@@ -27,7 +27,11 @@ and prints `IRONIC-INSPECTED <json>` (the interface, the node's properties,
 its stored inventory and its ports' MACs); the --clean-steps (each
 `{"interface": .., "step": .., "args": {..}}`) then run as one manual
 cleaning, which must bring the node back to manageable, and
-`IRONIC-CLEANED <name> <steps>` is printed; with --console-port the node's console interface is
+`IRONIC-CLEANED <name> <steps>` is printed; with --target-raid-config (set
+before the cleaning; the node's raid_interface --raid-interface) the node's
+raid_config afterwards is printed as `IRONIC-RAID <json>` and must hold the
+target's RAID levels if raid.create_configuration ran last, no logical disk
+if raid.delete_configuration did; with --console-port the node's console interface is
 ipmitool-socat (an IPMI Serial-over-LAN console, which redfish nodes may
 have too) on that TCP port, and the console is enabled. console connects
 to the console Ironic serves, prints `IRONIC-CONSOLE <url>`, then copies
@@ -196,6 +200,22 @@ def pairs(items):
     return out
 
 
+def check_raid(drv, name, target, steps):
+    """Ironic's raid_config after the cleaning against what its last RAID
+    step was to leave: the target's RAID levels, or no logical disk."""
+    n = drv.node(name)
+    have = sorted(str(d.get('raid_level')) for d in n.raid_config.get('logical_disks', []))
+    print('IRONIC-RAID %s' % json.dumps(n.raid_config), flush=True)
+    last = [s['step'] for s in steps if s['interface'] == 'raid'][-1]
+    want = (sorted(str(d['raid_level']) for d in target['logical_disks'])
+            if last == 'create_configuration' else [])
+    if have != want:
+        print('IRONIC-ERROR raid_config holds RAID levels %s, not %s after raid.%s'
+              % (have, want, last), flush=True)
+        sys.exit('ironic_node: raid_config holds RAID levels %s, not %s after raid.%s'
+                 % (have, want, last))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--api', required=True)
@@ -222,6 +242,9 @@ def main():
                    choices=('redfish', 'agent', 'idrac-redfish', 'ilo'))
     e.add_argument('--clean-step', action='append', default=[], type=json.loads,
                    help='a manual clean step, as JSON: run while manageable')
+    e.add_argument('--raid-interface', help="the node's raid_interface")
+    e.add_argument('--target-raid-config', type=json.loads,
+                   help="the node's target_raid_config, as JSON")
     c = sub.add_parser('console')
     c.add_argument('--name', required=True)
     c.add_argument('--out', required=True)
@@ -282,6 +305,8 @@ def main():
         if a.console_port:
             info['ipmi_terminal_port'] = a.console_port
             extra['console_interface'] = 'ipmitool-socat'
+        if a.raid_interface:
+            extra['raid_interface'] = a.raid_interface
         node = drv.ic.node.create(
             name=a.name, driver=a.driver, deploy_interface=a.deploy_interface,
             boot_interface=a.boot_interface, driver_info=info,
@@ -292,10 +317,15 @@ def main():
         drv.act(a.name, 'manage', 'manageable', a.timeout)
         for iface in a.inspect:
             inspect(drv, a.name, iface, a.timeout)
+        if a.target_raid_config:
+            drv.ic.node.set_target_raid_config(a.name, a.target_raid_config)
+            drv.record('PUT target_raid_config', a.target_raid_config)
         if a.clean_step:
             n = drv.act(a.name, 'clean', 'manageable', a.timeout, cleansteps=a.clean_step)
             print('IRONIC-CLEANED %s %s' % (a.name, json.dumps(
                 [s['interface'] + '.' + s['step'] for s in a.clean_step])), flush=True)
+        if a.target_raid_config:
+            check_raid(drv, a.name, a.target_raid_config, a.clean_step)
         drv.act(a.name, 'provide', 'available', a.timeout)
         if a.console_port:
             console_on(drv, a.name)

@@ -134,10 +134,6 @@ image_download_source = http
 deploy_logs_collect = always
 deploy_logs_storage_backend = local
 deploy_logs_local_path = {d}/agent-logs
-
-[redfish]
-# The agent's kernel logs to the serial port, where the harness reads it.
-kernel_append_params = console=ttyS0,115200
 ",
                     api = a.api_url,
                 ),
@@ -163,7 +159,9 @@ kernel_append_params = console=ttyS0,115200
         } else {
             ""
         };
-        let pxe_append = match &self.agent {
+        // The agent's kernel logs to the serial port, where the harness
+        // reads it (booted through pxe or redfish interfaces alike).
+        let agent_append = match &self.agent {
             Some(_) => "kernel_append_params = console=ttyS0,115200\n",
             None => "",
         };
@@ -185,7 +183,7 @@ enabled_power_interfaces = redfish,ipmitool,idrac-redfish{ilo_power}
 enabled_management_interfaces = redfish,ipmitool,idrac-redfish{ilo_mgmt}
 enabled_inspect_interfaces = no-inspect,redfish,agent,idrac-redfish{ilo_inspect}
 enabled_network_interfaces = noop
-enabled_raid_interfaces = no-raid
+enabled_raid_interfaces = no-raid,redfish,idrac-redfish
 enabled_vendor_interfaces = no-vendor
 enabled_bios_interfaces = no-bios
 enabled_console_interfaces = no-console,ipmitool-socat
@@ -229,7 +227,7 @@ tftp_master_path = {d}/master-tftp
 instance_master_path = {d}/master-instance
 images_path = {d}/images
 tftp_server = {tftp}
-{pxe_append}
+{agent_append}
 [console]
 # socat listens here for a node's console (the ipmitool-socat interface).
 socat_address = 127.0.0.1
@@ -240,6 +238,12 @@ terminal_pid_dir = {d}/console
 # BMCs that drop commands that come too fast); this one does not.
 min_command_interval = 1
 
+[redfish]
+# How often RAID jobs are polled, and failed ones looked for (60 s each by
+# default: a minute of nothing per volume change).
+raid_config_status_interval = 5
+raid_config_fail_interval = 5
+{agent_append}
 [dhcp]
 dhcp_provider = dnsmasq
 

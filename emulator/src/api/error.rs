@@ -290,7 +290,6 @@ fn unsupported(u: &Unsupported) -> Msg {
         }
         Unsupported::Insert(_) => Msg::new("ActionNotSupported", &[INSERT]),
         Unsupported::Eject(_) => Msg::new("ActionNotSupported", &["VirtualMedia.EjectMedia"]),
-        Unsupported::Volumes => Msg::new("ActionNotSupported", &["Volume create/delete"]),
         Unsupported::Console => Msg::new("ActionNotSupported", &["Serial console"]),
     }
 }

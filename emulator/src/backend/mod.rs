@@ -55,9 +55,6 @@ pub enum Unsupported {
     /// ... or to eject from.
     #[error("{0} virtual media eject")]
     Eject(MediaSlot),
-    /// The machine's storage controller takes no volume changes.
-    #[error("volume changes")]
-    Volumes,
     #[error("a serial console")]
     Console,
 }

@@ -33,8 +33,8 @@ pub struct BmcState {
     pub indicator: IndicatorLed,
     pub asset_tag: String,
     pub last_boot: Option<BootRecord>,
-    /// RAID volumes over the machine's disks (the fake backend manages
-    /// them; libvirt shows one pass-through volume per disk and keeps none).
+    /// RAID volumes over the machine's disks (the controller's
+    /// configuration: on libvirt the guest still sees the drives).
     #[serde(default, skip_serializing_if = "StorageState::is_empty")]
     pub storage: StorageState,
     /// The CAs the firmware trusts for HTTPS boot, from its next start.

@@ -1085,3 +1085,95 @@ async fn boot_certificates_reach_the_firmware_at_the_next_start() {
     let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
     assert!(store.get(tls::TLS_CA_VENDOR, tls::NAME).is_none());
 }
+
+/// The ids of a collection's members (the last segment of each link).
+fn member_ids(v: &serde_json::Value) -> Vec<String> {
+    v["Members"]
+        .as_array()
+        .expect("a collection")
+        .iter()
+        .filter_map(|m| m["@odata.id"].as_str()?.rsplit('/').next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// RAID volumes on a domain: the controller starts in JBOD over the
+/// domain's disks, deleting every volume and staging a RAID1 for the next
+/// start last across emulators (the metadata tells "all deleted" from
+/// "never configured"), and a change of the domain's disks starts over.
+#[tokio::test(flavor = "multi_thread")]
+async fn volumes_live_in_the_domain_until_its_disks_change() {
+    let hv = Hv::open();
+    let dir = tempfile::tempdir().unwrap();
+    let disk = |n: &str| {
+        let p = dir.path().join(format!("{n}.img"));
+        std::fs::File::create(&p)
+            .unwrap()
+            .set_len(10 << 30)
+            .unwrap();
+        format!(
+            r#"<disk type="file" device="disk"><driver name="qemu" type="raw"/><source file="{}"/><target dev="{n}" bus="virtio"/></disk>"#,
+            p.display()
+        )
+    };
+    let (vda, vdb) = (disk("vda"), disk("vdb"));
+    let id = hv.define(&format!(
+        r#"<domain type="test"><name>raid-vm</name><memory unit="MiB">512</memory><vcpu>1</vcpu>
+  <os><type arch="x86_64">hvm</type></os>
+  <devices>{vda}{vdb}</devices></domain>"#
+    ));
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let vols = format!("{sys}/Storage/1/Volumes");
+    {
+        let api = api(&[]);
+        assert_eq!(member_ids(&api.get(&vols).await.body), ["vda", "vdb"]);
+        for v in ["vda", "vdb"] {
+            let r = api
+                .req(
+                    axum::http::Method::DELETE,
+                    &format!("{vols}/{v}"),
+                    None,
+                    &[],
+                )
+                .await;
+            assert!(r.status.is_success(), "DELETE {v}: {} {}", r.status, r.body);
+        }
+    }
+    let second = api(&[]);
+    assert!(
+        member_ids(&second.get(&vols).await.body).is_empty(),
+        "the deletes outlive the emulator"
+    );
+    let drives: Vec<_> = ["vda", "vdb"]
+        .iter()
+        .map(|d| json!({"@odata.id": format!("{sys}/Storage/1/Drives/{d}")}))
+        .collect();
+    let r = second
+        .post(
+            &vols,
+            json!({"RAIDType": "RAID1", "Links": {"Drives": drives},
+                   "@Redfish.OperationApplyTime": "OnReset"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    assert!(member_ids(&second.get(&vols).await.body).is_empty());
+    second.reset(&sys, "On").await;
+    let api = api(&[]);
+    let v = api.get(&vols).await.body;
+    assert_eq!(member_ids(&v), ["Volume0"]);
+    let v0 = api.get(&format!("{vols}/Volume0")).await.body;
+    assert_eq!(
+        (v0["RAIDType"].clone(), v0["CapacityBytes"].clone()),
+        (json!("RAID1"), json!(10u64 << 30))
+    );
+    // A third disk in the definition: the controller meets new drives.
+    api.reset(&sys, "ForceOff").await;
+    let xml = hv
+        .xml(&id, true)
+        .replacen("</devices>", &format!("{}</devices>", disk("vdc")), 1);
+    hv.define(&xml);
+    assert_eq!(
+        member_ids(&api.get(&vols).await.body),
+        ["vda", "vdb", "vdc"]
+    );
+}

@@ -169,6 +169,18 @@ fn ironic_deploy(
     for step in &node.clean_steps {
         args.extend(["--clean-step".into(), serde_json::to_string(step)?]);
     }
+    if let Some(t) = &node.target_raid_config {
+        let raid = match node.driver {
+            crate::scenario::IronicDriver::Idrac => "idrac-redfish",
+            _ => "redfish",
+        };
+        args.extend([
+            "--raid-interface".into(),
+            raid.into(),
+            "--target-raid-config".into(),
+            serde_json::to_string(t)?,
+        ]);
+    }
     // Cleaning at `provide` and agent inspection boot the agent: as long
     // as a deploy may take, each.
     let boots =

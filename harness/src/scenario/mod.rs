@@ -616,6 +616,14 @@ pub struct IronicNode {
     /// the node manageable again.
     #[serde(default)]
     pub clean_steps: Vec<CleanStep>,
+    /// The node's `target_raid_config` (`{ logical_disks = [{ size_gb =
+    /// "MAX", raid_level = "0", is_root_volume = true }] }`), set before
+    /// the clean steps, among which `raid` steps then run through the
+    /// hardware type's Redfish RAID interface (`redfish`, `idrac-redfish`).
+    /// Ironic's `raid_config` afterwards must hold the target's RAID
+    /// levels when `create_configuration` ran last, no volume when
+    /// `delete_configuration` did.
+    pub target_raid_config: Option<toml::Table>,
     /// `false`: the agent is given an API address where nothing listens
     /// (its lookup fails; Ironic waits for a heartbeat that never comes).
     #[serde(default = "yes")]

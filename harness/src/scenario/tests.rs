@@ -289,6 +289,56 @@ serial = ["SHOAL-MARKER deploy-ramdisk"]
     assert!(e(stray).contains("ironic:"));
 }
 
+/// RAID clean steps and the target configuration come together, on a
+/// machine with a drive, through a hardware type with a Redfish RAID
+/// interface.
+#[test]
+fn raid_steps_need_a_target_a_drive_and_a_redfish_raid_interface() {
+    const RAID: &str = r#"
+description = "x"
+drivers = ["ironic"]
+[machine]
+disk_gib = 5
+[[artifacts]]
+name = "d.iso"
+image = "deploy-ramdisk"
+[ironic]
+boot_interface = "redfish-virtual-media"
+instance = { boot_iso = "{http}/d.iso" }
+clean_steps = [{ interface = "raid", step = "create_configuration" }]
+target_raid_config = { logical_disks = [{ size_gb = "MAX", raid_level = "0" }] }
+[checks]
+serial = ["SHOAL-MARKER deploy-ramdisk"]
+"#;
+    let s = parse(RAID).unwrap();
+    assert!(s.ironic.unwrap().target_raid_config.is_some());
+    let e = |text: String| parse(&text).unwrap_err().to_string();
+    let no_target = RAID.replace(
+        "target_raid_config = { logical_disks = [{ size_gb = \"MAX\", raid_level = \"0\" }] }\n",
+        "",
+    );
+    assert!(e(no_target).contains("need ironic.target_raid_config"));
+    let no_step = RAID.replace(
+        "clean_steps = [{ interface = \"raid\", step = \"create_configuration\" }]\n",
+        "",
+    );
+    assert!(e(no_step).contains("add a raid clean step"));
+    assert!(
+        e(RAID.replace("\"create_configuration\"", "\"apply_configuration\""))
+            .contains("raid.apply_configuration")
+    );
+    assert!(e(RAID.replace("[machine]\ndisk_gib = 5\n", "")).contains("machine.disk_gib"));
+    assert!(e(RAID.replace(
+        "logical_disks = [{ size_gb = \"MAX\", raid_level = \"0\" }]",
+        "logical_disks = []"
+    ))
+    .contains("logical_disks"));
+    let ipmi = RAID
+        .replace("[ironic]\n", "[ironic]\ndriver = \"ipmi\"\n")
+        .replace("redfish-virtual-media", "ipxe");
+    assert!(e(ipmi).contains("redfish or idrac hardware type"));
+}
+
 #[test]
 fn the_shipped_scenarios_load() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");

@@ -377,6 +377,35 @@ impl Scenario {
                 other => bail!("ironic.inspect[{i}]: {other:?} is not \"redfish\", \"agent\" or \"idrac-redfish\""),
             }
         }
+        let raid_steps = node.clean_steps.iter().filter(|c| c.interface == "raid");
+        if let Some(step) = raid_steps.clone().find(|c| {
+            !matches!(
+                c.step.as_str(),
+                "create_configuration" | "delete_configuration"
+            )
+        }) {
+            bail!(
+                "ironic.clean_steps: raid.{} is not create_configuration or delete_configuration",
+                step.step
+            );
+        }
+        match (&node.target_raid_config, raid_steps.count()) {
+            (Some(_), 0) => bail!("ironic.target_raid_config: add a raid clean step (create_configuration, delete_configuration) that uses it"),
+            (None, n) if n > 0 => bail!("ironic.clean_steps: raid steps need ironic.target_raid_config"),
+            (Some(t), _) => {
+                if !matches!(node.driver, IronicDriver::Redfish | IronicDriver::Idrac) {
+                    bail!("ironic.target_raid_config: RAID runs through the redfish or idrac hardware type's Redfish RAID interface");
+                }
+                let disks = t.get("logical_disks").and_then(|l| l.as_array());
+                if disks.is_none_or(|a| a.is_empty()) {
+                    bail!("ironic.target_raid_config.logical_disks: give at least one logical disk");
+                }
+                if self.machine.disk_gib.is_none() {
+                    bail!("ironic.target_raid_config: volumes are made of the machine's drives; give machine.disk_gib");
+                }
+            }
+            (None, _) => {}
+        }
         if !node.inspect.is_empty() && self.machine.disk_gib.is_none() {
             bail!("ironic.inspect: inspection compares the disk Ironic found with machine.disk_gib; give one");
         }

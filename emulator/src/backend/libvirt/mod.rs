@@ -49,7 +49,6 @@ use crate::model::{
     Arch, BmcState, BootMode, Change, MediaImage, MediaSlot, MediaState, ResetType, System,
     SystemRef,
 };
-use crate::storage::StorageState;
 use domain::Facts;
 
 #[derive(Debug, Clone)]
@@ -350,12 +349,15 @@ impl Inner {
                 bump(&self.calls.parses);
                 let d = xml::parse(&text).map_err(|e| BackendError::Internal(e.to_string()))?;
                 let f = domain::facts(&d).map_err(BackendError::Internal)?;
-                let s = domain::read_state(&d).unwrap_or_else(|| {
+                let mut s = domain::read_state(&d).unwrap_or_else(|| {
                     let enrolled = Self::firmwares(&f).iter().any(|fw| {
                         fw.enrolled_keys && f.nvram_template.as_deref() == Some(fw.vars.as_str())
                     });
                     domain::fresh_state(&f, enrolled)
                 });
+                // The controller's configuration lasts while the domain's
+                // disks do; new disks meet a controller in JBOD mode.
+                s.storage = std::mem::take(&mut s.storage).over(&f.disks);
                 let p = Arc::new(Parsed { text, d, f, s });
                 let mut cache = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
                 if cache.len() >= PARSED_MAX && !cache.contains_key(id) {
@@ -390,8 +392,7 @@ impl Inner {
     }
 
     /// The system from its facts, its power state and the BMC state.
-    fn assemble(&self, id: &str, dom: &Domain, f: Facts, mut bmc: BmcState) -> Result<System> {
-        bmc.storage = StorageState::jbod(&f.disks);
+    fn assemble(&self, id: &str, dom: &Domain, f: Facts, bmc: BmcState) -> Result<System> {
         Ok(System {
             id: id.to_ascii_lowercase(),
             name: f.name,
@@ -426,7 +427,6 @@ impl Inner {
                 }
                 .into())
             }
-            Change::Volume { .. } => return Err(Unsupported::Volumes.into()),
             _ => {}
         }
         Ok(())
@@ -510,6 +510,13 @@ impl Backend for LibvirtBackend {
     async fn apply(&self, id: &str, changes: Vec<Change>) -> Result<System> {
         let id = id.to_string();
         self.blocking(move |i| i.apply(&id, changes)).await
+    }
+
+    /// Volumes are the controller's configuration, kept in the domain's
+    /// metadata with the rest of the BMC state; the guest keeps seeing
+    /// the drives themselves (no block device per volume).
+    fn manages_volumes(&self) -> bool {
+        true
     }
 
     async fn console(&self, id: &str) -> Result<super::SerialConsole> {
