@@ -798,3 +798,130 @@ async fn a_job_deleted_then_replaced_leaves_the_new_one_its_values() {
         (Some("Disabled"), Some("Disabled"))
     );
 }
+
+/// An import of `attrs` in the BIOS component, with `extra` parameters.
+fn bios_import(attrs: &str, extra: Value) -> Value {
+    let mut b = json!({
+        "ShareParameters": {"Target": ["BIOS"]},
+        "ImportBuffer": format!("<SystemConfiguration><Component FQDD=\"BIOS.Setup.1-1\">{attrs}</Component></SystemConfiguration>"),
+    });
+    if let (Some(b), Some(extra)) = (b.as_object_mut(), extra.as_object()) {
+        b.extend(extra.clone());
+    }
+    b
+}
+
+/// An SCP's BIOS component: checked as `Bios/Settings` checks it, staged,
+/// and applied by the reboot the import makes (or, with `NoReboot`, the
+/// next one), the job completing once the machine has started with it; a
+/// host that is off is started for it and, with `HostPowerState` `Off`,
+/// turned off again.
+#[tokio::test]
+async fn an_scp_bios_component_is_applied_by_the_reboot_the_import_makes() {
+    let api = Api::own_endpoint("idrac9");
+    let target = import_target(&api).await;
+    let bios = format!("{SYS}/Bios");
+    let attr = |v: &Value, name: &str| v["Attributes"][name].clone();
+    api.reset(SYS, "On").await;
+    for (attrs, what) in [
+        ("<Attribute Name=\"ProcVirtualization\">Sometimes</Attribute>", "a value outside the list"),
+        ("<Attribute Name=\"PowerOnDelaySeconds\">9000</Attribute>", "out of range"),
+        ("<Attribute Name=\"PowerOnDelaySeconds\">soon</Attribute>", "not a number"),
+        ("<Attribute Name=\"NoSuchSetting\">On</Attribute>", "unknown"),
+        ("<Attribute Name=\"ProcVirtualization\">Disabled</Attribute><Attribute Name=\"NoSuchSetting\">On</Attribute>", "one unknown among good ones"),
+    ] {
+        let r = api.post(&target, bios_import(attrs, json!({}))).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{what}: {r}");
+        assert_eq!(r.message_ids(), ["ActionParameterValueError", "SYS067"], "{what}");
+    }
+    let settings = api.get(&format!("{bios}/Settings")).await.body;
+    assert!(
+        attr(&settings, "ProcVirtualization").is_null(),
+        "nothing staged: {settings}"
+    );
+
+    let r = api
+        .post(
+            &target,
+            bios_import(
+                "<Attribute Name=\"ProcVirtualization\">Disabled</Attribute><Attribute Name=\"PowerOnDelaySeconds\">30</Attribute>",
+                json!({}),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let settings = api.get(&format!("{bios}/Settings")).await.body;
+    assert_eq!(attr(&settings, "ProcVirtualization"), "Disabled", "staged");
+    let (done, _) = poll(&api, &r.header("location").unwrap()).await;
+    assert_eq!(done.body["Oem"]["Dell"]["MessageId"], "SYS053", "{done}");
+    let now = api.get(&bios).await.body;
+    assert_eq!(
+        (
+            attr(&now, "ProcVirtualization"),
+            attr(&now, "PowerOnDelaySeconds")
+        ),
+        (json!("Disabled"), json!(30)),
+        "applied by the reboot"
+    );
+    assert_eq!(api.get(SYS).await.body["PowerState"], "On");
+    // The same values again: nothing to apply, no reboot.
+    let r = api
+        .post(
+            &target,
+            bios_import(
+                "<Attribute Name=\"ProcVirtualization\">Disabled</Attribute>",
+                json!({}),
+            ),
+        )
+        .await;
+    let (done, _) = poll(&api, &r.header("location").unwrap()).await;
+    assert_eq!(done.body["Oem"]["Dell"]["MessageId"], "SYS069", "{done}");
+
+    // NoReboot: the job waits for a reboot someone else makes.
+    let r = api
+        .post(
+            &target,
+            bios_import(
+                "<Attribute Name=\"ProcVirtualization\">Enabled</Attribute>",
+                json!({"ShutdownType": "NoReboot"}),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let location = r.header("location").unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        api.get(&location).await.status,
+        StatusCode::ACCEPTED,
+        "waiting"
+    );
+    assert_eq!(
+        attr(&api.get(&bios).await.body, "ProcVirtualization"),
+        "Disabled"
+    );
+    api.reset(SYS, "ForceRestart").await;
+    let (done, _) = poll(&api, &location).await;
+    assert_eq!(done.body["Oem"]["Dell"]["MessageId"], "SYS053", "{done}");
+    assert_eq!(
+        attr(&api.get(&bios).await.body, "ProcVirtualization"),
+        "Enabled"
+    );
+
+    // A host that is off is started to apply them, and left off as asked.
+    api.reset(SYS, "ForceOff").await;
+    let r = api
+        .post(
+            &target,
+            bios_import(
+                "<Attribute Name=\"NumLock\">Off</Attribute>",
+                // As Dell's Ansible module spells HostPowerState.
+                json!({"EndHostPowerState": "Off"}),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let (done, _) = poll(&api, &r.header("location").unwrap()).await;
+    assert_eq!(done.body["Oem"]["Dell"]["MessageId"], "SYS053", "{done}");
+    assert_eq!(attr(&api.get(&bios).await.body, "NumLock"), "Off");
+    assert_eq!(api.get(SYS).await.body["PowerState"], "Off");
+}

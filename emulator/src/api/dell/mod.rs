@@ -20,6 +20,7 @@ mod jobs;
 pub mod raid;
 mod scp;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -746,6 +747,9 @@ async fn import(
             "ImportBuffer",
             "ShutdownType",
             "HostPowerState",
+            // Dell's Ansible module (idrac_server_config_profile, from a
+            // local file) names the host's power state after the import so.
+            "EndHostPowerState",
             "TimeToWait",
         ],
         IMPORT,
@@ -753,6 +757,7 @@ async fn import(
     for (param, allowed) in [
         ("ShutdownType", SHUTDOWN_TYPES),
         ("HostPowerState", HOST_POWER_STATES),
+        ("EndHostPowerState", HOST_POWER_STATES),
     ] {
         if let Some(v) = json::action_str(&body, param, IMPORT)? {
             if !allowed.contains(&v) {
@@ -828,8 +833,18 @@ async fn import(
         target: sys.bmc.boot.target,
         enabled: sys.bmc.boot.enabled,
     };
-    let next = scp::next_boot(&chosen, st.manager_id(sys), now).map_err(refused)?;
-    let changed = next.filter(|n| *n != now);
+    let plan = scp::plan(&chosen, st.manager_id(sys), now).map_err(refused)?;
+    for (name, value) in &plan.bios {
+        if super::bios_registry::validate(name, value).is_err() {
+            return Err(refused(scp::ScpError::BadValue(
+                scp::BIOS.into(),
+                name.clone(),
+                json::shown(value),
+            )));
+        }
+    }
+    let mut changes = Vec::new();
+    let changed = plan.next.filter(|n| *n != now);
     if let Some(n) = changed {
         if n.target != BootTarget::None && !st.profile(sys).offers(n.target) {
             return Err(refused(scp::ScpError::BadValue(
@@ -844,7 +859,25 @@ async fn import(
         if n.enabled == OverrideEnabled::Disabled {
             boot.target = BootTarget::None;
         }
-        st.backend.apply(&sys.id, vec![Change::Boot(boot)]).await?;
+        changes.push(Change::Boot(boot));
+    }
+    // BIOS values the machine would not have after its next start: staged
+    // as a configuration job stages them, applied by the reboot the
+    // import makes (or waits for, with NoReboot).
+    let bios = &sys.bmc.bios;
+    let bios_changes: BTreeMap<String, Value> = plan
+        .bios
+        .into_iter()
+        .filter(|(k, v)| bios.pending.get(k).or_else(|| bios.current.get(k)) != Some(v))
+        .collect();
+    if !bios_changes.is_empty() {
+        let mut pending = bios.pending.clone();
+        pending.extend(bios_changes.clone());
+        changes.push(Change::BiosPending(pending));
+        changes.push(Change::BiosHold(false));
+    }
+    if !changes.is_empty() {
+        st.backend.apply(&sys.id, changes).await?;
     }
     let job = st.lc.create(
         &sys.id,
@@ -852,18 +885,32 @@ async fn import(
         "ImportConfiguration",
         JobState::Running,
     );
-    tracing::info!(system = %sys.name, job = %job.id, next = ?changed, "SCP import");
+    tracing::info!(system = %sys.name, job = %job.id, next = ?changed, bios = ?bios_changes, "SCP import");
+    let power = ImportPower {
+        shutdown: json::action_str(&body, "ShutdownType", IMPORT)?
+            .unwrap_or("Graceful")
+            .to_string(),
+        host_off: json::action_str(&body, "HostPowerState", IMPORT)? == Some("Off")
+            || json::action_str(&body, "EndHostPowerState", IMPORT)? == Some("Off"),
+        was_on: sys.power != PowerState::Off,
+    };
+    let something = changed.is_some() || !bios_changes.is_empty();
+    let reboot = !bios_changes.is_empty();
     drop(locked);
-    let (lc, jid, secs) = (st.lc.clone(), job.id.clone(), d.import_secs);
+    let (st2, id, jid, secs) = (st.clone(), id.clone(), job.id.clone(), d.import_secs);
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(secs)).await;
-        let id = if changed.is_some() {
-            "SYS053"
-        } else {
-            "SYS069"
-        };
-        let text = crate::profile::dell::text(id);
-        lc.update(&jid, JobState::Completed, id, text);
+        if reboot {
+            apply_import_bios(&st2, &id, &jid, &power).await;
+            return;
+        }
+        let msg = if something { "SYS053" } else { "SYS069" };
+        st2.lc.update(
+            &jid,
+            JobState::Completed,
+            msg,
+            crate::profile::dell::text(msg),
+        );
     });
     let mut r = StatusCode::ACCEPTED.into_response();
     if let Ok(h) = HeaderValue::from_str(&format!("/redfish/v1/TaskService/Tasks/{}", job.id)) {
@@ -872,4 +919,64 @@ async fn import(
     r.headers_mut()
         .insert("OData-Version", HeaderValue::from_static("4.0"));
     Ok(r)
+}
+
+/// How an import with BIOS changes treats the host: `ShutdownType`
+/// (`Graceful`, `Forced`, `NoReboot`), `HostPowerState` `Off` (the host is
+/// left off afterwards), and whether it was on when the import came.
+struct ImportPower {
+    shutdown: String,
+    host_off: bool,
+    was_on: bool,
+}
+
+/// The rest of an import that staged BIOS changes, as an iDRAC runs it:
+/// it reboots the host to apply them (gracefully or by force; a host that
+/// is off is powered on for it), or with `NoReboot` waits for a reboot
+/// someone else makes; once the machine has started with them the job
+/// completes (SYS053), and with `HostPowerState` `Off` the host is turned
+/// off again. A job deleted meanwhile is no longer followed.
+async fn apply_import_bios(st: &AppState, id: &str, jid: &str, p: &ImportPower) {
+    use crate::model::ResetType;
+    let reset = match (p.was_on, p.shutdown.as_str()) {
+        (true, "NoReboot") => None,
+        (true, "Forced") => Some(ResetType::ForceRestart),
+        (true, _) => Some(ResetType::GracefulRestart),
+        (false, _) => Some(ResetType::On),
+    };
+    if let Some(r) = reset {
+        tracing::info!(system = %id, job = %jid, reset = %r, "SCP import: the host restarts to apply the BIOS settings");
+        if let Err(e) = st.backend.reset(id, r).await {
+            tracing::warn!(system = %id, job = %jid, error = %e, "SCP import: the host did not restart");
+            let msg = "SYS067";
+            st.lc
+                .update(jid, JobState::Failed, msg, crate::profile::dell::text(msg));
+            return;
+        }
+    }
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        match st.lc.get(jid) {
+            Some(j) if !j.state.finished() => {}
+            _ => return,
+        }
+        let Ok(sys) = st.backend.system(id).await else {
+            return;
+        };
+        if sys.bmc.bios.pending.is_empty() {
+            break;
+        }
+    }
+    if p.host_off {
+        if let Err(e) = st.backend.reset(id, ResetType::ForceOff).await {
+            tracing::warn!(system = %id, job = %jid, error = %e, "SCP import: the host was not turned off");
+        }
+    }
+    let msg = "SYS053";
+    st.lc.update(
+        jid,
+        JobState::Completed,
+        msg,
+        crate::profile::dell::text(msg),
+    );
 }

@@ -9,10 +9,20 @@
 //! Only what Shoal's machines can honour is taken: the iDRAC component's
 //! next-boot attributes (`ServerBoot.1#BootOnce`,
 //! `ServerBoot.1#FirstBootDevice`, what sushy's `set_virtual_boot_device`
-//! and Dell's own scripts send). Anything else is refused whole, naming
+//! and Dell's own scripts send) and the BIOS component's attributes (those
+//! of the machine's BIOS, as `Bios/Settings` takes them, the SCP's text
+//! read as the attribute's type). Anything else is refused whole, naming
 //! the component or attribute, so an import never half-applies.
 
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::bios::AttrKind;
 use crate::model::{BootTarget, OverrideEnabled};
+
+/// The BIOS component's FQDD.
+pub const BIOS: &str = "BIOS.Setup.1-1";
 
 /// Longest import buffer taken (a whole exported SCP is a few hundred KiB;
 /// the request body is bounded before this anyway).
@@ -272,21 +282,66 @@ const FIRST_BOOT_DEVICES: &[(&str, BootTarget)] = &[
     ("BIOS", BootTarget::BiosSetup),
 ];
 
+/// What an import asks of a machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The next boot, where the iDRAC component sets it.
+    pub next: Option<NextBoot>,
+    /// BIOS attributes to set, typed as the BIOS has them (their values
+    /// are still to be checked against the attribute's range or list).
+    pub bios: BTreeMap<String, Value>,
+}
+
 /// What `components` ask of a machine whose iDRAC is `manager` (its
-/// FQDD), given the override it has now. An import that changes nothing
-/// Shoal models is refused (`UnknownAttribute`), as is any component or
-/// attribute beyond the next-boot ones.
-pub fn next_boot(
-    components: &[Component],
-    manager: &str,
-    now: NextBoot,
-) -> Result<Option<NextBoot>, ScpError> {
+/// FQDD), given the override it has now: the iDRAC component's next-boot
+/// attributes and the BIOS component's attributes. Any other component or
+/// attribute is refused.
+pub fn plan(components: &[Component], manager: &str, now: NextBoot) -> Result<Plan, ScpError> {
+    let mut bios = BTreeMap::new();
+    let mut idrac = Vec::new();
+    for c in components {
+        if c.fqdd == manager {
+            idrac.push(c.clone());
+        } else if c.fqdd == BIOS {
+            for (name, value) in &c.attributes {
+                bios.insert(name.clone(), bios_value(name, value)?);
+            }
+        } else {
+            return Err(ScpError::UnknownComponent(c.fqdd.clone()));
+        }
+    }
+    Ok(Plan {
+        next: next_boot(&idrac, now)?,
+        bios,
+    })
+}
+
+/// An SCP BIOS attribute's text as the attribute's type (an integer for
+/// an integer attribute; `Enabled`/`Disabled` or `True`/`False` for a
+/// boolean one; text otherwise).
+fn bios_value(name: &str, text: &str) -> Result<Value, ScpError> {
+    let bad = || ScpError::BadValue(BIOS.into(), name.into(), text.into());
+    let def = crate::bios::lookup(name)
+        .ok_or_else(|| ScpError::UnknownAttribute(BIOS.into(), name.into()))?;
+    Ok(match def.kind {
+        AttrKind::Int { .. } => Value::from(text.parse::<i64>().map_err(|_| bad())?),
+        AttrKind::Bool => match text.to_ascii_lowercase().as_str() {
+            "true" | "enabled" => Value::Bool(true),
+            "false" | "disabled" => Value::Bool(false),
+            _ => return Err(bad()),
+        },
+        AttrKind::Enum(_) | AttrKind::Str { .. } | AttrKind::Uri { .. } => {
+            Value::String(text.to_string())
+        }
+    })
+}
+
+/// The next boot the iDRAC's `components` ask for, given the override
+/// now: `None` where they ask nothing.
+fn next_boot(components: &[Component], now: NextBoot) -> Result<Option<NextBoot>, ScpError> {
     let mut once: Option<bool> = None;
     let mut device: Option<BootTarget> = None;
     for c in components {
-        if c.fqdd != manager {
-            return Err(ScpError::UnknownComponent(c.fqdd.clone()));
-        }
         for (name, value) in &c.attributes {
             let bad = || ScpError::BadValue(c.fqdd.clone(), name.clone(), value.clone());
             match name.as_str() {
@@ -330,6 +385,10 @@ mod tests {
 
     const IDRAC: &str = "iDRAC.Embedded.1";
 
+    fn next(c: &[Component], now: NextBoot) -> Result<Option<NextBoot>, ScpError> {
+        plan(c, IDRAC, now).map(|p| p.next)
+    }
+
     fn none() -> NextBoot {
         NextBoot {
             target: BootTarget::None,
@@ -348,7 +407,7 @@ mod tests {
     fn sushys_virtual_cd_buffer_sets_a_one_time_or_persistent_cd_boot() {
         let c = parse(&sushy_cd("Enabled")).unwrap();
         assert_eq!(
-            next_boot(&c, IDRAC, none()).unwrap(),
+            next(&c, none()).unwrap(),
             Some(NextBoot {
                 target: BootTarget::Cd,
                 enabled: OverrideEnabled::Once
@@ -356,7 +415,7 @@ mod tests {
         );
         let c = parse(&sushy_cd("Disabled")).unwrap();
         assert_eq!(
-            next_boot(&c, IDRAC, none()).unwrap().unwrap().enabled,
+            next(&c, none()).unwrap().unwrap().enabled,
             OverrideEnabled::Continuous
         );
     }
@@ -429,15 +488,47 @@ mod tests {
     }
 
     #[test]
+    fn bios_attributes_are_read_as_their_type_beside_the_next_boot() {
+        let c = parse(&format!(
+            "<SystemConfiguration><Component FQDD=\"{BIOS}\"><Attribute Name=\"ProcVirtualization\">Disabled</Attribute><Attribute Name=\"PowerOnDelaySeconds\">30</Attribute></Component><Component FQDD=\"{IDRAC}\"><Attribute Name=\"ServerBoot.1#FirstBootDevice\">PXE</Attribute></Component></SystemConfiguration>"
+        ))
+        .unwrap();
+        let p = plan(&c, IDRAC, none()).unwrap();
+        assert_eq!(
+            p.bios,
+            BTreeMap::from([
+                ("PowerOnDelaySeconds".to_string(), Value::from(30)),
+                ("ProcVirtualization".to_string(), Value::from("Disabled")),
+            ])
+        );
+        assert_eq!(p.next.unwrap().target, BootTarget::Pxe);
+        let c = parse(&format!(
+            "<SystemConfiguration><Component FQDD=\"{BIOS}\"><Attribute Name=\"PowerOnDelaySeconds\">soon</Attribute></Component></SystemConfiguration>"
+        ))
+        .unwrap();
+        assert!(matches!(
+            plan(&c, IDRAC, none()),
+            Err(ScpError::BadValue(_, n, v)) if n == "PowerOnDelaySeconds" && v == "soon"
+        ));
+    }
+
+    #[test]
     fn unknown_components_attributes_and_values_are_named() {
+        let c = parse("<SystemConfiguration><Component FQDD=\"NIC.Integrated.1-1-1\"><Attribute Name=\"LegacyBootProto\">PXE</Attribute></Component></SystemConfiguration>").unwrap();
+        assert_eq!(
+            next(&c, none()),
+            Err(ScpError::UnknownComponent("NIC.Integrated.1-1-1".into()))
+        );
+        // The boot mode is what the machine is (BootSourceOverrideMode
+        // changes it), not a BIOS setting here.
         let c = parse("<SystemConfiguration><Component FQDD=\"BIOS.Setup.1-1\"><Attribute Name=\"BootMode\">Uefi</Attribute></Component></SystemConfiguration>").unwrap();
         assert_eq!(
-            next_boot(&c, IDRAC, none()),
-            Err(ScpError::UnknownComponent("BIOS.Setup.1-1".into()))
+            next(&c, none()),
+            Err(ScpError::UnknownAttribute(BIOS.into(), "BootMode".into()))
         );
         let c = parse(&format!("<SystemConfiguration><Component FQDD=\"{IDRAC}\"><Attribute Name=\"IPv4.1#Enable\">Disabled</Attribute></Component></SystemConfiguration>")).unwrap();
         assert_eq!(
-            next_boot(&c, IDRAC, none()),
+            next(&c, none()),
             Err(ScpError::UnknownAttribute(
                 IDRAC.into(),
                 "IPv4.1#Enable".into()
@@ -445,7 +536,7 @@ mod tests {
         );
         let c = parse(&sushy_cd("Maybe")).unwrap();
         assert!(matches!(
-            next_boot(&c, IDRAC, none()),
+            next(&c, none()),
             Err(ScpError::BadValue(_, _, v)) if v == "Maybe"
         ));
     }
@@ -460,14 +551,14 @@ mod tests {
             enabled: OverrideEnabled::Continuous,
         };
         assert_eq!(
-            next_boot(&only_device("HDD"), IDRAC, continuous).unwrap(),
+            next(&only_device("HDD"), continuous).unwrap(),
             Some(NextBoot {
                 target: BootTarget::Hdd,
                 enabled: OverrideEnabled::Continuous
             })
         );
         assert_eq!(
-            next_boot(&only_device("Normal"), IDRAC, continuous)
+            next(&only_device("Normal"), continuous)
                 .unwrap()
                 .unwrap()
                 .enabled,
@@ -477,7 +568,7 @@ mod tests {
             "<SystemConfiguration><Component FQDD=\"{IDRAC}\"></Component></SystemConfiguration>"
         ))
         .unwrap();
-        assert_eq!(next_boot(&empty, IDRAC, none()).unwrap(), None);
+        assert_eq!(next(&empty, none()).unwrap(), None);
     }
 
     #[test]
