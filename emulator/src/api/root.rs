@@ -126,12 +126,13 @@ fn registry_files(st: &AppState) -> Vec<(&'static str, String)> {
         format!("{}.{}", registry::BASE_PREFIX, registry::BASE_VERSION),
     )];
     if st.features.full() {
-        v.push((BIOS_REGISTRY_ID, bios::REGISTRY.to_string()));
+        // Under the name the Bios resource's AttributeRegistry gives, as
+        // iLO serves it: clients look the file up by that name (Ansible's
+        // GetBiosRegistries GETs Registries/<AttributeRegistry>).
+        v.push((bios::REGISTRY, bios::REGISTRY.to_string()));
     }
     v
 }
-
-const BIOS_REGISTRY_ID: &str = "BiosAttributeRegistry";
 
 async fn registries(State(st): State<AppState>) -> Resource {
     let members = registry_files(&st)

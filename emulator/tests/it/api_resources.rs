@@ -113,11 +113,17 @@ async fn metadata_and_schemas_are_served_offline() {
     // The registry the Bios resource names describes its attributes.
     let sys = api.system(0).await;
     let registry_name = api.get(&format!("{sys}/Bios")).await.body["AttributeRegistry"].clone();
+    // Its file is found under that name (as Ansible's GetBiosRegistries
+    // looks it up: Registries/<AttributeRegistry>).
     let file = api
-        .get("/redfish/v1/Registries/BiosAttributeRegistry")
+        .get(&format!(
+            "/redfish/v1/Registries/{}",
+            registry_name.as_str().unwrap()
+        ))
         .await
         .body;
     assert_eq!(file["Registry"], registry_name);
+    assert_eq!(file["Id"], registry_name);
     let uri = file["Location"][0]["Uri"].as_str().unwrap().to_string();
     let reg = api.get(&uri).await.body;
     let attrs = reg["RegistryEntries"]["Attributes"].as_array().unwrap();
