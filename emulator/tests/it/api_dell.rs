@@ -527,7 +527,8 @@ async fn fault_rules_answer_the_import_with_lc068_then_rac0679_then_let_it_throu
 
 /// What Ironic's idrac inspection reads: EthernetInterfaces named by NIC
 /// FQDD, the BIOS's PxeDev1..4 pairs naming them, the service tag as
-/// `SKU` (another value than SerialNumber). Other profiles keep MAC Ids.
+/// `SKU` (another value than SerialNumber), which the service root's
+/// `Oem.Dell.ServiceTag` repeats. Other profiles keep MAC Ids.
 #[tokio::test]
 async fn idrac_names_nics_by_fqdd_the_bios_pxe_devices_name_them_and_sku_is_the_service_tag() {
     let api = Api::own_endpoint("idrac9");
@@ -564,6 +565,9 @@ async fn idrac_names_nics_by_fqdd_the_bios_pxe_devices_name_them_and_sku_is_the_
     );
     assert_ne!(sys["SKU"], sys["SerialNumber"]);
     assert_eq!(api.get(SYS).await.body["SKU"], tag, "stable");
+    // The service root names the server by the same tag.
+    let root = api.get("/redfish/v1").await.body;
+    assert_eq!(root["Oem"]["Dell"]["ServiceTag"], tag, "{root}");
 
     let api = Api::new(1);
     let sys = api.system(0).await;
@@ -572,6 +576,7 @@ async fn idrac_names_nics_by_fqdd_the_bios_pxe_devices_name_them_and_sku_is_the_
     assert!(!id.contains("NIC."), "{id}");
     let sys = api.get(&sys).await.body;
     assert_eq!(sys["SKU"], sys["Model"]);
+    assert!(api.get("/redfish/v1").await.body["Oem"].is_null());
 }
 
 /// Dell's own reset script restarts the iDRAC with the standard
