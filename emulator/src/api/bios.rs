@@ -34,6 +34,10 @@ pub fn router() -> Router<AppState> {
             get(base_configs),
         )
         .route("/redfish/v1/Systems/{id}/Bios/boot", get(boot_settings))
+        .route(
+            "/redfish/v1/Systems/{id}/Bios/BiosRegistry",
+            get(dell_registry),
+        )
 }
 
 /// The apply times `@Redfish.Settings` advertises for `Bios/Settings`
@@ -150,6 +154,25 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
         super::hpe_inventory::bios_links(&sys, &mut body);
     }
     Ok(Resource::new(body, profile, "GET"))
+}
+
+/// An iDRAC serves the BIOS attribute registry below the Bios resource
+/// as well (`Bios/BiosRegistry`, where Dell's scripts and Ansible modules
+/// read it): the same registry as `/redfish/v1/Registries` holds.
+async fn dell_registry(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: axum::http::Uri,
+) -> Result<Resource, ApiError> {
+    if st.profile(&sys).dell.is_none() {
+        return Err(ApiError::NotFound(uri.path().to_string()));
+    }
+    let uri = format!("/redfish/v1/Systems/{}/Bios/BiosRegistry", sys.id);
+    Ok(Resource::new(
+        super::bios_registry::registry_document(&uri),
+        crate::profile::generic(),
+        "GET",
+    ))
 }
 
 /// iLO's BIOS base configurations: the factory defaults, which

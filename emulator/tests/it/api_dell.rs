@@ -930,3 +930,25 @@ async fn an_scp_bios_component_is_applied_by_the_reboot_the_import_makes() {
     assert_eq!(attr(&api.get(&bios).await.body, "NumLock"), "Off");
     assert_eq!(api.get(SYS).await.body["PowerState"], "Off");
 }
+
+/// An iDRAC serves its BIOS attribute registry below the Bios resource,
+/// where Dell's scripts read it; other profiles only under Registries.
+#[tokio::test]
+async fn the_bios_registry_is_below_the_bios_on_an_idrac() {
+    let api = Api::own_endpoint("idrac9");
+    let bios = api.get(&format!("{SYS}/Bios")).await.body;
+    let reg = api.get(&format!("{SYS}/Bios/BiosRegistry")).await;
+    assert_eq!(reg.status, StatusCode::OK, "{reg}");
+    assert_eq!(reg.body["Id"], bios["AttributeRegistry"]);
+    assert_eq!(reg.body["@odata.id"], format!("{SYS}/Bios/BiosRegistry"));
+    let attrs = reg.body["RegistryEntries"]["Attributes"]
+        .as_array()
+        .unwrap();
+    assert!(attrs
+        .iter()
+        .any(|a| a["AttributeName"] == "ProcVirtualization"));
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let r = api.get(&format!("{sys}/Bios/BiosRegistry")).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
