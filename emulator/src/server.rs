@@ -179,13 +179,11 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         .collect();
     all[0].state.root_profile = root_profile_of(&main, &rest_refs).await?;
     for (key, listen, refs) in groups {
-        let fixed = match refs.as_slice() {
-            [one] => {
-                let sys = backend.system(&one.id).await?;
-                main.profile(&sys).ids.clone()
-            }
+        let one = match refs.as_slice() {
+            [one] => Some(backend.system(&one.id).await?),
             _ => None,
         };
+        let fixed = one.as_ref().and_then(|sys| main.profile(sys).ids.clone());
         let members = refs
             .iter()
             .map(|r| {
@@ -213,10 +211,13 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
             refs.iter().map(|r| r.name.clone()).collect(),
             state.auth.clone(),
         );
-        if let Some(f) = fixed {
-            state = state.with_fixed_ids(f);
-        }
-        state.root_profile = root_profile_of(&main, &refs).await?;
+        state = match &one {
+            Some(sys) => state.serving_one(sys),
+            None => {
+                state.root_profile = root_profile_of(&main, &refs).await?;
+                state
+            }
+        };
         all.push(Endpoint { listen, state });
     }
     Ok(all)

@@ -103,7 +103,7 @@ async fn service_root(State(st): State<AppState>) -> Resource {
     }
     // An iDRAC's root names its server by service tag (Dell's tools
     // identify the machine there before anything else).
-    if let Some(tag) = dell_service_tag(&st).await {
+    if let Some(tag) = st.service_tag.as_deref() {
         body["Oem"] = json!({ "Dell": {
             "@odata.type": "#DellServiceRoot.v1_0_0.DellServiceRoot",
             "IsBranded": 0,
@@ -111,17 +111,6 @@ async fn service_root(State(st): State<AppState>) -> Resource {
         }});
     }
     Resource::new(body, crate::profile::generic(), "GET")
-}
-
-/// The service tag of the one server an iDRAC endpoint manages (`None`
-/// elsewhere, or when the system is gone).
-async fn dell_service_tag(st: &AppState) -> Option<String> {
-    if st.root_profile.dell.is_none() || st.fixed.is_none() {
-        return None;
-    }
-    let r = st.backend.systems().await.ok()?.into_iter().next()?;
-    let sys = st.backend.system(&r.id).await.ok()?;
-    Some(super::systems::sku(&sys, st.profile(&sys)))
 }
 
 async fn odata(State(st): State<AppState>) -> Resource {

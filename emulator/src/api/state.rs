@@ -89,6 +89,9 @@ pub struct AppState {
     /// that of the systems this service serves when they share one, else
     /// the generic one (`server::endpoints`).
     pub root_profile: &'static Profile,
+    /// On an iDRAC's endpoint: its one server's service tag, which the
+    /// service root shows (fixed by the system's UUID and profile).
+    pub service_tag: Option<Arc<str>>,
     /// A Dell BMC's job queue and LC readiness (`api/dell`).
     pub lc: Arc<super::dell::Lc>,
     /// Takes this service's listener down while its BMC resets.
@@ -116,6 +119,7 @@ impl AppState {
             endpoint_systems: None,
             power_clock: Arc::new(systems::PowerClock::default()),
             root_profile: profile::generic(),
+            service_tag: None,
             lc: Arc::default(),
             downtime: Arc::default(),
         }
@@ -133,9 +137,15 @@ impl AppState {
         self
     }
 
-    /// The same state serving one system under a profile's fixed Ids.
-    pub fn with_fixed_ids(mut self, ids: profile::Ids) -> Self {
-        self.fixed = Some(Arc::new(ids));
+    /// The service of one BMC, managing `sys`: the Ids its profile fixes,
+    /// its root speaking for that profile, an iDRAC's service tag.
+    pub fn serving_one(mut self, sys: &System) -> Self {
+        let p = self.profile(sys);
+        if let Some(ids) = &p.ids {
+            self.fixed = Some(Arc::new(ids.clone()));
+        }
+        self.root_profile = p;
+        self.service_tag = p.dell.as_ref().map(|_| systems::sku(sys, p).into());
         self
     }
 

@@ -205,6 +205,8 @@ impl Api {
         let profile = profiles.get(name).expect("profile");
         let ids = profile.ids.clone().expect("fixed Ids");
         let mut systems = vec![sys];
+        let mut seen = systems[0].clone();
+        seen.profile = name.to_string();
         systems[0].profile = name.to_string();
         let (inner, sys_name) = (systems[0].id.clone(), systems[0].name.clone());
         let backend = FakeBackend::new(systems, FakeOptions::default()).expect("backend");
@@ -223,10 +225,7 @@ impl Api {
             uuid::Uuid::nil(),
         )
         .with_profiles(profiles)
-        .with_fixed_ids(ids);
-        // One BMC's service: its root speaks for its profile.
-        let mut state = state;
-        state.root_profile = profile;
+        .serving_one(&seen);
         Api {
             router: app(state.clone()),
             state,

@@ -207,25 +207,41 @@ async fn watch_job<A>(st: AppState, id: String, jid: String, applied: A)
 where
     A: Fn(&System) -> bool + Send + 'static,
 {
+    if until_applied(&st, &id, &jid, applied).await {
+        complete(&st, &jid, "PR19");
+    }
+}
+
+/// Waits until a start of system `id` has `applied` what job `jid`
+/// scheduled: false when the job was deleted or finished meanwhile, or
+/// the system went away (nothing more to follow).
+async fn until_applied<A>(st: &AppState, id: &str, jid: &str, applied: A) -> bool
+where
+    A: Fn(&System) -> bool,
+{
     loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let Ok(sys) = st.backend.system(&id).await else {
-            return;
-        };
-        match st.lc.get(&jid) {
+        match st.lc.get(jid) {
             Some(j) if !j.state.finished() => {}
-            _ => return,
+            _ => return false,
         }
+        let Ok(sys) = st.backend.system(id).await else {
+            return false;
+        };
         if applied(&sys) {
-            st.lc.update(
-                &jid,
-                JobState::Completed,
-                "PR19",
-                crate::profile::dell::text("PR19"),
-            );
-            return;
+            return true;
         }
     }
+}
+
+/// Job `jid` completed, with Dell's message `msg`.
+fn complete(st: &AppState, jid: &str, msg: &'static str) {
+    st.lc.update(
+        jid,
+        JobState::Completed,
+        msg,
+        crate::profile::dell::text(msg),
+    );
 }
 
 /// Deletes jobs of system `id` (one, or the whole queue with `None`)
@@ -904,13 +920,7 @@ async fn import(
             apply_import_bios(&st2, &id, &jid, &power).await;
             return;
         }
-        let msg = if something { "SYS053" } else { "SYS069" };
-        st2.lc.update(
-            &jid,
-            JobState::Completed,
-            msg,
-            crate::profile::dell::text(msg),
-        );
+        complete(&st2, &jid, if something { "SYS053" } else { "SYS069" });
     });
     let mut r = StatusCode::ACCEPTED.into_response();
     if let Ok(h) = HeaderValue::from_str(&format!("/redfish/v1/TaskService/Tasks/{}", job.id)) {
@@ -954,29 +964,13 @@ async fn apply_import_bios(st: &AppState, id: &str, jid: &str, p: &ImportPower) 
             return;
         }
     }
-    loop {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        match st.lc.get(jid) {
-            Some(j) if !j.state.finished() => {}
-            _ => return,
-        }
-        let Ok(sys) = st.backend.system(id).await else {
-            return;
-        };
-        if sys.bmc.bios.pending.is_empty() {
-            break;
-        }
+    if !until_applied(st, id, jid, |sys| sys.bmc.bios.pending.is_empty()).await {
+        return;
     }
     if p.host_off {
         if let Err(e) = st.backend.reset(id, ResetType::ForceOff).await {
             tracing::warn!(system = %id, job = %jid, error = %e, "SCP import: the host was not turned off");
         }
     }
-    let msg = "SYS053";
-    st.lc.update(
-        jid,
-        JobState::Completed,
-        msg,
-        crate::profile::dell::text(msg),
-    );
+    complete(st, jid, "SYS053");
 }
