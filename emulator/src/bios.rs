@@ -49,6 +49,49 @@ const NIC_PORTS: &[&str] = &[
     "NIC.Integrated.1-4-1",
 ];
 
+/// `OneTimeBootMode`'s value that boots `OneTimeUefiBootSeqDev` once.
+pub const ONE_TIME_UEFI: &str = "OneTimeUefiBootSeq";
+
+/// The UEFI boot devices an iDRAC's BIOS names by FQDD: the boot disk
+/// (the controller's volume, or the first drive), the PXE devices 1-4
+/// (`PxeDevN*`), HTTP device 1 (`HttpDev1*`), the iDRAC's virtual CD and
+/// floppy.
+const ONE_TIME_DEVICES: &[&str] = &[
+    "RAID.Integrated.1-1",
+    "Disk.Bay.0:Enclosure.Internal.0-1",
+    "NIC.PxeDevice.1-1",
+    "NIC.PxeDevice.2-1",
+    "NIC.PxeDevice.3-1",
+    "NIC.PxeDevice.4-1",
+    "NIC.HttpDevice.1-1",
+    "Optical.iDRACVirtual.1-1",
+    "Floppy.iDRACVirtual.1-1",
+];
+
+/// What the firmware boots for a one-time UEFI boot device (`None`: no
+/// such device; the normal boot order then). `enabled` says whether a
+/// BIOS attribute (`PxeDevNEnDis`, `HttpDev1EnDis`) is Enabled: a
+/// disabled PXE or HTTP device does not exist at boot.
+pub fn one_time_target(
+    dev: &str,
+    enabled: impl Fn(&str) -> bool,
+) -> Option<crate::model::BootTarget> {
+    use crate::model::BootTarget;
+    if let Some(n) = dev
+        .strip_prefix("NIC.PxeDevice.")
+        .and_then(|r| r.strip_suffix("-1"))
+    {
+        return enabled(&format!("PxeDev{n}EnDis")).then_some(BootTarget::Pxe);
+    }
+    match dev {
+        "NIC.HttpDevice.1-1" => enabled("HttpDev1EnDis").then_some(BootTarget::UefiHttp),
+        "Optical.iDRACVirtual.1-1" => Some(BootTarget::Cd),
+        "Floppy.iDRACVirtual.1-1" => Some(BootTarget::Floppy),
+        d if d.starts_with("RAID.") || d.starts_with("Disk.") => Some(BootTarget::Hdd),
+        _ => None,
+    }
+}
+
 pub const ATTRIBUTES: &[AttrDef] = &[
     AttrDef {
         name: "ProcTurboMode",
@@ -151,6 +194,21 @@ pub const ATTRIBUTES: &[AttrDef] = &[
         name: "HttpDev1TlsMode",
         kind: AttrKind::Enum(&["None", "OneWay"]),
         default: DefaultValue::Str("None"),
+    },
+    // Dell's one-time boot in the BIOS: with `OneTimeBootMode`
+    // `OneTimeUefiBootSeq` the next start boots `OneTimeUefiBootSeqDev`
+    // (by FQDD, as Dell's scripts and Ansible modules set them), then the
+    // mode returns to Disabled (`model::bmc`). The legacy-BIOS and custom
+    // sequences are not modelled: their values are refused.
+    AttrDef {
+        name: "OneTimeBootMode",
+        kind: AttrKind::Enum(&["Disabled", ONE_TIME_UEFI]),
+        default: DefaultValue::Str("Disabled"),
+    },
+    AttrDef {
+        name: "OneTimeUefiBootSeqDev",
+        kind: AttrKind::Enum(ONE_TIME_DEVICES),
+        default: DefaultValue::Str("RAID.Integrated.1-1"),
     },
     AttrDef {
         name: "UrlBootFile",

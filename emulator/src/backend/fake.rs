@@ -91,7 +91,7 @@ impl Machine {
         let uefi = self.sys.uefi();
         let disks = &self.sys.disks;
         let s = &mut self.sys.bmc;
-        let target = s.boot.effective_target().unwrap_or(BootTarget::Hdd);
+        let target = s.target_at_start(uefi).unwrap_or(BootTarget::Hdd);
         let media = match target {
             BootTarget::Cd if s.cd.inserted => s.cd.image.clone(),
             BootTarget::Floppy if s.floppy.inserted => s.floppy.image.clone(),

@@ -156,6 +156,16 @@ impl BmcState {
             let pending = std::mem::take(&mut self.bios.pending);
             self.bios.current.extend(pending);
         }
+        // The BIOS's one-time boot is spent by the start it served (the
+        // BMC's override, when active, took its place and leaves it).
+        if self.boot.effective_target().is_none() {
+            let mode = self.bios.current.get(ONE_TIME_MODE);
+            if mode.and_then(serde_json::Value::as_str) != Some("Disabled") && mode.is_some() {
+                self.bios
+                    .current
+                    .insert(ONE_TIME_MODE.into(), serde_json::json!("Disabled"));
+            }
+        }
         if let Some(certs) = self.boot_certs.pending.take() {
             self.boot_certs.certs = certs;
         }
@@ -185,11 +195,33 @@ impl BmcState {
         }
     }
 
+    /// What the firmware boots at the next start of a machine in UEFI
+    /// mode (`uefi`) or not: the BMC's override while one is active, else
+    /// the BIOS's one-time UEFI boot device (`OneTimeBootMode`
+    /// `OneTimeUefiBootSeq` with `OneTimeUefiBootSeqDev`, staged values
+    /// included since this start applies them). `None`: the normal boot
+    /// order.
+    pub fn target_at_start(&self, uefi: bool) -> Option<BootTarget> {
+        if let Some(t) = self.boot.effective_target() {
+            return Some(t);
+        }
+        let attr = |name: &str| bios_at_start(&self.bios, name);
+        if !uefi || attr(ONE_TIME_MODE) != Some(crate::bios::ONE_TIME_UEFI) {
+            return None;
+        }
+        crate::bios::one_time_target(attr("OneTimeUefiBootSeqDev")?, |name| {
+            attr(name) == Some("Enabled")
+        })
+    }
+
     /// The URI the firmware HTTP-boots at the next start.
     pub fn http_boot_uri_at_start(&self) -> Option<String> {
         http_boot_uri_at_start(&self.boot, &self.bios)
     }
 }
+
+/// The BIOS attribute that arms a one-time boot (Dell's).
+const ONE_TIME_MODE: &str = "OneTimeBootMode";
 
 /// The URI the firmware HTTP-boots at the next start: `Boot.HttpBootUri`
 /// when the BMC set one, else the firmware's own HTTP boot settings (the
@@ -333,5 +365,88 @@ mod tests {
             http_boot_uri_at_start(&boot, &bios).as_deref(),
             Some("http://h/bmc.efi")
         );
+    }
+
+    fn stage(s: &mut BmcState, attrs: &[(&str, &str)]) {
+        for (k, v) in attrs {
+            s.bios.pending.insert(k.to_string(), serde_json::json!(v));
+        }
+    }
+
+    #[test]
+    fn the_bios_one_time_device_boots_once_then_the_mode_returns_to_disabled() {
+        let mut s = state();
+        assert_eq!(s.target_at_start(true), None, "factory: boot order");
+        stage(
+            &mut s,
+            &[
+                ("OneTimeBootMode", "OneTimeUefiBootSeq"),
+                ("OneTimeUefiBootSeqDev", "NIC.HttpDevice.1-1"),
+                ("HttpDev1EnDis", "Enabled"),
+                ("HttpDev1Uri", "http://h/once.efi"),
+            ],
+        );
+        // A held job's values are not there yet.
+        s.bios.held = true;
+        assert_eq!(s.target_at_start(true), None);
+        s.bios.held = false;
+        assert_eq!(s.target_at_start(true), Some(BootTarget::UefiHttp));
+        assert_eq!(s.target_at_start(false), None, "a UEFI sequence only");
+        s.start(true, BootTarget::UefiHttp, None, &[]);
+        let rec = s.last_boot.clone().unwrap();
+        assert_eq!(rec.uri.as_deref(), Some("http://h/once.efi"));
+        assert_eq!(s.bios.current["OneTimeBootMode"], "Disabled");
+        assert_eq!(
+            s.bios.current["OneTimeUefiBootSeqDev"],
+            "NIC.HttpDevice.1-1"
+        );
+        assert_eq!(s.target_at_start(true), None, "spent");
+    }
+
+    #[test]
+    fn the_bmc_override_wins_over_the_bios_one_time_device_and_leaves_it_armed() {
+        let mut s = state();
+        stage(
+            &mut s,
+            &[
+                ("OneTimeBootMode", "OneTimeUefiBootSeq"),
+                ("OneTimeUefiBootSeqDev", "Optical.iDRACVirtual.1-1"),
+            ],
+        );
+        s.apply(Change::Boot(BootOverride {
+            target: BootTarget::Pxe,
+            enabled: OverrideEnabled::Once,
+            ..BootOverride::disabled(BootMode::Uefi)
+        }));
+        assert_eq!(s.target_at_start(true), Some(BootTarget::Pxe));
+        s.start(true, BootTarget::Pxe, None, &[]);
+        assert_eq!(s.bios.current["OneTimeBootMode"], "OneTimeUefiBootSeq");
+        assert_eq!(s.target_at_start(true), Some(BootTarget::Cd));
+    }
+
+    #[test]
+    fn one_time_devices_map_to_what_the_firmware_boots() {
+        use crate::bios::one_time_target;
+        let on = |_: &str| true;
+        let pxe2_off = |n: &str| n != "PxeDev2EnDis";
+        assert_eq!(
+            one_time_target("NIC.PxeDevice.1-1", on),
+            Some(BootTarget::Pxe)
+        );
+        assert_eq!(one_time_target("NIC.PxeDevice.2-1", pxe2_off), None);
+        assert_eq!(
+            one_time_target("RAID.Integrated.1-1", on),
+            Some(BootTarget::Hdd)
+        );
+        assert_eq!(
+            one_time_target("Disk.Bay.0:Enclosure.Internal.0-1", on),
+            Some(BootTarget::Hdd)
+        );
+        assert_eq!(
+            one_time_target("Floppy.iDRACVirtual.1-1", on),
+            Some(BootTarget::Floppy)
+        );
+        assert_eq!(one_time_target("NIC.HttpDevice.1-1", |_| false), None);
+        assert_eq!(one_time_target("Unknown.Unknown.1-1", on), None);
     }
 }

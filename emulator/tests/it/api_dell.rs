@@ -952,3 +952,67 @@ async fn the_bios_registry_is_below_the_bios_on_an_idrac() {
     let r = api.get(&format!("{sys}/Bios/BiosRegistry")).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+/// Dell's BIOS one-time boot (what Dell's scripts and the quads tooling
+/// set instead of a Redfish override): `OneTimeBootMode` with a UEFI boot
+/// device by FQDD, applied by a configuration job, boots that device at
+/// the reset that applies it, then returns to Disabled. A device the
+/// BIOS does not have is refused, nothing staged.
+#[tokio::test]
+async fn the_bios_one_time_boot_device_boots_at_the_reset_that_applies_it() {
+    let api = Api::own_endpoint("idrac9");
+    let settings = format!("{SYS}/Bios/Settings");
+    let r = api
+        .patch(
+            &settings,
+            json!({"Attributes": {"OneTimeBootMode": "OneTimeUefiBootSeq", "OneTimeUefiBootSeqDev": "Unknown.Unknown.1-1"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+    assert_eq!(r.message_ids(), ["PropertyValueNotInList"], "{r}");
+    assert_eq!(api.get(&settings).await.body["Attributes"], json!({}));
+    let registry = api.get(&format!("{SYS}/Bios/BiosRegistry")).await.body;
+    let devices = registry["RegistryEntries"]["Attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["AttributeName"] == "OneTimeUefiBootSeqDev")
+        .map(|a| a["Value"].to_string())
+        .unwrap();
+    assert!(devices.contains("Optical.iDRACVirtual.1-1"), "{devices}");
+
+    api.reset(SYS, "On").await;
+    let r = api
+        .patch(
+            &settings,
+            json!({
+                "@Redfish.SettingsApplyTime": {"ApplyTime": "OnReset"},
+                "Attributes": {"OneTimeBootMode": "OneTimeUefiBootSeq", "OneTimeUefiBootSeqDev": "Optical.iDRACVirtual.1-1"},
+            }),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let task = r.header("location").unwrap();
+    api.reset(SYS, "ForceRestart").await;
+    assert_eq!(
+        api.finish_task(&task, Duration::from_secs(10)).await.body["TaskState"],
+        json!("Completed")
+    );
+    let booted = |api: &Api| {
+        let backend = api.state.backend.clone();
+        async move {
+            let sys = backend.system("System.Embedded.1").await.unwrap();
+            sys.bmc.last_boot.unwrap().target
+        }
+    };
+    assert_eq!(booted(&api).await, shoal_emulator::model::BootTarget::Cd);
+    let bios = api.get(&format!("{SYS}/Bios")).await.body;
+    assert_eq!(bios["Attributes"]["OneTimeBootMode"], "Disabled", "spent");
+    assert_eq!(
+        bios["Attributes"]["OneTimeUefiBootSeqDev"],
+        "Optical.iDRACVirtual.1-1"
+    );
+    // The next start follows the boot order again.
+    api.reset(SYS, "ForceRestart").await;
+    assert_eq!(booted(&api).await, shoal_emulator::model::BootTarget::Hdd);
+}

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use serde_json::json;
+use serde_json::{json, Value};
 use shoal_emulator::backend::libvirt::media::MediaOptions;
 use shoal_emulator::backend::libvirt::{LibvirtBackend, LibvirtOptions};
 use shoal_emulator::config::HttpBootMapping;
@@ -656,6 +656,55 @@ async fn uefi_http_writes_the_uri_boot_option_into_nvram() {
     )
     .await;
     api.reset(&sys, "On").await;
+    let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
+    assert!(efiboot::load_options(&store)
+        .iter()
+        .all(|(_, o)| o.description != efiboot::SHOAL_DESCRIPTION));
+}
+
+/// Dell's BIOS one-time boot on a real definition: the HTTP device's URI
+/// reaches the firmware as a BootNext option, a PXE device leads the
+/// running instance's boot order while the definition keeps the disk, and
+/// each start spends the one-time mode.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bios_one_time_device_reaches_the_firmware_for_one_start() {
+    let Some(template) = required("/usr/share/OVMF/OVMF_VARS_4M.fd", "Debian package ovmf") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let nvram = dir.path().join("once-vm_VARS.fd");
+    let hv = Hv::open();
+    let id = hv.define(&uefi_domain("once-vm", &template, &nvram, "raw"));
+    let api = api(&[]);
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let uri = "http://198.18.0.1:8080/once.efi";
+    let settings = format!("{sys}/Bios/Settings");
+    let stage = |attrs: Value| api.patch(&settings, json!({ "Attributes": attrs }));
+    let r = stage(json!({
+        "OneTimeBootMode": "OneTimeUefiBootSeq",
+        "OneTimeUefiBootSeqDev": "NIC.HttpDevice.1-1",
+        "HttpDev1EnDis": "Enabled",
+        "HttpDev1Uri": uri,
+    }))
+    .await;
+    assert!(r.status.is_success(), "{r}");
+    api.reset(&sys, "On").await;
+    let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
+    let next = efiboot::boot_next(&store).expect("BootNext");
+    assert_eq!(efiboot::option_uri(&store, next).as_deref(), Some(uri));
+    let attrs = api.get(&format!("{sys}/Bios")).await.body["Attributes"].clone();
+    assert_eq!(attrs["OneTimeBootMode"], "Disabled", "spent");
+
+    api.reset(&sys, "ForceOff").await;
+    let r = stage(json!({
+        "OneTimeBootMode": "OneTimeUefiBootSeq",
+        "OneTimeUefiBootSeqDev": "NIC.PxeDevice.1-1",
+    }))
+    .await;
+    assert!(r.status.is_success(), "{r}");
+    api.reset(&sys, "On").await;
+    assert_eq!(hv.first_boot(&id, false), "Some(Pxe)", "this start");
+    assert_eq!(hv.first_boot(&id, true), "Some(Hdd)", "the next one");
     let store = Varstore::parse(std::fs::read(&nvram).unwrap()).unwrap();
     assert!(efiboot::load_options(&store)
         .iter()

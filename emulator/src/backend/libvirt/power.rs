@@ -176,7 +176,10 @@ impl Inner {
     /// Applies the boot settings to the definition and NVRAM, then starts.
     fn power_on(&self, conn: usize, id: &str, dom: &Domain) -> Result<()> {
         let (mut d, f, mut s) = self.read(id, dom)?;
-        let mut target = s.boot.effective_target();
+        let uefi = s.boot.mode == crate::model::BootMode::Uefi && f.arch.has_uefi();
+        let mut target = s.target_at_start(uefi);
+        // The BIOS's one-time boot device, when no override is active.
+        let bios_once = target.is_some() && s.boot.effective_target().is_none();
         if target == Some(BootTarget::UefiHttp) && self.opts.http_boot == HttpBootMapping::Vmedia {
             // sushy-tools' mapping: the URI's image goes into the CD-ROM and
             // the CD boots; without a URI the machine network-boots.
@@ -241,7 +244,7 @@ impl Inner {
         let media = (booted == BootTarget::Cd)
             .then(|| s.cd.image.clone())
             .flatten();
-        let once = s.boot.enabled == OverrideEnabled::Once;
+        let once = s.boot.enabled == OverrideEnabled::Once || bios_once;
         let boot = s.boot.clone();
         s.start(f.uefi, booted, media, &f.disks);
         if host_reads_flags {
