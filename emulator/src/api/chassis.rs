@@ -72,6 +72,9 @@ fn chassis_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
             "ManagedBy": [link(&format!("/redfish/v1/Managers/{}", st.manager_id(sys)))],
         },
     });
+    if st.features.full() {
+        v["NetworkAdapters"] = link(&format!("{base}/NetworkAdapters"));
+    }
     if profile.hpe.is_some() {
         super::hpe_inventory::chassis_links(st.chassis_id(sys), &mut v);
     }

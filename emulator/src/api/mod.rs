@@ -27,6 +27,7 @@ pub mod json;
 mod managers;
 pub mod metadata;
 mod middleware;
+mod network_adapters;
 pub mod patch;
 pub mod query;
 mod render_cache;
@@ -88,6 +89,7 @@ fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
                 .merge(hpe_inventory::router())
                 .merge(hpe_raid::router())
                 .merge(system_parts::router())
+                .merge(network_adapters::router())
                 .merge(storage::router());
         }
         r.fallback(|uri: Uri| async move { ApiError::NotFound(uri.path().to_string()) })

@@ -1016,3 +1016,58 @@ async fn the_bios_one_time_boot_device_boots_at_the_reset_that_applies_it() {
     api.reset(SYS, "ForceRestart").await;
     assert_eq!(booted(&api).await, shoal_emulator::model::BootTarget::Hdd);
 }
+
+/// An iDRAC's integrated NIC under its Chassis, Ids as a captured iDRAC 9
+/// serves them: adapter `NIC.Integrated.1`, ports `NIC.Integrated.1-N`,
+/// functions `NIC.Integrated.1-N-1` (the EthernetInterfaces' Ids); every
+/// link resolves, and what is not there is 404.
+#[tokio::test]
+async fn idrac_network_adapters_carry_the_fqdds_of_its_nics() {
+    let api = Api::own_endpoint("idrac9");
+    let chassis = api.get(SYS).await.body["Links"]["Chassis"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let list = api.get(&format!("{chassis}/NetworkAdapters")).await.body;
+    let adapter = format!("{chassis}/NetworkAdapters/NIC.Integrated.1");
+    assert_eq!(list["Members"], json!([{ "@odata.id": adapter }]), "{list}");
+    let a = api.get(&adapter).await.body;
+    let functions = a["Controllers"][0]["Links"]["NetworkDeviceFunctions"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(!functions.is_empty());
+    let nics = api.get(&format!("{SYS}/EthernetInterfaces")).await.body;
+    for (i, f) in functions.iter().enumerate() {
+        let f = api.get(f["@odata.id"].as_str().unwrap()).await;
+        assert_eq!(f.status, StatusCode::OK, "{f}");
+        let n = i + 1;
+        assert_eq!(f.body["Id"], format!("NIC.Integrated.1-{n}-1"));
+        let eth = f.body["Links"]["EthernetInterfaces"][0]["@odata.id"]
+            .as_str()
+            .unwrap();
+        assert_eq!(nics["Members"][i]["@odata.id"], eth);
+        let nic = api.get(eth).await.body;
+        assert_eq!(f.body["Ethernet"]["MACAddress"], nic["MACAddress"]);
+        for port in [
+            &f.body["PhysicalPortAssignment"],
+            &f.body["Links"]["PhysicalPortAssignment"],
+            &f.body["Links"]["PhysicalNetworkPortAssignment"],
+        ] {
+            let port = port["@odata.id"].as_str().unwrap();
+            let p = api.get(port).await;
+            assert_eq!(p.status, StatusCode::OK, "{port}: {p}");
+            assert_eq!(p.body["Id"], format!("NIC.Integrated.1-{n}"));
+        }
+    }
+    for missing in [
+        format!("{chassis}/NetworkAdapters/1"),
+        format!("{adapter}/Fans"),
+        format!("{adapter}/NetworkPorts/NIC.Integrated.1-9"),
+        format!("{adapter}/NetworkDeviceFunctions/NIC.Integrated.1-1"),
+    ] {
+        let r = api.get(&missing).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{missing}: {r}");
+        assert_eq!(r.message_ids(), ["ResourceMissingAtURI"], "{missing}: {r}");
+    }
+}

@@ -360,6 +360,29 @@ class Compat:
         monitor.refresh()
         expect(not monitor.is_processing, 'task still running after the reset')
 
+    def check_network_adapters(self):
+        expect(self.system is not None, 'no system (an earlier check failed)')
+        macs = sorted(n.mac_address.upper()
+                      for n in self.system.ethernet_interfaces.get_members())
+        expect(macs, 'the system has no EthernetInterfaces')
+        chassis = self.system.managers[0].chassis[0]
+        adapters = chassis.network_adapters.get_members()
+        expect(len(adapters) == 1, f'{len(adapters)} adapters, not 1')
+        adapter = adapters[0]
+        ports = adapter.network_ports.get_members()
+        functions = adapter.network_device_functions.get_members()
+        expect(len(ports) == len(macs) == len(functions),
+               f'{len(ports)} ports, {len(functions)} functions, '
+               f'{len(macs)} NICs')
+        got = sorted(a.upper() for p in ports
+                     for a in p.associated_network_addresses)
+        expect(got == macs, f'port addresses {got} != NIC MACs {macs}')
+        got = sorted(f.ethernet.mac_address.upper() for f in functions)
+        expect(got == macs, f'function MACs {got} != NIC MACs {macs}')
+        version = adapter.controllers[0].firmware_package_version
+        expect(version, 'no controller FirmwarePackageVersion')
+        self.note(f'{adapter.path}: {len(ports)} ports')
+
     def check_bad_boot_target(self):
         before = self.boot()
         try:
@@ -422,6 +445,7 @@ class Compat:
         ('virtual media insert and eject on Cd', check_virtual_media),
         ('BIOS set_attributes pending until reset', check_bios_pending_then_applied),
         ('RAID volumes: delete, create, delete OnReset', check_raid_volumes),
+        ('chassis network adapters match the NICs', check_network_adapters),
         ('bad boot target is refused', check_bad_boot_target),
         ('close session removes it', check_close_session),
     ]
