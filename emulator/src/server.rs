@@ -350,6 +350,7 @@ pub async fn run(settings: Settings) -> Result<()> {
             .with_context(|| format!("cannot listen on {}", e.listen))?;
         std_listener.set_nonblocking(true)?;
         let addr: SocketAddr = std_listener.local_addr()?;
+        let _ = e.state.ports.redfish.set((tls.is_some(), addr.port()));
         let systems = e.state.backend.systems().await?;
         tracing::info!(
             systems = systems.len(),
@@ -376,6 +377,7 @@ pub async fn run(settings: Settings) -> Result<()> {
             bmcs.push((
                 only.name.clone(),
                 ipmi_bmc(&settings.ipmi, &e, &only.id, addr).await?,
+                e.state.ports.clone(),
             ));
         }
         let down = Some(e.state.downtime.subscribe());
@@ -415,10 +417,10 @@ pub async fn run(settings: Settings) -> Result<()> {
     }
     // IPMI lines come last: readers of the Redfish lines above (the
     // harness, scripts) see them as they always were.
-    for (_, bmc) in &bmcs {
+    for (_, bmc, _) in &bmcs {
         servers.spawn(crate::ipmi::timers(bmc.clone(), stop_rx.clone()));
     }
-    for (name, bmc) in &bmcs {
+    for (name, bmc, ports) in &bmcs {
         if settings.ipmi.port == 0 {
             break;
         }
@@ -426,12 +428,13 @@ pub async fn run(settings: Settings) -> Result<()> {
             continue;
         };
         let at = socket.local_addr()?;
+        let _ = ports.ipmi.set(at.port());
         tracing::info!(system = %name, "IPMI (RMCP+) on udp://{at}");
         announce(&format!("shoal-emulator ipmi {name} on udp://{at}"));
         servers.spawn(crate::ipmi::serve(socket, bmc.clone(), stop_rx.clone()));
     }
     if let Some(dir) = &settings.ipmi.in_band_dir {
-        for (name, bmc) in &bmcs {
+        for (name, bmc, _) in &bmcs {
             let path = crate::ipmi::inband::socket_path(dir, &bmc.uuid);
             let listener = crate::ipmi::inband::bind(&path).with_context(|| {
                 format!("--ipmi-in-band-dir: cannot listen on {}", path.display())

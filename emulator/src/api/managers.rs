@@ -11,9 +11,10 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::json::{self, JsonObject, Resource};
+use super::patch::{writable, Kind, SysPatch};
 use super::{collection, link, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
-use crate::model::System;
+use crate::model::{Change, Ntp, System};
 use crate::profile::Profile;
 use crate::timefmt::rfc3339;
 
@@ -24,6 +25,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/redfish/v1/Managers/{id}/Actions/Manager.Reset",
             post(reset),
+        )
+        .route(
+            "/redfish/v1/Managers/{id}/NetworkProtocol",
+            get(network_protocol).patch(patch_network_protocol),
         )
 }
 
@@ -87,6 +92,7 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     if super::vmedia::shown(st, sys, false) {
         v["VirtualMedia"] = link(&format!("{base}/VirtualMedia"));
     }
+    v["NetworkProtocol"] = link(&format!("{base}/NetworkProtocol"));
     if let Some(oem) = &profile.oem.manager {
         v["Oem"] = json!(oem);
     }
@@ -148,3 +154,168 @@ pub(super) fn restart_bmc(st: &AppState, sys: &System, down: Duration, settle: D
         }
     });
 }
+
+/// The BMC's host name as its vendor sets it out of the box: Dell's
+/// `idrac-<service tag>`, HPE's `ILO<serial number>`, else the system's
+/// name with `-bmc`.
+fn host_name(sys: &System, profile: &Profile) -> String {
+    if profile.dell.is_some() {
+        format!("idrac-{}", super::systems::sku(sys, profile))
+    } else if profile.hpe.is_some() {
+        format!("ILO{}", super::systems::serial(sys))
+    } else {
+        format!("{}-bmc", sys.name)
+    }
+}
+
+/// `ManagerNetworkProtocol`: what the BMC really serves. Redfish over
+/// HTTP or HTTPS on the port it listens on, IPMI over LAN where this BMC
+/// has its socket (an endpoint of one system), its NTP client as set;
+/// nothing else (no SSH, SNMP, KVM or remote-console media).
+fn network_protocol_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
+    let id = st.manager_id(sys);
+    let off = || json!({ "ProtocolEnabled": false });
+    let served = |port: Option<u16>| match port {
+        Some(p) => json!({ "ProtocolEnabled": true, "Port": p }),
+        None => json!({ "ProtocolEnabled": true }),
+    };
+    // In-process (nothing bound) the service answers plain HTTP.
+    let (https, port) = match st.ports.redfish.get() {
+        Some(&(tls, port)) => (tls, Some(port)),
+        None => (false, None),
+    };
+    let (http, https) = if https {
+        (off(), served(port))
+    } else {
+        (served(port), off())
+    };
+    let ipmi = match st.ports.ipmi.get() {
+        Some(&p) => served(Some(p)),
+        None => off(),
+    };
+    let ntp = &sys.bmc.ntp;
+    json!({
+        "@odata.type": "#ManagerNetworkProtocol.v1_10_0.ManagerNetworkProtocol",
+        "@odata.id": format!("/redfish/v1/Managers/{id}/NetworkProtocol"),
+        "Id": "NetworkProtocol",
+        "Name": "Manager Network Protocol",
+        "Description": "The network services this BMC serves",
+        "HostName": host_name(sys, profile),
+        "Status": { "State": "Enabled", "Health": "OK" },
+        "HTTP": http,
+        "HTTPS": https,
+        "IPMI": ipmi,
+        "SSH": off(),
+        "SNMP": off(),
+        "Telnet": off(),
+        "SSDP": off(),
+        "KVMIP": off(),
+        "VirtualMedia": off(),
+        "NTP": {
+            "ProtocolEnabled": ntp.enabled,
+            "NTPServers": ntp.servers,
+        },
+    })
+}
+
+async fn network_protocol(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
+    let profile = st.profile(&sys);
+    Ok(Resource::new(
+        network_protocol_json(&st, &sys, profile),
+        profile,
+        "GET, PATCH",
+    ))
+}
+
+/// A PATCH sets the BMC's NTP client (`NTP/ProtocolEnabled`,
+/// `NTP/NTPServers`, at most [`Ntp::MAX_SERVERS`]: an array PATCH as
+/// Redfish defines it, `null` removes an entry, `{}` keeps it); the
+/// served protocols are what the process listens on and are not
+/// writable (changing them would mean rebinding the service).
+async fn patch_network_protocol(
+    State(st): State<AppState>,
+    req: SysPatch,
+) -> Result<Resource, ApiError> {
+    const SERVERS: &str = "NTP/NTPServers";
+    let fields = [
+        writable("NTP/ProtocolEnabled", Kind::Bool),
+        writable(SERVERS, Kind::Array),
+    ];
+    let p = st
+        .begin_patch(&req, |sys, profile| {
+            network_protocol_json(&st, sys, profile)
+        })
+        .await?
+        .validated(&req.body, &fields)?;
+    let (sys, profile) = (&p.target, p.profile);
+    let ntp = req.body.get("NTP");
+    let mut next = sys.bmc.ntp.clone();
+    if let Some(on) = ntp
+        .and_then(|n| n.get("ProtocolEnabled"))
+        .and_then(Value::as_bool)
+    {
+        next.enabled = on;
+    }
+    if let Some(list) = ntp
+        .and_then(|n| n.get("NTPServers"))
+        .and_then(Value::as_array)
+    {
+        next.servers = ntp_servers(list, &sys.bmc.ntp.servers)?;
+    }
+    let sys = st.backend.apply(&sys.id, vec![Change::Ntp(next)]).await?;
+    Ok(Resource::new(
+        network_protocol_json(&st, &sys, profile),
+        profile,
+        "GET, PATCH",
+    ))
+}
+
+/// The servers an `NTPServers` PATCH leaves: each entry a host name or
+/// address (one line of text), `null` or `""` removing it, `{}` keeping
+/// the current one; all problems reported at once.
+fn ntp_servers(list: &[Value], current: &[String]) -> Result<Vec<String>, ApiError> {
+    const SERVERS: &str = "NTP/NTPServers";
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    for (i, v) in list.iter().enumerate() {
+        let path = format!("{SERVERS}/{i}");
+        match v {
+            Value::Null => {}
+            Value::String(s) if s.is_empty() => {}
+            Value::String(s) => {
+                let checked = super::input::property(&path, s, NTP_SERVER).and_then(|()| {
+                    match s.contains(char::is_whitespace) {
+                        true => Err(Msg::new(
+                            "PropertyValueFormatError",
+                            &[&super::input::echo(s), &path],
+                        )
+                        .about(&path)),
+                        false => Ok(()),
+                    }
+                });
+                match checked {
+                    Ok(()) => out.push(s.clone()),
+                    Err(m) => errors.push(m),
+                }
+            }
+            Value::Object(o) if o.is_empty() => out.extend(current.get(i).cloned()),
+            other => {
+                let shown = super::input::echo(&json::shown(other));
+                errors.push(Msg::new("PropertyValueTypeError", &[&shown, &path]).about(&path));
+            }
+        }
+    }
+    if errors.is_empty() && out.len() > Ntp::MAX_SERVERS {
+        let n = out.len().to_string();
+        errors.push(Msg::new("PropertyValueOutOfRange", &[&n, SERVERS]).about(SERVERS));
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(ApiError::BadRequest(errors))
+    }
+}
+
+/// An NTP server: a host name or address, at most 255 characters (a DNS
+/// name's limit), one line without blanks.
+const NTP_SERVER: super::input::Rule = super::input::Rule::Text { max: 255 };

@@ -43,6 +43,7 @@ pub const SCHEMAS: &[(&str, &str)] = &[
     ("ManagerAccount", "ManagerAccount.v1_12_0"),
     ("ManagerAccountCollection", ""),
     ("ManagerCollection", ""),
+    ("ManagerNetworkProtocol", "ManagerNetworkProtocol.v1_10_0"),
     ("Memory", "Memory.v1_17_0"),
     ("MemoryCollection", ""),
     ("Message", "Message.v1_1_1"),

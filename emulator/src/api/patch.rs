@@ -139,6 +139,8 @@ pub enum Kind {
     },
     /// An object whose members are checked by the handler (e.g. BIOS Attributes).
     Object,
+    /// An array whose members are checked by the handler.
+    Array,
 }
 
 /// A writable property, by its path (`Boot/HttpBootUri`).
@@ -235,6 +237,7 @@ fn check_kind(kind: &Kind, v: &Value, path: &str) -> Option<Msg> {
             Some(_) => None,
         },
         Kind::Object if !v.is_object() => type_err(),
+        Kind::Array if !v.is_array() => type_err(),
         _ => None,
     }
 }

@@ -96,6 +96,18 @@ pub struct AppState {
     pub lc: Arc<super::dell::Lc>,
     /// Takes this service's listener down while its BMC resets.
     pub downtime: Arc<crate::serve::Downtime>,
+    /// Where this service is reached (`ManagerNetworkProtocol`).
+    pub ports: Arc<Ports>,
+}
+
+/// The ports this service's BMC answers on, set by the server once its
+/// sockets are bound (unset in-process, where nothing listens).
+#[derive(Debug, Default)]
+pub struct Ports {
+    /// The Redfish listener: whether it speaks TLS, and its port.
+    pub redfish: std::sync::OnceLock<(bool, u16)>,
+    /// The IPMI (RMCP+) socket's port, where this BMC has one.
+    pub ipmi: std::sync::OnceLock<u16>,
 }
 
 impl AppState {
@@ -122,6 +134,7 @@ impl AppState {
             service_tag: None,
             lc: Arc::default(),
             downtime: Arc::default(),
+            ports: Arc::default(),
         }
     }
 

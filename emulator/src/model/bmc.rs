@@ -3,7 +3,7 @@
 //!
 //! [`BmcState`] is the BMC-owned part of a [`System`](super::System): the
 //! boot override, BIOS settings, Secure Boot, virtual media, the indicator,
-//! the asset tag, RAID volumes and the last boot. Each backend persists it
+//! the asset tag, RAID volumes, the BMC's NTP settings and the last boot. Each backend persists it
 //! as it is (the fake in its state file, libvirt in the domain's
 //! `<metadata>`). [`Change`] is the closed set of things a front-end asks
 //! of it; [`BmcState::apply`] is the one pure transition, and
@@ -40,6 +40,25 @@ pub struct BmcState {
     /// The CAs the firmware trusts for HTTPS boot, from its next start.
     #[serde(default, skip_serializing_if = "BootCerts::is_empty")]
     pub boot_certs: BootCerts,
+    /// The BMC's own NTP client settings (`ManagerNetworkProtocol.NTP`).
+    #[serde(default, skip_serializing_if = "Ntp::is_default")]
+    pub ntp: Ntp,
+}
+
+/// The BMC's NTP client: whether it is on, and its servers in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Ntp {
+    pub enabled: bool,
+    pub servers: Vec<String>,
+}
+
+impl Ntp {
+    /// Servers a BMC keeps at most (iDRAC and iLO have two or three).
+    pub const MAX_SERVERS: usize = 4;
+
+    fn is_default(&self) -> bool {
+        *self == Ntp::default()
+    }
 }
 
 /// Settable top-level properties of a system (other than Boot).
@@ -77,6 +96,8 @@ pub enum Change {
     },
     /// The whole set of HTTPS boot CAs (the front-end checked it).
     BootCerts(BootCerts),
+    /// The BMC's NTP settings, whole.
+    Ntp(Ntp),
 }
 
 impl BmcState {
@@ -99,6 +120,7 @@ impl BmcState {
             last_boot: None,
             storage: StorageState::default(),
             boot_certs: BootCerts::default(),
+            ntp: Ntp::default(),
         }
     }
 
@@ -120,6 +142,7 @@ impl BmcState {
             Change::BiosHold(held) => self.bios.held = held,
             Change::SecureBoot(enable) => self.secure_boot.enable = enable,
             Change::BootCerts(c) => self.boot_certs = c,
+            Change::Ntp(n) => self.ntp = n,
             Change::ResetKeys(kind) => {
                 self.secure_boot.keys_enrolled = kind == ResetKeysType::ResetAllKeysToDefault
             }

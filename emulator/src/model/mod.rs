@@ -13,7 +13,7 @@ use uuid::Uuid;
 mod bmc;
 
 use crate::storage::Disk;
-pub use bmc::{bios_at_start, http_boot_uri_at_start, BmcState, Change, SystemSettings};
+pub use bmc::{bios_at_start, http_boot_uri_at_start, BmcState, Change, Ntp, SystemSettings};
 
 macro_rules! redfish_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {

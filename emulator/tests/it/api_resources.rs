@@ -712,3 +712,107 @@ async fn a_manager_reset_takes_only_that_bmc_away() {
     assert!(r.header("retry-after").is_some());
     assert_eq!(api.get(&b).await.status, StatusCode::OK);
 }
+
+/// Each Manager links its NetworkProtocol, with the vendor's default host
+/// name. Its NTP client is writable (as DMTF's protocol validator and
+/// Ansible set it): an array PATCH where `null` removes an entry and `{}`
+/// keeps one; bad entries are refused whole, nothing changed. The served
+/// protocols are what the process listens on: not writable. What is
+/// bound is checked where something listens (`ipmi.rs`, Ansible).
+#[tokio::test]
+async fn the_manager_network_protocol_sets_ntp_and_names_the_bmc() {
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let mgr = api.get(&sys).await.body["Links"]["ManagedBy"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let link = api.get(&mgr).await.body["NetworkProtocol"]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(link, format!("{mgr}/NetworkProtocol"));
+    let np = api.get(&link).await;
+    assert_eq!(np.status, StatusCode::OK, "{np}");
+    assert_eq!(np.body["HostName"], "node-0-bmc");
+    assert_eq!(np.body["IPMI"]["ProtocolEnabled"], false, "nothing bound");
+    assert_eq!(
+        np.body["NTP"],
+        json!({"ProtocolEnabled": false, "NTPServers": []})
+    );
+
+    let ntp = |body: Value| json!({ "NTP": body });
+    let r = api
+        .patch(
+            &link,
+            ntp(json!({"ProtocolEnabled": true, "NTPServers": ["192.0.2.1", "ntp.example.org"]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(
+        r.body["NTP"],
+        json!({"ProtocolEnabled": true, "NTPServers": ["192.0.2.1", "ntp.example.org"]})
+    );
+    // Array PATCH: {} keeps the first, null removes the second, one added.
+    let r = api
+        .patch(
+            &link,
+            ntp(json!({"NTPServers": [{}, null, "198.51.100.7"]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(
+        r.body["NTP"]["NTPServers"],
+        json!(["192.0.2.1", "198.51.100.7"])
+    );
+    let kept = api.get(&link).await.body;
+    assert_eq!(
+        kept["NTP"], r.body["NTP"],
+        "what the PATCH answered is kept"
+    );
+
+    for (body, want) in [
+        (
+            json!({"SSH": {"ProtocolEnabled": true}}),
+            "PropertyNotWritable",
+        ),
+        (json!({"HTTPS": {"Port": 8443}}), "PropertyNotWritable"),
+        (
+            ntp(json!({"NTPServers": "192.0.2.1"})),
+            "PropertyValueTypeError",
+        ),
+        (ntp(json!({"NTPServers": [5]})), "PropertyValueTypeError"),
+        (
+            ntp(json!({"NTPServers": ["two words"]})),
+            "PropertyValueFormatError",
+        ),
+        (
+            ntp(json!({"NTPServers": ["bad\u{7}bell"]})),
+            "PropertyValueFormatError",
+        ),
+        (
+            ntp(json!({"NTPServers": ["a", "b", "c", "d", "e"]})),
+            "PropertyValueOutOfRange",
+        ),
+        (
+            ntp(json!({"ProtocolEnabled": "yes"})),
+            "PropertyValueTypeError",
+        ),
+    ] {
+        let r = api.patch(&link, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {r}");
+        assert_eq!(r.message_ids(), [want], "{body}: {r}");
+    }
+    assert_eq!(api.get(&link).await.body, kept, "nothing changed");
+
+    let api = Api::own_endpoint("idrac9");
+    let tag = api.get("/redfish/v1/Systems/System.Embedded.1").await.body["SKU"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let np = api
+        .get("/redfish/v1/Managers/iDRAC.Embedded.1/NetworkProtocol")
+        .await
+        .body;
+    assert_eq!(np["HostName"], format!("idrac-{tag}"));
+}

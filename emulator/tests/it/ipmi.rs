@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::common::{required, venv_program, Spawned};
 
@@ -141,6 +141,31 @@ fn patch(url: &str, body: &str) {
 }
 
 const ADMIN: (&str, &str) = ("admin", "Adm1n-pw");
+
+/// The Manager's NetworkProtocol says what this BMC serves: Redfish over
+/// plain HTTP on the port it listens on, IPMI on the socket it bound.
+#[test]
+fn the_network_protocol_resource_names_the_ports_really_bound() {
+    let bmc = Bmc::start();
+    let mgr = bmc.system()["Links"]["ManagedBy"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let np = get(&format!("{}{mgr}/NetworkProtocol", bmc.emu.url));
+    let http_port: u16 = bmc.emu.url.rsplit(':').next().unwrap().parse().unwrap();
+    assert_eq!(
+        np["HTTP"],
+        json!({"ProtocolEnabled": true, "Port": http_port}),
+        "{np}"
+    );
+    assert_eq!(np["HTTPS"]["ProtocolEnabled"], false, "{np}");
+    assert_eq!(
+        np["IPMI"],
+        json!({"ProtocolEnabled": true, "Port": bmc.port}),
+        "{np}"
+    );
+    assert_eq!(np["SSH"]["ProtocolEnabled"], false, "{np}");
+}
 
 fn ipmitool_installed() -> bool {
     required("/usr/bin/ipmitool", "Debian package ipmitool").is_some()

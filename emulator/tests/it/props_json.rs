@@ -51,13 +51,14 @@ fn fields() -> Vec<Writable> {
         writable("Enabled", Kind::Bool),
         writable("Count", Kind::Int { min: 0, max: 10 }),
         writable("Attributes", Kind::Object),
+        writable("Servers", Kind::Array),
     ]
 }
 
 fn current() -> Value {
     json!({"Id": "1", "AssetTag": "", "Enabled": true, "Count": 1,
            "Boot": {"BootSourceOverrideTarget": "None", "HttpBootUri": null, "Mode": "UEFI"},
-           "Attributes": {}})
+           "Attributes": {}, "Servers": []})
 }
 
 /// Whether `v` is a value of `kind`.
@@ -69,6 +70,7 @@ fn of_kind(kind: &Kind, v: &Value) -> bool {
         Kind::Bool => v.is_boolean(),
         Kind::Int { min, max } => v.as_i64().is_some_and(|i| (*min..=*max).contains(&i)),
         Kind::Object => v.is_object(),
+        Kind::Array => v.is_array(),
     }
 }
 
