@@ -11,7 +11,13 @@
 //!   BMCs of those systems (all when none) answer 503 for N seconds and
 //!   lose their sessions;
 //! - `POST /shoal/v1/faults/expire-sessions` `{"systems": [...]}`: their
-//!   sessions are dropped (clients must log in again).
+//!   sessions are dropped (clients must log in again);
+//! - `POST /shoal/v1/faults/power-loss` `{"seconds": N, "systems": [...]}`:
+//!   those machines (all when none) lose power with their BMCs: the hosts
+//!   are off at once, the BMCs answer 503 for N seconds and lose their
+//!   sessions, then power returns and each machine does what its
+//!   `PowerRestorePolicy` says (AlwaysOn: starts; LastState: starts if it
+//!   was on; AlwaysOff: stays off).
 
 use std::sync::Arc;
 
@@ -24,11 +30,14 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::backend::Backend;
 use crate::faults::{FaultConfig, Faults};
+use crate::model::{PowerRestorePolicy, PowerState, ResetType};
 
 #[derive(Clone)]
 struct Admin {
     faults: Arc<Faults>,
+    backend: Arc<dyn Backend>,
     token: Arc<str>,
 }
 
@@ -114,6 +123,80 @@ async fn expire_sessions(State(a): State<Admin>, bytes: axum::body::Bytes) -> Re
     Json(json!({ "expired": n })).into_response()
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PowerLoss {
+    seconds: u64,
+    #[serde(default)]
+    systems: Vec<String>,
+}
+
+/// A power loss (see the module's list): checked whole before anything
+/// happens; 202, since the power returns later.
+async fn power_loss(State(a): State<Admin>, bytes: axum::body::Bytes) -> Response {
+    let p: PowerLoss = match body(&bytes) {
+        Ok(p) => p,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    };
+    if p.seconds > 3600 {
+        return error(StatusCode::BAD_REQUEST, "seconds: at most 3600");
+    }
+    let all = match a.backend.systems().await {
+        Ok(all) => all,
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    let unknown: Vec<&str> = (p.systems.iter())
+        .filter(|n| !all.iter().any(|r| &r.name == *n))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        let why = format!("systems: no system named {}", unknown.join(", "));
+        return error(StatusCode::BAD_REQUEST, why);
+    }
+    let hit: Vec<_> = (all.into_iter())
+        .filter(|r| p.systems.is_empty() || p.systems.contains(&r.name))
+        .collect();
+    let mut lost = Vec::new();
+    for r in &hit {
+        let was_on = match a.backend.system(&r.id).await {
+            Ok(sys) => sys.power != PowerState::Off,
+            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        };
+        if was_on {
+            if let Err(e) = a.backend.reset(&r.id, ResetType::ForceOff).await {
+                tracing::warn!(system = %r.name, error = %e, "power loss: the host did not go off");
+            }
+        }
+        lost.push((r.clone(), was_on));
+    }
+    let names: Vec<String> = hit.iter().map(|r| r.name.clone()).collect();
+    tracing::info!(systems = ?names, seconds = p.seconds, "power loss (fault)");
+    a.faults.reboot(p.systems, p.seconds);
+    let backend = a.backend.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(p.seconds)).await;
+        for (r, was_on) in lost {
+            let policy = match backend.system(&r.id).await {
+                Ok(sys) => sys.bmc.power_restore,
+                Err(_) => continue,
+            };
+            let start = match policy {
+                PowerRestorePolicy::AlwaysOn => true,
+                PowerRestorePolicy::LastState => was_on,
+                PowerRestorePolicy::AlwaysOff => false,
+            };
+            tracing::info!(system = %r.name, %policy, start, "power restored");
+            if start {
+                if let Err(e) = backend.reset(&r.id, ResetType::On).await {
+                    tracing::warn!(system = %r.name, error = %e, "power restored: the host did not start");
+                }
+            }
+        }
+    });
+    let body = Json(json!({ "systems": names, "seconds": p.seconds }));
+    (StatusCode::ACCEPTED, body).into_response()
+}
+
 async fn bearer(State(a): State<Admin>, req: Request, next: Next) -> Response {
     let ok = req
         .headers()
@@ -136,10 +219,12 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The admin service over `faults`, for holders of `token`.
-pub fn router(faults: Arc<Faults>, token: &str) -> Router {
+/// The admin service over `faults` and the machines of `backend`, for
+/// holders of `token`.
+pub fn router(faults: Arc<Faults>, backend: Arc<dyn Backend>, token: &str) -> Router {
     let a = Admin {
         faults,
+        backend,
         token: Arc::from(token),
     };
     Router::new()
@@ -149,6 +234,7 @@ pub fn router(faults: Arc<Faults>, token: &str) -> Router {
         )
         .route("/shoal/v1/faults/reboot", post(reboot))
         .route("/shoal/v1/faults/expire-sessions", post(expire_sessions))
+        .route("/shoal/v1/faults/power-loss", post(power_loss))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such admin resource") })
         .layer(middleware::from_fn_with_state(a.clone(), bearer))
         .with_state(a)

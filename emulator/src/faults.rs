@@ -192,6 +192,19 @@ impl Faults {
         self.refresh(&mut st);
     }
 
+    /// Whether the BMC of any of `systems` is away (rebooting, or without
+    /// power): its IPMI over LAN is then silent too.
+    pub fn away(&self, systems: &[String]) -> bool {
+        if !self.active() {
+            return false;
+        }
+        let mut st = self.lock();
+        self.refresh(&mut st);
+        st.outages
+            .iter()
+            .any(|o| o.systems.is_empty() || o.systems.iter().any(|s| systems.contains(s)))
+    }
+
     /// Decides a request's fate: the latency to add first, then what
     /// happens. `systems` are the names the request concerns.
     pub fn decide(&self, method: &str, path: &str, systems: &[String]) -> (Duration, Decision) {

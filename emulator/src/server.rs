@@ -398,7 +398,7 @@ pub async fn run(settings: Settings) -> Result<()> {
         let addr = std_listener.local_addr()?;
         tracing::info!("admin endpoint on {scheme}://{addr}/shoal/v1/");
         announce(&format!("shoal-emulator admin on {scheme}://{addr}"));
-        let router = crate::admin::router(faults, token);
+        let router = crate::admin::router(faults, backend.clone(), token);
         // Slots of its own: clients filling the Redfish listeners' cap
         // must not lock the operator out of the admin endpoint.
         let admin_limits = crate::serve::Limits {

@@ -9,7 +9,8 @@ use super::input::{self, Rule};
 use super::patch::{validate_patch, writable, Kind, Writable};
 use crate::api::error::{ApiError, Msg};
 use crate::model::{
-    BootMode, BootOverride, BootTarget, IndicatorLed, OverrideEnabled, System, SystemSettings,
+    BootMode, BootOverride, BootTarget, IndicatorLed, OverrideEnabled, PowerRestorePolicy, System,
+    SystemSettings,
 };
 use crate::profile::{HttpBootUri, Profile};
 
@@ -55,6 +56,10 @@ pub(super) fn writables(sys: &System, profile: &Profile) -> Vec<Writable> {
         ),
         writable("LocationIndicatorActive", Kind::Bool),
         writable("AssetTag", Kind::Str),
+        writable(
+            "PowerRestorePolicy",
+            Kind::Enum(PowerRestorePolicy::ALL.iter().map(|e| e.as_str()).collect()),
+        ),
     ];
     if sys.arch.has_uefi() && profile.boot.http_boot_uri == HttpBootUri::Writable {
         w.push(writable("Boot/HttpBootUri", Kind::NullableStr));
@@ -220,5 +225,9 @@ pub(super) fn merged_settings(body: &Map<String, Value>) -> Result<SystemSetting
             .get("AssetTag")
             .and_then(Value::as_str)
             .map(str::to_string),
+        power_restore: body
+            .get("PowerRestorePolicy")
+            .and_then(Value::as_str)
+            .and_then(PowerRestorePolicy::parse),
     })
 }

@@ -121,7 +121,7 @@ async fn patch_chassis(State(st): State<AppState>, req: SysPatch) -> Result<Reso
     }));
     let settings = SystemSettings {
         indicator,
-        asset_tag: None,
+        ..Default::default()
     };
     let sys = st
         .backend

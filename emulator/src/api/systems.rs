@@ -129,6 +129,7 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "SerialNumber": serial(sys),
         "SKU": sku(sys, profile),
         "AssetTag": sys.bmc.asset_tag,
+        "PowerRestorePolicy": sys.bmc.power_restore.as_str(),
         "BiosVersion": profile.bios_version,
         "PowerState": sys.power.as_str(),
         "IndicatorLED": sys.bmc.indicator.as_str(),

@@ -169,7 +169,7 @@ mod tests {
                 "System.Embedded.1",
                 vec![Change::Settings(crate::model::SystemSettings {
                     asset_tag: Some("rack-7".into()),
-                    indicator: None,
+                    ..Default::default()
                 })],
             )
             .await

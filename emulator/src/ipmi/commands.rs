@@ -13,7 +13,9 @@ use super::users::{Privilege, SetError};
 use super::Bmc;
 use super::{boot_options, config, inventory, watchdog};
 use crate::backend::BackendError;
-use crate::model::{BootOverride, Change, IndicatorLed, PowerState, ResetType, SystemSettings};
+use crate::model::{
+    BootOverride, Change, IndicatorLed, PowerRestorePolicy, PowerState, ResetType, SystemSettings,
+};
 
 /// Network functions.
 pub mod netfn {
@@ -114,7 +116,7 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
         (netfn::APP, 0x44 | 0x46) => Operator,
         (netfn::APP, 0x43 | 0x45 | 0x47) => Administrator,
         (netfn::CHASSIS, 0x00 | 0x01) => User,
-        (netfn::CHASSIS, 0x02 | 0x04 | 0x08 | 0x09) => Operator,
+        (netfn::CHASSIS, 0x02 | 0x04 | 0x06 | 0x08 | 0x09) => Operator,
         (netfn::STORAGE, 0x49) => Operator,
         (netfn::STORAGE, 0x10 | 0x11 | 0x20 | 0x21 | 0x22 | 0x23 | 0x40 | 0x42 | 0x43 | 0x48) => {
             User
@@ -209,6 +211,7 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         (netfn::CHASSIS, 0x01) => chassis_status(bmc, data).await,
         (netfn::CHASSIS, 0x02) => chassis_control(bmc, data).await,
         (netfn::CHASSIS, 0x04) => identify(bmc, data).await,
+        (netfn::CHASSIS, 0x06) => power_restore_policy(bmc, data).await,
         (netfn::CHASSIS, 0x08) => boot_options::set_boot_option(bmc, data).await,
         (netfn::CHASSIS, 0x09) => boot_options::get_boot_option(bmc, data).await,
         (netfn::STORAGE, 0x10) => inventory::fru_info(bmc, data).await,
@@ -413,8 +416,8 @@ async fn chassis_status(bmc: &Bmc, data: &[u8]) -> Reply {
         Err(e) => return err(backend_cc(&e)),
     };
     let on = matches!(sys.power, PowerState::On | PowerState::PoweringOff);
-    // Power restore policy "always off" (bits 6:5 = 00).
-    let b1 = u8::from(on);
+    // The power restore policy in bits 6:5.
+    let b1 = u8::from(on) | restore_code(sys.bmc.power_restore) << 5;
     let identify = match sys.bmc.indicator {
         IndicatorLed::Off => 0x00,
         IndicatorLed::Blinking => 0x10,
@@ -422,6 +425,44 @@ async fn chassis_status(bmc: &Bmc, data: &[u8]) -> Reply {
     };
     // Identify state reported (bit 6).
     ok(vec![b1, 0x00, 0x40 | identify, 0x00])
+}
+
+/// IPMI's code of a power restore policy (Chassis Status bits 6:5, Set
+/// Power Restore Policy bits 2:0).
+fn restore_code(p: PowerRestorePolicy) -> u8 {
+    match p {
+        PowerRestorePolicy::AlwaysOff => 0,
+        PowerRestorePolicy::LastState => 1,
+        PowerRestorePolicy::AlwaysOn => 2,
+    }
+}
+
+/// Set Power Restore Policy: bits 2:0 say always off (0), the state
+/// before (1), always on (2) or no change (3: what `ipmitool chassis
+/// policy list` asks). The same setting as Redfish's `PowerRestorePolicy`;
+/// the answer lists the policies supported (all three).
+async fn power_restore_policy(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [b] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    let policy = match b & 0x07 {
+        0 => Some(PowerRestorePolicy::AlwaysOff),
+        1 => Some(PowerRestorePolicy::LastState),
+        2 => Some(PowerRestorePolicy::AlwaysOn),
+        3 => None,
+        _ => return err(cc::INVALID_FIELD),
+    };
+    if let Some(p) = policy {
+        let change = Change::Settings(SystemSettings {
+            power_restore: Some(p),
+            ..Default::default()
+        });
+        let _guard = bmc.lock_system().await;
+        if let Err(e) = bmc.state.backend.apply(&bmc.system_id, vec![change]).await {
+            return err(backend_cc(&e));
+        }
+    }
+    ok(vec![0x07])
 }
 
 /// Set ACPI Power State: bit 7 of each byte says whether to set that
@@ -503,7 +544,7 @@ async fn identify(bmc: &Bmc, data: &[u8]) -> Reply {
     };
     let change = Change::Settings(SystemSettings {
         indicator: Some(led),
-        asset_tag: None,
+        ..Default::default()
     });
     let _guard = bmc.lock_system().await;
     match bmc.state.backend.apply(&bmc.system_id, vec![change]).await {

@@ -310,7 +310,7 @@ impl Bmc {
                 if sys.bmc.indicator == IndicatorLed::Blinking {
                     let off = Change::Settings(SystemSettings {
                         indicator: Some(IndicatorLed::Off),
-                        asset_tag: None,
+                        ..Default::default()
                     });
                     let _ = self.state.backend.apply(&self.system_id, vec![off]).await;
                 }
@@ -338,6 +338,14 @@ impl Bmc {
 
     /// Answers one datagram from `peer`; `None`: no answer.
     pub async fn handle(self: &Arc<Self>, buf: &[u8], peer: SocketAddr) -> Option<Vec<u8>> {
+        // A BMC that is rebooting or without power answers nothing.
+        if self
+            .state
+            .faults
+            .away(std::slice::from_ref(&self.system_name))
+        {
+            return None;
+        }
         let d = match wire::parse(buf) {
             Ok(d) => d,
             Err(e) => {

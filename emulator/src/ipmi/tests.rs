@@ -615,3 +615,21 @@ proptest! {
         });
     }
 }
+
+/// A BMC that is away (rebooting, or its machine without power) answers
+/// nothing over LAN, a session's commands included, until it is back;
+/// another system's outage leaves it alone.
+#[test]
+fn a_bmc_that_is_away_is_silent_over_lan() {
+    rt().block_on(async {
+        let bmc = bmc();
+        let mut c = login(&bmc, "admin", "secret", 17, 4).await.unwrap();
+        assert_eq!(c.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);
+        bmc.state.faults.outage(vec!["node-1".into()], 60);
+        assert_eq!(c.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);
+        bmc.state.faults.outage(vec![bmc.system_name.clone()], 1);
+        assert!(c.call(&bmc, 0x00, 0x01, &[]).await.is_none());
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        assert_eq!(c.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);
+    });
+}

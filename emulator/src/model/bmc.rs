@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     BiosState, BootMode, BootOverride, BootRecord, BootTarget, IndicatorLed, MediaSlot, MediaState,
-    ResetKeysType, SecureBoot,
+    PowerRestorePolicy, ResetKeysType, SecureBoot,
 };
 use crate::certs::BootCerts;
 use crate::storage::{StorageState, VolumeChange};
@@ -43,6 +43,13 @@ pub struct BmcState {
     /// The BMC's own NTP client settings (`ManagerNetworkProtocol.NTP`).
     #[serde(default, skip_serializing_if = "Ntp::is_default")]
     pub ntp: Ntp,
+    /// What the machine does when power returns after a loss.
+    #[serde(default, skip_serializing_if = "is_default_policy")]
+    pub power_restore: PowerRestorePolicy,
+}
+
+fn is_default_policy(p: &PowerRestorePolicy) -> bool {
+    *p == PowerRestorePolicy::default()
 }
 
 /// The BMC's NTP client: whether it is on, and its servers in order.
@@ -66,6 +73,7 @@ impl Ntp {
 pub struct SystemSettings {
     pub indicator: Option<IndicatorLed>,
     pub asset_tag: Option<String>,
+    pub power_restore: Option<PowerRestorePolicy>,
 }
 
 /// One change of a machine's BMC state, already validated by the front-end
@@ -121,6 +129,7 @@ impl BmcState {
             storage: StorageState::default(),
             boot_certs: BootCerts::default(),
             ntp: Ntp::default(),
+            power_restore: PowerRestorePolicy::default(),
         }
     }
 
@@ -135,6 +144,9 @@ impl BmcState {
                 }
                 if let Some(tag) = s.asset_tag {
                     self.asset_tag = tag;
+                }
+                if let Some(p) = s.power_restore {
+                    self.power_restore = p;
                 }
             }
             Change::BiosPending(p) => self.bios.pending = p,
@@ -322,11 +334,11 @@ mod tests {
         let mut s = state();
         s.apply(Change::Settings(SystemSettings {
             indicator: Some(IndicatorLed::Lit),
-            asset_tag: None,
+            ..Default::default()
         }));
         s.apply(Change::Settings(SystemSettings {
-            indicator: None,
             asset_tag: Some("rack-1".into()),
+            ..Default::default()
         }));
         assert_eq!(
             (s.indicator, s.asset_tag.as_str()),

@@ -164,6 +164,19 @@ redfish_enum!(
 );
 
 redfish_enum!(
+    /// `PowerRestorePolicy`: what the machine does when power returns
+    /// after it was lost (IPMI's chassis power restore policy).
+    PowerRestorePolicy { AlwaysOn = "AlwaysOn", AlwaysOff = "AlwaysOff", LastState = "LastState" }
+);
+
+impl Default for PowerRestorePolicy {
+    /// Off until someone says otherwise, as IPMI's "always off".
+    fn default() -> Self {
+        PowerRestorePolicy::AlwaysOff
+    }
+}
+
+redfish_enum!(
     /// The two virtual media devices every manager has.
     MediaSlot { Cd = "Cd", Floppy = "Floppy" }
 );

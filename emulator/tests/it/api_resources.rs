@@ -634,7 +634,11 @@ async fn the_admin_endpoint_refuses_unbounded_fault_rules() {
     use http_body_util::BodyExt;
     use tower::ServiceExt;
     let faults = std::sync::Arc::new(shoal_emulator::faults::Faults::default());
-    let admin = shoal_emulator::admin::router(faults.clone(), "t0ken");
+    let backend =
+        shoal_emulator::backend::fake::FakeBackend::new(fake_systems(1), FakeOptions::default())
+            .unwrap();
+    let admin =
+        shoal_emulator::admin::router(faults.clone(), std::sync::Arc::new(backend), "t0ken");
     let put = |body: String| {
         let admin = admin.clone();
         async move {
@@ -815,4 +819,101 @@ async fn the_manager_network_protocol_sets_ntp_and_names_the_bmc() {
         .await
         .body;
     assert_eq!(np["HostName"], format!("idrac-{tag}"));
+}
+
+/// The admin endpoint's power loss: the hosts go off with their BMCs
+/// (503 meanwhile), then power returns and each machine follows its
+/// `PowerRestorePolicy`, set over Redfish. A request naming a system that
+/// does not exist changes nothing.
+#[tokio::test]
+async fn a_power_loss_ends_as_each_power_restore_policy_says() {
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let api = Api::new(3);
+    let admin =
+        shoal_emulator::admin::router(api.state.faults.clone(), api.state.backend.clone(), "t0ken");
+    let post = |body: Value| {
+        let admin = admin.clone();
+        async move {
+            let req = axum::http::Request::builder()
+                .method("POST")
+                .uri("/shoal/v1/faults/power-loss")
+                .header("Authorization", "Bearer t0ken")
+                .body(Body::from(body.to_string()))
+                .unwrap();
+            let r = admin.oneshot(req).await.unwrap();
+            let status = r.status();
+            let bytes = r.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }
+    };
+    let mut systems = Vec::new();
+    for (i, (policy, on)) in [
+        ("AlwaysOn", false),
+        ("LastState", true),
+        ("AlwaysOff", true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let sys = api.system(i).await;
+        let r = api
+            .patch(&sys, json!({ "PowerRestorePolicy": policy }))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{r}");
+        assert_eq!(r.body["PowerRestorePolicy"], policy);
+        if on {
+            api.reset(&sys, "On").await;
+        }
+        systems.push(sys);
+    }
+    let r = api
+        .patch(&systems[0], json!({ "PowerRestorePolicy": "Sometimes" }))
+        .await;
+    assert_eq!(r.message_ids(), ["PropertyValueNotInList"], "{r}");
+
+    let (status, body) = post(json!({"seconds": 1, "systems": ["node-0", "nobody"]})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("nobody"), "{body}");
+    assert_eq!(
+        api.get(&systems[1]).await.body["PowerState"],
+        "On",
+        "nothing happened"
+    );
+    let (status, _) = post(json!({"seconds": 7200})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    let (status, body) = post(json!({"seconds": 1})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["systems"], json!(["node-0", "node-1", "node-2"]));
+    assert_eq!(
+        api.get(&systems[1]).await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    for s in &systems {
+        let id = s.rsplit('/').next().unwrap();
+        let sys = api.state.backend.system(id).await.unwrap();
+        assert_eq!(
+            sys.power,
+            shoal_emulator::model::PowerState::Off,
+            "{s}: lost power"
+        );
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let power = |i: usize| {
+        let (api, s) = (&api, systems[i].clone());
+        async move { api.get(&s).await.body["PowerState"].clone() }
+    };
+    loop {
+        let now = (power(0).await, power(1).await, power(2).await);
+        if now == (json!("On"), json!("On"), json!("Off")) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "after the power returned: {now:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }

@@ -142,6 +142,50 @@ fn patch(url: &str, body: &str) {
 
 const ADMIN: (&str, &str) = ("admin", "Adm1n-pw");
 
+/// ipmitool's `chassis policy` and Redfish's `PowerRestorePolicy` are one
+/// setting of the BMC: set on either side, read on both; a user without
+/// operator rights cannot change it.
+#[test]
+fn the_power_restore_policy_is_one_setting_over_ipmi_and_redfish() {
+    if !ipmitool_installed() {
+        return;
+    }
+    let bmc = Bmc::start();
+    let run = |user, args: &[&str]| {
+        let (ok, out) = bmc.ipmitool(user, None, args);
+        assert!(ok, "ipmitool {args:?}: {out}");
+        out
+    };
+    let policy = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("Power Restore Policy"))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(policy(&run(ADMIN, &["chassis", "status"])), "always-off");
+    let list = run(ADMIN, &["chassis", "policy", "list"]);
+    for p in ["always-on", "previous", "always-off"] {
+        assert!(list.contains(p), "{list}");
+    }
+    run(ADMIN, &["chassis", "policy", "always-on"]);
+    let url = format!(
+        "{}{}",
+        bmc.emu.url,
+        bmc.system()["@odata.id"].as_str().unwrap()
+    );
+    assert_eq!(get(&url)["PowerRestorePolicy"], "AlwaysOn");
+    patch(&url, r#"{"PowerRestorePolicy": "LastState"}"#);
+    assert_eq!(policy(&run(ADMIN, &["chassis", "status"])), "previous");
+    let (ok, out) = bmc.ipmitool(
+        ("ro", "r3ad-pw"),
+        None,
+        &["chassis", "policy", "always-off"],
+    );
+    assert!(!ok, "{out}");
+    assert_eq!(get(&url)["PowerRestorePolicy"], "LastState", "unchanged");
+}
+
 /// The Manager's NetworkProtocol says what this BMC serves: Redfish over
 /// plain HTTP on the port it listens on, IPMI on the socket it bound.
 #[test]
