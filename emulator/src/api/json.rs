@@ -159,6 +159,8 @@ pub struct Resource {
     pub body: Value,
     /// The ETag style, `None` for resources without an ETag.
     etag: Option<EtagStyle>,
+    /// The ETag's value when it is not the body's (`tagged_by`).
+    tag: Option<String>,
     pub allow: &'static str,
     pub status: StatusCode,
 }
@@ -169,8 +171,19 @@ impl Resource {
         Resource {
             body,
             etag: (profile.etag.style != EtagStyle::None).then_some(profile.etag.style),
+            tag: None,
             allow,
             status: StatusCode::OK,
+        }
+    }
+
+    /// A resource part of which moves by itself (a clock): its ETag is
+    /// that of `basis`, the representation without that part, which is
+    /// also what a PATCH's If-Match is checked against.
+    pub fn tagged_by(body: Value, basis: &Value, profile: &Profile, allow: &'static str) -> Self {
+        Resource {
+            tag: Some(etag_of(basis)),
+            ..Resource::new(body, profile, allow)
         }
     }
 
@@ -179,6 +192,7 @@ impl Resource {
         Resource {
             body,
             etag: None,
+            tag: None,
             allow,
             status: StatusCode::OK,
         }
@@ -192,10 +206,10 @@ impl Resource {
     /// The bytes sent and the ETag header value.
     fn render_body(&self) -> (Vec<u8>, Option<String>) {
         let bytes = serde_json::to_vec(&self.body).unwrap_or_default();
-        let Some(tag) = self
-            .etag
-            .and_then(|style| styled(&tag_of_bytes(&bytes), style))
-        else {
+        let Some(tag) = self.etag.and_then(|style| {
+            let value = self.tag.clone().unwrap_or_else(|| tag_of_bytes(&bytes));
+            styled(&value, style)
+        }) else {
             return (bytes, None);
         };
         if !(self.body.is_object() && bytes.first() == Some(&b'{')) {

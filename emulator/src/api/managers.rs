@@ -21,7 +21,10 @@ use crate::timefmt::rfc3339;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/redfish/v1/Managers", get(list))
-        .route("/redfish/v1/Managers/{id}", get(manager))
+        .route(
+            "/redfish/v1/Managers/{id}",
+            get(manager).patch(patch_manager),
+        )
         .route(
             "/redfish/v1/Managers/{id}/Actions/Manager.Reset",
             post(reset),
@@ -77,6 +80,7 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "DateTime": rfc3339(std::time::SystemTime::now()),
         "DateTimeLocalOffset": "+00:00",
         "PowerState": "On",
+        "ServiceIdentification": sys.bmc.service_identification,
         "Status": { "State": "Enabled", "Health": "OK" },
         "Actions": {
             "#Manager.Reset": {
@@ -103,10 +107,56 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     v
 }
 
+/// The Manager as its ETag sees it: without `DateTime`, which moves by
+/// itself every second (a PATCH's If-Match is checked against this).
+fn manager_state(st: &AppState, sys: &System, profile: &Profile) -> Value {
+    let mut v = manager_json(st, sys, profile);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("DateTime");
+    }
+    v
+}
+
+/// The Manager with its ETag: that of its state, not of its clock.
+fn manager_resource(st: &AppState, sys: &System, profile: &Profile) -> Resource {
+    let basis = manager_state(st, sys, profile);
+    let mut body = basis.clone();
+    body["DateTime"] = json!(rfc3339(std::time::SystemTime::now()));
+    Resource::tagged_by(body, &basis, profile, "GET, PATCH")
+}
+
 async fn manager(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
-    // DateTime changes every second: the manager carries no ETag.
-    Ok(Resource::plain(manager_json(&st, &sys, profile), "GET"))
+    Ok(manager_resource(&st, &sys, profile))
+}
+
+/// The longest `ServiceIdentification` taken.
+const SERVICE_ID_MAX: usize = 255;
+
+/// A PATCH sets `ServiceIdentification` (the name operators give the
+/// service, as Ansible's SetServiceIdentification does); the rest of the
+/// Manager is what the BMC is.
+async fn patch_manager(State(st): State<AppState>, req: SysPatch) -> Result<Resource, ApiError> {
+    const FIELD: &str = "ServiceIdentification";
+    let p = st
+        .begin_patch(&req, |sys, profile| manager_state(&st, sys, profile))
+        .await?
+        .validated(&req.body, &[writable(FIELD, Kind::Str)])?;
+    let sys = &p.target;
+    let id = req.body.get(FIELD).and_then(Value::as_str).unwrap_or("");
+    super::input::property(
+        FIELD,
+        id,
+        super::input::Rule::Text {
+            max: SERVICE_ID_MAX,
+        },
+    )
+    .map_err(ApiError::bad)?;
+    let sys = st
+        .backend
+        .apply(&sys.id, vec![Change::ServiceIdentification(id.to_string())])
+        .await?;
+    Ok(manager_resource(&st, &sys, p.profile))
 }
 
 /// `Manager.Reset` (`GracefulRestart`, `ForceRestart`): the BMC restarts a

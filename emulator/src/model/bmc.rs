@@ -46,6 +46,10 @@ pub struct BmcState {
     /// What the machine does when power returns after a loss.
     #[serde(default, skip_serializing_if = "is_default_policy")]
     pub power_restore: PowerRestorePolicy,
+    /// The operator's name for this BMC's service
+    /// (`Manager.ServiceIdentification`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub service_identification: String,
 }
 
 fn is_default_policy(p: &PowerRestorePolicy) -> bool {
@@ -106,6 +110,8 @@ pub enum Change {
     BootCerts(BootCerts),
     /// The BMC's NTP settings, whole.
     Ntp(Ntp),
+    /// The Manager's `ServiceIdentification`.
+    ServiceIdentification(String),
 }
 
 impl BmcState {
@@ -130,6 +136,7 @@ impl BmcState {
             boot_certs: BootCerts::default(),
             ntp: Ntp::default(),
             power_restore: PowerRestorePolicy::default(),
+            service_identification: String::new(),
         }
     }
 
@@ -155,6 +162,7 @@ impl BmcState {
             Change::SecureBoot(enable) => self.secure_boot.enable = enable,
             Change::BootCerts(c) => self.boot_certs = c,
             Change::Ntp(n) => self.ntp = n,
+            Change::ServiceIdentification(id) => self.service_identification = id,
             Change::ResetKeys(kind) => {
                 self.secure_boot.keys_enrolled = kind == ResetKeysType::ResetAllKeysToDefault
             }

@@ -917,3 +917,75 @@ async fn a_power_loss_ends_as_each_power_restore_policy_says() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+/// `ServiceIdentification` is the one writable property of a Manager:
+/// kept with the BMC's state, one line of text; anything else refused,
+/// nothing changed.
+#[tokio::test]
+async fn a_manager_takes_its_service_identification_and_nothing_else() {
+    let api = Api::new(1);
+    let sys = api.system(0).await;
+    let mgr = api.get(&sys).await.body["Links"]["ManagedBy"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(api.get(&mgr).await.body["ServiceIdentification"], "");
+    let r = api
+        .patch(&mgr, json!({"ServiceIdentification": "rack 7, slot 3"}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(r.body["ServiceIdentification"], "rack 7, slot 3");
+    for (body, want) in [
+        (
+            json!({"ServiceIdentification": 7}),
+            "PropertyValueTypeError",
+        ),
+        (
+            json!({"ServiceIdentification": "two\nlines"}),
+            "PropertyValueFormatError",
+        ),
+        (
+            json!({"ServiceIdentification": "x".repeat(256)}),
+            "PropertyValueFormatError",
+        ),
+        (json!({"FirmwareVersion": "9"}), "PropertyNotWritable"),
+        (json!({}), "EmptyJSON"),
+    ] {
+        let r = api.patch(&mgr, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {r}");
+        assert_eq!(r.message_ids(), [want], "{body}: {r}");
+    }
+    assert_eq!(
+        api.get(&mgr).await.body["ServiceIdentification"],
+        "rack 7, slot 3"
+    );
+
+    // Its ETag follows its state, not its clock: the same a second later,
+    // another after a change, and a stale one is refused (412).
+    let tag = api.get(&mgr).await.header("etag").expect("ETag");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        api.get(&mgr).await.header("etag").as_deref(),
+        Some(tag.as_str())
+    );
+    let body = json!({"ServiceIdentification": "rack 8"});
+    let r = api
+        .req(
+            axum::http::Method::PATCH,
+            &mgr,
+            Some(body.clone()),
+            &[("If-Match", &tag)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_ne!(r.header("etag").as_deref(), Some(tag.as_str()));
+    let r = api
+        .req(
+            axum::http::Method::PATCH,
+            &mgr,
+            Some(body),
+            &[("If-Match", &tag)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::PRECONDITION_FAILED, "{r}");
+}
