@@ -85,22 +85,32 @@ async fn delete_faults(State(a): State<Admin>) -> Response {
     Json(state_json(&a.faults)).into_response()
 }
 
+/// A time the BMCs of some systems (all when none) are away: a reboot's
+/// or a power loss's.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Reboot {
+struct Away {
     seconds: u64,
     #[serde(default)]
     systems: Vec<String>,
 }
 
+impl Away {
+    /// The request's body, or what is wrong with it (a 400's reason).
+    fn parse(bytes: &[u8]) -> Result<Away, String> {
+        let a: Away = body(bytes)?;
+        if a.seconds > 3600 {
+            return Err("seconds: at most 3600".into());
+        }
+        Ok(a)
+    }
+}
+
 async fn reboot(State(a): State<Admin>, bytes: axum::body::Bytes) -> Response {
-    let r: Reboot = match body(&bytes) {
+    let r = match Away::parse(&bytes) {
         Ok(r) => r,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    if r.seconds > 3600 {
-        return error(StatusCode::BAD_REQUEST, "seconds: at most 3600");
-    }
     tracing::info!(systems = ?r.systems, seconds = r.seconds, "BMC reboot (fault)");
     a.faults.reboot(r.systems, r.seconds);
     Json(state_json(&a.faults)).into_response()
@@ -123,24 +133,13 @@ async fn expire_sessions(State(a): State<Admin>, bytes: axum::body::Bytes) -> Re
     Json(json!({ "expired": n })).into_response()
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PowerLoss {
-    seconds: u64,
-    #[serde(default)]
-    systems: Vec<String>,
-}
-
 /// A power loss (see the module's list): checked whole before anything
 /// happens; 202, since the power returns later.
 async fn power_loss(State(a): State<Admin>, bytes: axum::body::Bytes) -> Response {
-    let p: PowerLoss = match body(&bytes) {
+    let p = match Away::parse(&bytes) {
         Ok(p) => p,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    if p.seconds > 3600 {
-        return error(StatusCode::BAD_REQUEST, "seconds: at most 3600");
-    }
     let all = match a.backend.systems().await {
         Ok(all) => all,
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),

@@ -726,11 +726,7 @@ async fn a_manager_reset_takes_only_that_bmc_away() {
 #[tokio::test]
 async fn the_manager_network_protocol_sets_ntp_and_names_the_bmc() {
     let api = Api::new(1);
-    let sys = api.system(0).await;
-    let mgr = api.get(&sys).await.body["Links"]["ManagedBy"][0]["@odata.id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let mgr = manager_of(&api, &api.system(0).await).await;
     let link = api.get(&mgr).await.body["NetworkProtocol"]["@odata.id"]
         .as_str()
         .unwrap()
@@ -924,11 +920,7 @@ async fn a_power_loss_ends_as_each_power_restore_policy_says() {
 #[tokio::test]
 async fn a_manager_takes_its_service_identification_and_nothing_else() {
     let api = Api::new(1);
-    let sys = api.system(0).await;
-    let mgr = api.get(&sys).await.body["Links"]["ManagedBy"][0]["@odata.id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let mgr = manager_of(&api, &api.system(0).await).await;
     assert_eq!(api.get(&mgr).await.body["ServiceIdentification"], "");
     let r = api
         .patch(&mgr, json!({"ServiceIdentification": "rack 7, slot 3"}))
@@ -988,4 +980,12 @@ async fn a_manager_takes_its_service_identification_and_nothing_else() {
         )
         .await;
     assert_eq!(r.status, StatusCode::PRECONDITION_FAILED, "{r}");
+}
+
+/// The Manager of system `sys`, by its `Links.ManagedBy`.
+async fn manager_of(api: &Api, sys: &str) -> String {
+    api.get(sys).await.body["Links"]["ManagedBy"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
