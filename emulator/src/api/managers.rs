@@ -61,8 +61,10 @@ async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
     ))
 }
 
-/// The manager's `ServiceEntryPointUUID`: the service root's UUID.
-fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
+/// The Manager as its ETag sees it: all but `DateTime`, which moves by
+/// itself every second (a PATCH's If-Match is checked against this). Its
+/// `ServiceEntryPointUUID` is the service root's UUID.
+fn manager_state(st: &AppState, sys: &System, profile: &Profile) -> Value {
     let id = st.manager_id(sys);
     let base = format!("/redfish/v1/Managers/{id}");
     let mut v = json!({
@@ -77,7 +79,6 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "Manufacturer": profile.manufacturer,
         "Model": profile.manager_model.clone().unwrap_or_else(|| format!("{} BMC", profile.model)),
         "FirmwareVersion": profile.bmc_firmware_version,
-        "DateTime": rfc3339(std::time::SystemTime::now()),
         "DateTimeLocalOffset": "+00:00",
         "PowerState": "On",
         "ServiceIdentification": sys.bmc.service_identification,
@@ -103,16 +104,6 @@ fn manager_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     super::dell::manager_parts(st, sys, profile, &mut v);
     if profile.hpe.is_some() {
         super::hpe_inventory::manager_links(st.manager_id(sys), &mut v);
-    }
-    v
-}
-
-/// The Manager as its ETag sees it: without `DateTime`, which moves by
-/// itself every second (a PATCH's If-Match is checked against this).
-fn manager_state(st: &AppState, sys: &System, profile: &Profile) -> Value {
-    let mut v = manager_json(st, sys, profile);
-    if let Some(o) = v.as_object_mut() {
-        o.remove("DateTime");
     }
     v
 }

@@ -91,13 +91,14 @@ impl Machine {
         let uefi = self.sys.uefi();
         let disks = &self.sys.disks;
         let s = &mut self.sys.bmc;
-        let target = s.target_at_start(uefi).unwrap_or(BootTarget::Hdd);
+        let at_start = s.target_at_start(uefi);
+        let target = at_start.map_or(BootTarget::Hdd, |(t, _)| t);
         let media = match target {
             BootTarget::Cd if s.cd.inserted => s.cd.image.clone(),
             BootTarget::Floppy if s.floppy.inserted => s.floppy.image.clone(),
             _ => None,
         };
-        s.start(uefi, target, media, disks);
+        s.start(uefi, target, at_start.map(|(_, from)| from), media, disks);
         let what = match s.last_boot.as_ref() {
             Some(b) => format!(
                 "booting {} ({}){}",

@@ -188,6 +188,7 @@ impl BmcState {
         &mut self,
         uefi: bool,
         booted: BootTarget,
+        source: Option<TargetSource>,
         media: Option<String>,
         disks: &[crate::storage::Disk],
     ) {
@@ -199,11 +200,11 @@ impl BmcState {
             let pending = std::mem::take(&mut self.bios.pending);
             self.bios.current.extend(pending);
         }
-        // The BIOS's one-time boot is spent by the start it served (the
-        // BMC's override, when active, took its place and leaves it).
-        if self.boot.effective_target().is_none() {
+        // The BIOS's one-time boot is spent by a start the BMC's override
+        // did not serve (an override takes its place and leaves it armed).
+        if source != Some(TargetSource::Override) {
             let mode = self.bios.current.get(ONE_TIME_MODE);
-            if mode.and_then(serde_json::Value::as_str) != Some("Disabled") && mode.is_some() {
+            if matches!(mode, Some(m) if m != "Disabled") {
                 self.bios
                     .current
                     .insert(ONE_TIME_MODE.into(), serde_json::json!("Disabled"));
@@ -242,11 +243,11 @@ impl BmcState {
     /// mode (`uefi`) or not: the BMC's override while one is active, else
     /// the BIOS's one-time UEFI boot device (`OneTimeBootMode`
     /// `OneTimeUefiBootSeq` with `OneTimeUefiBootSeqDev`, staged values
-    /// included since this start applies them). `None`: the normal boot
-    /// order.
-    pub fn target_at_start(&self, uefi: bool) -> Option<BootTarget> {
+    /// included since this start applies them), with where it came from.
+    /// `None`: the normal boot order.
+    pub fn target_at_start(&self, uefi: bool) -> Option<(BootTarget, TargetSource)> {
         if let Some(t) = self.boot.effective_target() {
-            return Some(t);
+            return Some((t, TargetSource::Override));
         }
         let attr = |name: &str| bios_at_start(&self.bios, name);
         if !uefi || attr(ONE_TIME_MODE) != Some(crate::bios::ONE_TIME_UEFI) {
@@ -255,12 +256,22 @@ impl BmcState {
         crate::bios::one_time_target(attr("OneTimeUefiBootSeqDev")?, |name| {
             attr(name) == Some("Enabled")
         })
+        .map(|t| (t, TargetSource::BiosOnce))
     }
 
     /// The URI the firmware HTTP-boots at the next start.
     pub fn http_boot_uri_at_start(&self) -> Option<String> {
         http_boot_uri_at_start(&self.boot, &self.bios)
     }
+}
+
+/// Where a start's boot target came from (`BmcState::target_at_start`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetSource {
+    /// The BMC's boot override (Redfish, IPMI).
+    Override,
+    /// The BIOS's one-time boot device, armed for one start.
+    BiosOnce,
 }
 
 /// The BIOS attribute that arms a one-time boot (Dell's).
@@ -323,7 +334,13 @@ mod tests {
             "ProcTurboMode".to_string(),
             serde_json::json!("Disabled"),
         )])));
-        s.start(true, BootTarget::UefiHttp, None, &[]);
+        s.start(
+            true,
+            BootTarget::UefiHttp,
+            Some(TargetSource::Override),
+            None,
+            &[],
+        );
         assert_eq!(s.bios.current["ProcTurboMode"], "Disabled");
         assert!(s.bios.pending.is_empty());
         assert_eq!(s.boot.enabled, OverrideEnabled::Disabled);
@@ -332,7 +349,7 @@ mod tests {
         assert_eq!(rec.target, BootTarget::UefiHttp);
         assert_eq!(rec.uri.as_deref(), Some("http://h/a.efi"));
         // Not UEFI: Secure Boot is not what this boot ran with.
-        s.start(false, BootTarget::Hdd, None, &[]);
+        s.start(false, BootTarget::Hdd, None, None, &[]);
         assert!(!s.secure_boot.current_boot);
         assert_eq!(s.last_boot.unwrap().uri, None);
     }
@@ -373,7 +390,7 @@ mod tests {
             staged: true,
         });
         assert!(s.storage.volumes.is_empty());
-        s.start(false, BootTarget::Hdd, None, &[]);
+        s.start(false, BootTarget::Hdd, None, None, &[]);
         assert_eq!(s.storage.volumes.len(), 1);
     }
 
@@ -419,7 +436,8 @@ mod tests {
     #[test]
     fn the_bios_one_time_device_boots_once_then_the_mode_returns_to_disabled() {
         let mut s = state();
-        assert_eq!(s.target_at_start(true), None, "factory: boot order");
+        let target = |s: &BmcState, uefi| s.target_at_start(uefi).map(|(t, _)| t);
+        assert_eq!(target(&s, true), None, "factory: boot order");
         stage(
             &mut s,
             &[
@@ -431,11 +449,20 @@ mod tests {
         );
         // A held job's values are not there yet.
         s.bios.held = true;
-        assert_eq!(s.target_at_start(true), None);
+        assert_eq!(target(&s, true), None);
         s.bios.held = false;
-        assert_eq!(s.target_at_start(true), Some(BootTarget::UefiHttp));
-        assert_eq!(s.target_at_start(false), None, "a UEFI sequence only");
-        s.start(true, BootTarget::UefiHttp, None, &[]);
+        assert_eq!(
+            s.target_at_start(true),
+            Some((BootTarget::UefiHttp, TargetSource::BiosOnce))
+        );
+        assert_eq!(target(&s, false), None, "a UEFI sequence only");
+        s.start(
+            true,
+            BootTarget::UefiHttp,
+            Some(TargetSource::BiosOnce),
+            None,
+            &[],
+        );
         let rec = s.last_boot.clone().unwrap();
         assert_eq!(rec.uri.as_deref(), Some("http://h/once.efi"));
         assert_eq!(s.bios.current["OneTimeBootMode"], "Disabled");
@@ -443,7 +470,7 @@ mod tests {
             s.bios.current["OneTimeUefiBootSeqDev"],
             "NIC.HttpDevice.1-1"
         );
-        assert_eq!(s.target_at_start(true), None, "spent");
+        assert_eq!(target(&s, true), None, "spent");
     }
 
     #[test]
@@ -461,10 +488,22 @@ mod tests {
             enabled: OverrideEnabled::Once,
             ..BootOverride::disabled(BootMode::Uefi)
         }));
-        assert_eq!(s.target_at_start(true), Some(BootTarget::Pxe));
-        s.start(true, BootTarget::Pxe, None, &[]);
+        assert_eq!(
+            s.target_at_start(true),
+            Some((BootTarget::Pxe, TargetSource::Override))
+        );
+        s.start(
+            true,
+            BootTarget::Pxe,
+            Some(TargetSource::Override),
+            None,
+            &[],
+        );
         assert_eq!(s.bios.current["OneTimeBootMode"], "OneTimeUefiBootSeq");
-        assert_eq!(s.target_at_start(true), Some(BootTarget::Cd));
+        assert_eq!(
+            s.target_at_start(true),
+            Some((BootTarget::Cd, TargetSource::BiosOnce))
+        );
     }
 
     #[test]

@@ -13,7 +13,9 @@ use uuid::Uuid;
 mod bmc;
 
 use crate::storage::Disk;
-pub use bmc::{bios_at_start, http_boot_uri_at_start, BmcState, Change, Ntp, SystemSettings};
+pub use bmc::{
+    bios_at_start, http_boot_uri_at_start, BmcState, Change, Ntp, SystemSettings, TargetSource,
+};
 
 macro_rules! redfish_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {

@@ -718,7 +718,7 @@ async fn an_apply_time_schedules_the_job_and_clearing_the_queue_holds_the_values
         "@Redfish.SettingsApplyTime": {"ApplyTime": "OnReset"},
         "Attributes": {"ProcTurboMode": "Disabled"},
     });
-    let r = api.patch(&settings, body.clone()).await;
+    let r = api.patch(&settings, body).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
     let task = r.header("location").unwrap();
     assert!(
@@ -739,7 +739,19 @@ async fn an_apply_time_schedules_the_job_and_clearing_the_queue_holds_the_values
     let bios = api.get(&format!("{SYS}/Bios")).await.body;
     assert_eq!(bios["Attributes"]["ProcTurboMode"], json!("Enabled"));
     // Staged again with an apply time: the next reset applies it.
-    let r = api.patch(&settings, body).await;
+    apply_at_reset(&api, json!({"ProcTurboMode": "Disabled"})).await;
+    let bios = api.get(&format!("{SYS}/Bios")).await.body;
+    assert_eq!(bios["Attributes"]["ProcTurboMode"], json!("Disabled"));
+}
+
+/// Stages BIOS `attrs` with an `OnReset` apply time (202 and a job), makes
+/// the reset that applies them, and waits for the job to complete.
+async fn apply_at_reset(api: &Api, attrs: Value) {
+    let body = json!({
+        "@Redfish.SettingsApplyTime": {"ApplyTime": "OnReset"},
+        "Attributes": attrs,
+    });
+    let r = api.patch(&format!("{SYS}/Bios/Settings"), body).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
     let task = r.header("location").unwrap();
     api.reset(SYS, "ForceRestart").await;
@@ -747,8 +759,6 @@ async fn an_apply_time_schedules_the_job_and_clearing_the_queue_holds_the_values
         api.finish_task(&task, Duration::from_secs(10)).await.body["TaskState"],
         json!("Completed")
     );
-    let bios = api.get(&format!("{SYS}/Bios")).await.body;
-    assert_eq!(bios["Attributes"]["ProcTurboMode"], json!("Disabled"));
 }
 
 /// Dell's OpenManage idrac_bios deletes the pending BIOS job and stages
@@ -982,22 +992,11 @@ async fn the_bios_one_time_boot_device_boots_at_the_reset_that_applies_it() {
     assert!(devices.contains("Optical.iDRACVirtual.1-1"), "{devices}");
 
     api.reset(SYS, "On").await;
-    let r = api
-        .patch(
-            &settings,
-            json!({
-                "@Redfish.SettingsApplyTime": {"ApplyTime": "OnReset"},
-                "Attributes": {"OneTimeBootMode": "OneTimeUefiBootSeq", "OneTimeUefiBootSeqDev": "Optical.iDRACVirtual.1-1"},
-            }),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
-    let task = r.header("location").unwrap();
-    api.reset(SYS, "ForceRestart").await;
-    assert_eq!(
-        api.finish_task(&task, Duration::from_secs(10)).await.body["TaskState"],
-        json!("Completed")
-    );
+    apply_at_reset(
+        &api,
+        json!({"OneTimeBootMode": "OneTimeUefiBootSeq", "OneTimeUefiBootSeqDev": "Optical.iDRACVirtual.1-1"}),
+    )
+    .await;
     let booted = |api: &Api| {
         let backend = api.state.backend.clone();
         async move {

@@ -25,7 +25,8 @@ use super::{firmware, media, nvram_dir, nvram_file, virt_err, xml, Inner};
 use crate::backend::{BackendError, Result};
 use crate::config::HttpBootMapping;
 use crate::model::{
-    BmcState, BootTarget, MediaImage, MediaSlot, MediaState, OverrideEnabled, PowerState, ResetType,
+    BmcState, BootMode, BootTarget, MediaImage, MediaSlot, MediaState, OverrideEnabled, PowerState,
+    ResetType, TargetSource,
 };
 use crate::nvram::{boot as efiboot, tls, Varstore};
 
@@ -63,7 +64,7 @@ impl Inner {
                 .display()
                 .to_string()
         });
-        let want_uefi = s.boot.mode == crate::model::BootMode::Uefi && f.arch.has_uefi();
+        let want_uefi = boots_uefi(s, f);
         let list = Self::firmwares(f);
         let want = firmware::Want {
             secure_boot: s.secure_boot.enable,
@@ -176,10 +177,9 @@ impl Inner {
     /// Applies the boot settings to the definition and NVRAM, then starts.
     fn power_on(&self, conn: usize, id: &str, dom: &Domain) -> Result<()> {
         let (mut d, f, mut s) = self.read(id, dom)?;
-        let uefi = s.boot.mode == crate::model::BootMode::Uefi && f.arch.has_uefi();
-        let mut target = s.target_at_start(uefi);
-        // The BIOS's one-time boot device, when no override is active.
-        let bios_once = target.is_some() && s.boot.effective_target().is_none();
+        let at_start = s.target_at_start(boots_uefi(&s, &f));
+        let source = at_start.map(|(_, from)| from);
+        let mut target = at_start.map(|(t, _)| t);
         if target == Some(BootTarget::UefiHttp) && self.opts.http_boot == HttpBootMapping::Vmedia {
             // sushy-tools' mapping: the URI's image goes into the CD-ROM and
             // the CD boots; without a URI the machine network-boots.
@@ -244,9 +244,13 @@ impl Inner {
         let media = (booted == BootTarget::Cd)
             .then(|| s.cd.image.clone())
             .flatten();
-        let once = s.boot.enabled == OverrideEnabled::Once || bios_once;
+        let once = match source {
+            Some(TargetSource::Override) => s.boot.enabled == OverrideEnabled::Once,
+            Some(TargetSource::BiosOnce) => true,
+            None => false,
+        };
         let boot = s.boot.clone();
-        s.start(f.uefi, booted, media, &f.disks);
+        s.start(f.uefi, booted, source, media, &f.disks);
         if host_reads_flags {
             s.boot = boot;
         }
@@ -343,4 +347,10 @@ fn http_boot_device_path(d: &xml::Element, f: &Facts, s: &BmcState, uri: &str) -
             efiboot::uri_device_path(uri)
         }
     }
+}
+
+/// Whether the machine's next start runs UEFI firmware: the BMC's boot
+/// mode, where the architecture has UEFI at all.
+fn boots_uefi(s: &BmcState, f: &Facts) -> bool {
+    s.boot.mode == BootMode::Uefi && f.arch.has_uefi()
 }
