@@ -12,29 +12,47 @@ use crate::backend::fake::FakeOptions;
 use crate::config::{self, ConfigError, ConfigFile, FeatureSet, HttpBootMapping};
 use crate::model::System;
 use crate::profile::{ProfileError, Profiles};
+use crate::sushy::{self, SushyConfig};
 
 /// A Redfish BMC emulator for many machines at once.
 #[derive(Debug, Parser)]
 #[command(name = "shoal-emulator", version, about)]
 pub struct Cli {
-    /// TOML inventory: systems, auth, TLS, feature set.
+    /// TOML inventory: systems, auth, TLS, feature set. A `.py` or `.conf`
+    /// file is a sushy-tools configuration (as --sushy-config).
     #[arg(long, env = "SHOAL_CONFIG")]
     pub config: Option<PathBuf>,
+    /// A sushy-tools configuration (Python literals: SUSHY_EMULATOR_*
+    /// keys), served as sushy-emulator would serve it; see the README's
+    /// table of keys. Nothing in it is executed.
+    #[arg(long, env = "SUSHY_EMULATOR_CONFIG", conflicts_with = "config")]
+    pub sushy_config: Option<PathBuf>,
+    /// Log at debug level (unless RUST_LOG says otherwise), as
+    /// sushy-emulator's --debug.
+    #[arg(long)]
+    pub debug: bool,
+    /// sushy-emulator's fake driver: the systems of the sushy-tools
+    /// configuration's SUSHY_EMULATOR_FAKE_SYSTEMS, or its one default
+    /// system `fake`.
+    #[arg(long, conflicts_with_all = ["libvirt_uris", "fake_systems", "ironic_cloud", "os_cloud"])]
+    pub fake: bool,
+    /// sushy-emulator's Ironic backend (not served yet: refused).
+    #[arg(long, conflicts_with = "os_cloud")]
+    pub ironic_cloud: Option<String>,
+    /// sushy-emulator's OpenStack (Nova) backend (not served: refused).
+    #[arg(long)]
+    pub os_cloud: Option<String>,
     /// Number of generated fake systems (node-0, node-1, ...) when the
     /// config lists none [default: 2].
     #[arg(long, env = "SHOAL_FAKE_SYSTEMS")]
     pub fake_systems: Option<usize>,
-    /// Address to listen on.
-    #[arg(
-        short = 'i',
-        long,
-        env = "SHOAL_INTERFACE",
-        default_value = "127.0.0.1"
-    )]
-    pub interface: IpAddr,
-    /// TCP port (0 picks a free one; the chosen address is printed).
-    #[arg(short, long, env = "SHOAL_PORT", default_value_t = 8000)]
-    pub port: u16,
+    /// Address to listen on [default: 127.0.0.1].
+    #[arg(short = 'i', long, env = "SHOAL_INTERFACE")]
+    pub interface: Option<IpAddr>,
+    /// TCP port (0 picks a free one; the chosen address is printed)
+    /// [default: 8000].
+    #[arg(short, long, env = "SHOAL_PORT")]
+    pub port: Option<u16>,
     /// PEM certificate chain; serves HTTPS (TLS 1.2 and 1.3) with --ssl-key.
     #[arg(long, env = "SHOAL_SSL_CERTIFICATE", requires = "ssl_key")]
     pub ssl_certificate: Option<PathBuf>,
@@ -49,9 +67,9 @@ pub struct Cli {
     pub feature_set: Option<FeatureSet>,
     /// The BMC behaviour profile of every system whose inventory entry
     /// names none (generic, openbmc, idrac9, idrac10, ilo5, ilo6,
-    /// supermicro-x12, ami-asrockrack, lenovo-xcc, no-allowable-values, or
-    /// one of --profile-dir)
-    /// [default: generic].
+    /// supermicro-x12, ami-asrockrack, lenovo-xcc, no-allowable-values,
+    /// sushy-tools, or one of --profile-dir) [default: generic; started
+    /// from a sushy-tools configuration or with --fake: sushy-tools].
     #[arg(long, env = "SHOAL_PROFILE")]
     pub profile: Option<String>,
     /// A folder of user profiles (`*.toml`, the format of the built-in
@@ -239,22 +257,73 @@ pub enum CliError {
     LibvirtAndFake,
     #[error("{0}")]
     Ipmi(String),
+    #[error("{0}: {1}")]
+    Unsupported(&'static str, &'static str),
 }
 
 impl Cli {
-    pub fn settings(&self) -> Result<Settings, CliError> {
-        let (file, cfg) = match &self.config {
-            Some(p) => (p.display().to_string(), ConfigFile::load(p)?),
-            None => (String::new(), ConfigFile::default()),
+    /// The sushy-tools configuration Shoal serves, if started as
+    /// sushy-emulator is: with one (`--sushy-config`, or a `--config`
+    /// ending in `.py` or `.conf`) or with `--fake`. Its notes are logged.
+    fn sushy(&self) -> Result<Option<(String, SushyConfig)>, CliError> {
+        if self.os_cloud.is_some() {
+            return Err(CliError::Unsupported(
+                "--os-cloud",
+                "Shoal has no OpenStack (Nova) backend: it serves libvirt domains or fake systems",
+            ));
+        }
+        if self.ironic_cloud.is_some() {
+            return Err(CliError::Unsupported(
+                "--ironic-cloud",
+                "Shoal has no Ironic backend yet: it serves libvirt domains or fake systems",
+            ));
+        }
+        let path = self.sushy_config.as_ref().or(self
+            .config
+            .as_ref()
+            .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("py" | "conf"))));
+        let (file, mut c) = match path {
+            Some(p) => (p.display().to_string(), sushy::load(p, self.fake)?),
+            None if self.fake => ("--fake".to_string(), sushy::parse("--fake", "", true)?),
+            None => return Ok(None),
         };
+        if let sushy::Driver::Libvirt(uri) = &mut c.driver {
+            // sushy-emulator takes the URI from its environment over its
+            // configuration.
+            for var in ["SUSHY_EMULATOR_LIBVIRT_URL", "SUSHY_EMULATOR_LIBVIRT_URI"] {
+                if let Some(u) = std::env::var(var).ok().filter(|u| !u.is_empty()) {
+                    *uri = u;
+                }
+            }
+        }
+        for n in &c.notes {
+            tracing::warn!("{n}");
+        }
+        Ok(Some((file, c)))
+    }
+
+    pub fn settings(&self) -> Result<Settings, CliError> {
+        let sushy = self.sushy()?;
+        let (file, cfg) = match (&sushy, &self.config) {
+            (Some((f, c)), _) => (f.clone(), c.config_file()),
+            (None, Some(p)) => (p.display().to_string(), ConfigFile::load(p)?),
+            (None, None) => (String::new(), ConfigFile::default()),
+        };
+        let sushy = sushy.map(|(_, c)| c);
         let profile_dir = self.profile_dir.as_ref().or(cfg.profile_dir.as_ref());
         let profiles =
             Profiles::load(profile_dir.map(PathBuf::as_path)).map_err(CliError::ProfileDir)?;
+        // Started as sushy-emulator, the systems are at sushy-tools' paths.
+        let neutral = if sushy.is_some() {
+            "sushy-tools"
+        } else {
+            "generic"
+        };
         let profile = self
             .profile
             .clone()
             .or_else(|| cfg.profile.clone())
-            .unwrap_or_else(|| "generic".into());
+            .unwrap_or_else(|| neutral.into());
         profiles.get(&profile).map_err(CliError::Profile)?;
         let faults = cfg.faults.clone().unwrap_or_default();
         faults
@@ -265,13 +334,24 @@ impl Cli {
             (Some(a), Some(t)) => Some((a, t.trim().to_string())),
             _ => None,
         };
-        let libvirt = !self.libvirt_uris.is_empty();
+        let libvirt_uris = match (&self.libvirt_uris[..], sushy.as_ref().map(|c| &c.driver)) {
+            ([], Some(sushy::Driver::Libvirt(uri))) => vec![uri.clone()],
+            (uris, _) => uris.to_vec(),
+        };
+        let libvirt = !libvirt_uris.is_empty();
         if libvirt && (self.fake_systems.is_some() || !cfg.systems.is_empty()) {
             return Err(CliError::LibvirtAndFake);
         }
         let systems = match (cfg.systems.is_empty(), self.fake_systems) {
             _ if libvirt => Vec::new(),
             (false, Some(_)) => return Err(CliError::BothInventories),
+            // sushy-tools' fake systems, as many as its configuration
+            // lets through (none is an empty collection, as there).
+            _ if sushy.is_some() => {
+                let mut v = cfg.systems(&file, &profiles, &profile)?;
+                sushy.iter().for_each(|c| c.apply(&mut v));
+                v
+            }
             (false, None) => cfg.systems(&file, &profiles, &profile)?,
             (true, Some(0)) => return Err(CliError::NoSystems),
             (true, n) => {
@@ -292,13 +372,21 @@ impl Cli {
             cache: self.media_cache.clone(),
             max_bytes: self.media_max_mib << 20,
             timeout: Duration::from_secs(self.media_timeout_secs),
-            insecure: self.media_insecure,
+            // sushy-tools verifies image servers only when told to.
+            insecure: self.media_insecure || sushy.as_ref().is_some_and(|c| !c.vmedia_verify_ssl),
             addresses: crate::netpolicy::AddressPolicy {
                 allow: self.media_allow_nets.clone(),
             },
         };
         Ok(Settings {
-            listen: SocketAddr::new(self.interface, self.port),
+            listen: SocketAddr::new(
+                self.interface
+                    .or(sushy.as_ref().and_then(|c| c.listen_ip))
+                    .unwrap_or(IpAddr::from([127, 0, 0, 1])),
+                self.port
+                    .or(sushy.as_ref().and_then(|c| c.listen_port))
+                    .unwrap_or(8000),
+            ),
             limits: crate::serve::Limits {
                 max_connections: self.max_connections as usize,
                 header_timeout: Duration::from_secs(self.header_timeout_secs),
@@ -321,15 +409,23 @@ impl Cli {
                     .media_delay_ms
                     .map(Duration::from_millis)
                     .unwrap_or(media_delay),
-                state_file: self.state_file.clone(),
+                state_file: self.state_file.clone().or_else(|| {
+                    sushy
+                        .as_ref()
+                        .filter(|c| matches!(c.driver, sushy::Driver::Fake(_)))
+                        .map(|c| c.state_dir.join(sushy::STATE_FILE))
+                }),
                 fetch_media: self.fake_fetch_media.then(|| media.clone()),
             },
             systems,
             backend: if libvirt {
                 BackendChoice::Libvirt {
                     profile,
-                    uris: self.libvirt_uris.clone(),
-                    allow: self.libvirt_domains.clone(),
+                    uris: libvirt_uris,
+                    allow: match &sushy {
+                        Some(c) if self.libvirt_domains.is_empty() => c.allowed.clone(),
+                        _ => self.libvirt_domains.clone(),
+                    },
                     http_boot: self.http_boot,
                     graceful_timeout: Duration::from_secs(self.graceful_timeout_secs),
                     media,

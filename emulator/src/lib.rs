@@ -20,6 +20,7 @@ pub mod registry;
 pub mod serve;
 pub mod server;
 pub mod storage;
+pub mod sushy;
 pub mod timefmt;
 
 pub use api::{app, AppState};

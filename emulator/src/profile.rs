@@ -490,6 +490,8 @@ pub enum NicIds {
     /// The MAC without separators.
     #[default]
     Mac,
+    /// The MAC as libvirt spells it, with colons (sushy-tools' Ids).
+    MacColons,
     /// Dell's FQDDs, the Nth port of the integrated NIC
     /// (`NIC.Integrated.1-N-1`): the names the BIOS's `PxeDevNInterface`
     /// attributes hold.
@@ -501,6 +503,7 @@ impl NicIds {
     pub fn id(self, index: usize, mac: &str) -> String {
         match self {
             NicIds::Mac => mac.replace(':', ""),
+            NicIds::MacColons => mac.to_string(),
             NicIds::DellFqdd => format!("NIC.Integrated.1-{}-1", index + 1),
         }
     }

@@ -48,21 +48,21 @@ impl Names {
     fn adapter(&self) -> &'static str {
         match self.0 {
             NicIds::DellFqdd => "NIC.Integrated.1",
-            NicIds::Mac => "1",
+            NicIds::Mac | NicIds::MacColons => "1",
         }
     }
 
     fn port(&self, n: usize) -> String {
         match self.0 {
             NicIds::DellFqdd => format!("NIC.Integrated.1-{n}"),
-            NicIds::Mac => n.to_string(),
+            NicIds::Mac | NicIds::MacColons => n.to_string(),
         }
     }
 
     fn function(&self, n: usize) -> String {
         match self.0 {
             NicIds::DellFqdd => format!("NIC.Integrated.1-{n}-1"),
-            NicIds::Mac => n.to_string(),
+            NicIds::Mac | NicIds::MacColons => n.to_string(),
         }
     }
 

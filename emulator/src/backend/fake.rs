@@ -337,6 +337,8 @@ fn write_state(path: &Path, systems: &[System]) -> std::io::Result<()> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // sushy-tools' state folder need not exist yet.
+    std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     serde_json::to_writer(&mut tmp, systems)?;
     tmp.as_file().sync_all()?;

@@ -35,6 +35,10 @@ const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../../profiles/no-allowable-values.toml"),
     ),
     (
+        "sushy-tools.toml",
+        include_str!("../../profiles/sushy-tools.toml"),
+    ),
+    (
         "synthetic-strict-etag.toml",
         include_str!("../../profiles/synthetic-strict-etag.toml"),
     ),

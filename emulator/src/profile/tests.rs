@@ -18,6 +18,7 @@ fn every_builtin_profile_loads_and_the_issue_list_is_shipped() {
         "ami-asrockrack",
         "lenovo-xcc",
         "no-allowable-values",
+        "sushy-tools",
         "synthetic-strict-etag",
     ] {
         let p = all.get(name).unwrap();

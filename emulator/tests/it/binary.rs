@@ -519,3 +519,106 @@ fn faults_in_the_config_are_checked_at_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("faults.rules[0].drop_rate"), "{err}");
 }
+
+/// Started as sushy-emulator is, from a sushy-tools configuration (here
+/// metal3-dev-env's shape: TLS, bcrypt Basic auth, fake systems): the
+/// systems at the paths sushy-tools serves them (UUIDs, a name redirected
+/// to the UUID, the Manager under the system's UUID, the `Cd` device, the
+/// NIC by MAC), and their state kept in the configuration's state folder
+/// across a restart, as sushy-tools keeps it.
+#[test]
+fn a_sushy_tools_configuration_is_served_at_sushy_tools_paths() {
+    const UUID: &str = "5b5f4e6c-1c1a-4a4e-9c61-0d5f0e0e0001";
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(dir.path());
+    let pw = htpasswd(dir.path(), "admin", "password", 4);
+    let conf = dir.path().join("conf.py");
+    std::fs::write(
+        &conf,
+        format!(
+            "# sushy-tools configuration\n\
+             SUSHY_EMULATOR_LISTEN_IP = u'127.0.0.1'\n\
+             SUSHY_EMULATOR_SSL_CERT = {cert:?}\n\
+             SUSHY_EMULATOR_SSL_KEY = {key:?}\n\
+             SUSHY_EMULATOR_AUTH_FILE = {pw:?}\n\
+             SUSHY_EMULATOR_STATE_DIR = {state:?}\n\
+             SUSHY_EMULATOR_FAKE_DRIVER = True\n\
+             SUSHY_EMULATOR_FAKE_SYSTEMS = [{{\n\
+             \x20   'uuid': '{UUID}', 'name': 'node-0', 'power_state': 'Off',\n\
+             \x20   'nics': [{{'mac': '00:5c:52:31:3a:9c', 'ip': '172.22.0.100'}}],\n\
+             }}]\n",
+            cert = cert.display().to_string(),
+            key = key.display().to_string(),
+            pw = pw.display().to_string(),
+            state = dir.path().join("state").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let args = ["--config", conf.to_str().unwrap()];
+    let emu = Spawned::start(&args);
+    assert!(emu.url.starts_with("https://"), "{}", emu.url);
+    let get =
+        |emu: &Spawned, path: &str| curl(&["-u", "admin:password", &format!("{}{path}", emu.url)]);
+    let (code, _, list) = get(&emu, "/redfish/v1/Systems");
+    assert_eq!(code, 200);
+    assert_eq!(
+        list["Members"],
+        json!([{"@odata.id": format!("/redfish/v1/Systems/{UUID}")}])
+    );
+    assert_eq!(curl(&[&format!("{}/redfish/v1/Systems", emu.url)]).0, 401);
+    let (code, h, _) = get(&emu, "/redfish/v1/Systems/node-0");
+    assert!(matches!(code, 301 | 307 | 308), "{code}");
+    assert_eq!(
+        header(&h, "location").as_deref(),
+        Some(format!("/redfish/v1/Systems/{UUID}").as_str())
+    );
+    for path in [
+        format!("/redfish/v1/Managers/{UUID}"),
+        format!("/redfish/v1/Systems/{UUID}/VirtualMedia/Cd"),
+        format!("/redfish/v1/Systems/{UUID}/EthernetInterfaces/00:5c:52:31:3a:9c"),
+    ] {
+        assert_eq!(get(&emu, &path).0, 200, "{path}");
+    }
+    let (code, _, _) = curl(&[
+        "-u",
+        "admin:password",
+        "-X",
+        "POST",
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        r#"{"ResetType":"On"}"#,
+        &format!(
+            "{}/redfish/v1/Systems/{UUID}/Actions/ComputerSystem.Reset",
+            emu.url
+        ),
+    ]);
+    assert_eq!(code, 204);
+    assert!(emu.stop().success());
+    let emu = Spawned::start(&args);
+    let (_, _, sys) = get(&emu, &format!("/redfish/v1/Systems/{UUID}"));
+    assert_eq!(sys["PowerState"], "On", "kept in SUSHY_EMULATOR_STATE_DIR");
+}
+
+/// A sushy-tools configuration with code in it does not start, and says
+/// which line.
+#[test]
+fn a_sushy_tools_configuration_with_code_fails_at_start_up_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("emulator.conf");
+    std::fs::write(
+        &conf,
+        "SUSHY_EMULATOR_LISTEN_PORT = 8000\nimport os\nSUSHY_EMULATOR_LIBVIRT_URI = os.environ['X']\n",
+    )
+    .unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args(["--port", "0", "--config", conf.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("emulator.conf: line 2: `import` is code"),
+        "{err}"
+    );
+}

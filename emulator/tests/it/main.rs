@@ -36,5 +36,6 @@ mod props_xml;
 mod real_vm;
 mod sushy;
 mod sushy_dell;
+mod sushy_dropin;
 #[cfg(feature = "libvirt")]
 mod vmlab;

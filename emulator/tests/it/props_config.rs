@@ -1,7 +1,7 @@
-//! Property tests of the TOML loaders that take outside input: the
-//! inventory (`config::ConfigFile`) and behaviour profiles
-//! (`profile::Profile`). Any text is loaded or refused without panicking;
-//! a key the schema does not have is refused by name.
+//! Property tests of the loaders that take outside input: the inventory
+//! (`config::ConfigFile`), behaviour profiles (`profile::Profile`) and
+//! sushy-tools configurations (`sushy`). Any text is loaded or refused
+//! without panicking; a key the schema does not have is refused by name.
 
 use proptest::prelude::*;
 use shoal_emulator::config::ConfigFile;
@@ -51,8 +51,44 @@ fn with_top_key(text: &str, key: &str) -> String {
     }
 }
 
+/// Python made of a sushy-tools configuration's vocabulary.
+fn python_soup() -> impl Strategy<Value = String> {
+    let token = prop_oneof![
+        Just("SUSHY_EMULATOR_FAKE_SYSTEMS".to_string()),
+        Just("SUSHY_EMULATOR_LISTEN_PORT".to_string()),
+        Just("SUSHY_EMULATOR_INDICATOR_LEDS".to_string()),
+        Just("SUSHY_EMULATOR_VMEDIA_DEVICES".to_string()),
+        Just("SUSHY_EMULATOR_FAKE_DRIVER".to_string()),
+        Just("'uuid'".to_string()),
+        Just("'27946b59-9e44-4fa7-8e91-f3527a1ef094'".to_string()),
+        Just("'nics'".to_string()),
+        Just("'mac'".to_string()),
+        Just("'Cd'".to_string()),
+        "[=:,(){}\\[\\]\n#'\"\\\\-]",
+        "(True|False|None|u''|r'x'|'''|0x1F|1e5|-1|0755)",
+        "[ -~]{0,6}",
+    ];
+    prop::collection::vec(token, 0..40).prop_map(|t| t.join(" "))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn any_sushy_tools_configuration_text_loads_or_is_refused(text in python_soup()) {
+        let _ = shoal_emulator::sushy::parse("fuzz.py", &text, false);
+        let _ = shoal_emulator::sushy::parse("fuzz.py", &text, true);
+    }
+
+    #[test]
+    fn a_sushy_tools_configuration_with_code_is_refused_by_line(
+        before in 0usize..5,
+        code in "(import os|x = open\\('f'\\)|SUSHY_EMULATOR_LISTEN_PORT = 8000 \\+ 1|A = f'x')",
+    ) {
+        let text = format!("{}{code}\n", "SUSHY_EMULATOR_LISTEN_PORT = 8000\n".repeat(before));
+        let e = shoal_emulator::sushy::parse("c.py", &text, false).unwrap_err().to_string();
+        prop_assert!(e.contains(&format!("line {}", before + 1)), "{}", e);
+    }
 
     #[test]
     fn any_inventory_text_loads_or_is_refused(text in toml_soup()) {

@@ -102,6 +102,16 @@ def check_generic(r):
     expect((b['BootSourceOverrideTarget'], b['HttpBootUri']) == ('UefiHttp', URI), f'{b}')
 
 
+def check_sushy_tools(r):
+    # The neutral BMC at sushy-tools' paths: the NICs by MAC with colons.
+    check_generic(r)
+    nics = r.system().ethernet_interfaces
+    for nic in nics.get_members():
+        expect(nic.identity == nic.mac_address and ':' in nic.identity,
+               f'{nic.path}: Id {nic.identity}, MAC {nic.mac_address}')
+    expect(nics.summary, f'{nics.summary}')
+
+
 def check_openbmc(r):
     s = r.system()
     allowed = s.get_allowed_system_boot_source_values()
@@ -301,6 +311,7 @@ CHECKS = {
     'supermicro-x12': check_supermicro_x12,
     'ami-asrockrack': check_ami_asrockrack,
     'lenovo-xcc': check_lenovo_xcc,
+    'sushy-tools': check_sushy_tools,
     'synthetic-strict-etag': check_synthetic_strict_etag,
 }
 
