@@ -42,6 +42,11 @@ pub struct Cli {
     /// sushy-emulator's OpenStack (Nova) backend (not served: refused).
     #[arg(long)]
     pub os_cloud: Option<String>,
+    /// Refuse power-off actions (ForceOff, GracefulShutdown; IPMI power
+    /// down and soft off), as sushy-tools'
+    /// SUSHY_EMULATOR_DISABLE_POWER_OFF does.
+    #[arg(long, env = "SHOAL_DISABLE_POWER_OFF")]
+    pub disable_power_off: bool,
     /// Number of generated fake systems (node-0, node-1, ...) when the
     /// config lists none [default: 2].
     #[arg(long, env = "SHOAL_FAKE_SYSTEMS")]
@@ -235,6 +240,8 @@ pub struct Settings {
     pub admin: Option<(SocketAddr, String)>,
     /// The IPMI listeners.
     pub ipmi: crate::ipmi::IpmiSettings,
+    /// Power-off actions are refused.
+    pub power_off_disabled: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -446,6 +453,8 @@ impl Cli {
             faults,
             admin,
             ipmi: self.ipmi_settings(&file, &cfg)?,
+            power_off_disabled: self.disable_power_off
+                || sushy.as_ref().is_some_and(|c| c.disable_power_off),
         })
     }
 

@@ -72,14 +72,16 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
 /// over the whole backend.
 pub fn state(settings: &Settings) -> Result<AppState> {
     let backend = backend(settings)?;
-    Ok(AppState::new(
+    let mut st = AppState::new(
         backend,
         auth_store(settings)?,
         settings.feature_set,
         service_uuid(settings),
     )
     .with_profiles(settings.profiles.clone())
-    .with_faults(Arc::new(Faults::new(settings.faults.clone()))))
+    .with_faults(Arc::new(Faults::new(settings.faults.clone())));
+    st.power_off_disabled = settings.power_off_disabled;
+    Ok(st)
 }
 
 /// Accounts and sessions: each endpoint has its own, from the same file.
@@ -207,6 +209,7 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         .with_profiles((*main.profiles).clone())
         .with_faults(main.faults.clone())
         .with_endpoint_systems(refs.iter().map(|r| r.name.clone()).collect());
+        state.power_off_disabled = main.power_off_disabled;
         main.faults.register(
             refs.iter().map(|r| r.name.clone()).collect(),
             state.auth.clone(),

@@ -98,6 +98,9 @@ pub struct AppState {
     pub downtime: Arc<crate::serve::Downtime>,
     /// Where this service is reached (`ManagerNetworkProtocol`).
     pub ports: Arc<Ports>,
+    /// Power-off actions are refused (sushy-tools'
+    /// `SUSHY_EMULATOR_DISABLE_POWER_OFF`, `--disable-power-off`).
+    pub power_off_disabled: bool,
 }
 
 /// The ports this service's BMC answers on, set by the server once its
@@ -135,6 +138,7 @@ impl AppState {
             lc: Arc::default(),
             downtime: Arc::default(),
             ports: Arc::default(),
+            power_off_disabled: false,
         }
     }
 

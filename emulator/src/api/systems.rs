@@ -478,6 +478,10 @@ pub(super) async fn power_action_response(
             );
             Err(ApiError::Status(axum::http::StatusCode::CONFLICT, msgs))
         }
+        Err(PowerError::PowerOffDisabled) => Err(ApiError::bad(Msg::new(
+            "ActionParameterNotSupported",
+            &[&format!("ResetType={reset}"), RESET],
+        ))),
         Err(PowerError::Backend(e)) => Err(e.into()),
     }
 }
@@ -490,6 +494,9 @@ const INSERT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 pub enum PowerError {
     /// Within the profile's busy window after the last one.
     Busy,
+    /// A power-off while this service refuses them
+    /// (`AppState::power_off_disabled`).
+    PowerOffDisabled,
     Backend(crate::backend::BackendError),
 }
 
@@ -500,6 +507,11 @@ impl AppState {
     /// last action started.
     pub async fn power_action(&self, sys: &System, reset: ResetType) -> Result<(), PowerError> {
         let st = self;
+        if st.power_off_disabled
+            && matches!(reset, ResetType::ForceOff | ResetType::GracefulShutdown)
+        {
+            return Err(PowerError::PowerOffDisabled);
+        }
         let profile = st.profile(sys);
         if st
             .power_clock

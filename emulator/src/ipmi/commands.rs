@@ -524,6 +524,8 @@ async fn chassis_control(bmc: &Bmc, data: &[u8]) -> Reply {
     match bmc.state.power_action(&sys, reset).await {
         Ok(()) => ok(Vec::new()),
         Err(crate::api::PowerError::Busy) => err(cc::NODE_BUSY),
+        // Refused by the service's policy: not in its present state.
+        Err(crate::api::PowerError::PowerOffDisabled) => err(cc::NOT_NOW),
         Err(crate::api::PowerError::Backend(e)) => err(backend_cc(&e)),
     }
 }

@@ -893,7 +893,8 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
                 "{}\nSUSHY_EMULATOR_LISTEN_IP = '::'\nSUSHY_EMULATOR_LISTEN_PORT = 8123\n\
                  SUSHY_EMULATOR_FEATURE_SET = 'vmedia'\nSUSHY_EMULATOR_STATE_DIR = {:?}\n\
                  SUSHY_EMULATOR_INDICATOR_LEDS = {{'a9c9b3a4-7a8e-5a8c-9a9f-000000000002': 'Blinking'}}\n\
-                 SUSHY_EMULATOR_ALLOWED_INSTANCES = ['node-1']\n",
+                 SUSHY_EMULATOR_ALLOWED_INSTANCES = ['node-1']\n\
+                 SUSHY_EMULATOR_DISABLE_POWER_OFF = True\n",
                 METAL3_FAKE,
                 state.display().to_string()
             ),
@@ -913,6 +914,7 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
         assert_eq!(sys.bmc.boot.target, BootTarget::Pxe);
         assert_eq!(s.fake.state_file, Some(state.join(STATE_FILE)));
         assert!(matches!(s.backend, crate::cli::BackendChoice::Fake));
+        assert!(s.power_off_disabled);
         // Flags win over the file, as sushy-emulator's do.
         let cli = Cli::try_parse_from([
             "shoal-emulator",

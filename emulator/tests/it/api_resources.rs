@@ -989,3 +989,29 @@ async fn manager_of(api: &Api, sys: &str) -> String {
         .unwrap()
         .to_string()
 }
+
+/// A service that refuses power-off (`--disable-power-off`, sushy-tools'
+/// `SUSHY_EMULATOR_DISABLE_POWER_OFF`): ForceOff and GracefulShutdown are
+/// 400 with `ActionParameterNotSupported` and the machine stays on; the
+/// other resets are taken.
+#[tokio::test]
+async fn a_service_that_refuses_power_off_keeps_its_machines_on() {
+    let mut state = Api::new(1).state;
+    state.power_off_disabled = true;
+    let api = Api::of_state(state);
+    let sys = api.system(0).await;
+    api.reset(&sys, "On").await;
+    for off in ["ForceOff", "GracefulShutdown"] {
+        let r = api
+            .post(
+                &format!("{sys}/Actions/ComputerSystem.Reset"),
+                json!({"ResetType": off}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+        assert_eq!(r.message_ids(), ["ActionParameterNotSupported"], "{r}");
+        assert_eq!(api.get(&sys).await.body["PowerState"], "On", "{off}");
+    }
+    api.reset(&sys, "ForceRestart").await;
+    assert_eq!(api.get(&sys).await.body["PowerState"], "On");
+}

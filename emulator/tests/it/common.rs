@@ -156,6 +156,16 @@ impl Api {
         Self::on_with(std::sync::Arc::new(backend), auth, features)
     }
 
+    /// The service of `state` (one built and then changed by a test).
+    #[allow(dead_code)]
+    pub fn of_state(state: AppState) -> Self {
+        Api {
+            router: app(state.clone()),
+            state,
+            auth: Vec::new(),
+        }
+    }
+
     /// An open, full-featured service whose one fake system (UEFI x86_64)
     /// has the profile `name`, out of `profiles`.
     #[allow(dead_code)]
