@@ -1226,3 +1226,25 @@ async fn volumes_live_in_the_domain_until_its_disks_change() {
         ["vda", "vdb", "vdc"]
     );
 }
+
+/// One emulator in front of two hosts, the first of which does not answer
+/// (a libvirtd URI where nothing listens): it starts, and the other host's
+/// domains are listed and served.
+#[tokio::test]
+async fn a_host_that_does_not_answer_leaves_the_other_hosts_served() {
+    let mut o = options(&[]);
+    o.uris = vec!["qemu+tcp://127.0.0.1:1/system".into(), URI.into()];
+    let api = Api::on(Arc::new(
+        LibvirtBackend::connect(o).expect("one host answers"),
+    ));
+    let r = api.get("/redfish/v1/Systems").await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    let first = r.body["Members"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for _ in 0..3 {
+        let r = api.get(&first).await;
+        assert_eq!(r.status, StatusCode::OK, "{r}");
+    }
+}

@@ -94,7 +94,13 @@ pub fn nvram_dir(uri: &str) -> std::path::PathBuf {
 struct Conn {
     uri: String,
     conn: Mutex<Option<Connect>>,
+    /// After a failed reopen: until when requests get `Unavailable` at
+    /// once rather than each waiting on another attempt.
+    retry_at: Mutex<Option<std::time::Instant>>,
 }
+
+/// How long an unreachable host is left alone after a failed reopen.
+const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How many of each libvirt call the backend made since it connected: what
 /// a request costs, for tests and the logs.
@@ -145,6 +151,10 @@ struct Inner {
     calls: Counters,
     /// The console pumps running now.
     consoles: console::Pumps,
+    /// Where each domain was last seen (its connection) and its name, by
+    /// UUID: while a host is unreachable its domains stay listed and
+    /// answer `Unavailable`, and the other hosts' are looked up without it.
+    homes: Mutex<HashMap<String, (usize, String)>>,
 }
 
 #[derive(Clone)]
@@ -163,22 +173,38 @@ fn virt_err(e: virt::error::Error) -> BackendError {
 }
 
 impl LibvirtBackend {
-    /// Opens every connection now, so a wrong URI fails at start-up.
+    /// Opens every connection now. With one host, an unreachable URI stops
+    /// the start (most often a typo, or the socket not mounted); with
+    /// several, the start needs one reachable host, and the others are
+    /// retried at each request, their domains appearing once they answer.
     pub fn connect(opts: LibvirtOptions) -> std::result::Result<Self, String> {
         // Errors come back as values and are logged with context; libvirt
         // need not also print them to stderr.
         virt::error::clear_error_callback();
         let mut conns = Vec::new();
+        let mut failed = Vec::new();
         for uri in &opts.uris {
-            let c = Connect::open(Some(uri))
-                .map_err(|e| format!("cannot connect to {uri}: {}", e.message()))?;
+            let c = match Connect::open(Some(uri)) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    failed.push(format!("cannot connect to {uri}: {}", e.message()));
+                    None
+                }
+            };
             conns.push(Conn {
                 uri: uri.clone(),
-                conn: Mutex::new(Some(c)),
+                conn: Mutex::new(c),
+                retry_at: Mutex::default(),
             });
         }
         if conns.is_empty() {
             return Err("no libvirt URI given".into());
+        }
+        if failed.len() == conns.len() {
+            return Err(failed.join("; "));
+        }
+        for f in &failed {
+            tracing::error!("{f}: its domains are served once it answers");
         }
         Ok(LibvirtBackend {
             inner: Arc::new(Inner {
@@ -188,6 +214,7 @@ impl LibvirtBackend {
                 parsed: Mutex::new(HashMap::new()),
                 calls: Counters::default(),
                 consoles: console::Pumps::default(),
+                homes: Mutex::default(),
             }),
         })
     }
@@ -225,11 +252,32 @@ impl Inner {
         let c = &self.conns[i];
         let mut guard = c.conn.lock().unwrap_or_else(|p| p.into_inner());
         if guard.as_ref().map(|c| c.is_alive().unwrap_or(false)) != Some(true) {
+            let mut retry_at = c.retry_at.lock().unwrap_or_else(|p| p.into_inner());
+            let now = std::time::Instant::now();
+            if retry_at.is_some_and(|t| now < t) {
+                return Err(BackendError::Unavailable(format!(
+                    "{}: unreachable (retried every {} s)",
+                    c.uri,
+                    RETRY_AFTER.as_secs()
+                )));
+            }
             tracing::warn!(uri = %c.uri, "reconnecting to libvirt");
-            *guard =
-                Some(Connect::open(Some(&c.uri)).map_err(|e| {
-                    BackendError::Unavailable(format!("{}: {}", c.uri, e.message()))
-                })?);
+            match Connect::open(Some(&c.uri)) {
+                Ok(conn) => {
+                    *guard = Some(conn);
+                    *retry_at = None;
+                    tracing::info!(uri = %c.uri, "connected to libvirt again");
+                }
+                Err(e) => {
+                    *guard = None;
+                    *retry_at = Some(now + RETRY_AFTER);
+                    return Err(BackendError::Unavailable(format!(
+                        "{}: {}",
+                        c.uri,
+                        e.message()
+                    )));
+                }
+            }
         }
         f(guard.as_ref().expect("connected")).map_err(virt_err)
     }
@@ -243,24 +291,75 @@ impl Inner {
                 .any(|a| a == name || a.eq_ignore_ascii_case(uuid))
     }
 
+    fn homes(&self) -> std::sync::MutexGuard<'_, HashMap<String, (usize, String)>> {
+        self.homes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Notes that connection `i` serves this domain.
+    fn seen(&self, i: usize, id: &str, name: &str) {
+        let mut homes = self.homes();
+        if homes.get(id).is_none_or(|(h, n)| *h != i || n != name) {
+            homes.insert(id.to_string(), (i, name.to_string()));
+        }
+    }
+
+    /// Every domain of every host; an unreachable host's as last seen.
     fn list(&self) -> Result<Vec<SystemRef>> {
         let mut out = Vec::new();
         for i in 0..self.conns.len() {
             let flags =
                 sys::VIR_CONNECT_LIST_DOMAINS_ACTIVE | sys::VIR_CONNECT_LIST_DOMAINS_INACTIVE;
-            let doms = self.with_conn(i, |c| c.list_all_domains(flags))?;
+            let doms = match self.with_conn(i, |c| c.list_all_domains(flags)) {
+                Ok(d) => d,
+                Err(BackendError::Unavailable(why)) => {
+                    tracing::warn!(%why, "host unreachable: its domains as last seen");
+                    out.extend(self.homes().iter().filter(|(_, (h, _))| *h == i).map(
+                        |(id, (_, name))| SystemRef {
+                            id: id.clone(),
+                            name: name.clone(),
+                        },
+                    ));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let mut here = Vec::new();
             for d in doms {
                 let (name, uuid) = (
                     d.name().map_err(virt_err)?,
                     d.uuid_string().map_err(virt_err)?,
                 );
                 if self.allowed(&name, &uuid) {
-                    out.push(SystemRef { id: uuid, name });
+                    here.push(SystemRef { id: uuid, name });
                 }
             }
+            // The host's list is the truth: domains gone from it are gone.
+            let mut homes = self.homes();
+            homes.retain(|id, (h, _)| *h != i || here.iter().any(|r| r.id == *id));
+            for r in &here {
+                homes.insert(r.id.clone(), (i, r.name.clone()));
+            }
+            drop(homes);
+            out.extend(here);
         }
         out.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
         Ok(out)
+    }
+
+    /// After a search of every host found nothing: `Unavailable` when the
+    /// key names a domain last seen on a host that did not answer
+    /// (`down`), else not found.
+    fn missing(&self, key: &str, down: Vec<(usize, BackendError)>) -> Result<()> {
+        let homes = self.homes();
+        for (i, err) in down {
+            let on_down_host = homes
+                .iter()
+                .any(|(id, (h, name))| *h == i && (id.eq_ignore_ascii_case(key) || name == key));
+            if on_down_host {
+                return Err(err);
+            }
+        }
+        Ok(())
     }
 
     /// The system a client names, by UUID (hyphenated, any case) or domain
@@ -283,11 +382,17 @@ impl Inner {
         key: &str,
         how: fn(&Connect, &str) -> std::result::Result<Domain, virt::error::Error>,
     ) -> Result<Option<SystemRef>> {
+        let mut down = Vec::new();
         for i in 0..self.conns.len() {
             bump(&self.calls.lookups);
             let dom = match self.with_conn(i, |c| how(c, key)) {
                 Ok(d) => d,
                 Err(BackendError::NotFound(_)) => continue,
+                Err(e @ BackendError::Unavailable(_)) => {
+                    // Another host may have it; if not, this one might.
+                    down.push((i, e));
+                    continue;
+                }
                 Err(e) => return Err(e),
             };
             let (name, uuid) = (
@@ -295,15 +400,24 @@ impl Inner {
                 dom.uuid_string().map_err(virt_err)?,
             );
             if self.allowed(&name, &uuid) {
+                self.seen(i, &uuid, &name);
                 return Ok(Some(SystemRef { id: uuid, name }));
             }
         }
+        self.missing(key, down)?;
         Ok(None)
     }
 
     /// The domain with this UUID on any connection.
     fn domain(&self, id: &str) -> Result<(usize, Domain)> {
-        for i in 0..self.conns.len() {
+        let mut down = Vec::new();
+        // Where it was last seen first: a request for one host's domain
+        // does not wait on another host.
+        let home = self.homes().get(id).map(|(h, _)| *h);
+        let order = home
+            .into_iter()
+            .chain((0..self.conns.len()).filter(|i| Some(*i) != home));
+        for i in order {
             bump(&self.calls.lookups);
             match self.with_conn(i, |c| c.lookup_domain_by_uuid_string(id)) {
                 Ok(d) => {
@@ -311,12 +425,18 @@ impl Inner {
                     if !self.allowed(&name, id) {
                         break;
                     }
+                    self.seen(i, id, &name);
                     return Ok((i, d));
                 }
                 Err(BackendError::NotFound(_)) => continue,
+                Err(e @ BackendError::Unavailable(_)) => {
+                    down.push((i, e));
+                    continue;
+                }
                 Err(e) => return Err(e),
             }
         }
+        self.missing(id, down)?;
         Err(BackendError::NotFound(id.to_string()))
     }
 
@@ -549,5 +669,73 @@ impl Backend for LibvirtBackend {
             })
             .await
         })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A libvirtd URI where nothing listens: a host that is down.
+    const DOWN: &str = "qemu+tcp://127.0.0.1:1/system";
+
+    fn two_hosts() -> LibvirtBackend {
+        let mut opts = LibvirtOptions {
+            profile: "generic".into(),
+            uris: vec![DOWN.into(), "test:///default".into()],
+            allow: Vec::new(),
+            http_boot: crate::config::HttpBootMapping::Firmware,
+            graceful_timeout: std::time::Duration::from_secs(1),
+            media: crate::backend::download::MediaOptions {
+                cache: std::env::temp_dir(),
+                max_bytes: 1,
+                timeout: std::time::Duration::from_secs(1),
+                insecure: false,
+                addresses: Default::default(),
+            },
+            nvram_dir: Some(std::env::temp_dir()),
+            ipmi_in_band_dir: None,
+        };
+        let b = LibvirtBackend::connect(opts.clone()).expect("one host answers");
+        opts.uris.truncate(1);
+        let e = LibvirtBackend::connect(opts)
+            .err()
+            .expect("no host answers");
+        assert!(e.contains("127.0.0.1:1"), "{e}");
+        b
+    }
+
+    #[test]
+    fn a_domain_last_seen_on_a_host_that_is_down_is_unavailable_and_the_rest_served() {
+        let b = two_hosts();
+        let i = &b.inner;
+        // The host that answers: its domain is found and listed.
+        let listed = i.list().unwrap();
+        let test = listed
+            .iter()
+            .find(|r| r.name == "test")
+            .expect("test domain");
+        assert_eq!(i.domain(&test.id).unwrap().0, 1);
+        // A domain the down host served before it went away.
+        let ghost = "0a1b2c3d-0000-4000-8000-000000000001";
+        i.homes().insert(ghost.into(), (0, "ghost".into()));
+        assert!(matches!(i.domain(ghost), Err(BackendError::Unavailable(_))));
+        assert!(matches!(i.find("ghost"), Err(BackendError::Unavailable(_))));
+        assert!(
+            i.list().unwrap().iter().any(|r| r.id == ghost),
+            "still listed"
+        );
+        // What no host has is not found, down host or not.
+        assert!(matches!(
+            i.domain("0a1b2c3d-0000-4000-8000-0000000000ff"),
+            Err(BackendError::NotFound(_))
+        ));
+        assert!(i.find("nowhere").unwrap().is_none());
+        // The down host is left alone between attempts: the next request
+        // is answered without reopening it.
+        let retry = *i.conns[0].retry_at.lock().unwrap();
+        assert!(retry.is_some());
+        i.list().unwrap();
+        assert_eq!(*i.conns[0].retry_at.lock().unwrap(), retry);
     }
 }
