@@ -25,6 +25,8 @@ mod drivers;
 mod ipmi;
 #[cfg(feature = "libvirt")]
 mod libvirt;
+#[cfg(feature = "libvirt")]
+mod libvirt_hosts;
 mod nvram;
 mod proliantutils;
 mod props_config;
