@@ -4,7 +4,8 @@
 //! Handlers check that an account exists, and the caller's rights, before
 //! taking its lock.
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -19,7 +20,7 @@ use crate::auth::{self, Account, AccountChange, AuthError, Principal, Privilege,
 
 const ACCOUNTS: &str = "/redfish/v1/AccountService/Accounts";
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route(
             "/redfish/v1/AccountService",

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::State;
+use crate::api::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -18,7 +18,7 @@ use crate::api::error::{ApiError, Msg};
 use crate::model::{Change, System};
 use crate::profile::Profile;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route("/redfish/v1/Systems/{id}/Bios", get(bios))
         .route(

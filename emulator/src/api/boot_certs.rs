@@ -5,7 +5,8 @@
 //! gives the set to the firmware then (libvirt: OVMF's
 //! `TlsCaCertificate`).
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::Uri;
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -24,7 +25,7 @@ use crate::profile::Profile;
 const REPLACE: &str = "CertificateService.ReplaceCertificate";
 const SERVICE: &str = "/redfish/v1/CertificateService";
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route(
             "/redfish/v1/Systems/{id}/Boot/Certificates",

@@ -14,11 +14,11 @@ use axum::Router;
 use serde_json::{json, Value};
 
 use super::json::Resource;
-use super::{collection, AppState, Sys};
+use super::{collection, Sys};
 use crate::api::error::ApiError;
 use crate::model::System;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route("/redfish/v1/Systems/{id}/BootOptions", get(list))
         .route("/redfish/v1/Systems/{id}/BootOptions/{n}", get(option))

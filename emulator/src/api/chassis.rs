@@ -2,7 +2,7 @@
 //! the newer EnvironmentMetrics. Readings are plausible constants that
 //! follow the power state (a powered-off machine draws standby power).
 
-use axum::extract::State;
+use crate::api::State;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
@@ -16,7 +16,7 @@ use crate::api::error::ApiError;
 use crate::model::{Change, IndicatorLed, PowerState, System, SystemSettings};
 use crate::profile::Profile;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route("/redfish/v1/Chassis", get(list))
         .route(

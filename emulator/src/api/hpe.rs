@@ -16,7 +16,7 @@
 //! Shapes from HPE's iLO 5 Redfish reference and proliantutils 2.16.3
 //! (`redfish/resources/system/system.py`, `manager/virtual_media.py`).
 
-use axum::extract::State;
+use crate::api::State;
 use axum::http::Uri;
 use axum::response::Response;
 use axum::routing::post;
@@ -34,7 +34,7 @@ const PUSH_TYPES: &[&str] = &["Press", "PressAndHold"];
 pub(super) const INSERT: &str = "HpeiLOVirtualMedia.InsertVirtualMedia";
 pub(super) const EJECT: &str = "HpeiLOVirtualMedia.EjectVirtualMedia";
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new().route(
         &format!("/redfish/v1/Systems/{{id}}/Actions/Oem/Hpe/{POWER_BUTTON}"),
         post(power_button),

@@ -12,7 +12,8 @@
 //! - the Manager's `Oem.Hpe.Links.SecurityService` with its security
 //!   dashboard and parameters.
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::Uri;
 use axum::routing::get;
 use axum::Router;
@@ -26,7 +27,7 @@ use crate::storage::Volume;
 
 const SMART_ARRAY: &str = "HPE Smart Array P408i-a SR Gen10";
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route("/redfish/v1/Systems/{id}/PCIDevices", get(pci_devices))
         .route("/redfish/v1/Systems/{id}/PCIDevices/{n}", get(pci_device))

@@ -14,7 +14,7 @@
 //! could not apply is refused whole at the PUT (iLO reports some of these
 //! only after the reset); nothing is staged then.
 
-use axum::extract::State;
+use crate::api::State;
 use axum::http::Uri;
 use axum::response::Response;
 use axum::routing::get;
@@ -30,7 +30,7 @@ use crate::storage::{StorageState, Volume, VolumeChange};
 const PATH: &str = "smartstorageconfig";
 const DATA_GUARD: &[&str] = &["Disabled", "Permissive", "Strict"];
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route(&format!("/redfish/v1/Systems/{{id}}/{PATH}"), get(current))
         .route(

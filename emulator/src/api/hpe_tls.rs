@@ -14,7 +14,7 @@
 //! `HostnameCheck` `Enabled`, and a PUT asking for anything else is
 //! refused rather than shown and not done.
 
-use axum::extract::State;
+use crate::api::State;
 use axum::http::Uri;
 use axum::routing::get;
 use axum::Router;
@@ -31,7 +31,7 @@ use crate::profile::HPE_TLSCONFIG_PATHS;
 /// The cipher list iLO shows (read-only here: the firmware's own list).
 const CIPHERS: &str = "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-AES128-GCM-SHA256:AES256-GCM-SHA384:AES128-GCM-SHA256";
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     let mut r = Router::new();
     for p in HPE_TLSCONFIG_PATHS {
         r = r

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use axum::extract::State;
+use crate::api::State;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
@@ -18,7 +18,7 @@ use crate::model::{Change, Ntp, System};
 use crate::profile::Profile;
 use crate::timefmt::rfc3339;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route("/redfish/v1/Managers", get(list))
         .route(

@@ -11,7 +11,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use super::AppState;
 use crate::api::error::ApiError;
 
 mod embedded {
@@ -89,7 +88,7 @@ pub const SCHEMAS: &[(&str, &str)] = &[
     ("VolumeCollection", ""),
 ];
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route("/redfish/v1/$metadata", get(metadata))
         .route("/redfish/v1/Schemas/{file}", get(schema_file))

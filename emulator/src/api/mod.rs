@@ -52,18 +52,17 @@ use crate::api::error::ApiError;
 
 pub use boot_rules::allowed_targets;
 pub(crate) use middleware::authorize;
-pub use state::{AppState, Locked, Sys, SysId, SystemLocks};
+pub use state::{AppState, Locked, State, Sys, SysId, SystemLocks};
 pub use systems::PowerError;
 pub use tasks::TASK_MONITOR_PREFIX;
 
 /// The routes of a feature set, with their fallbacks: built once per
-/// process and feature set. Each endpoint takes a clone with its state
-/// (`with_state` still makes its own handler map, about 70 KiB; the
-/// route tree is shared): building the table per endpoint cost about
-/// 180 KiB each.
-fn routes(f: crate::config::FeatureSet) -> Router<AppState> {
+/// process and feature set and shared by every endpoint, which passes its
+/// state in each request (`State`). Giving each endpoint its own copy
+/// (`with_state`) cost about 170 KiB per endpoint.
+fn routes(f: crate::config::FeatureSet) -> Router {
     use crate::config::FeatureSet;
-    static TABLES: std::sync::OnceLock<[Router<AppState>; 3]> = std::sync::OnceLock::new();
+    static TABLES: std::sync::OnceLock<[Router; 3]> = std::sync::OnceLock::new();
     let build = |f: FeatureSet| {
         let mut r = Router::new()
             .merge(root::router())
@@ -115,7 +114,8 @@ pub fn app(state: AppState) -> Router {
     // The middlewares wrap the routed service as a whole (routing is
     // their innermost step, as with `Router::layer`), so that layering
     // does not rebuild every route per endpoint.
-    let routed: Router = routes(state.features).with_state(state.clone());
+    let routed: Router = routes(state.features);
+    let own = state.clone();
     let inner = tower::ServiceBuilder::new()
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -126,6 +126,12 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             middleware::authenticate,
         ))
+        // The shared route table's handlers find this endpoint's state in
+        // the request (`State`); `$expand`'s inner requests pass here too.
+        .map_request(move |mut req: Request| {
+            req.extensions_mut().insert(own.clone());
+            req
+        })
         .service(routed);
     let inner = Router::new().fallback_service(inner);
     let st = state;

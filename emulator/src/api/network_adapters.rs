@@ -9,7 +9,8 @@
 //! `NIC.Integrated.1-N-1` (the EthernetInterfaces' Ids); elsewhere `1`,
 //! `N` and `N`.
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::Uri;
 use axum::routing::get;
 use axum::Router;
@@ -22,7 +23,7 @@ use crate::api::error::ApiError;
 use crate::model::{PowerState, System};
 use crate::profile::NicIds;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     let at = |tail: &str| format!("/redfish/v1/Chassis/{{id}}/NetworkAdapters{tail}");
     Router::new()
         .route(&at(""), get(adapters))

@@ -42,10 +42,10 @@ pub struct SysPatch {
     pub body: Map<String, Value>,
 }
 
-impl FromRequest<AppState> for SysPatch {
+impl<S: Send + Sync> FromRequest<S> for SysPatch {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, st: &AppState) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, st: &S) -> Result<Self, ApiError> {
         let (mut parts, body) = req.into_parts();
         let SysId(id) = SysId::from_request_parts(&mut parts, st).await?;
         let headers = parts.headers.clone();

@@ -1,7 +1,8 @@
 //! Service root, `/redfish`, the OData service document and the message
 //! registries.
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
@@ -12,7 +13,7 @@ use super::{collection, link, AppState};
 use crate::api::error::ApiError;
 use crate::registry;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route("/redfish", get(version))
         .route("/redfish/v1", get(service_root))

@@ -2,7 +2,8 @@
 //! by `SecureBootCurrentBoot`), `SecureBoot.ResetKeys`, and the standard
 //! UEFI key databases.
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::Uri;
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -29,7 +30,7 @@ const DATABASES: &[&str] = &[
     "dbxDefault",
 ];
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route(
             "/redfish/v1/Systems/{id}/SecureBoot",

@@ -4,7 +4,8 @@
 //! `auth`'s; a login refused because too many checks wait for bcrypt is a
 //! 503 with Retry-After.
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -19,7 +20,7 @@ use crate::api::error::{ApiError, Msg};
 use crate::auth::{self, AuthError, Principal, Privilege, Session};
 use crate::timefmt::rfc3339;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route(
             "/redfish/v1/SessionService",

@@ -290,20 +290,55 @@ async fn id_segment(parts: &mut Parts, st: &AppState) -> Result<String, ApiError
         .ok_or_else(|| ApiError::Internal("route without {id}".into()))
 }
 
-impl FromRequestParts<AppState> for Sys {
+/// The state of the endpoint a request came to, as handlers take it
+/// (`State(st): State<AppState>`). The route table is one for every
+/// endpoint (built once per feature set: `api::routes`), so it holds no
+/// endpoint's state; `app` puts each endpoint's `AppState` into its
+/// requests' extensions, where this reads it.
+#[derive(Clone)]
+pub struct State<T>(pub T);
+
+impl<T> std::ops::Deref for State<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// The endpoint's state a request carries (see [`State`]).
+pub fn endpoint_state(parts: &Parts) -> Result<AppState, ApiError> {
+    parts
+        .extensions
+        .get::<AppState>()
+        .cloned()
+        .ok_or_else(|| ApiError::Internal("a request without its endpoint's state".into()))
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for State<AppState> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, ApiError> {
-        let id = id_segment(parts, st).await?;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        endpoint_state(parts).map(State)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Sys {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let st = endpoint_state(parts)?;
+        let id = id_segment(parts, &st).await?;
         st.resolve(&id, &parts.uri, &parts.method).await.map(Sys)
     }
 }
 
-impl FromRequestParts<AppState> for SysId {
+impl<S: Send + Sync> FromRequestParts<S> for SysId {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, st: &AppState) -> Result<Self, ApiError> {
-        let id = id_segment(parts, st).await?;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let st = endpoint_state(parts)?;
+        let id = id_segment(parts, &st).await?;
         st.resolve_id(&id, &parts.uri, &parts.method)
             .await
             .map(SysId)

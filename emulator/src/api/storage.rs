@@ -4,7 +4,8 @@
 //! RAID interface does. Creation and deletion exist only where the backend
 //! manages volumes (the fake); elsewhere volumes are read-only.
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -22,7 +23,7 @@ use crate::model::{Change, PowerState, System};
 use crate::profile::StorageIds;
 use crate::storage::{DriveUse, Volume, VolumeChange, VolumeError, RAID_TYPES};
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route("/redfish/v1/Systems/{id}/Storage", get(storages))
         .route("/redfish/v1/Systems/{id}/Storage/{ctl}", get(storage))

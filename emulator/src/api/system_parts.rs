@@ -2,7 +2,8 @@
 //! Memory and SimpleStorage, derived from the machine's inventory (MACs,
 //! CPUs, memory, disks). Storage, with its RAID volumes, is `storage.rs`.
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::Uri;
 use axum::routing::get;
 use axum::Router;
@@ -13,7 +14,7 @@ use super::{collection, AppState, Sys};
 use crate::api::error::ApiError;
 use crate::model::System;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route("/redfish/v1/Systems/{id}/EthernetInterfaces", get(nics))
         .route(

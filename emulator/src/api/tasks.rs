@@ -4,7 +4,8 @@
 //! task runs, then the operation's own result: 204 on success, or the error
 //! body the operation would have returned.
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -19,7 +20,7 @@ use crate::timefmt::rfc3339;
 
 pub const TASK_MONITOR_PREFIX: &str = "/redfish/v1/TaskService/TaskMonitors/";
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route("/redfish/v1/TaskService", get(service))
         .route("/redfish/v1/TaskService/Tasks", get(list))

@@ -4,7 +4,8 @@
 //! InsertMedia and EjectMedia actions. A backend that needs time (a real
 //! download) answers with a Task.
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -48,7 +49,7 @@ fn check_not_inserting(st: &AppState, sys: &System, slot: MediaSlot) -> Result<(
     Ok(())
 }
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     let mut r = Router::new();
     for root in ["Managers", "Systems"] {
         r = r

@@ -23,7 +23,8 @@ mod scp;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::{header, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -64,7 +65,7 @@ const SHUTDOWN_TYPES: &[&str] = &["Graceful", "Forced", "NoReboot"];
 const HOST_POWER_STATES: &[&str] = &["On", "Off"];
 const FORCE: &[&str] = &["Force", "Graceful"];
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     let mut r = Router::new()
         .route(
             "/redfish/v1/Managers/{id}/Actions/Oem/{action}",

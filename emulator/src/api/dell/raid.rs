@@ -19,7 +19,8 @@
 
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use crate::api::State;
+use axum::extract::Path;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -47,7 +48,7 @@ pub(super) const STAGED: &str = "RAIDConfiguration";
 const SETTINGS_APPLY_TIME: &str = "@Redfish.SettingsApplyTime";
 const MODE_PATH: &str = "Oem/Dell/DellStorageController/ControllerMode";
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router {
     Router::new()
         .route(
             "/redfish/v1/Systems/{id}/Oem/Dell/DellRaidService",
