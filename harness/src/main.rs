@@ -173,6 +173,14 @@ enum Command {
         /// Seconds of the soak.
         #[arg(long, default_value_t = 300)]
         soak_secs: u64,
+        /// Venv with Ironic (ci/requirements-ironic.txt): with it, the
+        /// fleet run (Ironic enrolling --fleet-nodes BMCs of Shoal, then of
+        /// sushy-tools; needs root for its network namespace).
+        #[arg(long, env = "SHOAL_IRONIC_VENV")]
+        ironic_venv: Option<PathBuf>,
+        /// BMCs in the fleet run.
+        #[arg(long, default_value_t = 1000)]
+        fleet_nodes: usize,
     },
     /// Serve a folder as the boot file server does.
     Serve {
@@ -324,6 +332,8 @@ fn real_main() -> Result<ExitCode> {
             scale_systems,
             rack_endpoints,
             soak_secs,
+            ironic_venv,
+            fleet_nodes,
         } => {
             let emulator = emulator_or_sibling(emulator)?;
             if !no_nginx && !nginx.exists() {
@@ -355,6 +365,7 @@ fn real_main() -> Result<ExitCode> {
                 rack_endpoints: rack_endpoints.max(1),
                 soak: std::time::Duration::from_secs(soak_secs.max(1)),
                 out: out.clone(),
+                fleet: ironic_venv.map(|v| (v, fleet_nodes.max(1))),
             };
             let report = bench::run(&opts)?;
             std::fs::write(out.join("report.txt"), &report.text)?;

@@ -9,6 +9,7 @@
 //! that must lose no update, and a soak whose RSS at start and end it
 //! reports. Figures are printed, never asserted; a lost update is an error.
 
+mod fleet;
 mod ipmi;
 mod report;
 mod services;
@@ -52,6 +53,8 @@ pub struct Options {
     pub rack_endpoints: usize,
     pub soak: Duration,
     pub out: PathBuf,
+    /// The fleet run: Ironic's venv and the number of BMCs; `None` skips it.
+    pub fleet: Option<(PathBuf, usize)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -543,6 +546,9 @@ pub fn run(opts: &Options) -> Result<Report> {
     text.push_str(&ipmi::run(opts)?);
     text.push_str(&storm(opts)?);
     text.push_str(&soak(opts)?);
+    if let Some((venv, n)) = &opts.fleet {
+        text.push_str(&fleet::run(opts, venv, *n)?);
+    }
     text.push('\n');
     text.push_str(&targets(&rows, opts.clients, opts.scale_systems, rss_mib));
     Ok(Report { rows, text })

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The fleet benchmark's Ironic side: enrolls many BMCs in a standalone
+Ironic (no authentication) with the redfish hardware type and takes them
+all through manage (power and management validated, power synced),
+inspect (redfish, out of band) and provide (no cleaning) to `available`,
+as an operator bringing a rack in does, timing each phase.
+
+    ironic_fleet.py --api URL --nodes FILE [--timeout S] [--workers N]
+
+FILE is a JSON list of {"name", "address", "system_id" (or null),
+"username", "password"}. Prints one line `FLEET <json>`: the wall time of
+each phase, how many nodes reached its state, and the first errors.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import sys
+import time
+
+import requests
+
+HEADERS = {'X-OpenStack-Ironic-API-Version': '1.87'}
+
+
+def call(s, method, url, **kw):
+    r = s.request(method, url, headers=HEADERS, timeout=120, **kw)
+    if r.status_code >= 400:
+        raise RuntimeError(f'{method} {url}: {r.status_code} {r.text[:300]}')
+    return r.json() if r.content else None
+
+
+def nodes_state(s, api):
+    """Every node, page by page (the API gives at most 1000 at a time)."""
+    nodes, params = [], {'fields': 'uuid,provision_state,last_error,'
+                                   'inspection_finished_at',
+                         'limit': 1000}
+    while True:
+        body = call(s, 'GET', f'{api}/v1/nodes', params=params)
+        nodes.extend(body['nodes'])
+        if len(body['nodes']) < params['limit']:
+            return nodes
+        params['marker'] = body['nodes'][-1]['uuid']
+
+
+# Each phase: the target, whether a node has finished it, whether it failed.
+# A node is polled right after its request, before Ironic moved it: being in
+# the end state is not enough where the phase starts there too.
+PHASES = [
+    ('manage', 'manage',
+     lambda n: n['provision_state'] == 'manageable',
+     lambda n: n['provision_state'] == 'enroll' and n['last_error']),
+    ('inspect', 'inspect',
+     lambda n: n['provision_state'] == 'manageable' and n['inspection_finished_at'],
+     lambda n: n['provision_state'] == 'inspect failed'),
+    ('provide', 'provide',
+     lambda n: n['provision_state'] == 'available',
+     lambda n: n['provision_state'] == 'clean failed'),
+]
+
+
+def phase(s, api, pool, uuids, target, done, failed, timeout):
+    start = time.monotonic()
+    list(pool.map(lambda u: call(s, 'PUT', f'{api}/v1/nodes/{u}/states/provision',
+                                 json={'target': target}), uuids))
+    deadline = time.monotonic() + timeout
+    wanted = set(uuids)
+    while True:
+        states = [n for n in nodes_state(s, api) if n['uuid'] in wanted]
+        ok = [n for n in states if done(n)]
+        bad = [n for n in states if not done(n) and failed(n)]
+        if len(ok) + len(bad) == len(wanted) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    return {
+        'secs': round(time.monotonic() - start, 2),
+        'ok': len(ok),
+        'failed': len(bad),
+        'stuck': len(wanted) - len(ok) - len(bad),
+        'errors': sorted({(n.get('last_error') or '')[:200] for n in bad})[:3],
+    }, [n['uuid'] for n in ok]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('--api', required=True)
+    p.add_argument('--nodes', required=True)
+    p.add_argument('--timeout', type=int, default=1800)
+    p.add_argument('--workers', type=int, default=16)
+    a = p.parse_args()
+    with open(a.nodes) as f:
+        fleet = json.load(f)
+    s = requests.Session()
+    adapter = requests.adapters.HTTPAdapter(pool_maxsize=a.workers)
+    s.mount('http://', adapter)
+    out = {'nodes': len(fleet)}
+    with concurrent.futures.ThreadPoolExecutor(a.workers) as pool:
+        def enroll(n):
+            info = {'redfish_address': n['address'],
+                    'redfish_username': n['username'],
+                    'redfish_password': n['password'],
+                    'redfish_verify_ca': False}
+            if n.get('system_id'):
+                info['redfish_system_id'] = n['system_id']
+            return call(s, 'POST', f'{a.api}/v1/nodes', json={
+                'name': n['name'], 'driver': 'redfish', 'driver_info': info,
+                'inspect_interface': 'redfish'})['uuid']
+        start = time.monotonic()
+        uuids = list(pool.map(enroll, fleet))
+        out['enroll'] = {'secs': round(time.monotonic() - start, 2), 'ok': len(uuids)}
+        for name, target, done, failed in PHASES:
+            out[name], uuids = phase(s, a.api, pool, uuids, target, done, failed,
+                                     a.timeout)
+            if not uuids:
+                break
+    print('FLEET ' + json.dumps(out), flush=True)
+    return 0 if out.get('provide', {}).get('ok') == len(fleet) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,326 @@
+//! The fleet: one Shoal process with N BMC endpoints of their own (fake
+//! backend, a mix of vendor profiles) and the standalone Ironic enrolling
+//! all of them with the redfish hardware type, taking them through
+//! manage (power synced), inspect (redfish) and provide (no cleaning) to
+//! `available` (`drivers/ironic_fleet.py`); then the same with sushy-tools'
+//! fake driver (one gunicorn process with N systems, as the bench runs
+//! it). Everything runs in a network namespace of its own, on its
+//! loopback. Reported: Ironic's wall time per phase, the BMC side's CPU
+//! time and RSS, and the ratio of the two emulators' CPU.
+
+use std::fmt::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use super::Options;
+use crate::emulator::{rss_kib, EmulatorProcess};
+use crate::ironic::{Ironic, Layout};
+
+/// The profiles the fleet's BMCs cycle through.
+const PROFILES: &[&str] = &["generic", "idrac9", "ilo5", "supermicro-x12", "lenovo-xcc"];
+/// The first endpoint's address; the next ones count up.
+const FIRST: Ipv4Addr = Ipv4Addr::new(127, 0, 10, 1);
+const SUSHY_PORT: u16 = 8100;
+const IRONIC_PORT: u16 = 16385;
+
+/// The namespace, deleted when dropped.
+struct Namespace(String);
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        crate::netns::delete(&self.0);
+    }
+}
+
+/// CPU seconds (user + system) a process and its descendants have used.
+fn cpu_secs(pid: u32) -> f64 {
+    let tick = 100.0; // USER_HZ on Linux
+    let mut total = 0u64;
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            // Fields after the command (which may hold spaces) in parentheses.
+            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            // utime and stime are fields 14 and 15 (1-based), 12 and 13 here.
+            total += f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            total += f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        }
+        for t in std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten()
+        {
+            let Ok(t) = t else { continue };
+            if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
+                todo.extend(c.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
+            }
+        }
+    }
+    total as f64 / tick
+}
+
+/// RSS in MiB of a process and its descendants.
+fn rss_mib(pid: u32) -> f64 {
+    let mut total = 0;
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        total += rss_kib(p).unwrap_or(0);
+        for t in std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten()
+        {
+            let Ok(t) = t else { continue };
+            if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
+                todo.extend(c.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
+            }
+        }
+    }
+    total as f64 / 1024.0
+}
+
+/// One emulator's run: Ironic's figures and the BMC side's.
+struct Run {
+    fleet: Value,
+    cpu: f64,
+    rss: f64,
+}
+
+/// Ironic over the nodes in `nodes.json`, the BMC side being `pid`.
+fn drive(ns: &str, venv: &Path, dir: &Path, nodes: &[Value], pid: u32) -> Result<Run> {
+    let file = dir.join("nodes.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(nodes)?)?;
+    let layout = Layout {
+        dir: dir.join("ironic"),
+        www: dir.join("www"),
+        http_url: "http://127.0.0.1:9".into(),
+        verify_ca: None,
+        tftp_server: "127.0.0.1".into(),
+        api_port: IRONIC_PORT,
+        console_port: IRONIC_PORT + 1,
+        agent: None,
+        ilo: false,
+    };
+    std::fs::create_dir_all(&layout.www)?;
+    let ironic = Ironic::start(ns, Some(venv), &layout)?;
+    let cpu0 = cpu_secs(pid);
+    let python = crate::ironic::python(Some(venv))?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("drivers/ironic_fleet.py");
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(python)
+        .arg(script)
+        .args(["--api", &ironic.api, "--nodes"])
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .context("running drivers/ironic_fleet.py")?;
+    let cpu = cpu_secs(pid) - cpu0;
+    let rss = rss_mib(pid);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    std::fs::write(
+        dir.join("fleet.log"),
+        [&out.stdout[..], &out.stderr].concat(),
+    )?;
+    drop(ironic);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("FLEET "))
+        .with_context(|| {
+            format!(
+                "ironic_fleet.py printed no result; see {}",
+                dir.join("fleet.log").display()
+            )
+        })?;
+    Ok(Run {
+        fleet: serde_json::from_str(line)?,
+        cpu,
+        rss,
+    })
+}
+
+fn shoal(opts: &Options, ns: &str, dir: &Path, n: usize) -> Result<(EmulatorProcess, Vec<Value>)> {
+    let mut inv = String::new();
+    for i in 0..n {
+        writeln!(
+            inv,
+            "[[systems]]\nname = \"fleet-{i}\"\npower = \"Off\"\nprofile = \"{}\"",
+            PROFILES[i % PROFILES.len()]
+        )?;
+    }
+    let cfg = dir.join("shoal.toml");
+    std::fs::write(&cfg, inv)?;
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns])
+        .arg(&opts.emulator)
+        .arg("--config")
+        .arg(&cfg)
+        .args(["--port", "0", "--ipmi-port", "0", "--endpoint-per-system"])
+        .arg(format!("{FIRST}:8000"))
+        .env("RUST_LOG", "warn");
+    let emu = EmulatorProcess::spawn_endpoints(cmd, &dir.join("shoal.log"), n)?;
+    let nodes = (0..n)
+        .map(|i| {
+            let ip = Ipv4Addr::from(u32::from(FIRST) + i as u32);
+            serde_json::json!({
+                "name": format!("shoal-{i}"),
+                "address": format!("http://{ip}:8000"),
+                "system_id": null,
+                "username": "admin",
+                "password": "password",
+            })
+        })
+        .collect();
+    Ok((emu, nodes))
+}
+
+/// sushy-tools' fake driver with `n` systems under gunicorn, inside `ns`.
+fn sushy_tools(venv: &Path, ns: &str, dir: &Path, n: usize) -> Result<(Child, Vec<Value>)> {
+    let mut conf =
+        String::from("SUSHY_EMULATOR_FAKE_DRIVER = True\nSUSHY_EMULATOR_FAKE_SYSTEMS = [\n");
+    let uuid = |i: usize| format!("f1ee7000-0000-4000-8000-{i:012x}");
+    for i in 0..n {
+        writeln!(
+            conf,
+            "    {{'uuid': '{}', 'name': 'fleet-{i}', 'power_state': 'Off', \
+             'nics': [{{'mac': '52:54:01:00:{:02x}:{:02x}', 'ip': '198.51.100.{}'}}]}},",
+            uuid(i),
+            i / 256,
+            i % 256,
+            i % 250 + 1
+        )?;
+    }
+    conf.push_str("]\n");
+    let state = dir.join("sushy-state");
+    let _ = std::fs::remove_dir_all(&state);
+    writeln!(
+        conf,
+        "SUSHY_EMULATOR_STATE_DIR = {:?}",
+        state.display().to_string()
+    )?;
+    let cfg = dir.join("sushy-tools.py");
+    std::fs::write(&cfg, conf)?;
+    let log = dir.join("sushy-tools.log");
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(venv.join("bin/gunicorn"))
+        .args(["--workers", "2", "--threads", "2", "--bind"])
+        .arg(format!("127.0.0.1:{SUSHY_PORT}"))
+        .args(["--log-level", "warning", "sushy_tools.emulator.main:app"])
+        .env("SUSHY_EMULATOR_CONFIG", &cfg)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log)?)
+        .stderr(std::fs::File::options().append(true).open(&log)?)
+        .spawn()
+        .context("starting gunicorn (sushy-tools)")?;
+    let addr: SocketAddr = ([127, 0, 0, 1], SUSHY_PORT).into();
+    let started = Instant::now();
+    while crate::netns::inside(ns, move || Ok(std::net::TcpStream::connect(addr)?)).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            bail!("sushy-tools exited ({status}); see {}", log.display());
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            bail!("sushy-tools did not listen; see {}", log.display());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let nodes = (0..n)
+        .map(|i| {
+            serde_json::json!({
+                "name": format!("sushy-{i}"),
+                "address": format!("http://127.0.0.1:{SUSHY_PORT}"),
+                "system_id": format!("/redfish/v1/Systems/{}", uuid(i)),
+                "username": "admin",
+                "password": "password",
+            })
+        })
+        .collect();
+    Ok((child, nodes))
+}
+
+fn phase_line(name: &str, r: &Run, n: usize) -> String {
+    let mut s = format!("  {name}:");
+    for p in ["enroll", "manage", "inspect", "provide"] {
+        let v = &r.fleet[p];
+        if v.is_null() {
+            write!(s, " {p} not reached;").ok();
+            continue;
+        }
+        write!(
+            s,
+            " {p} {:.1} s ({}/{n}{});",
+            v["secs"].as_f64().unwrap_or(0.0),
+            v["ok"].as_u64().unwrap_or(0),
+            match v["failed"].as_u64().unwrap_or(0) + v["stuck"].as_u64().unwrap_or(0) {
+                0 => String::new(),
+                bad => {
+                    let first = v["errors"][0].as_str().unwrap_or("stuck");
+                    let cut: String = first.chars().take(120).collect();
+                    format!(", {bad} not; first: {cut}")
+                }
+            }
+        )
+        .ok();
+    }
+    write!(s, " BMC side {:.1} CPU s, RSS {:.1} MiB", r.cpu, r.rss).ok();
+    s
+}
+
+/// The fleet run; its lines for the report.
+pub fn run(opts: &Options, ironic_venv: &Path, n: usize) -> Result<String> {
+    let ns = Namespace(format!("shoal-fleet-{}", std::process::id()));
+    crate::netns::create(&ns.0)?;
+    let dir = opts.out.join("fleet");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut text = format!(
+        "fleet: {n} BMCs, the standalone Ironic enrolling them (redfish hardware type: \
+         enroll, manage, inspect, provide without cleaning)\n"
+    );
+    super::progress(&format!(
+        "fleet: Shoal with {n} BMC endpoints and Ironic ..."
+    ));
+    let shoal_dir = dir.join("shoal");
+    std::fs::create_dir_all(&shoal_dir)?;
+    let (emu, nodes) = shoal(opts, &ns.0, &shoal_dir, n)?;
+    let ours = drive(&ns.0, ironic_venv, &shoal_dir, &nodes, emu.pid())?;
+    drop(emu);
+    text.push_str(&phase_line("shoal", &ours, n));
+    text.push('\n');
+    if let Some(venv) = &opts.sushy_venv {
+        super::progress(&format!(
+            "fleet: sushy-tools with {n} systems and Ironic ..."
+        ));
+        let sushy_dir = dir.join("sushy-tools");
+        std::fs::create_dir_all(&sushy_dir)?;
+        let (mut child, nodes) = sushy_tools(venv, &ns.0, &sushy_dir, n)?;
+        let theirs = drive(&ns.0, ironic_venv, &sushy_dir, &nodes, child.id());
+        // gunicorn's master stops its workers on TERM.
+        // SAFETY: kill(2) on the pid of a child this function started and
+        // has not reaped; it touches no memory.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let _ = child.wait();
+        let theirs = theirs?;
+        text.push_str(&phase_line("sushy-tools", &theirs, n));
+        text.push('\n');
+        let done = |r: &Run| r.fleet["provide"]["ok"].as_u64() == Some(n as u64);
+        if ours.cpu > 0.0 {
+            writeln!(
+                text,
+                "  BMC-side CPU, sushy-tools/shoal: {:.1}x{}",
+                theirs.cpu / ours.cpu,
+                if done(&theirs) {
+                    ""
+                } else {
+                    " (sushy-tools' nodes did not all reach available: over less work)"
+                }
+            )?;
+        }
+    }
+    Ok(text)
+}
