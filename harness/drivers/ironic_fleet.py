@@ -23,8 +23,20 @@ import requests
 HEADERS = {'X-OpenStack-Ironic-API-Version': '1.87'}
 
 
+def transient(r):
+    """What Ironic's own client retries: a node locked by the conductor
+    (409), the service busy (503), and with SQLite, as metal3 runs Ironic,
+    a database locked by another writer."""
+    return r.status_code in (409, 503) or (
+        r.status_code == 500 and 'database is locked' in r.text)
+
+
 def call(s, method, url, **kw):
-    r = s.request(method, url, headers=HEADERS, timeout=120, **kw)
+    for attempt in range(60):
+        r = s.request(method, url, headers=HEADERS, timeout=120, **kw)
+        if not transient(r):
+            break
+        time.sleep(min(0.2 * (attempt + 1), 2))
     if r.status_code >= 400:
         raise RuntimeError(f'{method} {url}: {r.status_code} {r.text[:300]}')
     return r.json() if r.content else None
@@ -86,7 +98,7 @@ def main():
     p.add_argument('--api', required=True)
     p.add_argument('--nodes', required=True)
     p.add_argument('--timeout', type=int, default=1800)
-    p.add_argument('--workers', type=int, default=16)
+    p.add_argument('--workers', type=int, default=8)
     a = p.parse_args()
     with open(a.nodes) as f:
         fleet = json.load(f)
