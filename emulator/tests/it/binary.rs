@@ -34,6 +34,17 @@ fn curl(args: &[&str]) -> (u16, String, Value) {
     )
 }
 
+/// Starts the binary with config file `cfg`, which must stop it; its
+/// stderr.
+fn start_fails(cfg: &std::path::Path) -> String {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args(["--port", "0", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "started with {}", cfg.display());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 fn header(headers: &str, name: &str) -> Option<String> {
     headers.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
@@ -137,12 +148,7 @@ fn bad_config_fails_at_start_up_naming_file_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("inventory.toml");
     std::fs::write(&cfg, "[[systems]]\nname = \"a\"\narch = \"sparc\"\n").unwrap();
-    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
-        .args(["--port", "0", "--config", cfg.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = start_fails(&cfg);
     assert!(
         err.contains("inventory.toml") && err.contains("systems[0].arch") && err.contains("x86_64"),
         "{err}"
@@ -336,12 +342,7 @@ fn endpoint_mistakes_stop_the_start_naming_the_key() {
         "[[systems]]\nname = \"a\"\n[[endpoints]]\nlisten = \"127.0.1.9:0\"\nsystems = [\"b\"]\n",
     )
     .unwrap();
-    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
-        .args(["--port", "0", "--config", cfg.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = start_fails(&cfg);
     assert!(
         err.contains("endpoints[0].systems[0]") && err.contains("\"b\""),
         "{err}"
@@ -511,12 +512,7 @@ fn faults_in_the_config_are_checked_at_start() {
         "[faults]\nseed = 3\n[[faults.rules]]\ndrop_rate = 1.5\n",
     )
     .unwrap();
-    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
-        .args(["--port", "0", "--config", cfg.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = start_fails(&cfg);
     assert!(err.contains("faults.rules[0].drop_rate"), "{err}");
 }
 
@@ -611,12 +607,7 @@ fn a_sushy_tools_configuration_with_code_fails_at_start_up_naming_the_line() {
         "SUSHY_EMULATOR_LISTEN_PORT = 8000\nimport os\nSUSHY_EMULATOR_LIBVIRT_URI = os.environ['X']\n",
     )
     .unwrap();
-    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
-        .args(["--port", "0", "--config", conf.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = start_fails(&conf);
     assert!(
         err.contains("emulator.conf: line 2: `import` is code"),
         "{err}"

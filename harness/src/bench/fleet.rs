@@ -76,20 +76,12 @@ impl Drop for Namespace {
     }
 }
 
-/// CPU seconds (user + system) a process and its descendants have used.
-fn cpu_secs(pid: u32) -> f64 {
-    let tick = 100.0; // USER_HZ on Linux
-    let mut total = 0u64;
+/// A process and its descendants, from `/proc`.
+fn tree(pid: u32) -> Vec<u32> {
+    let mut all = Vec::new();
     let mut todo = vec![pid];
     while let Some(p) = todo.pop() {
-        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
-            // Fields after the command (which may hold spaces) in parentheses.
-            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            // utime and stime are fields 14 and 15 (1-based), 12 and 13 here.
-            total += f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-            total += f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        }
+        all.push(p);
         for t in std::fs::read_dir(format!("/proc/{p}/task"))
             .into_iter()
             .flatten()
@@ -100,26 +92,33 @@ fn cpu_secs(pid: u32) -> f64 {
             }
         }
     }
-    total as f64 / tick
+    all
+}
+
+/// CPU seconds (user + system) a process and its descendants have used.
+fn cpu_secs(pid: u32) -> f64 {
+    let tick = 100.0; // USER_HZ on Linux
+    let ticks: u64 = tree(pid)
+        .into_iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .map(|stat| {
+            // The fields after the command (which may hold spaces), whose
+            // 12th and 13th are utime and stime.
+            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            [11, 12]
+                .iter()
+                .filter_map(|&i| f.get(i)?.parse::<u64>().ok())
+                .sum::<u64>()
+        })
+        .sum();
+    ticks as f64 / tick
 }
 
 /// RSS in MiB of a process and its descendants.
 fn rss_mib(pid: u32) -> f64 {
-    let mut total = 0;
-    let mut todo = vec![pid];
-    while let Some(p) = todo.pop() {
-        total += rss_kib(p).unwrap_or(0);
-        for t in std::fs::read_dir(format!("/proc/{p}/task"))
-            .into_iter()
-            .flatten()
-        {
-            let Ok(t) = t else { continue };
-            if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
-                todo.extend(c.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
-            }
-        }
-    }
-    total as f64 / 1024.0
+    let kib: u64 = tree(pid).into_iter().filter_map(rss_kib).sum();
+    kib as f64 / 1024.0
 }
 
 /// One emulator's run: Ironic's figures and the BMC side's.

@@ -298,8 +298,12 @@ impl Inner {
     /// Notes that connection `i` serves this domain.
     fn seen(&self, i: usize, id: &str, name: &str) {
         let mut homes = self.homes();
-        if homes.get(id).is_none_or(|(h, n)| *h != i || n != name) {
-            homes.insert(id.to_string(), (i, name.to_string()));
+        match homes.get_mut(id) {
+            Some((h, n)) if *h == i && n == name => {}
+            Some(home) => *home = (i, name.to_string()),
+            None => {
+                homes.insert(id.to_string(), (i, name.to_string()));
+            }
         }
     }
 
