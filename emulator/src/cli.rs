@@ -36,8 +36,10 @@ pub struct Cli {
     /// system `fake`.
     #[arg(long, conflicts_with_all = ["libvirt_uris", "fake_systems", "ironic_cloud", "os_cloud"])]
     pub fake: bool,
-    /// sushy-emulator's Ironic backend (not served yet: refused).
-    #[arg(long, conflicts_with = "os_cloud")]
+    /// Serve the nodes of a standalone Ironic as systems (sushy-emulator's
+    /// Ironic backend): the cloud's name in clouds.yaml (found as
+    /// openstacksdk finds it; auth_type none or http_basic).
+    #[arg(long, env = "SHOAL_IRONIC_CLOUD", conflicts_with_all = ["os_cloud", "libvirt_uris", "fake_systems"])]
     pub ironic_cloud: Option<String>,
     /// sushy-emulator's OpenStack (Nova) backend (not served: refused).
     #[arg(long)]
@@ -209,6 +211,11 @@ pub enum BackendChoice {
         graceful_timeout: Duration,
         media: crate::backend::download::MediaOptions,
     },
+    /// Ironic's nodes (`--ironic-cloud`), each with `profile`.
+    Ironic {
+        cloud: crate::backend::ironic::cloud::Cloud,
+        profile: String,
+    },
 }
 
 /// Where endpoints of their own are, beside the main service root.
@@ -266,6 +273,10 @@ pub enum CliError {
     Ipmi(String),
     #[error("{0}: {1}")]
     Unsupported(&'static str, &'static str),
+    #[error(transparent)]
+    Cloud(#[from] crate::backend::ironic::cloud::CloudError),
+    #[error("--ironic-cloud serves Ironic's nodes; it cannot be combined with {0}")]
+    IronicAnd(&'static str),
 }
 
 impl Cli {
@@ -277,12 +288,6 @@ impl Cli {
             return Err(CliError::Unsupported(
                 "--os-cloud",
                 "Shoal has no OpenStack (Nova) backend: it serves libvirt domains or fake systems",
-            ));
-        }
-        if self.ironic_cloud.is_some() {
-            return Err(CliError::Unsupported(
-                "--ironic-cloud",
-                "Shoal has no Ironic backend yet: it serves libvirt domains or fake systems",
             ));
         }
         let path = self.sushy_config.as_ref().or(self
@@ -345,12 +350,30 @@ impl Cli {
             ([], Some(sushy::Driver::Libvirt(uri))) => vec![uri.clone()],
             (uris, _) => uris.to_vec(),
         };
+        // sushy-emulator's --ironic-cloud wins over its configuration's.
+        let ironic = match (&self.ironic_cloud, sushy.as_ref().map(|c| &c.driver)) {
+            (Some(c), _) | (None, Some(sushy::Driver::Ironic(c))) => Some(c.clone()),
+            _ => None,
+        };
+        let libvirt_uris = if ironic.is_some() && self.libvirt_uris.is_empty() {
+            Vec::new()
+        } else {
+            libvirt_uris
+        };
         let libvirt = !libvirt_uris.is_empty();
+        let ironic = match ironic {
+            None => None,
+            Some(_) if libvirt => return Err(CliError::IronicAnd("--libvirt-uri")),
+            Some(_) if self.fake_systems.is_some() || !cfg.systems.is_empty() => {
+                return Err(CliError::IronicAnd("fake systems"))
+            }
+            Some(name) => Some(crate::backend::ironic::cloud::load(&name)?),
+        };
         if libvirt && (self.fake_systems.is_some() || !cfg.systems.is_empty()) {
             return Err(CliError::LibvirtAndFake);
         }
         let systems = match (cfg.systems.is_empty(), self.fake_systems) {
-            _ if libvirt => Vec::new(),
+            _ if libvirt || ironic.is_some() => Vec::new(),
             (false, Some(_)) => return Err(CliError::BothInventories),
             // sushy-tools' fake systems, as many as its configuration
             // lets through (none is an empty collection, as there).
@@ -425,7 +448,9 @@ impl Cli {
                 fetch_media: self.fake_fetch_media.then(|| media.clone()),
             },
             systems,
-            backend: if libvirt {
+            backend: if let Some(cloud) = ironic {
+                BackendChoice::Ironic { cloud, profile }
+            } else if libvirt {
                 BackendChoice::Libvirt {
                     profile,
                     uris: libvirt_uris,

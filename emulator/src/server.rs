@@ -61,6 +61,10 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
                     .map_err(anyhow::Error::msg)?,
             ))
         }
+        BackendChoice::Ironic { cloud, profile } => Ok(Arc::new(
+            crate::backend::ironic::IronicBackend::connect(cloud, profile.clone())
+                .map_err(anyhow::Error::msg)?,
+        )),
         #[cfg(not(feature = "libvirt"))]
         BackendChoice::Libvirt { .. } => {
             anyhow::bail!("this shoal-emulator was built without the `libvirt` feature (cargo build --features libvirt)")

@@ -291,6 +291,7 @@ fn unsupported(u: &Unsupported) -> Msg {
         Unsupported::Insert(_) => Msg::new("ActionNotSupported", &[INSERT]),
         Unsupported::Eject(_) => Msg::new("ActionNotSupported", &["VirtualMedia.EjectMedia"]),
         Unsupported::Console => Msg::new("ActionNotSupported", &["Serial console"]),
+        Unsupported::Refused(why) => Msg::new("ActionNotSupported", &[why]),
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod download;
 pub mod fake;
+pub mod ironic;
 #[cfg(feature = "libvirt")]
 pub mod libvirt;
 pub mod view;
@@ -57,6 +58,10 @@ pub enum Unsupported {
     Eject(MediaSlot),
     #[error("a serial console")]
     Console,
+    /// What the machine's controller refused, in its words (the Ironic
+    /// backend: what Ironic or its driver cannot do for this node).
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// Why InsertMedia's image is not in the device. Whatever keeps an image

@@ -43,6 +43,8 @@ fn default_state_dir() -> PathBuf {
 pub enum Driver {
     Fake(Vec<FakeSystem>),
     Libvirt(String),
+    /// `SUSHY_EMULATOR_IRONIC_CLOUD`: the cloud's name in clouds.yaml.
+    Ironic(String),
 }
 
 /// One entry of `SUSHY_EMULATOR_FAKE_SYSTEMS`.
@@ -124,7 +126,7 @@ impl SushyConfig {
                     .filter(|s| self.allows(s))
                     .map(FakeSystem::entry)
                     .collect(),
-                Driver::Libvirt(_) => Vec::new(),
+                Driver::Libvirt(_) | Driver::Ironic(_) => Vec::new(),
             },
             ..Default::default()
         }
@@ -300,6 +302,7 @@ pub fn parse(file: &str, text: &str, fake: bool) -> Result<SushyConfig, ConfigEr
     let mut libvirt_uri = None;
     let (mut cert, mut key) = (None, None);
     let mut other_backend: Option<(String, &'static str)> = None;
+    let mut ironic_cloud: Option<String> = None;
     let mut notifier_keys = false;
     for a in &assignments {
         let k = Key { file, a };
@@ -371,13 +374,7 @@ pub fn parse(file: &str, text: &str, fake: bool) -> Result<SushyConfig, ConfigEr
                 }
             }
             "SUSHY_EMULATOR_IRONIC_CLOUD" => {
-                if let Some(s) = k.string()? {
-                    other_backend.get_or_insert((
-                        format!("line {}: {} = {s:?}", a.line, a.name),
-                        "Shoal has no Ironic backend yet: it serves libvirt domains or \
-                         fake systems",
-                    ));
-                }
+                ironic_cloud = k.string()?.filter(|c| !c.is_empty()).map(str::to_string)
             }
             "SUSHY_EMULATOR_OS_VMEDIA_IMAGE_FILE_UPLOAD"
             | "SUSHY_EMULATOR_OS_VMEDIA_DELAY_EJECT" => {
@@ -597,14 +594,22 @@ pub fn parse(file: &str, text: &str, fake: bool) -> Result<SushyConfig, ConfigEr
         if fake_systems.is_some() {
             c.notes.push(format!(
                 "{file}: SUSHY_EMULATOR_FAKE_SYSTEMS: not used, as \
-                 SUSHY_EMULATOR_FAKE_DRIVER is not set (sushy-tools serves libvirt)"
+                 SUSHY_EMULATOR_FAKE_DRIVER is not set (sushy-tools serves {})",
+                if ironic_cloud.is_some() {
+                    "Ironic's nodes"
+                } else {
+                    "libvirt"
+                }
             ));
         }
-        Driver::Libvirt(
-            libvirt_uri
-                .filter(|u| !u.is_empty())
-                .unwrap_or_else(|| DEFAULT_LIBVIRT_URI.into()),
-        )
+        match ironic_cloud {
+            Some(cloud) => Driver::Ironic(cloud),
+            None => Driver::Libvirt(
+                libvirt_uri
+                    .filter(|u| !u.is_empty())
+                    .unwrap_or_else(|| DEFAULT_LIBVIRT_URI.into()),
+            ),
+        }
     };
     Ok(c)
 }
@@ -880,6 +885,17 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
         let c = parse("e.conf", "SUSHY_EMULATOR_LISTEN_IP = u''\n", false).unwrap();
         assert_eq!(c.driver, Driver::Libvirt(DEFAULT_LIBVIRT_URI.into()));
         assert_eq!(c.listen_ip, None);
+        // sushy-tools' order: the fake driver, then Nova, then Ironic,
+        // then libvirt.
+        let ironic = "SUSHY_EMULATOR_IRONIC_CLOUD = 'lab'\n";
+        let c = parse("e.conf", ironic, false).unwrap();
+        assert_eq!(c.driver, Driver::Ironic("lab".into()));
+        assert!(matches!(
+            parse("e.conf", ironic, true).unwrap().driver,
+            Driver::Fake(_)
+        ));
+        let nova = format!("{ironic}SUSHY_EMULATOR_OS_CLOUD = 'nova'\n");
+        assert!(parse("e.conf", &nova, false).is_err());
     }
 
     #[test]
@@ -983,10 +999,6 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
             (
                 "SUSHY_EMULATOR_OS_CLOUD = 'devstack'\n",
                 "no OpenStack (Nova) backend",
-            ),
-            (
-                "SUSHY_EMULATOR_IRONIC_CLOUD = 'ironic'\n",
-                "no Ironic backend yet",
             ),
             (
                 "SUSHY_EMULATOR_VMEDIA_DEVICES = {'Usb': {'Name': 'USB', 'MediaTypes': ['USBStick']}}\n",

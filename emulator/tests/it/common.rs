@@ -495,8 +495,15 @@ pub fn venv_program(name: &str) -> Option<std::path::PathBuf> {
 /// path answers 200 with its bytes, anything else 404. Runs until the
 /// test process ends.
 pub fn file_server(files: Vec<(&'static str, Vec<u8>)>) -> String {
+    file_server_on(std::net::TcpListener::bind("127.0.0.1:0").unwrap(), files)
+}
+
+/// The same on a listener of the caller's (one in a network namespace).
+pub fn file_server_on(
+    listener: std::net::TcpListener,
+    files: Vec<(&'static str, Vec<u8>)>,
+) -> String {
     use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         for stream in listener.incoming() {

@@ -23,6 +23,7 @@ mod binary;
 mod common;
 mod drivers;
 mod ipmi;
+mod ironic_backend;
 #[cfg(feature = "libvirt")]
 mod libvirt;
 #[cfg(feature = "libvirt")]
