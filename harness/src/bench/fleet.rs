@@ -126,6 +126,23 @@ struct Run {
     fleet: Value,
     cpu: f64,
     rss: f64,
+    /// Ironic's power-sync loops over the fleet: how many ran, and the
+    /// last one's wall time (its `_sync_power_states` logs each at debug).
+    power_sync: Option<(usize, f64)>,
+}
+
+/// The power-sync loops in an Ironic log: how many, and the last one's
+/// seconds.
+fn power_sync(log: &str) -> Option<(usize, f64)> {
+    let secs: Vec<f64> = log
+        .lines()
+        .filter(|l| l.contains("Completed power state sync operation"))
+        .filter_map(|l| {
+            let (_, tail) = l.rsplit_once(" in ")?;
+            tail.trim().strip_suffix("seconds")?.trim().parse().ok()
+        })
+        .collect();
+    Some((secs.len(), *secs.last()?))
 }
 
 /// Ironic over the nodes in `nodes.json`, the BMC side being `pid`.
@@ -165,6 +182,9 @@ fn drive(ns: &str, venv: &Path, dir: &Path, nodes: &[Value], pid: u32) -> Result
         [&out.stdout[..], &out.stderr].concat(),
     )?;
     drop(ironic);
+    let power_sync = std::fs::read_to_string(layout.dir.join("ironic.log"))
+        .ok()
+        .and_then(|l| power_sync(&l));
     let line = stdout
         .lines()
         .find_map(|l| l.strip_prefix("FLEET "))
@@ -178,6 +198,7 @@ fn drive(ns: &str, venv: &Path, dir: &Path, nodes: &[Value], pid: u32) -> Result
         fleet: serde_json::from_str(line)?,
         cpu,
         rss,
+        power_sync,
     })
 }
 
@@ -307,6 +328,14 @@ fn phase_line(name: &str, r: &Run, n: usize) -> String {
         .ok();
     }
     write!(s, " BMC side {:.1} CPU s, RSS {:.1} MiB", r.cpu, r.rss).ok();
+    match r.power_sync {
+        Some((loops, last)) => write!(
+            s,
+            "; Ironic's power sync over the fleet: {last:.2} s (the last of {loops} loops)"
+        ),
+        None => write!(s, "; no power-sync loop ran"),
+    }
+    .ok();
     s
 }
 
@@ -372,4 +401,17 @@ pub fn run(opts: &Options, ironic_venv: &Path, n: usize) -> Result<String> {
         }
     }
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn power_sync_loops_are_read_from_ironics_debug_lines() {
+        let log = "2026-12-05 00:00:01.1 12 DEBUG ironic.conductor.manager [-] Completed power \
+                   state sync operation, evaluated 0 nodes with 0 workers in 0.01 seconds\n\
+                   x\n2026-12-05 00:01:01.1 12 DEBUG ironic.conductor.manager [-] Completed power \
+                   state sync operation, evaluated 7 nodes with 8 workers in 2.53 seconds\n";
+        assert_eq!(super::power_sync(log), Some((2, 2.53)));
+        assert_eq!(super::power_sync("nothing"), None);
+    }
 }
