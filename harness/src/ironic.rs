@@ -56,6 +56,9 @@ pub struct Layout {
     /// Ironic 35 with HPE's `ilo5` hardware type enabled (its iLO power,
     /// ilo5 management and `ilo-virtual-media` boot, over proliantutils).
     pub ilo: bool,
+    /// An htpasswd file (bcrypt): the API asks for HTTP Basic credentials
+    /// (`auth_strategy = http_basic`, as Bifrost and metal3 run it).
+    pub basic_auth: Option<PathBuf>,
 }
 
 /// What a case whose node deploys through ironic-python-agent sets.
@@ -168,7 +171,7 @@ deploy_logs_local_path = {d}/agent-logs
         format!(
             "# Written by shoal-harness for one case: standalone Ironic, no auth, no RPC bus.
 [DEFAULT]
-auth_strategy = noauth
+{auth}
 rpc_transport = none
 host = shoal-ironic
 debug = true
@@ -256,6 +259,13 @@ dhcp_leasefile = {d}/dhcp-leases
 lock_path = {d}/locks
 {ilo_section}{agent}",
             grub = grub.display(),
+            auth = match &self.basic_auth {
+                Some(f) => format!(
+                    "auth_strategy = http_basic\nhttp_basic_auth_user_file = {}",
+                    f.display()
+                ),
+                None => "auth_strategy = noauth".into(),
+            },
             port = self.api_port,
             http_url = self.http_url,
             tftp = self.tftp_server,
@@ -278,6 +288,20 @@ linux {{ linux }} {{ kernel_params }} --
 initrd {{ initrd }}
 }
 ";
+
+/// Whether `GET /v1` on the API's port inside `ns` answers 200.
+fn api_answers(ns: &str, port: u16) -> bool {
+    use std::io::{Read, Write};
+    crate::netns::inside(ns, move || {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        s.write_all(b"GET /v1 HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head)?;
+        Ok(head.ends_with(b"200"))
+    })
+    .unwrap_or(false)
+}
 
 /// The process groups of the Ironic services running now, for
 /// `stop_all` (a run interrupted by a signal leaves without dropping them).
@@ -393,8 +417,17 @@ impl Ironic {
                     dir.join("ironic-stdout.log").display()
                 );
             }
-            if ironic.node(&["wait-api"], Duration::from_secs(30)).is_ok() {
+            // With credentials required, the public `/v1` says the API is
+            // up (ironic_node.py talks without credentials).
+            let up = match layout.basic_auth {
+                Some(_) => api_answers(ns, layout.api_port),
+                None => ironic.node(&["wait-api"], Duration::from_secs(30)).is_ok(),
+            };
+            if up {
                 break;
+            }
+            if layout.basic_auth.is_some() {
+                std::thread::sleep(Duration::from_millis(250));
             }
             if start.elapsed() > Duration::from_secs(90) {
                 bail!(
@@ -572,6 +605,7 @@ mod tests {
             console_port: 18003,
             agent: None,
             ilo: false,
+            basic_auth: None,
         }
     }
 

@@ -19,6 +19,14 @@ use shoal_harness::ironic::{Ironic, Layout};
 use crate::common::required;
 
 const MAC: &str = "52:54:00:1c:0f:01";
+/// Ironic's account (`auth_strategy = http_basic`).
+const USER: &str = "ironic";
+const PASS: &str = "s3cret-ironic";
+
+fn b64(s: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
 
 struct Ns(String);
 
@@ -75,6 +83,12 @@ fn http(ns: &str, method: &str, url: &str, body: Option<Value>) -> (u16, Value) 
             .method(method.as_str())
             .uri(&url)
             .header("X-OpenStack-Ironic-API-Version", "1.89")
+            // Ironic's credentials (its API asks for them); the
+            // emulators, without accounts, ignore them.
+            .header(
+                "Authorization",
+                format!("Basic {}", b64(&format!("{USER}:{PASS}"))),
+            )
             .header("Content-Type", "application/json");
         let resp = match body {
             Some(b) => agent.run(req.body(serde_json::to_vec(&b)?)?),
@@ -135,6 +149,7 @@ fn ironic_nodes_are_systems_and_what_is_asked_of_them_reaches_the_machine() {
         console_port: 16391,
         agent: None,
         ilo: false,
+        basic_auth: Some(crate::common::htpasswd(dir.path(), USER, PASS, 4)),
     };
     std::fs::create_dir_all(&layout.www).unwrap();
     let ironic = Ironic::start(&ns.0, Some(&venv), &layout).unwrap();
@@ -177,13 +192,32 @@ fn ironic_nodes_are_systems_and_what_is_asked_of_them_reaches_the_machine() {
     let clouds = dir.path().join("clouds.yaml");
     std::fs::write(
         &clouds,
-        format!("clouds:\n  lab:\n    auth_type: none\n    baremetal_endpoint_override: {api}\n"),
+        format!(
+            "clouds:\n  lab:\n    auth_type: http_basic\n    baremetal_endpoint_override: {api}\n    \
+             auth: {{username: {USER}, password: {PASS}}}\n  \
+             wrong:\n    auth_type: http_basic\n    baremetal_endpoint_override: {api}\n    \
+             auth: {{username: {USER}, password: not-it}}\n"
+        ),
     )
     .unwrap();
     let front = emulator(
         &ns.0,
         &["--ironic-cloud", "lab"],
         &[("OS_CLIENT_CONFIG_FILE", clouds.to_str().unwrap())],
+    );
+    // The wrong password: the start stops, saying so.
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args(["--port", "0", "--ironic-cloud", "wrong"])
+        .env("OS_CLIENT_CONFIG_FILE", &clouds)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("refused the credentials"),
+        "{err}"
     );
     let get = |url: &str| http(&ns.0, "GET", url, None);
     let (status, coll) = get(&format!("{}/redfish/v1/Systems", front.url));

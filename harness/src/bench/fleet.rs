@@ -159,6 +159,7 @@ fn drive(ns: &str, venv: &Path, dir: &Path, nodes: &[Value], pid: u32) -> Result
         console_port: IRONIC_PORT + 1,
         agent: None,
         ilo: false,
+        basic_auth: None,
     };
     std::fs::create_dir_all(&layout.www)?;
     let ironic = Ironic::start(ns, Some(venv), &layout)?;

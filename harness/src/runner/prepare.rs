@@ -330,6 +330,7 @@ fn ironic_layout(s: &Scenario, index: u8, host: Ipv4Addr, dir: &Path) -> Result<
             .map(|_| case.join("tls").join("run-ca.pem")),
         tftp_server: server,
         ilo: s.ironic.as_ref().is_some_and(|n| n.driver.ironic35()),
+        basic_auth: None,
         api_port: 16000 + u16::from(index),
         console_port: 18000 + u16::from(index),
         agent: s

@@ -117,7 +117,17 @@ impl Client {
             ));
         }
         c.version = max.min(WANTED);
-        Ok(c)
+        // `/v1` is public; the node list is not: the credentials are
+        // checked now, not at a client's first request.
+        match c.call("GET", "/v1/nodes?limit=1&fields=uuid", None) {
+            Ok(_) => Ok(c),
+            Err(BackendError::Internal(why))
+                if why.contains("HTTP 401") || why.contains("HTTP 403") =>
+            {
+                Err(format!("{here} refused the credentials: {why}"))
+            }
+            Err(e) => Err(format!("{here}: {e}")),
+        }
     }
 
     pub fn at_least(&self, minor: u32) -> bool {
