@@ -85,6 +85,17 @@ pub fn state(settings: &Settings) -> Result<AppState> {
     .with_profiles(settings.profiles.clone())
     .with_faults(Arc::new(Faults::new(settings.faults.clone())));
     st.power_off_disabled = settings.power_off_disabled;
+    // What an image fetch checks by default: the fake without
+    // --fake-fetch-media fetches nothing, so checks nothing.
+    st.media_verifies = match &settings.backend {
+        BackendChoice::Fake => settings
+            .fake
+            .fetch_media
+            .as_ref()
+            .is_some_and(|m| !m.insecure),
+        BackendChoice::Libvirt { media, .. } => !media.insecure,
+        BackendChoice::Ironic { .. } => true,
+    };
     Ok(st)
 }
 

@@ -93,19 +93,47 @@ fn date(secs: i64) -> String {
     crate::timefmt::rfc3339_unix(secs)
 }
 
+/// What a collection's certificates are for, as their resources say.
+pub(super) struct CertUse {
+    /// `Name`, before the Id.
+    pub name: &'static str,
+    pub description: &'static str,
+    /// `CertificateUsageTypes`.
+    pub usage: &'static str,
+    /// Whether the firmware holds it (`UefiSignatureOwner`).
+    pub uefi: bool,
+}
+
+const BOOT: CertUse = CertUse {
+    name: "HTTPS Boot Certificate",
+    description: "A CA the firmware trusts when it boots over HTTPS",
+    usage: "BIOS",
+    uefi: true,
+};
+
 fn cert_json(base: &str, id: u32, der: &[u8]) -> Result<Value, ApiError> {
+    cert_resource(base, id, der, &BOOT)
+}
+
+/// The Certificate resource of `der`, Id `id`, in the collection `base`.
+pub(super) fn cert_resource(
+    base: &str,
+    id: u32,
+    der: &[u8],
+    what: &CertUse,
+) -> Result<Value, ApiError> {
     // Only certificates that parsed are ever kept.
     let info =
         CertInfo::parse(der).map_err(|e| ApiError::Internal(format!("certificate {id}: {e}")))?;
-    Ok(json!({
+    let mut v = json!({
         "@odata.type": "#Certificate.v1_8_0.Certificate",
         "@odata.id": format!("{base}/{id}"),
         "Id": id.to_string(),
-        "Name": format!("HTTPS Boot Certificate {id}"),
-        "Description": "A CA the firmware trusts when it boots over HTTPS",
+        "Name": format!("{} {id}", what.name),
+        "Description": what.description,
         "CertificateString": certs::to_pem(der),
         "CertificateType": "PEM",
-        "CertificateUsageTypes": ["BIOS"],
+        "CertificateUsageTypes": [what.usage],
         "Issuer": identifier(&info.issuer),
         "Subject": identifier(&info.subject),
         "ValidNotBefore": date(info.not_before),
@@ -115,8 +143,11 @@ fn cert_json(base: &str, id: u32, der: &[u8]) -> Result<Value, ApiError> {
         "FingerprintHashAlgorithm": "TPM_ALG_SHA256",
         "SignatureAlgorithm": info.signature_algorithm,
         "KeyUsage": info.key_usage,
-        "UefiSignatureOwner": SHOAL_OWNER.hyphenated().to_string(),
-    }))
+    });
+    if what.uefi {
+        v["UefiSignatureOwner"] = json!(SHOAL_OWNER.hyphenated().to_string());
+    }
+    Ok(v)
 }
 
 async fn list(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Resource, ApiError> {
@@ -180,13 +211,16 @@ pub(super) fn refused_msg(e: &CertError, text: &str, prop: &str, action: Option<
     msg.about(prop)
 }
 
-fn refused(e: &CertError, text: &str, action: Option<&str>) -> ApiError {
+pub(super) fn refused(e: &CertError, text: &str, action: Option<&str>) -> ApiError {
     ApiError::bad(refused_msg(e, text, "CertificateString", action))
 }
 
 /// The certificate of a create or replace body: `CertificateString` as PEM,
 /// `CertificateType` `PEM`. `action` names the action for its messages.
-fn read_body(body: &Map<String, Value>, action: Option<&str>) -> Result<String, ApiError> {
+pub(super) fn read_body(
+    body: &Map<String, Value>,
+    action: Option<&str>,
+) -> Result<String, ApiError> {
     let mut problems = Vec::new();
     let mut text = None;
     for k in ["CertificateString", "CertificateType"] {
@@ -222,7 +256,10 @@ fn read_body(body: &Map<String, Value>, action: Option<&str>) -> Result<String, 
     }
 }
 
-fn unknown_properties(body: &Map<String, Value>, known: &[&str]) -> Result<(), ApiError> {
+pub(super) fn unknown_properties(
+    body: &Map<String, Value>,
+    known: &[&str],
+) -> Result<(), ApiError> {
     let unknown: Vec<Msg> = body
         .keys()
         .filter(|k| !k.starts_with('@') && !known.contains(&k.as_str()))
@@ -326,6 +363,11 @@ async fn locations(State(st): State<AppState>) -> Result<Resource, ApiError> {
                 links.push(link(&format!("{base}/{}", c.id)));
             }
         }
+        links.extend(
+            super::vmedia_certs::locations(&st, &sys)
+                .iter()
+                .map(|l| link(l)),
+        );
     }
     Ok(Resource::plain(
         json!({
@@ -376,6 +418,9 @@ async fn replace(
             &["CertificateUri", REPLACE],
         ))
     };
+    if target.contains("/VirtualMedia/") {
+        return super::vmedia_certs::replace(&st, target, &text).await;
+    }
     // /redfish/v1/Systems/{id}/Boot/Certificates/{cert}
     let rest = target
         .trim_end_matches('/')

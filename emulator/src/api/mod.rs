@@ -41,6 +41,7 @@ mod systems;
 pub mod task_store;
 mod tasks;
 mod vmedia;
+mod vmedia_certs;
 
 use axum::extract::Request;
 use axum::http::{header, StatusCode, Uri};
@@ -75,7 +76,7 @@ fn routes(f: crate::config::FeatureSet) -> Router {
             .merge(metadata::router())
             .merge(dell::router());
         if f.vmedia() {
-            r = r.merge(vmedia::router());
+            r = r.merge(vmedia::router()).merge(vmedia_certs::router());
         }
         if f.full() {
             r = r

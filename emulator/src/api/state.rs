@@ -101,6 +101,9 @@ pub struct AppState {
     /// Power-off actions are refused (sushy-tools'
     /// `SUSHY_EMULATOR_DISABLE_POWER_OFF`, `--disable-power-off`).
     pub power_off_disabled: bool,
+    /// Whether the backend checks an image server's certificate when a
+    /// device's `VerifyCertificate` was never set.
+    pub media_verifies: bool,
 }
 
 /// The ports this service's BMC answers on, set by the server once its
@@ -139,6 +142,7 @@ impl AppState {
             downtime: Arc::default(),
             ports: Arc::default(),
             power_off_disabled: false,
+            media_verifies: true,
         }
     }
 

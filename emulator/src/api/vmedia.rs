@@ -69,7 +69,7 @@ fn under_system(uri: &Uri) -> bool {
 }
 
 /// `Systems/{id}` or `Managers/{id}`, whichever the request came through.
-fn owner_of(st: &AppState, sys: &System, uri: &Uri) -> String {
+pub(super) fn owner_of(st: &AppState, sys: &System, uri: &Uri) -> String {
     if under_system(uri) {
         format!("Systems/{}", sys.id)
     } else {
@@ -107,7 +107,7 @@ async fn list(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Res
 }
 
 /// The device a URL's `{slot}` names, and its Id.
-fn slot_of(
+pub(super) fn slot_of(
     st: &AppState,
     sys: &System,
     slot: &str,
@@ -161,6 +161,8 @@ fn media_json(
         "TransferMethod": m.transfer_method.map(|p| p.as_str()),
         "UserName": m.user_name,
         "Status": { "State": "Enabled", "Health": "OK" },
+        "VerifyCertificate": sys.bmc.media_tls(slot).verify.unwrap_or(st.media_verifies),
+        "Certificates": { "@odata.id": format!("{base}/Certificates") },
     });
     if !by_patch {
         v["Actions"] = json!({
@@ -193,11 +195,8 @@ async fn member(
     Ok(Resource::new(
         media_json(&st, &sys, slot, &uri, by_patch),
         profile,
-        if by_patch || profile.hpe.is_some() {
-            "GET, PATCH"
-        } else {
-            "GET"
-        },
+        // Every device takes a PATCH of VerifyCertificate.
+        "GET, PATCH",
     ))
 }
 
@@ -215,11 +214,52 @@ async fn patch_member(
 ) -> Result<Response, ApiError> {
     let (slot, id) = slot_of(&st, &sys, &slot, &uri)?;
     let profile = st.profile(&sys);
+    let mut body = body;
+    if let Some(v) = body.remove("VerifyCertificate") {
+        // Every device takes this one, whatever else its PATCH does.
+        let Some(verify) = v.as_bool() else {
+            let shown = super::input::echo(&v.to_string());
+            return Err(ApiError::bad(
+                Msg::new("PropertyValueTypeError", &[&shown, "VerifyCertificate"])
+                    .about("VerifyCertificate"),
+            ));
+        };
+        let _guard = st.locks.lock(&sys.id).await;
+        let sys = st.backend.system(&sys.id).await?;
+        let current = media_json(&st, &sys, (slot, id), &uri, profile.vmedia.insert_by_patch);
+        json::check_if_match(&headers, &current, profile)?;
+        if !body.is_empty() && !profile.vmedia.insert_by_patch && profile.hpe.is_none() {
+            return Err(not_writable(&body, &current));
+        }
+        let tls = crate::model::MediaTls {
+            verify: Some(verify),
+            ..sys.bmc.media_tls(slot).clone()
+        };
+        st.backend
+            .apply(&sys.id, vec![Change::MediaTls(slot, tls)])
+            .await?;
+        tracing::info!(system = %sys.name, %slot, verify, "VerifyCertificate set");
+        if body.is_empty() {
+            let sys = st.backend.system(&sys.id).await?;
+            return Ok(Resource::new(
+                media_json(&st, &sys, (slot, id), &uri, profile.vmedia.insert_by_patch),
+                profile,
+                "GET, PATCH",
+            )
+            .into_response());
+        }
+    }
     if profile.hpe.is_some() && !profile.vmedia.insert_by_patch {
         return patch_boot_next(&st, &sys, (slot, id), &uri, &headers, &body).await;
     }
     if !profile.vmedia.insert_by_patch {
-        return Err(ApiError::MethodNotAllowed);
+        let sys = st.backend.system(&sys.id).await?;
+        let current = media_json(&st, &sys, (slot, id), &uri, false);
+        return Err(if body.is_empty() {
+            ApiError::bad(Msg::new("EmptyJSON", &[]))
+        } else {
+            not_writable(&body, &current)
+        });
     }
     let _guard = st.locks.lock(&sys.id).await;
     let sys = st.backend.system(&sys.id).await?;
@@ -252,7 +292,10 @@ async fn patch_member(
             }
             let _claim = st.tasks.claim(&slot_key(&sys, slot))?;
             tracing::info!(system = %sys.name, %slot, image = %image.image, "insert media (PATCH)");
-            if let Completion::Running(work) = st.backend.insert_media(&sys.id, slot, image).await?
+            if let Completion::Running(work) = st
+                .backend
+                .insert_media(&sys.id, slot, image.checked_by(sys.bmc.media_tls(slot)))
+                .await?
             {
                 // No task monitor on this route: the PATCH answers when done.
                 work.await?;
@@ -266,6 +309,19 @@ async fn patch_member(
         "GET, PATCH",
     )
     .into_response())
+}
+
+/// A PATCH of properties this device does not let a client set: each
+/// read-only one `PropertyNotWritable`, each unknown one `PropertyUnknown`.
+fn not_writable(body: &serde_json::Map<String, Value>, current: &Value) -> ApiError {
+    ApiError::BadRequest(
+        body.keys()
+            .map(|k| match current.get(k) {
+                Some(_) => Msg::new("PropertyNotWritable", &[k]).about(k),
+                None => Msg::new("PropertyUnknown", &[k]).about(k),
+            })
+            .collect(),
+    )
 }
 
 /// iLO's PATCH of a VirtualMedia device: `{"Oem": {"Hpe":
@@ -460,6 +516,8 @@ fn parse_media(
         transfer_method: method,
         user_name: json::action_str(body, "UserName", what)?.map(str::to_string),
         password: json::action_str(body, "Password", what)?.map(str::to_string),
+        verify: None,
+        cas: Vec::new(),
     })
 }
 
@@ -510,7 +568,11 @@ async fn insert(
         owner_of(&st, &sys, &uri)
     );
     tracing::info!(system = %sys.name, %slot, image = %image.image, "insert media");
-    match st.backend.insert_media(&sys.id, slot, image).await? {
+    match st
+        .backend
+        .insert_media(&sys.id, slot, image.checked_by(sys.bmc.media_tls(slot)))
+        .await?
+    {
         Completion::Done => Ok(json::no_content()),
         Completion::Running(work) => {
             let id = st.tasks.spawn(claim, INSERT, &target, work);

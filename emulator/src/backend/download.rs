@@ -148,9 +148,19 @@ pub fn download(
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(bad_image());
     }
-    let tls = ureq::tls::TlsConfig::builder()
-        .disable_verification(opts.insecure)
-        .build();
+    // The device's VerifyCertificate over the service's default; its
+    // Certificates, when it has any, are the only roots.
+    let insecure = image.verify.map_or(opts.insecure, |v| !v);
+    let mut tls = ureq::tls::TlsConfig::builder().disable_verification(insecure);
+    if !insecure && !image.cas.is_empty() {
+        let roots = image
+            .cas
+            .iter()
+            .map(|der| ureq::tls::Certificate::from_der(der).to_owned())
+            .collect();
+        tls = tls.root_certs(ureq::tls::RootCerts::Specific(std::sync::Arc::new(roots)));
+    }
+    let tls = tls.build();
     let config = ureq::Agent::config_builder()
         .timeout_global(Some(opts.timeout))
         .timeout_connect(Some(Duration::from_secs(10)))

@@ -50,6 +50,33 @@ pub struct BmcState {
     /// (`Manager.ServiceIdentification`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub service_identification: String,
+    /// How the virtual CD checks an HTTPS image server.
+    #[serde(default, skip_serializing_if = "MediaTls::is_default")]
+    pub cd_tls: MediaTls,
+    /// ... and the removable device.
+    #[serde(default, skip_serializing_if = "MediaTls::is_default")]
+    pub floppy_tls: MediaTls,
+}
+
+/// How a virtual media device checks the HTTPS server of an image it
+/// fetches (`VirtualMedia.VerifyCertificate` and `Certificates`); kept
+/// across inserts and ejects, as a BMC keeps them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MediaTls {
+    /// `VerifyCertificate` as a client set it; unset: the service's
+    /// default (`--media-insecure`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<bool>,
+    /// The CAs a verified server's chain must lead to; none: the system's
+    /// trusted roots.
+    #[serde(default, skip_serializing_if = "BootCerts::is_empty")]
+    pub certs: BootCerts,
+}
+
+impl MediaTls {
+    fn is_default(&self) -> bool {
+        *self == MediaTls::default()
+    }
 }
 
 fn is_default_policy(p: &PowerRestorePolicy) -> bool {
@@ -112,6 +139,8 @@ pub enum Change {
     Ntp(Ntp),
     /// The Manager's `ServiceIdentification`.
     ServiceIdentification(String),
+    /// A virtual media device's certificate checking, whole.
+    MediaTls(MediaSlot, MediaTls),
 }
 
 impl BmcState {
@@ -137,6 +166,8 @@ impl BmcState {
             ntp: Ntp::default(),
             power_restore: PowerRestorePolicy::default(),
             service_identification: String::new(),
+            cd_tls: MediaTls::default(),
+            floppy_tls: MediaTls::default(),
         }
     }
 
@@ -167,6 +198,10 @@ impl BmcState {
                 self.secure_boot.keys_enrolled = kind == ResetKeysType::ResetAllKeysToDefault
             }
             Change::Media(slot, state) => *self.media_mut(slot) = state,
+            Change::MediaTls(slot, tls) => match slot {
+                MediaSlot::Cd => self.cd_tls = tls,
+                MediaSlot::Floppy => self.floppy_tls = tls,
+            },
             Change::Volume {
                 change,
                 staged: true,
@@ -229,6 +264,13 @@ impl BmcState {
         match slot {
             MediaSlot::Cd => &self.cd,
             MediaSlot::Floppy => &self.floppy,
+        }
+    }
+
+    pub fn media_tls(&self, slot: MediaSlot) -> &MediaTls {
+        match slot {
+            MediaSlot::Cd => &self.cd_tls,
+            MediaSlot::Floppy => &self.floppy_tls,
         }
     }
 

@@ -14,7 +14,8 @@ mod bmc;
 
 use crate::storage::Disk;
 pub use bmc::{
-    bios_at_start, http_boot_uri_at_start, BmcState, Change, Ntp, SystemSettings, TargetSource,
+    bios_at_start, http_boot_uri_at_start, BmcState, Change, MediaTls, Ntp, SystemSettings,
+    TargetSource,
 };
 
 macro_rules! redfish_enum {
@@ -272,6 +273,20 @@ pub struct MediaImage {
     pub transfer_method: Option<TransferMethod>,
     pub user_name: Option<String>,
     pub password: Option<String>,
+    /// Whether an HTTPS server's certificate is checked (the device's
+    /// `VerifyCertificate`); `None`: the service's default.
+    pub verify: Option<bool>,
+    /// The CAs (DER) it is checked against; empty: the trusted roots.
+    pub cas: Vec<Vec<u8>>,
+}
+
+impl MediaImage {
+    /// The image fetched with the device's certificate checking.
+    pub fn checked_by(mut self, tls: &MediaTls) -> Self {
+        self.verify = tls.verify;
+        self.cas = tls.certs.certs.iter().map(|c| c.der.clone()).collect();
+        self
+    }
 }
 
 impl From<&MediaImage> for MediaState {

@@ -123,3 +123,176 @@ async fn a_slow_fakes_failed_download_fails_its_task() {
     assert_eq!(done.message_ids(), ["ResourceMissingAtURI"]);
     assert_eq!(api.get(&cd).await.body["Inserted"], false);
 }
+
+/// An HTTPS file server on loopback serving `good.iso` with a certificate
+/// of `ca`'s; its base URL.
+async fn https_server(ca: &shoal_harness::tls::Ca, dir: &std::path::Path) -> String {
+    std::fs::write(dir.join("good.iso"), fake_iso(0x9000)).unwrap();
+    let now = shoal_harness::tls::now();
+    let server = ca
+        .server(&["127.0.0.1".parse().unwrap()], now - 3600, now + 86400)
+        .unwrap();
+    let acceptor = std::sync::Arc::new(server.acceptor().unwrap());
+    let log = dir.join("http.log");
+    let app = shoal_harness::fileserver::router(dir, &log).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = shoal_harness::fileserver::serve_tls(listener, app, acceptor, &log).await;
+    });
+    format!("https://{addr}")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_device_checks_an_https_image_server_against_its_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = shoal_harness::tls::Ca::new("Shoal media test CA").unwrap();
+    let other = shoal_harness::tls::Ca::new("Another CA").unwrap();
+    let image = format!("{}/good.iso", https_server(&ca, dir.path()).await);
+    let api = fetching(true, Duration::ZERO);
+    let sys = api.system(0).await;
+    let cd = format!("{sys}/VirtualMedia/Cd");
+    let insert = format!("{cd}/Actions/VirtualMedia.InsertMedia");
+    let eject = format!("{cd}/Actions/VirtualMedia.EjectMedia");
+    let certs = format!("{cd}/Certificates");
+    let m = api.get(&cd).await.body;
+    assert_eq!(m["VerifyCertificate"], true, "{m}");
+    assert_eq!(m["Certificates"]["@odata.id"], certs);
+    assert_eq!(api.get(&certs).await.body["Members@odata.count"], 0);
+
+    // The server's CA is nobody's root: the fetch fails.
+    let r = api.post(&insert, json!({"Image": image})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.message_ids(), ["CouldNotEstablishConnection"]);
+
+    // Another CA in the device's collection: still not this server.
+    let r = api
+        .post(
+            &certs,
+            json!({"CertificateString": other.pem().unwrap(), "CertificateType": "PEM"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let other_uri = r.header("location").unwrap();
+    let r = api.post(&insert, json!({"Image": image})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+
+    // Its own CA: the image arrives.
+    let r = api
+        .post(
+            &certs,
+            json!({"CertificateString": ca.pem().unwrap(), "CertificateType": "PEM"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let ca_uri = r.header("location").unwrap();
+    assert_eq!(r.body["CertificateUsageTypes"], json!(["Device"]));
+    let r = api.post(&insert, json!({"Image": image})).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    assert_eq!(
+        api.post(&eject, json!({})).await.status,
+        StatusCode::NO_CONTENT
+    );
+    let listed = api.get(&certs).await.body;
+    assert_eq!(listed["Members@odata.count"], 2, "{listed}");
+    let locations = api
+        .get("/redfish/v1/CertificateService/CertificateLocations")
+        .await
+        .body;
+    assert!(locations.to_string().contains(&ca_uri), "{locations}");
+
+    // ReplaceCertificate: the other CA becomes this one too.
+    let r = api
+        .post(
+            "/redfish/v1/CertificateService/Actions/CertificateService.ReplaceCertificate",
+            json!({"CertificateUri": {"@odata.id": other_uri}, "CertificateString": ca.pem().unwrap(),
+                   "CertificateType": "PEM"}),
+        )
+        .await;
+    // The same CA twice in one device is refused, as for boot CAs.
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.message_ids(), ["ResourceAlreadyExists"]);
+    let third = shoal_harness::tls::Ca::new("A third CA").unwrap();
+    let r = api
+        .post(
+            "/redfish/v1/CertificateService/Actions/CertificateService.ReplaceCertificate",
+            json!({"CertificateUri": {"@odata.id": other_uri}, "CertificateString": third.pem().unwrap(),
+                   "CertificateType": "PEM"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    let replaced = api.get(&other_uri).await.body;
+    assert_eq!(
+        replaced["Subject"]["CommonName"], "A third CA",
+        "{replaced}"
+    );
+
+    // Without the CA and with checking off, the image arrives unchecked;
+    // with checking on and no certificate, the trusted roots decide.
+    assert_eq!(
+        api.req(axum::http::Method::DELETE, &ca_uri, None, &[])
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+    let r = api.patch(&cd, json!({"VerifyCertificate": false})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["VerifyCertificate"], false);
+    let r = api.post(&insert, json!({"Image": image})).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    assert_eq!(
+        api.post(&eject, json!({})).await.status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        api.req(axum::http::Method::DELETE, &other_uri, None, &[])
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+    let r = api.patch(&cd, json!({"VerifyCertificate": true})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = api.post(&insert, json!({"Image": image})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+
+    // Bad input: a clear error, nothing changed.
+    for (body, want) in [
+        (
+            json!({"VerifyCertificate": "yes"}),
+            "PropertyValueTypeError",
+        ),
+        (
+            json!({"Image": "http://192.0.2.1/x.iso"}),
+            "PropertyNotWritable",
+        ),
+        (json!({"Frobnicate": 1}), "PropertyUnknown"),
+    ] {
+        let r = api.patch(&cd, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+        assert_eq!(r.message_ids(), [want], "{body}");
+    }
+    for (body, want) in [
+        (
+            json!({"CertificateString": "not a certificate", "CertificateType": "PEM"}),
+            "PropertyValueFormatError",
+        ),
+        (
+            json!({"CertificateString": ca.pem().unwrap(), "CertificateType": "PKCS7"}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"CertificateType": "PEM"}),
+            "CreateFailedMissingReqProperties",
+        ),
+    ] {
+        let r = api.post(&certs, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+        assert_eq!(r.message_ids(), [want], "{body}");
+    }
+    assert_eq!(
+        api.get(&format!("{certs}/99")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(api.get(&certs).await.body["Members@odata.count"], 0);
+    assert_eq!(api.get(&cd).await.body["VerifyCertificate"], true);
+}

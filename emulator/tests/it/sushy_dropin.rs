@@ -36,22 +36,6 @@ const ONLY_SUSHY_TOOLS: &[(&str, &str)] = &[
          under its DMTF Id",
     ),
     (
-        "/redfish/v1/Systems/{A}/VirtualMedia/Cd/Certificates",
-        "virtual media certificates: not served yet",
-    ),
-    (
-        "/redfish/v1/Systems/{A}/VirtualMedia/Floppy/Certificates",
-        "the same",
-    ),
-    (
-        "/redfish/v1/Systems/{B}/VirtualMedia/Cd/Certificates",
-        "the same",
-    ),
-    (
-        "/redfish/v1/Systems/{B}/VirtualMedia/Floppy/Certificates",
-        "the same",
-    ),
-    (
         "/redfish/v1/UpdateService",
         "firmware updates: not served yet (sushy-tools' SimpleUpdate bumps \
          the BIOS version)",
@@ -80,14 +64,6 @@ const ONLY_SUSHY_TOOLS_LIBVIRT: &[(&str, &str)] = &[
         "/redfish/v1/Systems/{test}/Processors/CPU1",
         "sushy-tools lists a Processor per vCPU; Shoal one socket with the \
          domain's vCPUs as its cores",
-    ),
-    (
-        "/redfish/v1/Systems/{test}/VirtualMedia/Cd/Certificates",
-        "virtual media certificates: not served yet",
-    ),
-    (
-        "/redfish/v1/Systems/{test}/VirtualMedia/Floppy/Certificates",
-        "the same",
     ),
     (
         "/redfish/v1/UpdateService",

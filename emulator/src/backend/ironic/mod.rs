@@ -448,6 +448,7 @@ impl Backend for IronicBackend {
                         Change::ResetKeys(_) => "Secure Boot keys",
                         Change::Volume { .. } => "volumes",
                         Change::BootCerts(_) => "HTTPS boot certificates",
+                        Change::MediaTls(..) => "virtual media certificate checking",
                         _ => "this change",
                     };
                     return Err(refused(format!(

@@ -193,7 +193,10 @@ impl Inner {
                         transfer_method: None,
                         user_name: None,
                         password: None,
-                    };
+                        verify: None,
+                        cas: Vec::new(),
+                    }
+                    .checked_by(&s.cd_tls);
                     let path = media::fetch(&self.opts.media, id, &image, MediaSlot::Cd)?;
                     media::set_cdrom(&mut d, f.arch, Some(&path));
                     s.cd = MediaState {
