@@ -17,7 +17,7 @@ use super::input::echo;
 use super::json::{self, JsonObject, Resource};
 use super::{collection, created, link, AppState, Sys, SysId};
 use crate::api::error::{ApiError, Msg};
-use crate::certs::{self, BootCert, CertError, CertInfo, Name};
+use crate::certs::{self, BootCert, BootCerts, CertError, CertInfo, Name};
 use crate::model::{Change, System};
 use crate::nvram::tls::SHOAL_OWNER;
 use crate::profile::Profile;
@@ -152,29 +152,38 @@ pub(super) fn cert_resource(
 
 async fn list(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Resource, ApiError> {
     let base = base(&st, &sys, &uri)?;
-    let members = sys
-        .bmc
-        .boot_certs
-        .certs
-        .iter()
-        .map(|c| format!("{base}/{}", c.id));
-    let mut body = collection(
-        "CertificateCollection",
+    Ok(cert_collection(
         &base,
         "HTTPS Boot Certificates",
-        members,
-    );
-    body["@Redfish.SupportedCertificates"] = json!(["PEM"]);
-    Ok(Resource::plain(body, "GET, POST"))
+        &sys.bmc.boot_certs,
+    ))
 }
 
-/// The enrolled certificate the `{cert}` segment names (its Id as served).
-fn cert_of<'a>(sys: &'a System, raw: &str, uri: &Uri) -> Result<&'a BootCert, ApiError> {
+/// The collection `base` of `certs` (POST adds a PEM).
+pub(super) fn cert_collection(base: &str, name: &str, certs: &BootCerts) -> Resource {
+    let members = certs.certs.iter().map(|c| format!("{base}/{}", c.id));
+    let mut body = collection("CertificateCollection", base, name, members);
+    body["@Redfish.SupportedCertificates"] = json!(["PEM"]);
+    Resource::plain(body, "GET, POST")
+}
+
+/// The certificate of `certs` the `{cert}` segment names (its Id as
+/// served).
+pub(super) fn cert_in<'a>(
+    certs: &'a BootCerts,
+    raw: &str,
+    uri: &Uri,
+) -> Result<&'a BootCert, ApiError> {
     raw.parse::<u32>()
         .ok()
         .filter(|id| raw == id.to_string())
-        .and_then(|id| sys.bmc.boot_certs.get(id))
+        .and_then(|id| certs.get(id))
         .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
+}
+
+/// The enrolled certificate the `{cert}` segment names.
+fn cert_of<'a>(sys: &'a System, raw: &str, uri: &Uri) -> Result<&'a BootCert, ApiError> {
+    cert_in(&sys.bmc.boot_certs, raw, uri)
 }
 
 async fn show(

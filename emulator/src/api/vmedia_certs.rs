@@ -12,12 +12,13 @@ use axum::http::{Method, Uri};
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
-use serde_json::json;
 
-use super::boot_certs::{cert_resource, read_body, refused, unknown_properties, CertUse};
+use super::boot_certs::{
+    cert_collection, cert_in, cert_resource, read_body, refused, unknown_properties, CertUse,
+};
 use super::json::{self, JsonObject, Resource};
 use super::vmedia::{owner_of, slot_of};
-use super::{collection, created, AppState, Sys};
+use super::{created, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
 use crate::certs::{self, BootCert};
 use crate::model::{Change, MediaSlot, MediaTls, System};
@@ -58,11 +59,7 @@ fn device(
 }
 
 fn cert_of<'a>(tls: &'a MediaTls, raw: &str, uri: &Uri) -> Result<&'a BootCert, ApiError> {
-    raw.parse::<u32>()
-        .ok()
-        .filter(|id| raw == id.to_string())
-        .and_then(|id| tls.certs.get(id))
-        .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
+    cert_in(&tls.certs, raw, uri)
 }
 
 async fn list(
@@ -72,21 +69,11 @@ async fn list(
     uri: Uri,
 ) -> Result<Resource, ApiError> {
     let (slot, base) = device(&st, &sys, &slot, &uri)?;
-    let members = sys
-        .bmc
-        .media_tls(slot)
-        .certs
-        .certs
-        .iter()
-        .map(|c| format!("{base}/{}", c.id));
-    let mut body = collection(
-        "CertificateCollection",
+    Ok(cert_collection(
         &base,
         "Virtual Media Certificates",
-        members,
-    );
-    body["@Redfish.SupportedCertificates"] = json!(["PEM"]);
-    Ok(Resource::plain(body, "GET, POST"))
+        &sys.bmc.media_tls(slot).certs,
+    ))
 }
 
 async fn show(
