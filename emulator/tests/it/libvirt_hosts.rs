@@ -1,11 +1,18 @@
 //! One emulator in front of two hypervisors, each a libvirtd of its own in
 //! a network namespace of its own (its state on private mounts, so it is
 //! another host as far as libvirt can tell), reached over libvirt's remote
-//! protocol (`test+tcp://`, each daemon serving libvirt's test driver
-//! from its own node file) across a point-to-point veth link. One daemon
-//! is killed: only its system answers 503, the other host's keeps
-//! working; started again, its system comes back without an emulator
-//! restart. The times are printed.
+//! protocol across a point-to-point veth link.
+//! - With libvirt's test driver (`test+tcp://`, each daemon serving its
+//!   own node file): one daemon is killed, only its system answers 503,
+//!   the other host's keeps working; started again, its system comes back
+//!   without an emulator restart.
+//! - With the QEMU driver (`qemu+tcp://`, each daemon with its own
+//!   virtlogd): a real UEFI VM on each host boots its virtual CD through
+//!   the one BMC service (override `Cd` Once, Reset On), and what needs
+//!   the host's files (HTTP boot's NVRAM option, virtual media) is refused
+//!   there, naming the host.
+//!
+//! The times are printed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -20,6 +27,9 @@ struct Host {
     addr: String,
     dir: PathBuf,
     daemon: Option<Child>,
+    /// libvirt's QEMU driver (with a virtlogd of its own), not its test
+    /// driver.
+    qemu: bool,
 }
 
 fn run(cmd: &mut Command) {
@@ -34,6 +44,15 @@ fn run(cmd: &mut Command) {
 impl Host {
     /// Host `n` (1, 2, ...) with one domain `hv<n>-vm` of UUID `uuid`.
     fn new(n: u8, uuid: &str, dir: &Path) -> Host {
+        Self::make(n, uuid, dir, false)
+    }
+
+    /// Host `n` with libvirt's QEMU driver and no domain yet.
+    fn qemu(n: u8, dir: &Path) -> Host {
+        Self::make(n, "", dir, true)
+    }
+
+    fn make(n: u8, uuid: &str, dir: &Path, qemu: bool) -> Host {
         let tag = std::process::id() % 100_000;
         let (ns, veth, peer) = (
             format!("shoal-hv{n}-{tag}"),
@@ -48,6 +67,7 @@ impl Host {
             addr: addr.clone(),
             dir: dir.join(format!("hv{n}")),
             daemon: None,
+            qemu,
         };
         run(Command::new("ip").args(["-n", &ns, "link", "set", "lo", "up"]));
         run(Command::new("ip").args(["link", "add", &veth, "type", "veth", "peer", "name", &peer]));
@@ -89,6 +109,9 @@ impl Host {
 
     /// The URI the emulator reaches this host's domains by.
     fn uri(&self) -> String {
+        if self.qemu {
+            return format!("qemu+tcp://{}/system", self.addr);
+        }
         format!(
             "test+tcp://{}{}",
             self.addr,
@@ -103,7 +126,17 @@ impl Host {
         let script = format!(
             "mount -t tmpfs shoal /run/libvirt && mount -t tmpfs shoal /var/lib/libvirt && \
              mount -t tmpfs shoal /var/cache/libvirt && mount -t tmpfs shoal /etc/libvirt/qemu && \
-             exec /usr/sbin/libvirtd --listen -f {} -p {}",
+             {}exec /usr/sbin/libvirtd --listen -f {} -p {}",
+            // The QEMU driver logs domains' consoles through virtlogd, at
+            // its socket in this host's /run/libvirt.
+            if self.qemu {
+                format!(
+                    "/usr/sbin/virtlogd -d -p {} && ",
+                    self.virtlogd_pid().display()
+                )
+            } else {
+                String::new()
+            },
             conf.display(),
             self.dir.join("run/libvirtd.pid").display()
         );
@@ -145,11 +178,33 @@ impl Host {
             let _ = c.wait();
         }
     }
+
+    /// Where this host's virtlogd (QEMU driver) writes its pid.
+    fn virtlogd_pid(&self) -> PathBuf {
+        self.dir.join("run/virtlogd.pid")
+    }
 }
 
 impl Drop for Host {
     fn drop(&mut self) {
+        if self.qemu && self.daemon.is_some() {
+            // Its VMs outlive a killed daemon: stopped first, then the
+            // daemon, then its virtlogd (started here, by its pidfile).
+            let _ = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "for d in $(virsh -q -c {u} list --name); do virsh -q -c {u} destroy $d; done",
+                    u = self.uri()
+                ))
+                .status();
+        }
         self.kill();
+        if let Some(pid) = std::fs::read_to_string(self.virtlogd_pid())
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok())
+        {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
         let _ = Command::new("ip")
             .args(["link", "del", &self.veth])
             .status();
@@ -196,6 +251,157 @@ fn until(url: &str, want: u16, limit: Duration) -> Duration {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The JSON body and status of a request to the emulator.
+fn call(method: &str, url: &str, body: &str) -> (u16, serde_json::Value) {
+    let out = Command::new("curl")
+        .args(["-s", "-X", method, "-H", "Content-Type: application/json"])
+        .args(if body.is_empty() {
+            vec![]
+        } else {
+            vec!["-d", body]
+        })
+        .args(["-w", "\n%{http_code}", url])
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (
+        code.trim().parse().unwrap_or(0),
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+#[test]
+fn a_vm_on_each_of_two_qemu_hosts_boots_through_one_bmc_service() {
+    if !crate::vmlab::host_ready() {
+        return;
+    }
+    const VM: [&str; 2] = [
+        "5a0b0c0d-0000-4000-8000-00000000b001",
+        "5a0b0c0d-0000-4000-8000-00000000b002",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    // QEMU (as libvirt-qemu) opens the CD images here.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Hosts 3 and 4: their links' addresses differ from the test driver's
+    // hosts (1 and 2), whose test may run at the same time.
+    let mut hosts = [Host::qemu(3, dir.path()), Host::qemu(4, dir.path())];
+    let mut serials = Vec::new();
+    for (i, h) in hosts.iter_mut().enumerate() {
+        h.start();
+        let n = i + 3;
+        let iso = crate::vmlab::marker_image("iso", &format!("hv{n}-boot")).expect("marker ISO");
+        let cd = dir.path().join(format!("hv{n}.iso"));
+        std::fs::copy(&iso, &cd).unwrap();
+        let serial = dir.path().join(format!("hv{n}.serial"));
+        let xml = dir.path().join(format!("hv{n}.xml"));
+        std::fs::write(
+            &xml,
+            format!(
+                r#"<domain type="qemu"><name>hv{n}-vm</name><uuid>{uuid}</uuid><memory unit="MiB">512</memory><vcpu>1</vcpu>
+  <os><type arch="x86_64" machine="q35">hvm</type>
+    <loader readonly="yes" secure="no" type="pflash">/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
+    <nvram template="/usr/share/OVMF/OVMF_VARS_4M.fd">/var/lib/libvirt/qemu/nvram/hv{n}-vm_VARS.fd</nvram></os>
+  <features><acpi/></features><on_poweroff>destroy</on_poweroff>
+  <devices>
+    <disk type="file" device="cdrom"><driver name="qemu" type="raw"/><source file="{cd}"/><target dev="sda" bus="sata"/><readonly/></disk>
+    <serial type="pty"><log file="{serial}" append="off"/><target port="0"/></serial>
+    <console type="pty"><target type="serial" port="0"/></console>
+  </devices></domain>"#,
+                uuid = VM[i],
+                cd = cd.display(),
+                serial = serial.display(),
+            ),
+        )
+        .unwrap();
+        run(Command::new("virsh")
+            .args(["-q", "-c", &h.uri(), "define"])
+            .arg(&xml));
+        serials.push(serial);
+    }
+    let emu = Spawned::start(&[
+        "--libvirt-uri",
+        &hosts[0].uri(),
+        "--libvirt-uri",
+        &hosts[1].uri(),
+    ]);
+    let sys: Vec<String> = VM
+        .iter()
+        .map(|id| format!("{}/redfish/v1/Systems/{id}", emu.url))
+        .collect();
+    let started = Instant::now();
+    for s in &sys {
+        let (code, body) = call(
+            "PATCH",
+            s,
+            r#"{"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}}"#,
+        );
+        assert_eq!(code, 200, "{body}");
+        let (code, body) = call(
+            "POST",
+            &format!("{s}/Actions/ComputerSystem.Reset"),
+            r#"{"ResetType": "On"}"#,
+        );
+        assert!(code == 204 || code == 200, "{code} {body}");
+    }
+    let mut times = Vec::new();
+    for (i, serial) in serials.iter().enumerate() {
+        let marker = format!("SHOAL-MARKER hv{}-boot", i + 3);
+        let took = shoal_harness::lab::wait_until(Duration::from_secs(300), || {
+            std::fs::read_to_string(serial).is_ok_and(|t| t.contains(&marker))
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "host {}'s VM did not print {marker}; serial: {}",
+                i + 1,
+                std::fs::read_to_string(serial).unwrap_or_default()
+            )
+        });
+        times.push(started.elapsed().max(took));
+    }
+    for s in &sys {
+        let (_, body) = call("GET", s, "");
+        assert_eq!(body["PowerState"], "On", "{body}");
+        assert_eq!(
+            body["Boot"]["BootSourceOverrideEnabled"], "Disabled",
+            "{body}"
+        );
+    }
+    // What needs the host's files is refused there, nothing changed.
+    let (code, body) = call(
+        "PATCH",
+        &sys[0],
+        r#"{"Boot": {"BootSourceOverrideTarget": "UefiHttp", "HttpBootUri": "http://192.0.2.1/x.efi"}}"#,
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(body.to_string().contains(&hosts[0].uri()), "{body}");
+    let (code, body) = call(
+        "POST",
+        &format!(
+            "{}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia",
+            sys[1]
+        ),
+        r#"{"Image": "http://192.0.2.1/x.iso"}"#,
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(body.to_string().contains("ActionNotSupported"), "{body}");
+    for s in &sys {
+        let (code, _) = call(
+            "POST",
+            &format!("{s}/Actions/ComputerSystem.Reset"),
+            r#"{"ResetType": "ForceOff"}"#,
+        );
+        assert!(code == 204 || code == 200);
+    }
+    println!(
+        "two QEMU hosts: the first host's VM printed its marker {:.1} s after the BMC was \
+         asked, the second's {:.1} s",
+        times[0].as_secs_f64(),
+        times[1].as_secs_f64()
+    );
 }
 
 #[test]

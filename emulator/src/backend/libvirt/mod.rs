@@ -46,8 +46,8 @@ use virt::sys;
 use super::{Backend, BackendError, Completion, Result, Unsupported};
 use crate::config::HttpBootMapping;
 use crate::model::{
-    Arch, BmcState, BootMode, Change, MediaImage, MediaSlot, MediaState, ResetType, System,
-    SystemRef,
+    Arch, BmcState, BootMode, BootTarget, Change, MediaImage, MediaSlot, MediaState, ResetType,
+    System, SystemRef,
 };
 use domain::Facts;
 
@@ -91,8 +91,33 @@ pub fn nvram_dir(uri: &str) -> std::path::PathBuf {
     std::path::PathBuf::from("/var/lib/libvirt/qemu/nvram")
 }
 
+/// Whether a libvirt URI names another machine (`qemu+tcp://host/system`,
+/// `qemu+ssh://user@host/system`): its domains' files (NVRAM, images) are
+/// on that machine, where Shoal cannot write them.
+pub fn remote_uri(uri: &str) -> bool {
+    uri.split_once("://")
+        .map(|(_, rest)| {
+            let authority = rest.split(['/', '?']).next().unwrap_or("");
+            let host = authority.rsplit('@').next().unwrap_or("");
+            !host.is_empty()
+        })
+        .unwrap_or(false)
+}
+
+/// The refusal of what needs the domain's files on a remote host.
+fn not_on_remote(what: &str, uri: &str) -> BackendError {
+    Unsupported::Refused(format!(
+        "{what} on a domain of {uri}: Shoal writes the domain's NVRAM or image files itself, \
+         and that host's files are out of its reach (power, boot devices, boot mode and \
+         Secure Boot work there)"
+    ))
+    .into()
+}
+
 struct Conn {
     uri: String,
+    /// [`remote_uri`] of `uri`.
+    remote: bool,
     conn: Mutex<Option<Connect>>,
     /// After a failed reopen: until when requests get `Unavailable` at
     /// once rather than each waiting on another attempt.
@@ -192,6 +217,7 @@ impl LibvirtBackend {
                 }
             };
             conns.push(Conn {
+                remote: remote_uri(uri),
                 uri: uri.clone(),
                 conn: Mutex::new(c),
                 retry_at: Mutex::default(),
@@ -532,8 +558,21 @@ impl Inner {
         })
     }
 
-    /// Whether this domain can take `c`, as its definition stands.
-    fn check(f: &Facts, s: &BmcState, c: &Change) -> Result<()> {
+    /// Whether this domain can take `c`, as its definition stands, on its
+    /// host (`uri` when that is remote).
+    fn check(f: &Facts, s: &BmcState, c: &Change, remote: Option<&str>) -> Result<()> {
+        if let Some(uri) = remote {
+            match c {
+                Change::Boot(b) if b.target == BootTarget::UefiHttp => {
+                    return Err(not_on_remote("HTTP boot", uri))
+                }
+                Change::BootCerts(_) => return Err(not_on_remote("HTTPS boot certificates", uri)),
+                Change::Media(_, m) if m.image.is_some() => {
+                    return Err(not_on_remote("virtual media", uri))
+                }
+                _ => {}
+            }
+        }
         match c {
             Change::Boot(b) if b.mode != s.boot.mode => {
                 let possible = match b.mode {
@@ -567,8 +606,9 @@ impl Inner {
         let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
         let (conn, dom) = self.domain(id)?;
         let (mut d, f, mut s) = self.read(id, &dom)?;
+        let remote = Some(self.conns[conn].uri.as_str()).filter(|_| self.conns[conn].remote);
         for c in &changes {
-            Self::check(&f, &s, c)?;
+            Self::check(&f, &s, c, remote)?;
         }
         let old_cd = s.cd.image.clone();
         let cd_changed = changes
@@ -661,8 +701,19 @@ impl Backend for LibvirtBackend {
         if slot != MediaSlot::Cd {
             return Err(Unsupported::Insert(slot).into());
         }
-        // The domain must exist before a download is started for it.
+        // The domain must exist before a download is started for it, on a
+        // host whose files Shoal can write.
         self.system(id).await?;
+        let key = id.to_string();
+        let remote = self
+            .blocking(move |i| {
+                let (conn, _) = i.domain(&key)?;
+                Ok(Some(i.conns[conn].uri.clone()).filter(|_| i.conns[conn].remote))
+            })
+            .await?;
+        if let Some(uri) = remote {
+            return Err(not_on_remote("virtual media", &uri));
+        }
         let this = self.clone();
         let id = id.to_string();
         Ok(Completion::Running(Box::pin(async move {
@@ -682,6 +733,26 @@ mod tests {
 
     /// A libvirtd URI where nothing listens: a host that is down.
     const DOWN: &str = "qemu+tcp://127.0.0.1:1/system";
+
+    #[test]
+    fn a_uri_with_a_host_is_another_machine() {
+        for local in [
+            "qemu:///system",
+            "qemu:///session",
+            "test:///default",
+            "qemu+unix:///system?socket=/run/x/libvirt-sock",
+        ] {
+            assert!(!remote_uri(local), "{local}");
+        }
+        for remote in [
+            "qemu+tcp://10.0.0.2/system",
+            "qemu+ssh://root@hv1.example/system?keyfile=/k",
+            "qemu+tls://[2001:db8::2]:16514/system",
+            "test+tcp://10.231.1.2/tmp/node.xml",
+        ] {
+            assert!(remote_uri(remote), "{remote}");
+        }
+    }
 
     fn two_hosts() -> LibvirtBackend {
         let mut opts = LibvirtOptions {

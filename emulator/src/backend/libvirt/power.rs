@@ -47,14 +47,16 @@ impl Inner {
 
     /// Makes the definition's firmware match the wanted boot mode and Secure
     /// Boot settings; a change of UEFI variant starts from a fresh varstore
-    /// (its template holds the variant's keys). Returns the new facts.
+    /// (its template holds the variant's keys): removed here on a local
+    /// host, or (`true` returned) reset by libvirt at the start on a remote
+    /// one. Returns the new facts.
     fn ensure_firmware(
         &self,
         conn: usize,
         d: &mut xml::Element,
         f: &Facts,
         s: &BmcState,
-    ) -> Result<Facts> {
+    ) -> Result<(Facts, bool)> {
         let nvram = f.nvram.clone().unwrap_or_else(|| {
             let dir = match &self.opts.nvram_dir {
                 Some(d) => d.clone(),
@@ -88,10 +90,11 @@ impl Inner {
             (false, _) => None,
         };
         let Some(fw) = change else {
-            return Ok(f.clone());
+            return Ok((f.clone(), false));
         };
         firmware::apply(d, fw.as_ref(), &nvram);
-        if fw.is_some() {
+        let remote = self.conns[conn].remote;
+        if fw.is_some() && !remote {
             match std::fs::remove_file(&nvram) {
                 Ok(()) => {
                     tracing::info!(domain = %f.name, %nvram, "firmware variant changed: fresh varstore")
@@ -100,7 +103,8 @@ impl Inner {
                 Err(e) => return Err(BackendError::Internal(format!("{nvram}: {e}"))),
             }
         }
-        domain::facts(d).map_err(BackendError::Internal)
+        let facts = domain::facts(d).map_err(BackendError::Internal)?;
+        Ok((facts, fw.is_some() && remote))
     }
 
     /// Writes (or clears) Shoal's HTTP boot option in the domain's NVRAM,
@@ -180,6 +184,10 @@ impl Inner {
         let at_start = s.target_at_start(boots_uefi(&s, &f));
         let source = at_start.map(|(_, from)| from);
         let mut target = at_start.map(|(t, _)| t);
+        let remote = self.conns[conn].remote;
+        if remote && (target == Some(BootTarget::UefiHttp) || !s.boot_certs.at_start().is_empty()) {
+            return Err(super::not_on_remote("HTTP boot", &self.conns[conn].uri));
+        }
         if target == Some(BootTarget::UefiHttp) && self.opts.http_boot == HttpBootMapping::Vmedia {
             // sushy-tools' mapping: the URI's image goes into the CD-ROM and
             // the CD boots; without a URI the machine network-boots.
@@ -210,7 +218,7 @@ impl Inner {
                 None => BootTarget::Pxe,
             });
         }
-        let f = self.ensure_firmware(conn, &mut d, &f, &s)?;
+        let (f, fresh_nvram) = self.ensure_firmware(conn, &mut d, &f, &s)?;
         let device_first = target.filter(|t| {
             matches!(
                 t,
@@ -240,7 +248,8 @@ impl Inner {
         if petitboot {
             domain::set_petitboot_bootdev(&mut d, device_first.filter(|_| !host_reads_flags));
         }
-        if f.uefi {
+        // A remote host's NVRAM holds nothing of Shoal's (see above).
+        if f.uefi && !remote {
             self.prepare_nvram(&d, &f, &s, target)?;
         }
         let booted = target.unwrap_or(BootTarget::Hdd);
@@ -259,7 +268,11 @@ impl Inner {
         }
         domain::write_state(&mut d, &s);
         self.define(conn, &d)?;
-        dom.create().map_err(virt_err)?;
+        match fresh_nvram {
+            true => dom.create_with_flags(sys::VIR_DOMAIN_START_RESET_NVRAM),
+            false => dom.create(),
+        }
+        .map_err(virt_err)?;
         if once {
             // The running instance keeps the override's order; the next
             // start uses the normal one.
