@@ -59,6 +59,9 @@ pub struct Layout {
     /// An htpasswd file (bcrypt): the API asks for HTTP Basic credentials
     /// (`auth_strategy = http_basic`, as Bifrost and metal3 run it).
     pub basic_auth: Option<PathBuf>,
+    /// `[conductor] sync_power_state_interval` (Ironic's default, 120 s,
+    /// when unset).
+    pub power_sync_secs: Option<u64>,
 }
 
 /// What a case whose node deploys through ironic-python-agent sets.
@@ -210,6 +213,7 @@ check_provision_state_interval = 5
 # The deploy ramdisk powers the machine off when it is done; Ironic is to
 # record that, not to power it on again.
 force_power_state_during_sync = false
+{power_sync}
 
 [deploy]
 http_url = {http_url}
@@ -265,6 +269,10 @@ lock_path = {d}/locks
                     f.display()
                 ),
                 None => "auth_strategy = noauth".into(),
+            },
+            power_sync = match self.power_sync_secs {
+                Some(n) => format!("# How often the power states of all nodes are read.\nsync_power_state_interval = {n}"),
+                None => String::new(),
             },
             port = self.api_port,
             http_url = self.http_url,
@@ -606,6 +614,7 @@ mod tests {
             agent: None,
             ilo: false,
             basic_auth: None,
+            power_sync_secs: None,
         }
     }
 

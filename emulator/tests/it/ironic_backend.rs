@@ -150,6 +150,7 @@ fn ironic_nodes_are_systems_and_what_is_asked_of_them_reaches_the_machine() {
         agent: None,
         ilo: false,
         basic_auth: Some(crate::common::htpasswd(dir.path(), USER, PASS, 4)),
+        power_sync_secs: None,
     };
     std::fs::create_dir_all(&layout.www).unwrap();
     let ironic = Ironic::start(&ns.0, Some(&venv), &layout).unwrap();

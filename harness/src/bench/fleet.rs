@@ -27,6 +27,9 @@ const PROFILES: &[&str] = &["generic", "idrac9", "ilo5", "supermicro-x12", "leno
 const FIRST: Ipv4Addr = Ipv4Addr::new(127, 0, 10, 1);
 const SUSHY_PORT: u16 = 8100;
 const IRONIC_PORT: u16 = 16385;
+/// Ironic's power-sync period in the fleet: short enough for several
+/// loops over every node within one run (its default is 120 s).
+const POWER_SYNC_SECS: u64 = 30;
 
 /// sushy-tools' gunicorn while it runs, for `stop_on_signal` (the
 /// emulator and Ironic have their own ways to go with this process).
@@ -160,6 +163,7 @@ fn drive(ns: &str, venv: &Path, dir: &Path, nodes: &[Value], pid: u32) -> Result
         agent: None,
         ilo: false,
         basic_auth: None,
+        power_sync_secs: Some(POWER_SYNC_SECS),
     };
     std::fs::create_dir_all(&layout.www)?;
     let ironic = Ironic::start(ns, Some(venv), &layout)?;

@@ -331,6 +331,7 @@ fn ironic_layout(s: &Scenario, index: u8, host: Ipv4Addr, dir: &Path) -> Result<
         tftp_server: server,
         ilo: s.ironic.as_ref().is_some_and(|n| n.driver.ironic35()),
         basic_auth: None,
+        power_sync_secs: None,
         api_port: 16000 + u16::from(index),
         console_port: 18000 + u16::from(index),
         agent: s

@@ -308,20 +308,22 @@ impl Backend for IronicBackend {
         let mut out = Vec::new();
         let mut path = "/v1/nodes?fields=uuid,name&limit=1000".to_string();
         loop {
-            let page = self.call("GET", path, None).await?;
+            let page = self.call("GET", path.clone(), None).await?;
+            let got = page["nodes"].as_array().map_or(0, Vec::len);
             for n in page["nodes"].as_array().into_iter().flatten() {
                 let id = n["uuid"].as_str().unwrap_or_default().to_string();
                 let name = n["name"].as_str().unwrap_or(&id).to_string();
                 out.push(SystemRef { id, name });
             }
             // `next` is an absolute URL; only its path and query are ours
-            // to follow, on the endpoint we were given.
+            // to follow, on the endpoint we were given. An empty page, or
+            // one naming itself next, ends the listing rather than loop.
             match page["next"]
                 .as_str()
                 .and_then(|u| u.find("/v1/nodes").map(|i| &u[i..]))
             {
-                Some(next) => path = next.to_string(),
-                None => break,
+                Some(next) if got > 0 && next != path => path = next.to_string(),
+                _ => break,
             }
         }
         Ok(out)
