@@ -139,10 +139,12 @@ struct Run {
 fn power_sync(log: &str) -> Option<(usize, f64)> {
     let secs: Vec<f64> = log
         .lines()
-        .filter(|l| l.contains("Completed power state sync operation"))
         .filter_map(|l| {
-            let (_, tail) = l.rsplit_once(" in ")?;
-            tail.trim().strip_suffix("seconds")?.trim().parse().ok()
+            // "... Completed power state sync operation, evaluated N nodes
+            // with M workers in S seconds <function> <source file>"
+            let (_, tail) = l.split_once("Completed power state sync operation")?;
+            let (_, after) = tail.split_once(" in ")?;
+            after.split_whitespace().next()?.parse().ok()
         })
         .collect();
     Some((secs.len(), *secs.last()?))
@@ -415,7 +417,8 @@ mod tests {
         let log = "2026-12-05 00:00:01.1 12 DEBUG ironic.conductor.manager [-] Completed power \
                    state sync operation, evaluated 0 nodes with 0 workers in 0.01 seconds\n\
                    x\n2026-12-05 00:01:01.1 12 DEBUG ironic.conductor.manager [-] Completed power \
-                   state sync operation, evaluated 7 nodes with 8 workers in 2.53 seconds\n";
+                   state sync operation, evaluated 7 nodes with 8 workers in 2.53 seconds \
+                   _sync_power_states /v/lib/python3.11/site-packages/ironic/conductor/manager.py:1750\n";
         assert_eq!(super::power_sync(log), Some((2, 2.53)));
         assert_eq!(super::power_sync("nothing"), None);
     }
