@@ -249,6 +249,10 @@ pub struct Settings {
     pub ipmi: crate::ipmi::IpmiSettings,
     /// Power-off actions are refused.
     pub power_off_disabled: bool,
+    /// Chassis enclosing the systems' own, with their LED at start
+    /// (sushy-tools' chassis, when started as sushy-emulator with the full
+    /// feature set, as sushy-tools serves Chassis).
+    pub enclosures: Vec<(sushy::ChassisEntry, crate::model::IndicatorLed)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -398,6 +402,25 @@ impl Cli {
             (_, _, Some(t)) => Some((t.certificate.clone(), t.key.clone())),
             _ => None,
         };
+        let feature_set = self
+            .feature_set
+            .or(cfg.feature_set)
+            .unwrap_or(FeatureSet::Full);
+        // sushy-tools lights every LED at start but those it is told of.
+        let enclosures = match &sushy {
+            Some(c) if feature_set.full() => c
+                .chassis
+                .iter()
+                .map(|e| {
+                    let led = c.indicator_leds.iter().find(|(u, _)| *u == e.uuid);
+                    (
+                        e.clone(),
+                        led.map_or(crate::model::IndicatorLed::Lit, |(_, l)| *l),
+                    )
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         let media = crate::backend::download::MediaOptions {
             cache: self.media_cache.clone(),
             max_bytes: self.media_max_mib << 20,
@@ -426,10 +449,7 @@ impl Cli {
                 .auth_file
                 .clone()
                 .or_else(|| cfg.auth.as_ref().map(|a| a.htpasswd.clone())),
-            feature_set: self
-                .feature_set
-                .or(cfg.feature_set)
-                .unwrap_or(FeatureSet::Full),
+            feature_set,
             fake: FakeOptions {
                 power_delay: self
                     .power_delay_ms
@@ -480,6 +500,7 @@ impl Cli {
             ipmi: self.ipmi_settings(&file, &cfg)?,
             power_off_disabled: self.disable_power_off
                 || sushy.as_ref().is_some_and(|c| c.disable_power_off),
+            enclosures,
         })
     }
 

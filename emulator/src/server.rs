@@ -85,6 +85,15 @@ pub fn state(settings: &Settings) -> Result<AppState> {
     .with_profiles(settings.profiles.clone())
     .with_faults(Arc::new(Faults::new(settings.faults.clone())));
     st.power_off_disabled = settings.power_off_disabled;
+    st.enclosures = Arc::new(
+        settings
+            .enclosures
+            .iter()
+            .map(|(e, led)| {
+                crate::api::enclosure::Enclosure::new(e.id.clone(), e.name.clone(), e.uuid, *led)
+            })
+            .collect(),
+    );
     // What an image fetch checks by default: the fake without
     // --fake-fetch-media fetches nothing, so checks nothing.
     st.media_verifies = match &settings.backend {

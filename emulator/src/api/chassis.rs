@@ -1,14 +1,16 @@
 //! Chassis: one per system, with the legacy Power and Thermal resources and
 //! the newer EnvironmentMetrics. Readings are plausible constants that
 //! follow the power state (a powered-off machine draws standby power).
+//! Enclosures (`api/enclosure`) are served at the same routes, listed
+//! first.
 
 use crate::api::State;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
+use super::enclosure::{self, ChassisOf, ChassisPatch};
 use super::json::Resource;
-use super::patch::SysPatch;
 use super::patch::{writable, Kind};
 use super::systems::serial;
 use super::{collection, link, AppState, Sys};
@@ -32,12 +34,13 @@ pub fn router() -> Router {
 }
 
 async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
-    let members = st.backend.systems().await?.into_iter().map(|s| {
+    let own = st.backend.systems().await?.into_iter().map(|s| {
         format!(
             "/redfish/v1/Chassis/{}",
             st.fixed.as_ref().map_or(&s.id, |f| &f.chassis)
         )
     });
+    let members = st.enclosures.iter().map(|e| e.path()).chain(own);
     Ok(Resource::plain(
         collection(
             "ChassisCollection",
@@ -72,6 +75,9 @@ fn chassis_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
             "ManagedBy": [link(&format!("/redfish/v1/Managers/{}", st.manager_id(sys)))],
         },
     });
+    if let Some(e) = st.enclosures.first() {
+        v["Links"]["ContainedBy"] = link(&e.path());
+    }
     if st.features.full() {
         v["NetworkAdapters"] = link(&format!("{base}/NetworkAdapters"));
     }
@@ -81,7 +87,18 @@ fn chassis_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     v
 }
 
-async fn chassis(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
+async fn chassis(State(st): State<AppState>, of: ChassisOf) -> Result<Resource, ApiError> {
+    let sys = match of {
+        ChassisOf::System(sys) => *sys,
+        ChassisOf::Enclosure(i) => {
+            let systems = st.backend.systems().await?;
+            return Ok(Resource::new(
+                enclosure::render(&st, i, &systems),
+                st.root_profile,
+                "GET, PATCH",
+            ));
+        }
+    };
     let profile = st.profile(&sys);
     Ok(Resource::new(
         chassis_json(&st, &sys, profile),
@@ -90,37 +107,53 @@ async fn chassis(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, 
     ))
 }
 
-async fn patch_chassis(State(st): State<AppState>, req: SysPatch) -> Result<Resource, ApiError> {
-    let fields = [
+/// The properties a Chassis PATCH may set: its indicator LED, either way.
+fn led_fields() -> [super::patch::Writable; 2] {
+    [
         writable(
             "IndicatorLED",
             Kind::Enum(IndicatorLed::ALL.iter().map(|e| e.as_str()).collect()),
         ),
         writable("LocationIndicatorActive", Kind::Bool),
-    ];
-    let p = st
-        .begin_patch(&req, |sys, profile| chassis_json(&st, sys, profile))
-        .await?
-        .validated(&req.body, &fields)?;
-    let (sys, profile) = (&p.target, p.profile);
-    let led = req
-        .body
+    ]
+}
+
+/// The LED a valid PATCH body asks for: `IndicatorLED`, else
+/// `LocationIndicatorActive` (blinking when active, as BMCs show it).
+fn led_asked(body: &serde_json::Map<String, Value>) -> Option<IndicatorLed> {
+    let led = body
         .get("IndicatorLED")
         .and_then(Value::as_str)
         .and_then(IndicatorLed::parse);
-    let active = req
-        .body
-        .get("LocationIndicatorActive")
-        .and_then(Value::as_bool);
-    let indicator = led.or(active.map(|a| {
+    let active = body.get("LocationIndicatorActive").and_then(Value::as_bool);
+    led.or(active.map(|a| {
         if a {
             IndicatorLed::Blinking
         } else {
             IndicatorLed::Off
         }
-    }));
+    }))
+}
+
+async fn patch_chassis(
+    State(st): State<AppState>,
+    req: ChassisPatch,
+) -> Result<Resource, ApiError> {
+    let req = match req {
+        ChassisPatch::System(req) => req,
+        ChassisPatch::Enclosure {
+            index,
+            headers,
+            body,
+        } => return patch_enclosure(&st, index, &headers, &body).await,
+    };
+    let p = st
+        .begin_patch(&req, |sys, profile| chassis_json(&st, sys, profile))
+        .await?
+        .validated(&req.body, &led_fields())?;
+    let (sys, profile) = (&p.target, p.profile);
     let settings = SystemSettings {
-        indicator,
+        indicator: led_asked(&req.body),
         ..Default::default()
     };
     let sys = st
@@ -130,6 +163,36 @@ async fn patch_chassis(State(st): State<AppState>, req: SysPatch) -> Result<Reso
     Ok(Resource::new(
         chassis_json(&st, &sys, profile),
         profile,
+        "GET, PATCH",
+    ))
+}
+
+/// An enclosure's LED: checked (If-Match, the body) under its own lock,
+/// then set.
+async fn patch_enclosure(
+    st: &AppState,
+    index: usize,
+    headers: &axum::http::HeaderMap,
+    body: &serde_json::Map<String, Value>,
+) -> Result<Resource, ApiError> {
+    let systems = st.backend.systems().await?;
+    let e = &st.enclosures[index];
+    let p = st
+        .begin_patch_keyed(
+            &format!("enclosure {}", e.uuid),
+            headers,
+            st.root_profile,
+            || Ok(((), enclosure::render(st, index, &systems))),
+        )
+        .await?
+        .validated(body, &led_fields())?;
+    if let Some(led) = led_asked(body) {
+        e.set_led(led);
+    }
+    drop(p);
+    Ok(Resource::new(
+        enclosure::render(st, index, &systems),
+        st.root_profile,
         "GET, PATCH",
     ))
 }
@@ -192,7 +255,23 @@ async fn power(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Ap
     ))
 }
 
-async fn thermal(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, ApiError> {
+async fn thermal(State(st): State<AppState>, of: ChassisOf) -> Result<Resource, ApiError> {
+    let sys = match of {
+        ChassisOf::System(sys) => *sys,
+        ChassisOf::Enclosure(i) => {
+            // Each system's reading follows its power: read them all (one
+            // gone meanwhile is left out).
+            let mut systems = Vec::new();
+            if i == 0 {
+                for r in st.backend.systems().await? {
+                    if let Ok(s) = st.backend.system(&r.id).await {
+                        systems.push(s);
+                    }
+                }
+            }
+            return Ok(Resource::plain(enclosure::thermal(&st, i, &systems), "GET"));
+        }
+    };
     let base = format!("/redfish/v1/Chassis/{}/Thermal", st.chassis_id(&sys));
     let rpm = if sys.power == PowerState::On { 5200 } else { 0 };
     Ok(Resource::plain(

@@ -16,6 +16,7 @@ mod boot_options;
 mod boot_rules;
 mod chassis;
 pub mod dell;
+pub mod enclosure;
 pub mod error;
 mod guard;
 mod hpe;

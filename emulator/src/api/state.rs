@@ -104,6 +104,9 @@ pub struct AppState {
     /// Whether the backend checks an image server's certificate when a
     /// device's `VerifyCertificate` was never set.
     pub media_verifies: bool,
+    /// Chassis that enclose the systems' own (sushy-tools' chassis when
+    /// started as sushy-emulator; `api/enclosure`).
+    pub enclosures: Arc<Vec<super::enclosure::Enclosure>>,
 }
 
 /// The ports this service's BMC answers on, set by the server once its
@@ -142,6 +145,7 @@ impl AppState {
             downtime: Arc::default(),
             ports: Arc::default(),
             power_off_disabled: false,
+            enclosures: Arc::default(),
             media_verifies: true,
         }
     }
@@ -283,7 +287,7 @@ pub struct Sys(pub System);
 pub struct SysId(pub String);
 
 /// The `{id}` segment of the request's path.
-async fn id_segment(parts: &mut Parts, st: &AppState) -> Result<String, ApiError> {
+pub(super) async fn id_segment(parts: &mut Parts, st: &AppState) -> Result<String, ApiError> {
     let params = RawPathParams::from_request_parts(parts, st)
         .await
         .map_err(|e| ApiError::Internal(format!("path parameters: {e}")))?;

@@ -100,8 +100,30 @@ pub struct SushyConfig {
     pub indicator_leds: Vec<(Uuid, IndicatorLed)>,
     /// `SUSHY_EMULATOR_DISABLE_POWER_OFF`.
     pub disable_power_off: bool,
+    /// `SUSHY_EMULATOR_CHASSIS`, or sushy-tools' one default Chassis: the
+    /// enclosures served beside each system's own Chassis.
+    pub chassis: Vec<ChassisEntry>,
     /// What is read but not served as sushy-tools serves it, and why.
     pub notes: Vec<String>,
+}
+
+/// A Chassis of `SUSHY_EMULATOR_CHASSIS`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChassisEntry {
+    pub id: String,
+    pub name: String,
+    pub uuid: Uuid,
+}
+
+impl ChassisEntry {
+    /// sushy-tools' Chassis when its configuration names none.
+    pub fn sushy_default() -> Self {
+        ChassisEntry {
+            id: "SheetMetalChassis".into(),
+            name: "Chassis".into(),
+            uuid: Uuid::from_u128(0x15693887_7984_9484_3272_842188918912),
+        }
+    }
 }
 
 /// The fake systems' state file in `SUSHY_EMULATOR_STATE_DIR`.
@@ -295,6 +317,7 @@ pub fn parse(file: &str, text: &str, fake: bool) -> Result<SushyConfig, ConfigEr
         state_dir: default_state_dir(),
         indicator_leds: Vec::new(),
         disable_power_off: false,
+        chassis: vec![ChassisEntry::sushy_default()],
         notes: Vec::new(),
     };
     let mut fake = fake;
@@ -433,18 +456,7 @@ pub fn parse(file: &str, text: &str, fake: bool) -> Result<SushyConfig, ConfigEr
                      disks)",
                 );
             }
-            "SUSHY_EMULATOR_CHASSIS" => {
-                for (i, ch) in k.list()?.iter().enumerate() {
-                    if !matches!(ch, Py::Dict(_)) {
-                        return Err(k.wrong(&format!("[{i}]"), "a dict", ch));
-                    }
-                }
-                note(
-                    &mut c,
-                    "not served: Shoal gives every system a Chassis of its own, Id \
-                     the system's, rather than one configured Chassis for all",
-                );
-            }
+            "SUSHY_EMULATOR_CHASSIS" => c.chassis = chassis_list(&k)?,
             "SUSHY_EMULATOR_INDICATOR_LEDS" => {
                 for (id, led) in k.dict()? {
                     let Py::Str(id) = id else {
@@ -758,6 +770,50 @@ fn fake_system_list(k: &Key<'_>) -> Result<Vec<(FakeSystem, bool)>, ConfigError>
     Ok(out)
 }
 
+/// `SUSHY_EMULATOR_CHASSIS`: dicts of `Id`, `Name` and `UUID`, the UUIDs
+/// distinct (sushy-tools refuses to start otherwise); an empty list is
+/// sushy-tools' default Chassis, as there.
+fn chassis_list(k: &Key<'_>) -> Result<Vec<ChassisEntry>, ConfigError> {
+    let mut out: Vec<ChassisEntry> = Vec::new();
+    for (i, e) in k.list()?.iter().enumerate() {
+        let at = |f: &str| format!("{}[{i}][{f:?}]", k.a.name);
+        let Py::Dict(fields) = e else {
+            return Err(k.wrong(&format!("[{i}]"), "a dict", e));
+        };
+        let get = |f: &str| -> Result<Option<String>, ConfigError> {
+            match fields.iter().find(|(n, _)| *n == Py::Str(f.into())) {
+                None => Ok(None),
+                Some((_, Py::Str(v))) => Ok(Some(v.clone())),
+                Some((_, v)) => Err(k.wrong(&format!("[{i}][{f:?}]"), "a string", v)),
+            }
+        };
+        let id = get("Id")?.ok_or_else(|| k.err(at("Id"), "required"))?;
+        let name = get("Name")?.unwrap_or_else(|| id.clone());
+        let uuid = get("UUID")?.ok_or_else(|| k.err(at("UUID"), "required"))?;
+        let uuid = Uuid::parse_str(&uuid)
+            .map_err(|_| k.err(at("UUID"), format!("{uuid:?} is not a UUID")))?;
+        for (n, _) in fields {
+            if !matches!(n, Py::Str(n) if matches!(n.as_str(), "Id" | "Name" | "UUID")) {
+                return Err(k.err(
+                    format!("{}[{i}][{n}]", k.a.name),
+                    "not a field of sushy-tools' chassis (Id, Name, UUID)",
+                ));
+            }
+        }
+        if out.iter().any(|c| c.uuid == uuid || c.id == id) {
+            return Err(k.err(
+                format!("{}[{i}]", k.a.name),
+                "another chassis has this Id or UUID",
+            ));
+        }
+        out.push(ChassisEntry { id, name, uuid });
+    }
+    if out.is_empty() {
+        out.push(ChassisEntry::sushy_default());
+    }
+    Ok(out)
+}
+
 /// `SUSHY_EMULATOR_VMEDIA_DEVICES`: Shoal's BMCs have sushy-tools' two
 /// default devices, a CD (`Cd`) and a removable disk (`Floppy`); a
 /// configuration may list those, not others.
@@ -1050,13 +1106,68 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
         for key in [
             "line 1: SUSHY_EMULATOR_BOOT_LOADER_MAP: checked, not used",
             "line 2: SUSHY_EMULATOR_IGNORE_BOOT_DEVICE: not served",
-            "line 3: SUSHY_EMULATOR_CHASSIS: not served",
             "only one is set, so plain HTTP",
             "line 5: lowercase: ignored",
         ] {
             assert_eq!(notes_about(&c, key).len(), 1, "{key}: {:?}", c.notes);
         }
         assert_eq!(c.tls, None);
+        assert!(
+            c.notes.iter().all(|n| !n.contains("CHASSIS")),
+            "{:?}",
+            c.notes
+        );
+        assert_eq!(
+            c.chassis,
+            [ChassisEntry {
+                id: "Chassis".into(),
+                name: "Chassis".into(),
+                uuid: Uuid::parse_str("48295861-2522-3561-6729-621118518810").unwrap(),
+            }]
+        );
+    }
+
+    #[test]
+    fn chassis_are_sushy_tools_default_or_the_configured_ones() {
+        let default = parse("d.conf", "", true).unwrap();
+        assert_eq!(default.chassis, [ChassisEntry::sushy_default()]);
+        assert_eq!(
+            default.chassis[0].uuid.to_string(),
+            "15693887-7984-9484-3272-842188918912"
+        );
+        let two = parse(
+            "t.conf",
+            "SUSHY_EMULATOR_CHASSIS = [{'Id': 'A', 'UUID': '48295861-2522-3561-6729-621118518810'},\n             {'Id': 'B', 'Name': 'Rack B', 'UUID': '48295861-2522-3561-6729-621118518811'}]\n",
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            two.chassis
+                .iter()
+                .map(|c| (&c.id[..], &c.name[..]))
+                .collect::<Vec<_>>(),
+            [("A", "A"), ("B", "Rack B")]
+        );
+        for (text, says) in [
+            ("SUSHY_EMULATOR_CHASSIS = [{'Id': 'A'}]", "SUSHY_EMULATOR_CHASSIS[0][\"UUID\"]: required"),
+            ("SUSHY_EMULATOR_CHASSIS = [{'UUID': '48295861-2522-3561-6729-621118518810'}]", "[0][\"Id\"]: required"),
+            ("SUSHY_EMULATOR_CHASSIS = [{'Id': 'A', 'UUID': 'x'}]", "\"x\" is not a UUID"),
+            ("SUSHY_EMULATOR_CHASSIS = [{'Id': 1, 'UUID': 'x'}]", "a string"),
+            ("SUSHY_EMULATOR_CHASSIS = ['A']", "a dict"),
+            (
+                "SUSHY_EMULATOR_CHASSIS = [{'Id': 'A', 'Uuid': '48295861-2522-3561-6729-621118518810', \
+                 'UUID': '48295861-2522-3561-6729-621118518810'}]",
+                "not a field of sushy-tools' chassis",
+            ),
+            (
+                "SUSHY_EMULATOR_CHASSIS = [{'Id': 'A', 'UUID': '48295861-2522-3561-6729-621118518810'}, \
+                 {'Id': 'B', 'UUID': '48295861-2522-3561-6729-621118518810'}]",
+                "another chassis has this Id or UUID",
+            ),
+        ] {
+            let e = parse("bad.conf", text, true).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("bad.conf"), "{text}: {e}");
+        }
     }
 
     #[test]

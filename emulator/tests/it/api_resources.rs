@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 use shoal_emulator::api::metadata;
 use shoal_emulator::auth::AuthStore;
@@ -1014,4 +1014,138 @@ async fn a_service_that_refuses_power_off_keeps_its_machines_on() {
     }
     api.reset(&sys, "ForceRestart").await;
     assert_eq!(api.get(&sys).await.body["PowerState"], "On");
+}
+
+/// sushy-tools' Chassis, as a service started as sushy-emulator serves it
+/// (`api/enclosure`): at its UUID, its Id and Name redirected there,
+/// enclosing every system's own Chassis, its LED set by PATCH under
+/// If-Match, a bad value refused with nothing changed, and a Thermal that
+/// follows the systems' power.
+#[tokio::test]
+async fn an_enclosure_holds_every_system_chassis_at_sushy_tools_paths() {
+    use shoal_emulator::api::enclosure::Enclosure;
+    use shoal_emulator::model::IndicatorLed;
+    const UUID: &str = "15693887-7984-9484-3272-842188918912";
+    let mut state = Api::new(2).state;
+    state.enclosures = std::sync::Arc::new(vec![
+        Enclosure::new(
+            "SheetMetalChassis".into(),
+            "Chassis".into(),
+            UUID.parse().unwrap(),
+            IndicatorLed::Lit,
+        ),
+        Enclosure::new(
+            "Spare".into(),
+            "Spare rack".into(),
+            "48295861-2522-3561-6729-621118518810".parse().unwrap(),
+            IndicatorLed::Off,
+        ),
+    ]);
+    let api = Api::of_state(state);
+    let enc = format!("/redfish/v1/Chassis/{UUID}");
+    let list = api.get("/redfish/v1/Chassis").await.body;
+    assert_eq!(list["Members@odata.count"], 4, "{list}");
+    assert_eq!(list["Members"][0]["@odata.id"], enc);
+    let sys = api.system(0).await;
+    let sys_id = sys.rsplit('/').next().unwrap().to_string();
+    let own = format!("/redfish/v1/Chassis/{sys_id}");
+    let r = api.get(&enc).await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(r.body["Id"], UUID);
+    assert_eq!(r.body["Name"], "Chassis");
+    assert_eq!(r.body["ChassisType"], "Enclosure");
+    assert_eq!(r.body["IndicatorLED"], "Lit");
+    assert_eq!(
+        r.body["Links"]["ComputerSystems"].as_array().unwrap().len(),
+        2
+    );
+    assert!(r.body["Links"]["Contains"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"@odata.id": own})));
+    assert_eq!(
+        api.get(&own).await.body["Links"]["ContainedBy"]["@odata.id"],
+        enc
+    );
+    // The second is empty, as sushy-tools serves all but the first.
+    let spare = api
+        .get("/redfish/v1/Chassis/48295861-2522-3561-6729-621118518810")
+        .await
+        .body;
+    assert_eq!(spare["Links"]["ComputerSystems"], json!([]), "{spare}");
+    // Id and Name lead to the UUID, subpaths kept.
+    for alias in ["SheetMetalChassis", "Chassis"] {
+        let r = api
+            .get(&format!("/redfish/v1/Chassis/{alias}/Thermal"))
+            .await;
+        assert_eq!(r.status, StatusCode::MOVED_PERMANENTLY, "{alias}: {r}");
+        assert_eq!(r.header("location").unwrap(), format!("{enc}/Thermal"));
+    }
+    let r = api
+        .req(
+            Method::PATCH,
+            "/redfish/v1/Chassis/Chassis",
+            Some(json!({"IndicatorLED": "Off"})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::PERMANENT_REDIRECT, "{r}");
+    // Thermal: a CPU reading per system, following its power.
+    let cpu = |t: &Value| {
+        t["Temperatures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["Name"] == "CPU Temp")
+            .map(|m| m["ReadingCelsius"].as_i64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    let before = cpu(&api.get(&format!("{enc}/Thermal")).await.body);
+    assert_eq!(before.len(), 2);
+    api.reset(&sys, "On").await;
+    let after = cpu(&api.get(&format!("{enc}/Thermal")).await.body);
+    assert_ne!(before, after);
+    // The LED: a stale ETag and a bad value change nothing.
+    let tag = api.get(&enc).await.header("etag").unwrap();
+    let r = api
+        .req(
+            Method::PATCH,
+            &enc,
+            Some(json!({"IndicatorLED": "Dim"})),
+            &[("If-Match", &tag)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+    assert_eq!(r.message_ids(), ["PropertyValueNotInList"], "{r}");
+    let r = api
+        .req(
+            Method::PATCH,
+            &enc,
+            Some(json!({"IndicatorLED": "Blinking"})),
+            &[("If-Match", "\"stale\"")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::PRECONDITION_FAILED, "{r}");
+    assert_eq!(api.get(&enc).await.body["IndicatorLED"], "Lit");
+    let r = api
+        .req(
+            Method::PATCH,
+            &enc,
+            Some(json!({"IndicatorLED": "Blinking"})),
+            &[("If-Match", &tag)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(r.body["IndicatorLED"], "Blinking");
+    assert_eq!(r.body["LocationIndicatorActive"], true);
+    // The systems' own LEDs are theirs.
+    assert_ne!(api.get(&own).await.body["IndicatorLED"], "Blinking");
+    // Without enclosures (Shoal's own inventories) nothing of this shows.
+    let plain = Api::new(1);
+    assert_eq!(plain.get(&enc).await.status, StatusCode::NOT_FOUND);
+    let s = plain.system(0).await;
+    let own = s.replace("/Systems/", "/Chassis/");
+    assert!(plain.get(&own).await.body["Links"]
+        .get("ContainedBy")
+        .is_none());
 }

@@ -22,15 +22,6 @@ const B: &str = "7d2a0c6e-3b1f-4c5e-9a0d-2f6b8e4c1a02";
 /// why (`{A}` and `{B}` are the systems' UUIDs).
 const ONLY_SUSHY_TOOLS: &[(&str, &str)] = &[
     (
-        "/redfish/v1/Chassis/15693887-7984-9484-3272-842188918912",
-        "sushy-tools' one default Chassis (SUSHY_EMULATOR_CHASSIS): Shoal \
-         gives each system a Chassis of its own, Id the system's",
-    ),
-    (
-        "/redfish/v1/Chassis/15693887-7984-9484-3272-842188918912/Thermal",
-        "the same Chassis's Thermal",
-    ),
-    (
         "/redfish/v1/Registries/Messages",
         "sushy-tools' registry file: Shoal serves the Base registry it uses \
          under its DMTF Id",
@@ -45,14 +36,6 @@ const ONLY_SUSHY_TOOLS: &[(&str, &str)] = &[
 /// The same for the libvirt test driver's domain (`{test}`).
 #[cfg(feature = "libvirt")]
 const ONLY_SUSHY_TOOLS_LIBVIRT: &[(&str, &str)] = &[
-    (
-        "/redfish/v1/Chassis/15693887-7984-9484-3272-842188918912",
-        "sushy-tools' one default Chassis (as above)",
-    ),
-    (
-        "/redfish/v1/Chassis/15693887-7984-9484-3272-842188918912/Thermal",
-        "the same",
-    ),
     ("/redfish/v1/Registries/Messages", "as above"),
     (
         "/redfish/v1/Systems/{test}/BIOS",
