@@ -8,8 +8,10 @@ as an operator bringing a rack in does, timing each phase.
     ironic_fleet.py --api URL --nodes FILE [--timeout S] [--workers N]
 
 FILE is a JSON list of {"name", "address", "system_id" (or null),
-"username", "password"}. Prints one line `FLEET <json>`: the wall time of
-each phase, how many nodes reached its state, and the first errors.
+"username", "password"}. Prints `PHASE <name> begin` and `PHASE <name> end`
+as each phase starts and ends (the caller measures the BMC side's CPU
+there), then one line `FLEET <json>`: the wall time of each phase, how
+many nodes reached its state, and the first errors.
 """
 
 import argparse
@@ -71,6 +73,10 @@ PHASES = [
 ]
 
 
+def mark(name, edge):
+    print(f'PHASE {name} {edge}', flush=True)
+
+
 def phase(s, api, pool, uuids, target, done, failed, timeout):
     start = time.monotonic()
     list(pool.map(lambda u: call(s, 'PUT', f'{api}/v1/nodes/{u}/states/provision',
@@ -117,12 +123,16 @@ def main():
             return call(s, 'POST', f'{a.api}/v1/nodes', json={
                 'name': n['name'], 'driver': 'redfish', 'driver_info': info,
                 'inspect_interface': 'redfish'})['uuid']
+        mark('enroll', 'begin')
         start = time.monotonic()
         uuids = list(pool.map(enroll, fleet))
         out['enroll'] = {'secs': round(time.monotonic() - start, 2), 'ok': len(uuids)}
+        mark('enroll', 'end')
         for name, target, done, failed in PHASES:
+            mark(name, 'begin')
             out[name], uuids = phase(s, a.api, pool, uuids, target, done, failed,
                                      a.timeout)
+            mark(name, 'end')
             if not uuids:
                 break
     print('FLEET ' + json.dumps(out), flush=True)

@@ -127,7 +127,10 @@ fn rss_mib(pid: u32) -> f64 {
 /// One emulator's run: Ironic's figures and the BMC side's.
 struct Run {
     fleet: Value,
+    /// The BMC side's CPU seconds over the whole run.
     cpu: f64,
+    /// Its CPU seconds within each phase, by the phase's name.
+    phase_cpu: Vec<(String, f64)>,
     rss: f64,
     /// Ironic's power-sync loops over the fleet: how many ran, and the
     /// last one's wall time (its `_sync_power_states` logs each at debug).
@@ -172,22 +175,46 @@ fn drive(ns: &str, venv: &Path, dir: &Path, nodes: &[Value], pid: u32) -> Result
     let cpu0 = cpu_secs(pid);
     let python = crate::ironic::python(Some(venv))?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("drivers/ironic_fleet.py");
-    let out = Command::new("ip")
+    let log = dir.join("fleet.log");
+    let mut child = Command::new("ip")
         .args(["netns", "exec", ns])
         .arg(python)
         .arg(script)
         .args(["--api", &ironic.api, "--nodes"])
         .arg(&file)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()
         .context("running drivers/ironic_fleet.py")?;
+    // The BMC side's CPU is read as each phase begins and ends.
+    let mut stdout = String::new();
+    let mut phase_cpu = Vec::new();
+    let mut begun = None;
+    if let Some(out) = child.stdout.take() {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines() {
+            let line = line?;
+            if let Some(mark) = line.strip_prefix("PHASE ") {
+                match mark.rsplit_once(' ') {
+                    Some((name, "begin")) => begun = Some((name.to_string(), cpu_secs(pid))),
+                    Some((name, "end")) => {
+                        if let Some((b, at)) = begun.take().filter(|(b, _)| b == name) {
+                            phase_cpu.push((b, cpu_secs(pid) - at));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            stdout.push_str(&line);
+            stdout.push('\n');
+        }
+    }
+    child.wait()?;
     let cpu = cpu_secs(pid) - cpu0;
     let rss = rss_mib(pid);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    std::fs::write(
-        dir.join("fleet.log"),
-        [&out.stdout[..], &out.stderr].concat(),
-    )?;
+    let errors = std::fs::read(&log).unwrap_or_default();
+    std::fs::write(&log, [stdout.as_bytes(), &errors].concat())?;
     drop(ironic);
     let power_sync = std::fs::read_to_string(layout.dir.join("ironic.log"))
         .ok()
@@ -204,6 +231,7 @@ fn drive(ns: &str, venv: &Path, dir: &Path, nodes: &[Value], pid: u32) -> Result
     Ok(Run {
         fleet: serde_json::from_str(line)?,
         cpu,
+        phase_cpu,
         rss,
         power_sync,
     })
@@ -318,9 +346,14 @@ fn phase_line(name: &str, r: &Run, n: usize) -> String {
             write!(s, " {p} not reached;").ok();
             continue;
         }
+        let cpu = r
+            .phase_cpu
+            .iter()
+            .find(|(name, _)| name == p)
+            .map_or(String::new(), |(_, c)| format!(", {c:.2} CPU s"));
         write!(
             s,
-            " {p} {:.1} s ({}/{n}{});",
+            " {p} {:.1} s{cpu} ({}/{n}{});",
             v["secs"].as_f64().unwrap_or(0.0),
             v["ok"].as_u64().unwrap_or(0),
             match v["failed"].as_u64().unwrap_or(0) + v["stuck"].as_u64().unwrap_or(0) {
@@ -393,25 +426,126 @@ pub fn run(opts: &Options, ironic_venv: &Path, n: usize) -> Result<String> {
         let theirs = theirs?;
         text.push_str(&phase_line("sushy-tools", &theirs, n));
         text.push('\n');
-        let done = |r: &Run| r.fleet["provide"]["ok"].as_u64() == Some(n as u64);
-        if ours.cpu > 0.0 {
-            writeln!(
-                text,
-                "  BMC-side CPU, sushy-tools/shoal: {:.1}x{}",
-                theirs.cpu / ours.cpu,
-                if done(&theirs) {
-                    ""
-                } else {
-                    " (sushy-tools' nodes did not all reach available: over less work)"
-                }
-            )?;
-        }
+        text.push_str(&cpu_ratio(&ours, &theirs, n));
+        text.push('\n');
     }
     Ok(text)
 }
 
+/// The two emulators' BMC-side CPU compared over the same work: the
+/// phases every node of both finished, and the whole run.
+fn cpu_ratio(ours: &Run, theirs: &Run, n: usize) -> String {
+    let finished = |r: &Run, p: &str| r.fleet[p]["ok"].as_u64() == Some(n as u64);
+    let cpu = |r: &Run, p: &str| {
+        r.phase_cpu
+            .iter()
+            .find(|(name, _)| name == p)
+            .map(|(_, c)| *c)
+    };
+    let mut same = Vec::new();
+    let (mut a, mut b) = (0.0, 0.0);
+    for p in ["enroll", "manage", "inspect", "provide"] {
+        if let (true, true, Some(x), Some(y)) = (
+            finished(ours, p),
+            finished(theirs, p),
+            cpu(ours, p),
+            cpu(theirs, p),
+        ) {
+            same.push(p);
+            a += x;
+            b += y;
+        }
+    }
+    let ratio = |theirs: f64, ours: f64| {
+        if ours > 0.0 {
+            format!("{:.1}x", theirs / ours)
+        } else {
+            // Under one clock tick: the ratio is a bound.
+            format!("over {:.0}x", theirs / 0.01)
+        }
+    };
+    let mut s = String::from("  BMC-side CPU, sushy-tools/shoal: ");
+    if same.is_empty() {
+        s.push_str("no phase finished on both");
+    } else {
+        write!(
+            s,
+            "{} over the phases both finished ({}: {b:.2} against {a:.2} CPU s)",
+            ratio(b, a),
+            same.join(", ")
+        )
+        .ok();
+    }
+    write!(
+        s,
+        "; {} over the whole run{}",
+        ratio(theirs.cpu, ours.cpu),
+        if same.len() == 4 {
+            ""
+        } else {
+            " (sushy-tools' nodes did not all reach available: over less work)"
+        }
+    )
+    .ok();
+    s
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn run(fleet: Value, phase_cpu: &[(&str, f64)], cpu: f64) -> Run {
+        Run {
+            fleet,
+            cpu,
+            phase_cpu: phase_cpu.iter().map(|(p, c)| (p.to_string(), *c)).collect(),
+            rss: 1.0,
+            power_sync: None,
+        }
+    }
+
+    #[test]
+    fn cpu_is_compared_over_the_phases_both_finished() {
+        let all = serde_json::json!({
+            "enroll": {"ok": 3}, "manage": {"ok": 3}, "inspect": {"ok": 3}, "provide": {"ok": 3}
+        });
+        let part = serde_json::json!({
+            "enroll": {"ok": 3}, "manage": {"ok": 3}, "inspect": {"ok": 0, "failed": 3}
+        });
+        let ours = run(
+            all,
+            &[
+                ("enroll", 0.1),
+                ("manage", 0.2),
+                ("inspect", 0.3),
+                ("provide", 0.1),
+            ],
+            0.7,
+        );
+        let theirs = run(
+            part,
+            &[("enroll", 0.4), ("manage", 2.6), ("inspect", 0.5)],
+            3.5,
+        );
+        let line = cpu_ratio(&ours, &theirs, 3);
+        assert!(
+            line.contains("10.0x over the phases both finished (enroll, manage: 3.00 against 0.30"),
+            "{line}"
+        );
+        assert!(
+            line.contains("5.0x over the whole run (sushy-tools'"),
+            "{line}"
+        );
+        // Under a clock tick on our side: a bound, not a division by zero.
+        let idle = run(
+            serde_json::json!({"enroll": {"ok": 3}}),
+            &[("enroll", 0.0)],
+            0.0,
+        );
+        let line = cpu_ratio(&idle, &theirs, 3);
+        assert!(line.contains("over 40x over the phases"), "{line}");
+    }
+
     #[test]
     fn power_sync_loops_are_read_from_ironics_debug_lines() {
         let log = "2026-12-05 00:00:01.1 12 DEBUG ironic.conductor.manager [-] Completed power \
