@@ -11,12 +11,12 @@
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+use super::services::{fake_systems_conf, gunicorn, Daemon};
 use super::Options;
 use crate::emulator::{rss_kib, EmulatorProcess};
 use crate::ironic::{Ironic, Layout};
@@ -46,19 +46,7 @@ fn stop_on_signal(ns: String) {
         else {
             return;
         };
-        rt.block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut term = signal(SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async {
-                    match term.as_mut() {
-                        Some(t) => { t.recv().await; }
-                        None => std::future::pending::<()>().await,
-                    }
-                } => {}
-            }
-        });
+        rt.block_on(crate::lab::interrupted());
         eprintln!("interrupted: stopping the fleet's Ironic, sushy-tools and namespace");
         crate::ironic::stop_all();
         if let Some(pid) = *GUNICORN.lock().unwrap_or_else(|p| p.into_inner()) {
@@ -273,57 +261,13 @@ fn shoal(opts: &Options, ns: &str, dir: &Path, n: usize) -> Result<(EmulatorProc
 }
 
 /// sushy-tools' fake driver with `n` systems under gunicorn, inside `ns`.
-fn sushy_tools(venv: &Path, ns: &str, dir: &Path, n: usize) -> Result<(Child, Vec<Value>)> {
-    let mut conf =
-        String::from("SUSHY_EMULATOR_FAKE_DRIVER = True\nSUSHY_EMULATOR_FAKE_SYSTEMS = [\n");
+fn sushy_tools(venv: &Path, ns: &str, dir: &Path, n: usize) -> Result<(Daemon, Vec<Value>)> {
     let uuid = |i: usize| format!("f1ee7000-0000-4000-8000-{i:012x}");
-    for i in 0..n {
-        writeln!(
-            conf,
-            "    {{'uuid': '{}', 'name': 'fleet-{i}', 'power_state': 'Off', \
-             'nics': [{{'mac': '52:54:01:00:{:02x}:{:02x}', 'ip': '198.51.100.{}'}}]}},",
-            uuid(i),
-            i / 256,
-            i % 256,
-            i % 250 + 1
-        )?;
-    }
-    conf.push_str("]\n");
-    let state = dir.join("sushy-state");
-    let _ = std::fs::remove_dir_all(&state);
-    writeln!(
-        conf,
-        "SUSHY_EMULATOR_STATE_DIR = {:?}",
-        state.display().to_string()
-    )?;
+    let conf = fake_systems_conf(n, uuid, "fleet", "Off", &dir.join("sushy-state"), None)?;
     let cfg = dir.join("sushy-tools.py");
     std::fs::write(&cfg, conf)?;
-    let log = dir.join("sushy-tools.log");
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", ns])
-        .arg(venv.join("bin/gunicorn"))
-        .args(["--workers", "2", "--threads", "2", "--bind"])
-        .arg(format!("127.0.0.1:{SUSHY_PORT}"))
-        .args(["--log-level", "warning", "sushy_tools.emulator.main:app"])
-        .env("SUSHY_EMULATOR_CONFIG", &cfg)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&log)?)
-        .stderr(std::fs::File::options().append(true).open(&log)?)
-        .spawn()
-        .context("starting gunicorn (sushy-tools)")?;
     let addr: SocketAddr = ([127, 0, 0, 1], SUSHY_PORT).into();
-    let started = Instant::now();
-    while crate::netns::inside(ns, move || Ok(std::net::TcpStream::connect(addr)?)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            bail!("sushy-tools exited ({status}); see {}", log.display());
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            bail!("sushy-tools did not listen; see {}", log.display());
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let daemon = gunicorn(venv, Some(ns), addr, &cfg, &dir.join("sushy-tools.log"))?;
     let nodes = (0..n)
         .map(|i| {
             serde_json::json!({
@@ -335,7 +279,7 @@ fn sushy_tools(venv: &Path, ns: &str, dir: &Path, n: usize) -> Result<(Child, Ve
             })
         })
         .collect();
-    Ok((child, nodes))
+    Ok((daemon, nodes))
 }
 
 fn phase_line(name: &str, r: &Run, n: usize) -> String {
@@ -414,15 +358,11 @@ pub fn run(opts: &Options, ironic_venv: &Path, n: usize) -> Result<String> {
         ));
         let sushy_dir = dir.join("sushy-tools");
         std::fs::create_dir_all(&sushy_dir)?;
-        let (mut child, nodes) = sushy_tools(venv, &ns.0, &sushy_dir, n)?;
-        *GUNICORN.lock().unwrap_or_else(|p| p.into_inner()) = Some(child.id());
-        let theirs = drive(&ns.0, ironic_venv, &sushy_dir, &nodes, child.id());
-        // gunicorn's master stops its workers on TERM.
-        // SAFETY: kill(2) on the pid of a child this function started and
-        // has not reaped; it touches no memory.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let _ = child.wait();
+        let (daemon, nodes) = sushy_tools(venv, &ns.0, &sushy_dir, n)?;
+        *GUNICORN.lock().unwrap_or_else(|p| p.into_inner()) = Some(daemon.pid());
+        let theirs = drive(&ns.0, ironic_venv, &sushy_dir, &nodes, daemon.pid());
         *GUNICORN.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        drop(daemon);
         let theirs = theirs?;
         text.push_str(&phase_line("sushy-tools", &theirs, n));
         text.push('\n');

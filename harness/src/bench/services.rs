@@ -23,6 +23,12 @@ pub(super) struct Daemon {
     name: &'static str,
 }
 
+impl Daemon {
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Daemon {
     fn drop(&mut self) {
         // gunicorn and nginx stop their workers on SIGTERM.
@@ -53,9 +59,21 @@ fn free_port() -> Result<u16> {
 }
 
 fn wait_listening(addr: SocketAddr, what: &str, child: &mut Child, log: &Path) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    wait_until_listening(child, what, log, || {
+        std::net::TcpStream::connect(addr).is_ok()
+    })
+}
+
+/// Waits (60 s at most) until `listening`, failing if `child` exits first.
+fn wait_until_listening(
+    child: &mut Child,
+    what: &str,
+    log: &Path,
+    listening: impl Fn() -> bool,
+) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if std::net::TcpStream::connect(addr).is_ok() {
+        if listening() {
             return Ok(());
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -63,7 +81,7 @@ fn wait_listening(addr: SocketAddr, what: &str, child: &mut Child, log: &Path) -
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    bail!("{what} did not listen on {addr}; see {}", log.display())
+    bail!("{what} did not listen; see {}", log.display())
 }
 
 fn htpasswd(dir: &Path) -> Result<PathBuf> {
@@ -102,64 +120,113 @@ pub(super) fn start_shoal(
     EmulatorProcess::spawn(cmd, &dir.join(format!("shoal-{systems}-{auth}.log")))
 }
 
-pub(super) fn start_sushy_tools(
-    venv: &Path,
-    dir: &Path,
-    systems: usize,
-    auth: bool,
-) -> Result<(Daemon, SocketAddr)> {
+/// sushy-tools' configuration for `n` fake systems (`uuid(i)`, named
+/// `{prefix}-{i}`, each with a NIC), their state under `state` (emptied
+/// first), with Basic auth from `htpasswd` if given.
+pub(super) fn fake_systems_conf(
+    n: usize,
+    uuid: impl Fn(usize) -> String,
+    prefix: &str,
+    power: &str,
+    state: &Path,
+    htpasswd: Option<&Path>,
+) -> Result<String> {
     let mut conf =
         String::from("SUSHY_EMULATOR_FAKE_DRIVER = True\nSUSHY_EMULATOR_FAKE_SYSTEMS = [\n");
-    for i in 0..systems {
-        let uuid = uuid_of(i);
+    for i in 0..n {
         writeln!(
             conf,
-            "    {{'uuid': '{uuid}', 'name': 'bench-{i}', 'power_state': 'On', \
+            "    {{'uuid': '{}', 'name': '{prefix}-{i}', 'power_state': '{power}', \
              'nics': [{{'mac': '52:54:00:00:{:02x}:{:02x}', 'ip': '198.51.100.{}'}}]}},",
+            uuid(i),
             i / 256,
             i % 256,
             i % 250 + 1
         )?;
     }
     conf.push_str("]\n");
-    let state = dir.join(format!("sushy-state-{auth}"));
-    let _ = std::fs::remove_dir_all(&state);
+    let _ = std::fs::remove_dir_all(state);
     writeln!(
         conf,
         "SUSHY_EMULATOR_STATE_DIR = {:?}",
         state.display().to_string()
     )?;
-    if auth {
+    if let Some(file) = htpasswd {
         writeln!(
             conf,
             "SUSHY_EMULATOR_AUTH_FILE = {:?}",
-            htpasswd(dir)?.display().to_string()
+            file.display().to_string()
         )?;
     }
-    let cfg = dir.join(format!("sushy-tools-{auth}.py"));
-    std::fs::write(&cfg, conf)?;
-    let port = free_port()?;
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
-    let log = dir.join(format!("sushy-tools-{auth}.log"));
-    let mut child = Command::new(venv.join("bin/gunicorn"))
+    Ok(conf)
+}
+
+/// sushy-tools' app under gunicorn as the bench runs it (2 workers of 2
+/// threads) on `addr`, inside the namespace `ns` if given, with the
+/// configuration `cfg`; its output in `log`. Returns once it listens.
+pub(super) fn gunicorn(
+    venv: &Path,
+    ns: Option<&str>,
+    addr: SocketAddr,
+    cfg: &Path,
+    log: &Path,
+) -> Result<Daemon> {
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(venv.join("bin/gunicorn"));
+            c
+        }
+        None => Command::new(venv.join("bin/gunicorn")),
+    };
+    let mut child = cmd
         .args(["--workers", "2", "--threads", "2", "--bind"])
         .arg(addr.to_string())
         .args(["--log-level", "warning", "sushy_tools.emulator.main:app"])
-        .env("SUSHY_EMULATOR_CONFIG", &cfg)
-        .current_dir(dir)
+        .env("SUSHY_EMULATOR_CONFIG", cfg)
+        .current_dir(cfg.parent().unwrap_or(Path::new("/")))
         .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&log)?)
-        .stderr(std::fs::File::options().append(true).open(&log)?)
+        .stdout(std::fs::File::create(log)?)
+        .stderr(std::fs::File::options().append(true).open(log)?)
         .spawn()
         .context("starting gunicorn (sushy-tools)")?;
-    wait_listening(addr, "sushy-tools", &mut child, &log)?;
-    Ok((
-        Daemon {
-            child,
-            name: "sushy-tools",
-        },
-        addr,
-    ))
+    let listening = match ns {
+        Some(ns) => {
+            let ns = ns.to_string();
+            wait_until_listening(&mut child, "sushy-tools", log, move || {
+                crate::netns::inside(&ns, move || Ok(std::net::TcpStream::connect(addr)?)).is_ok()
+            })
+        }
+        None => wait_listening(addr, "sushy-tools", &mut child, log),
+    };
+    let daemon = Daemon {
+        child,
+        name: "sushy-tools",
+    };
+    listening?;
+    Ok(daemon)
+}
+
+pub(super) fn start_sushy_tools(
+    venv: &Path,
+    dir: &Path,
+    systems: usize,
+    auth: bool,
+) -> Result<(Daemon, SocketAddr)> {
+    let pw = if auth { Some(htpasswd(dir)?) } else { None };
+    let conf = fake_systems_conf(
+        systems,
+        uuid_of,
+        "bench",
+        "On",
+        &dir.join(format!("sushy-state-{auth}")),
+        pw.as_deref(),
+    )?;
+    let cfg = dir.join(format!("sushy-tools-{auth}.py"));
+    std::fs::write(&cfg, conf)?;
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse()?;
+    let log = dir.join(format!("sushy-tools-{auth}.log"));
+    Ok((gunicorn(venv, None, addr, &cfg, &log)?, addr))
 }
 
 fn uuid_of(i: usize) -> String {

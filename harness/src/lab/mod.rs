@@ -122,6 +122,24 @@ fn absent(needs: &[(&str, &str)]) -> Vec<String> {
         .collect()
 }
 
+/// Resolves on Ctrl-C or SIGTERM (whichever comes first), for the
+/// runs that tear their lab down before leaving.
+pub async fn interrupted() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        } => {}
+    }
+}
+
 /// Polls `cond` every 250 ms until it holds or `limit` passes.
 pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
     let start = Instant::now();

@@ -203,11 +203,7 @@ fn run_numbered(
 /// namespace) before leaving, whatever the cases are doing.
 fn stop_on_signal(rt: &tokio::runtime::Runtime, lab: Arc<Mutex<Lab>>) {
     rt.spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
-        }
+        crate::lab::interrupted().await;
         eprintln!("interrupted: stopping the lab");
         crate::ironic::stop_all();
         if let Ok(mut l) = lab.lock() {
