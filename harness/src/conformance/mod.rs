@@ -43,10 +43,19 @@ pub enum Tool {
     Protocol,
     UseCases,
     Interop,
+    /// The Service Validator again, on Shoal started as sushy-emulator
+    /// (a sushy-tools configuration: its paths, its chassis).
+    SushyService,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 4] = [Tool::Service, Tool::Protocol, Tool::UseCases, Tool::Interop];
+    pub const ALL: [Tool; 5] = [
+        Tool::Service,
+        Tool::Protocol,
+        Tool::UseCases,
+        Tool::Interop,
+        Tool::SushyService,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -54,12 +63,13 @@ impl Tool {
             Tool::Protocol => "protocol-validator",
             Tool::UseCases => "use-case-checkers",
             Tool::Interop => "interop-validator",
+            Tool::SushyService => "service-validator-sushy-config",
         }
     }
 
     fn program(self) -> &'static str {
         match self {
-            Tool::Service => "rf_service_validator",
+            Tool::Service | Tool::SushyService => "rf_service_validator",
             Tool::Protocol => "rf_protocol_validator",
             Tool::UseCases => "rf_use_case_checkers",
             Tool::Interop => "rf_interop_validator",
@@ -139,6 +149,34 @@ boot_mode = "Legacy"
     )
 }
 
+/// The sushy-tools configuration of the second pass, metal3-dev-env's
+/// shape (TLS, Basic auth, fake systems) with two chassis, beside the
+/// files `prepare` wrote into `dir`; returns its path.
+fn sushy_config(dir: &Path) -> Result<PathBuf> {
+    let conf = format!(
+        "# sushy-tools configuration (conformance)\n\
+         SUSHY_EMULATOR_SSL_CERT = '{dir}/cert.pem'\n\
+         SUSHY_EMULATOR_SSL_KEY = '{dir}/key.pem'\n\
+         SUSHY_EMULATOR_AUTH_FILE = '{dir}/htpasswd'\n\
+         SUSHY_EMULATOR_STATE_DIR = '{dir}/sushy-state'\n\
+         SUSHY_EMULATOR_FAKE_DRIVER = True\n\
+         SUSHY_EMULATOR_FAKE_SYSTEMS = [\n\
+         \x20   {{'uuid': '27946b59-9e44-4fa7-8e91-f3527a1ef094', 'name': 'fake', 'power_state': 'Off',\n\
+         \x20    'nics': [{{'mac': '00:5c:52:31:3a:9c', 'ip': '172.22.0.100'}}]}},\n\
+         \x20   {{'uuid': '48295861-2522-3561-6729-621118518811', 'name': 'fake-2', 'power_state': 'On',\n\
+         \x20    'boot_mode': 'Legacy', 'nics': [{{'mac': '00:5c:52:31:3a:9d', 'ip': '172.22.0.101'}}]}},\n\
+         ]\n\
+         SUSHY_EMULATOR_CHASSIS = [\n\
+         \x20   {{'Id': 'Chassis', 'Name': 'Chassis', 'UUID': '48295861-2522-3561-6729-621118518810'}},\n\
+         \x20   {{'Id': 'Spare', 'Name': 'Spare', 'UUID': '48295861-2522-3561-6729-621118518812'}},\n\
+         ]\n",
+        dir = dir.display()
+    );
+    let p = dir.join("sushy-emulator.conf");
+    std::fs::write(&p, conf)?;
+    Ok(p)
+}
+
 /// Writes the certificate (127.0.0.1, self-signed), the htpasswd and the
 /// inventory into `dir`; returns the inventory's path.
 fn prepare(dir: &Path) -> Result<PathBuf> {
@@ -171,7 +209,7 @@ fn run_tool(tool: Tool, opts: &Options, url: &str, dir: &Path) -> ToolResult {
     }
     let mut cmd = Command::new(opts.venv_bin.join(tool.program()));
     match tool {
-        Tool::Service => {
+        Tool::Service | Tool::SushyService => {
             cmd.args([
                 "--authtype",
                 "Session",
@@ -386,6 +424,8 @@ pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
     eprintln!("conformance: {n} schema files fetched from the service");
     let cert = certificates_through_tacklebox(opts, &url, &dir)?;
     eprintln!("conformance: Tacklebox's rf_certificates installed, replaced, listed and deleted HTTPS boot CAs; {cert} stays for the tools to read");
+    // The sushy-tools configuration's service, started when its pass comes.
+    let mut sushy: Option<(EmulatorProcess, PathBuf)> = None;
     let mut results = Vec::new();
     for (i, &tool) in opts.tools.iter().enumerate() {
         eprintln!(
@@ -394,7 +434,30 @@ pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
             opts.tools.len(),
             tool.name()
         );
-        let r = run_tool(tool, opts, &url, &dir);
+        let r = if tool == Tool::SushyService {
+            if sushy.is_none() {
+                let sdir = opts.out.join("sushy-config");
+                prepare(&sdir)?;
+                let mut cmd = Command::new(&opts.emulator);
+                cmd.arg("--config")
+                    .arg(sushy_config(&sdir)?)
+                    .args(["--port", "0"])
+                    .env("RUST_LOG", "info");
+                let e = EmulatorProcess::spawn(cmd, &opts.out.join("emulator-sushy-config.log"))?;
+                let n = fetch_schemas(&e.url, &sdir.join("schemas"))?;
+                eprintln!(
+                    "conformance: shoal-emulator with a sushy-tools configuration at {} (pid {}), \
+                     {n} schema files",
+                    e.url,
+                    e.pid()
+                );
+                sushy = Some((e, sdir));
+            }
+            let (e, sdir) = sushy.as_ref().context("the sushy-tools service")?;
+            run_tool(tool, opts, &e.url, sdir)
+        } else {
+            run_tool(tool, opts, &url, &dir)
+        };
         eprintln!(
             "conformance: [{}/{}] {} {} in {:.0}s",
             i + 1,
@@ -409,6 +472,12 @@ pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
                 "the emulator exited ({status}) during {}; see {}",
                 tool.name(),
                 opts.out.join("emulator.log").display()
+            );
+        }
+        if let Some(status) = sushy.as_mut().and_then(|(e, _)| e.exited()) {
+            bail!(
+                "the emulator with a sushy-tools configuration exited ({status}); see {}",
+                opts.out.join("emulator-sushy-config.log").display()
             );
         }
     }

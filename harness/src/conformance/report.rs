@@ -6,13 +6,13 @@ use super::ToolResult;
 /// The readable summary: a table of counts, then every FAIL and WARN.
 pub fn summary(results: &[ToolResult]) -> String {
     let mut out = format!(
-        "{:<20} {:>6} {:>6} {:>6} {:>10} {:>7}\n",
+        "{:<30} {:>6} {:>6} {:>6} {:>10} {:>7}\n",
         "tool", "PASS", "WARN", "FAIL", "NOT TESTED", "time"
     );
     for r in results {
         match &r.counts {
             Some(c) => out.push_str(&format!(
-                "{:<20} {:>6} {:>6} {:>6} {:>10} {:>6.0}s\n",
+                "{:<30} {:>6} {:>6} {:>6} {:>10} {:>6.0}s\n",
                 r.tool.name(),
                 c.pass,
                 c.warn,
@@ -21,7 +21,7 @@ pub fn summary(results: &[ToolResult]) -> String {
                 r.elapsed.as_secs_f64()
             )),
             None => out.push_str(&format!(
-                "{:<20} {:>6} {:>6} {:>6} {:>10} {:>6.0}s\n",
+                "{:<30} {:>6} {:>6} {:>6} {:>10} {:>6.0}s\n",
                 r.tool.name(),
                 "-",
                 "-",
