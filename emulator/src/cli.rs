@@ -165,6 +165,13 @@ pub struct Cli {
         value_delimiter = ','
     )]
     pub media_allow_nets: Vec<crate::netpolicy::IpNet>,
+    /// The only IP family of the BMCs' network (4 or 6): an image URL
+    /// naming an address of the other family is refused (400) when
+    /// inserted, and a host name resolving only to such addresses is
+    /// refused when fetched (sushy-tools'
+    /// `SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY`). Default: both.
+    #[arg(long, env = "SHOAL_MEDIA_IP_FAMILY", value_enum)]
+    pub media_ip_family: Option<crate::netpolicy::IpFamily>,
     /// UDP port of the IPMI (RMCP+, "lanplus") listener of every BMC of
     /// one system (an endpoint of its own, or the main service when it
     /// serves one system), on that BMC's address; 0: no IPMI
@@ -253,6 +260,8 @@ pub struct Settings {
     /// (sushy-tools' chassis, when started as sushy-emulator with the full
     /// feature set, as sushy-tools serves Chassis).
     pub enclosures: Vec<(sushy::ChassisEntry, crate::model::IndicatorLed)>,
+    /// The only IP family image URLs may name (`--media-ip-family`).
+    pub media_ip_family: Option<crate::netpolicy::IpFamily>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -421,6 +430,9 @@ impl Cli {
                 .collect(),
             _ => Vec::new(),
         };
+        let media_ip_family = self
+            .media_ip_family
+            .or(sushy.as_ref().and_then(|c| c.media_ip_family));
         let media = crate::backend::download::MediaOptions {
             cache: self.media_cache.clone(),
             max_bytes: self.media_max_mib << 20,
@@ -429,6 +441,7 @@ impl Cli {
             insecure: self.media_insecure || sushy.as_ref().is_some_and(|c| !c.vmedia_verify_ssl),
             addresses: crate::netpolicy::AddressPolicy {
                 allow: self.media_allow_nets.clone(),
+                family: media_ip_family,
             },
         };
         Ok(Settings {
@@ -501,6 +514,7 @@ impl Cli {
             power_off_disabled: self.disable_power_off
                 || sushy.as_ref().is_some_and(|c| c.disable_power_off),
             enclosures,
+            media_ip_family,
         })
     }
 

@@ -2,7 +2,10 @@
 //! by default not its own host's loopback, not link-local (where cloud
 //! metadata services live), never unspecified, multicast or broadcast.
 //! `--media-allow-net` lets networks through that the default refuses
-//! (a lab serving images on loopback).
+//! (a lab serving images on loopback). `--media-ip-family` puts the BMC on
+//! a single-stack network: image URLs naming an address of the other
+//! family are refused when inserted, and a host name that resolves only to
+//! such addresses is refused when fetched.
 
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -60,16 +63,86 @@ impl std::fmt::Display for IpNet {
     }
 }
 
+/// The one IP family a BMC's network has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum IpFamily {
+    #[value(name = "4")]
+    V4,
+    #[value(name = "6")]
+    V6,
+}
+
+impl IpFamily {
+    /// `4` or `6`, as sushy-tools' `SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY`.
+    pub fn parse(s: &str) -> Option<IpFamily> {
+        match s {
+            "4" => Some(IpFamily::V4),
+            "6" => Some(IpFamily::V6),
+            _ => None,
+        }
+    }
+
+    pub fn admits(self, ip: IpAddr) -> bool {
+        match self {
+            IpFamily::V4 => ip.to_canonical().is_ipv4(),
+            IpFamily::V6 => ip.to_canonical().is_ipv6(),
+        }
+    }
+
+    /// The address a URL names by its literal host, if it names one
+    /// (`http://192.0.2.1/`, `http://user@[fd00::1]:8080/x`); None for a
+    /// host name.
+    pub fn literal_host(url: &str) -> Option<IpAddr> {
+        let rest = url.split_once("://")?.1;
+        let authority = rest.split(['/', '?', '#']).next()?;
+        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        if let Some(v6) = host.strip_prefix('[') {
+            return v6.split_once(']')?.0.parse().ok();
+        }
+        host.split(':').next()?.parse().ok()
+    }
+
+    /// Why `url` cannot be reached from this network, if its host is an
+    /// address of the other family.
+    pub fn refuses(self, url: &str) -> Option<String> {
+        let ip = Self::literal_host(url)?;
+        (!self.admits(ip)).then(|| {
+            format!(
+                "{ip} is not an IPv{} address, the only family of this BMC's network",
+                self.number()
+            )
+        })
+    }
+
+    pub fn number(self) -> u8 {
+        match self {
+            IpFamily::V4 => 4,
+            IpFamily::V6 => 6,
+        }
+    }
+}
+
 /// The address policy of image downloads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddressPolicy {
     /// Networks let through although the default refuses them.
     pub allow: Vec<IpNet>,
+    /// The only family the BMC's network has (None: both).
+    pub family: Option<IpFamily>,
 }
 
 impl AddressPolicy {
     /// `Err(why)` when `ip` may not be fetched from.
     pub fn check(&self, ip: IpAddr) -> Result<(), &'static str> {
+        match self.family {
+            Some(IpFamily::V4) if !IpFamily::V4.admits(ip) => {
+                return Err("IPv6, and this BMC's network is IPv4 only")
+            }
+            Some(IpFamily::V6) if !IpFamily::V6.admits(ip) => {
+                return Err("IPv4, and this BMC's network is IPv6 only")
+            }
+            _ => {}
+        }
         let ip = ip.to_canonical();
         let never = match ip {
             IpAddr::V4(v) => {
@@ -107,6 +180,46 @@ impl AddressPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_single_stack_network_refuses_the_other_family() {
+        assert_eq!(
+            IpFamily::literal_host("http://user:pw@[fd00::1]:8080/a.iso"),
+            Some(ip("fd00::1"))
+        );
+        assert_eq!(
+            IpFamily::literal_host("https://192.0.2.7:8443/a.iso?x=1"),
+            Some(ip("192.0.2.7"))
+        );
+        assert_eq!(IpFamily::literal_host("http://images.example/a.iso"), None);
+        assert_eq!(
+            IpFamily::literal_host("http://192.0.2.7"),
+            Some(ip("192.0.2.7"))
+        );
+        assert_eq!(IpFamily::literal_host("no scheme"), None);
+        let v4 = IpFamily::V4;
+        assert!(v4.refuses("http://192.0.2.7/a.iso").is_none());
+        assert!(v4.refuses("http://images.example/a.iso").is_none());
+        let why = v4.refuses("http://[2001:db8::7]/a.iso").unwrap();
+        assert!(why.contains("2001:db8::7") && why.contains("IPv4"), "{why}");
+        assert!(IpFamily::V6.refuses("http://192.0.2.7/a.iso").is_some());
+        assert!(IpFamily::V6.refuses("http://[2001:db8::7]/a.iso").is_none());
+        // A mapped IPv4 address is IPv4.
+        assert!(v4.admits(ip("::ffff:192.0.2.7")));
+        assert!(!IpFamily::V6.admits(ip("192.0.2.7")));
+        // What a name resolves to, at download time.
+        let p = AddressPolicy {
+            family: Some(IpFamily::V6),
+            ..Default::default()
+        };
+        assert_eq!(
+            p.check(ip("192.0.2.7")),
+            Err("IPv4, and this BMC's network is IPv6 only")
+        );
+        assert_eq!(p.check(ip("2001:db8::7")), Ok(()));
+        assert_eq!(IpFamily::parse("4"), Some(IpFamily::V4));
+        assert_eq!(IpFamily::parse("IPv4"), None);
+    }
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
@@ -149,6 +262,7 @@ mod tests {
     fn allowed_networks_pass_but_never_unspecified_or_multicast() {
         let p = AddressPolicy {
             allow: vec!["127.0.0.0/8".parse().unwrap(), "fe80::/10".parse().unwrap()],
+            family: None,
         };
         assert_eq!(p.check(ip("127.0.0.1")), Ok(()));
         assert_eq!(p.check(ip("::ffff:127.0.0.1")), Ok(()));
@@ -157,6 +271,7 @@ mod tests {
         assert_eq!(p.check(ip("169.254.1.1")), Err("link-local"));
         let all = AddressPolicy {
             allow: vec!["0.0.0.0/0".parse().unwrap(), "::/0".parse().unwrap()],
+            family: None,
         };
         assert_eq!(all.check(ip("0.0.0.0")), Err("unspecified"));
         assert_eq!(all.check(ip("ff02::1")), Err("multicast"));

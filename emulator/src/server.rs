@@ -85,6 +85,7 @@ pub fn state(settings: &Settings) -> Result<AppState> {
     .with_profiles(settings.profiles.clone())
     .with_faults(Arc::new(Faults::new(settings.faults.clone())));
     st.power_off_disabled = settings.power_off_disabled;
+    st.media_ip_family = settings.media_ip_family;
     st.enclosures = Arc::new(
         settings
             .enclosures
@@ -234,6 +235,7 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         .with_faults(main.faults.clone())
         .with_endpoint_systems(refs.iter().map(|r| r.name.clone()).collect());
         state.power_off_disabled = main.power_off_disabled;
+        state.media_ip_family = main.media_ip_family;
         main.faults.register(
             refs.iter().map(|r| r.name.clone()).collect(),
             state.auth.clone(),

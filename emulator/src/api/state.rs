@@ -107,6 +107,8 @@ pub struct AppState {
     /// Chassis that enclose the systems' own (sushy-tools' chassis when
     /// started as sushy-emulator; `api/enclosure`).
     pub enclosures: Arc<Vec<super::enclosure::Enclosure>>,
+    /// The only IP family image URLs may name (`--media-ip-family`).
+    pub media_ip_family: Option<crate::netpolicy::IpFamily>,
 }
 
 /// The ports this service's BMC answers on, set by the server once its
@@ -146,6 +148,7 @@ impl AppState {
             ports: Arc::default(),
             power_off_disabled: false,
             enclosures: Arc::default(),
+            media_ip_family: None,
             media_verifies: true,
         }
     }

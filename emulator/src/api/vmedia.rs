@@ -283,6 +283,7 @@ async fn patch_member(
         tracing::info!(system = %sys.name, %slot, "eject media (PATCH)");
     } else {
         let image = parse_media(&body, "VirtualMedia", false)?;
+        check_family(&st, &image)?;
         if body.get("Inserted") == Some(&Value::Bool(true)) {
             if sys.bmc.media(slot).inserted {
                 return Err(ApiError::Conflict(format!(
@@ -424,6 +425,20 @@ async fn hpe_eject(
     eject(st, sys, path, uri, body).await
 }
 
+/// An image URL naming an address of the family the BMC's network lacks
+/// (`--media-ip-family`) is refused before anything changes.
+fn check_family(st: &AppState, image: &MediaImage) -> Result<(), ApiError> {
+    match st.media_ip_family.and_then(|f| f.refuses(&image.image)) {
+        None => Ok(()),
+        Some(why) => {
+            tracing::info!(image = %image.image, %why, "image URL refused");
+            Err(ApiError::bad(
+                Msg::new("ActionParameterValueConflict", &["Image", &image.image]).about("Image"),
+            ))
+        }
+    }
+}
+
 /// Validates InsertMedia's parameters into a `MediaImage`.
 fn parse_insert(body: &serde_json::Map<String, Value>) -> Result<MediaImage, ApiError> {
     parse_media(body, INSERT, true)
@@ -552,6 +567,7 @@ async fn insert(
         return Err(ApiError::BadRequest(refused));
     }
     let image = parse_insert(&body)?;
+    check_family(&st, &image)?;
     let _guard = st.locks.lock(&sys.id).await;
     let sys = st.backend.system(&sys.id).await?;
     if sys.bmc.media(slot).inserted {

@@ -103,6 +103,8 @@ pub struct SushyConfig {
     /// `SUSHY_EMULATOR_CHASSIS`, or sushy-tools' one default Chassis: the
     /// enclosures served beside each system's own Chassis.
     pub chassis: Vec<ChassisEntry>,
+    /// `SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY`.
+    pub media_ip_family: Option<crate::netpolicy::IpFamily>,
     /// What is read but not served as sushy-tools serves it, and why.
     pub notes: Vec<String>,
 }
@@ -318,6 +320,7 @@ pub fn parse(file: &str, text: &str, fake: bool) -> Result<SushyConfig, ConfigEr
         indicator_leds: Vec::new(),
         disable_power_off: false,
         chassis: vec![ChassisEntry::sushy_default()],
+        media_ip_family: None,
         notes: Vec::new(),
     };
     let mut fake = fake;
@@ -480,16 +483,13 @@ pub fn parse(file: &str, text: &str, fake: bool) -> Result<SushyConfig, ConfigEr
             "SUSHY_EMULATOR_VMEDIA_DEVICES" => vmedia_devices(&k)?,
             "SUSHY_EMULATOR_VMEDIA_VERIFY_SSL" => c.vmedia_verify_ssl = k.truth()?,
             "SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY" => {
-                if let Some(f) = k.string()? {
-                    if f != "4" && f != "6" {
-                        return Err(k.err(&a.name, format!("{f:?} is not one of: '4', '6'")));
-                    }
-                    note(
-                        &mut c,
-                        "not served: Shoal takes image URLs of either IP family \
-                         (its address policy refuses loopback and link-local ones)",
-                    );
-                }
+                c.media_ip_family =
+                    match k.string()? {
+                        None | Some("") => None,
+                        Some(f) => Some(crate::netpolicy::IpFamily::parse(f).ok_or_else(|| {
+                            k.err(&a.name, format!("{f:?} is not one of: '4', '6'"))
+                        })?),
+                    };
             }
             "SUSHY_EMULATOR_STORAGE" | "SUSHY_EMULATOR_DRIVES" | "SUSHY_EMULATOR_VOLUMES" => {
                 if !k.dict()?.is_empty() {
@@ -1125,6 +1125,35 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
                 uuid: Uuid::parse_str("48295861-2522-3561-6729-621118518810").unwrap(),
             }]
         );
+    }
+
+    #[test]
+    fn the_media_ip_family_is_4_or_6() {
+        use crate::netpolicy::IpFamily;
+        for (v, want) in [
+            ("'4'", Some(IpFamily::V4)),
+            ("'6'", Some(IpFamily::V6)),
+            ("''", None),
+        ] {
+            let c = parse(
+                "f.conf",
+                &format!("SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY = {v}\n"),
+                true,
+            )
+            .unwrap();
+            assert_eq!(c.media_ip_family, want, "{v}");
+        }
+        assert_eq!(parse("f.conf", "", true).unwrap().media_ip_family, None);
+        for (v, says) in [("'ipv4'", "is not one of: '4', '6'"), ("4", "string")] {
+            let e = parse(
+                "f.conf",
+                &format!("SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY = {v}\n"),
+                true,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(says) && e.contains("line 1"), "{v}: {e}");
+        }
     }
 
     #[test]

@@ -11,11 +11,16 @@ use shoal_emulator::auth::AuthStore;
 use shoal_emulator::backend::download::MediaOptions;
 use shoal_emulator::backend::fake::FakeOptions;
 use shoal_emulator::config::{fake_systems, FeatureSet};
-use shoal_emulator::netpolicy::AddressPolicy;
+use shoal_emulator::netpolicy::{AddressPolicy, IpFamily};
 
 use crate::common::{fake_iso, file_server, Api};
 
 fn fetching(allow_loopback: bool, media_delay: Duration) -> Api {
+    fetching_on(allow_loopback, media_delay, None)
+}
+
+/// The same on a network of one IP family (`--media-ip-family`).
+fn fetching_on(allow_loopback: bool, media_delay: Duration, family: Option<IpFamily>) -> Api {
     let opts = MediaOptions {
         cache: std::env::temp_dir(),
         max_bytes: 1 << 20,
@@ -27,9 +32,10 @@ fn fetching(allow_loopback: bool, media_delay: Duration) -> Api {
             } else {
                 vec![]
             },
+            family,
         },
     };
-    Api::with(
+    let api = Api::with(
         fake_systems(1),
         FakeOptions {
             media_delay,
@@ -38,7 +44,75 @@ fn fetching(allow_loopback: bool, media_delay: Duration) -> Api {
         },
         AuthStore::open(),
         FeatureSet::Full,
-    )
+    );
+    let mut state = api.state;
+    state.media_ip_family = family;
+    Api::of_state(state)
+}
+
+/// On a single-stack network (sushy-tools'
+/// `SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY`): an image URL naming an
+/// address of the other family is refused before anything changes, and a
+/// host name is fetched only from addresses of the network's family.
+#[tokio::test]
+async fn a_single_stack_bmc_takes_images_of_its_family_only() {
+    let base = file_server(vec![("/good.iso", fake_iso(0x9000))]);
+    let port = base.rsplit(':').next().unwrap().to_string();
+    let by_name = format!("http://localhost:{port}/good.iso");
+    for (family, url, want) in [
+        // The literal address is checked when the action is asked.
+        (
+            IpFamily::V6,
+            format!("{base}/good.iso"),
+            Err("ActionParameterValueConflict"),
+        ),
+        (
+            IpFamily::V4,
+            "http://[2001:db8::7]/x.iso".to_string(),
+            Err("ActionParameterValueConflict"),
+        ),
+        (IpFamily::V4, format!("{base}/good.iso"), Ok(())),
+        // A name: what it resolves to is checked when fetched (the server
+        // listens on 127.0.0.1 only).
+        (
+            IpFamily::V6,
+            by_name.clone(),
+            Err("CouldNotEstablishConnection"),
+        ),
+        (IpFamily::V4, by_name.clone(), Ok(())),
+    ] {
+        let api = fetching_on(true, Duration::ZERO, Some(family));
+        let sys = api.system(0).await;
+        let cd = format!("{sys}/VirtualMedia/Cd");
+        let r = api
+            .post(
+                &format!("{cd}/Actions/VirtualMedia.InsertMedia"),
+                json!({"Image": url}),
+            )
+            .await;
+        let inserted = api.get(&cd).await.body["Inserted"].clone();
+        match want {
+            Ok(()) => {
+                assert_eq!(
+                    r.status,
+                    StatusCode::NO_CONTENT,
+                    "{family:?} {url}: {}",
+                    r.body
+                );
+                assert_eq!(inserted, true);
+            }
+            Err(id) => {
+                assert_eq!(
+                    r.status,
+                    StatusCode::BAD_REQUEST,
+                    "{family:?} {url}: {}",
+                    r.body
+                );
+                assert_eq!(r.message_ids(), [id], "{family:?} {url}: {}", r.body);
+                assert_eq!(inserted, false, "{family:?} {url}");
+            }
+        }
+    }
 }
 
 #[tokio::test]

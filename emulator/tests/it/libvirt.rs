@@ -93,6 +93,7 @@ fn options(allow: &[&str]) -> LibvirtOptions {
             // The tests' image servers listen on loopback.
             addresses: AddressPolicy {
                 allow: vec!["127.0.0.0/8".parse().unwrap()],
+                family: None,
             },
         },
         nvram_dir: Some(nvram_folder()),
