@@ -127,6 +127,12 @@ pub struct Cli {
         value_delimiter = ','
     )]
     pub libvirt_domains: Vec<String>,
+    /// The storage pool, on a remote libvirt host (a URI with a host
+    /// part), that virtual media images are uploaded into (sushy-tools'
+    /// `SUSHY_EMULATOR_STORAGE_POOL`). Local hosts' domains read the
+    /// image from Shoal's cache.
+    #[arg(long, env = "SHOAL_LIBVIRT_MEDIA_POOL")]
+    pub libvirt_media_pool: Option<String>,
     /// libvirt backend: how UefiHttp is carried out.
     #[arg(long, env = "SHOAL_HTTP_BOOT", value_enum, default_value = "firmware")]
     pub http_boot: HttpBootMapping,
@@ -217,6 +223,8 @@ pub enum BackendChoice {
         http_boot: HttpBootMapping,
         graceful_timeout: Duration,
         media: crate::backend::download::MediaOptions,
+        /// A remote host's pool for virtual media volumes.
+        media_pool: String,
     },
     /// Ironic's nodes (`--ironic-cloud`), each with `profile`.
     Ironic {
@@ -494,6 +502,11 @@ impl Cli {
                     http_boot: self.http_boot,
                     graceful_timeout: Duration::from_secs(self.graceful_timeout_secs),
                     media,
+                    media_pool: self
+                        .libvirt_media_pool
+                        .clone()
+                        .or_else(|| sushy.as_ref().and_then(|c| c.storage_pool.clone()))
+                        .unwrap_or_else(|| "default".into()),
                 }
             } else {
                 BackendChoice::Fake

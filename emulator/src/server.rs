@@ -45,6 +45,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
             http_boot,
             graceful_timeout,
             media,
+            media_pool,
         } => {
             let opts = crate::backend::libvirt::LibvirtOptions {
                 profile: profile.clone(),
@@ -53,6 +54,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
                 http_boot: *http_boot,
                 graceful_timeout: *graceful_timeout,
                 media: media.clone(),
+                media_pool: media_pool.clone(),
                 nvram_dir: None,
                 ipmi_in_band_dir: settings.ipmi.in_band_dir.clone(),
             };

@@ -105,6 +105,9 @@ pub struct SushyConfig {
     pub chassis: Vec<ChassisEntry>,
     /// `SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY`.
     pub media_ip_family: Option<crate::netpolicy::IpFamily>,
+    /// `SUSHY_EMULATOR_STORAGE_POOL`: where a remote host's virtual media
+    /// volumes go.
+    pub storage_pool: Option<String>,
     /// What is read but not served as sushy-tools serves it, and why.
     pub notes: Vec<String>,
 }
@@ -321,6 +324,7 @@ pub fn parse(file: &str, text: &str, fake: bool) -> Result<SushyConfig, ConfigEr
         disable_power_off: false,
         chassis: vec![ChassisEntry::sushy_default()],
         media_ip_family: None,
+        storage_pool: None,
         notes: Vec::new(),
     };
     let mut fake = fake;
@@ -451,13 +455,7 @@ pub fn parse(file: &str, text: &str, fake: bool) -> Result<SushyConfig, ConfigEr
                 );
             }
             "SUSHY_EMULATOR_STORAGE_POOL" => {
-                k.string()?;
-                note(
-                    &mut c,
-                    "not used: Shoal creates no volumes in a libvirt pool (RAID \
-                     volumes are the controller's configuration over the domain's \
-                     disks)",
-                );
+                c.storage_pool = k.string()?.filter(|p| !p.is_empty()).map(str::to_string)
             }
             "SUSHY_EMULATOR_CHASSIS" => c.chassis = chassis_list(&k)?,
             "SUSHY_EMULATOR_INDICATOR_LEDS" => {
@@ -1003,18 +1001,37 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
         std::fs::write(
             &conf,
             "SUSHY_EMULATOR_LIBVIRT_URI = 'test:///default'\n\
-             SUSHY_EMULATOR_ALLOWED_INSTANCES = ['test']\n",
+             SUSHY_EMULATOR_ALLOWED_INSTANCES = ['test']\n\
+             SUSHY_EMULATOR_STORAGE_POOL = 'images'\n",
         )
         .unwrap();
         let cli =
             Cli::try_parse_from(["shoal-emulator", "--config", conf.to_str().unwrap()]).unwrap();
         match cli.settings().unwrap().backend {
-            crate::cli::BackendChoice::Libvirt { uris, allow, .. } => {
+            crate::cli::BackendChoice::Libvirt {
+                uris,
+                allow,
+                media_pool,
+                ..
+            } => {
                 assert_eq!(uris, ["test:///default"]);
                 assert_eq!(allow, ["test"]);
+                assert_eq!(media_pool, "images");
             }
             b => panic!("{b:?}"),
         }
+        let cli = Cli::try_parse_from([
+            "shoal-emulator",
+            "--config",
+            conf.to_str().unwrap(),
+            "--libvirt-media-pool",
+            "other",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.settings().unwrap().backend,
+            crate::cli::BackendChoice::Libvirt { media_pool, .. } if media_pool == "other"
+        ));
         // --fake over the same file: its fake systems, here the default.
         let cli = Cli::try_parse_from([
             "shoal-emulator",

@@ -80,6 +80,7 @@ fn api(allow: &[&str]) -> Api {
 
 fn options(allow: &[&str]) -> LibvirtOptions {
     LibvirtOptions {
+        media_pool: "default".into(),
         profile: "generic".into(),
         uris: vec![URI.into()],
         allow: allow.iter().map(|s| s.to_string()).collect(),
@@ -399,6 +400,7 @@ async fn boot_mode_and_secure_boot_select_the_firmware() {
     let folder = host.path().join("nvram");
     let api = Api::on(Arc::new(
         LibvirtBackend::connect(LibvirtOptions {
+            media_pool: "default".into(),
             nvram_dir: Some(folder.clone()),
             ipmi_in_band_dir: None,
             ..options(&[])
@@ -506,6 +508,7 @@ async fn a_folder_that_cannot_be_made_refuses_the_start_and_names_it() {
     let folder = host.path().join("absent").join("nvram");
     let api = Api::on(Arc::new(
         LibvirtBackend::connect(LibvirtOptions {
+            media_pool: "default".into(),
             nvram_dir: Some(folder.clone()),
             ipmi_in_band_dir: None,
             ..options(&[])
@@ -801,6 +804,7 @@ async fn insert_media_refuses_loopback_and_link_local_and_answers_alike() {
     let id = hv.define(&legacy_domain("policy-vm"));
     let api = Api::on(Arc::new(
         LibvirtBackend::connect(LibvirtOptions {
+            media_pool: "default".into(),
             media: MediaOptions {
                 addresses: AddressPolicy::default(),
                 ..options(&[]).media

@@ -7,10 +7,13 @@
 //!   the other host's keeps working; started again, its system comes back
 //!   without an emulator restart.
 //! - With the QEMU driver (`qemu+tcp://`, each daemon with its own
-//!   virtlogd): a real UEFI VM on each host boots its virtual CD through
-//!   the one BMC service (override `Cd` Once, Reset On), and what needs
-//!   the host's files (HTTP boot's NVRAM option, virtual media) is refused
-//!   there, naming the host.
+//!   virtlogd): a real UEFI VM on each host boots a CD through the one BMC
+//!   service (override `Cd` Once, Reset On): the first host's VM its own
+//!   CD, the second's an image inserted as virtual media, which Shoal
+//!   downloads and uploads into that host's storage pool. The first host
+//!   has no pool, so virtual media there is refused naming it, and HTTP
+//!   boot (Shoal writes the NVRAM option) is refused on both, naming the
+//!   host.
 //!
 //! The times are printed.
 
@@ -290,12 +293,40 @@ fn a_vm_on_each_of_two_qemu_hosts_boots_through_one_bmc_service() {
     // hosts (1 and 2), whose test may run at the same time.
     let mut hosts = [Host::qemu(3, dir.path()), Host::qemu(4, dir.path())];
     let mut serials = Vec::new();
+    let mut served = Vec::new();
     for (i, h) in hosts.iter_mut().enumerate() {
         h.start();
         let n = i + 3;
         let iso = crate::vmlab::marker_image("iso", &format!("hv{n}-boot")).expect("marker ISO");
-        let cd = dir.path().join(format!("hv{n}.iso"));
-        std::fs::copy(&iso, &cd).unwrap();
+        // Host 3's VM has its CD in its definition; host 4's gets its
+        // image as virtual media, into host 4's pool.
+        let cd_xml = if n == 3 {
+            let cd = dir.path().join(format!("hv{n}.iso"));
+            std::fs::copy(&iso, &cd).unwrap();
+            format!(
+                r#"<disk type="file" device="cdrom"><driver name="qemu" type="raw"/><source file="{}"/><target dev="sda" bus="sata"/><readonly/></disk>"#,
+                cd.display()
+            )
+        } else {
+            served.push(("/hv4.iso", std::fs::read(&iso).unwrap()));
+            let pool = dir.path().join("pool4");
+            std::fs::create_dir(&pool).unwrap();
+            std::fs::set_permissions(&pool, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let pool = pool.display().to_string();
+            run(Command::new("virsh")
+                .args([
+                    "-q",
+                    "-c",
+                    &h.uri(),
+                    "pool-define-as",
+                    "default",
+                    "dir",
+                    "--target",
+                ])
+                .arg(&pool));
+            run(Command::new("virsh").args(["-q", "-c", &h.uri(), "pool-start", "default"]));
+            String::new()
+        };
         let serial = dir.path().join(format!("hv{n}.serial"));
         let xml = dir.path().join(format!("hv{n}.xml"));
         std::fs::write(
@@ -307,12 +338,11 @@ fn a_vm_on_each_of_two_qemu_hosts_boots_through_one_bmc_service() {
     <nvram template="/usr/share/OVMF/OVMF_VARS_4M.fd">/var/lib/libvirt/qemu/nvram/hv{n}-vm_VARS.fd</nvram></os>
   <features><acpi/></features><on_poweroff>destroy</on_poweroff>
   <devices>
-    <disk type="file" device="cdrom"><driver name="qemu" type="raw"/><source file="{cd}"/><target dev="sda" bus="sata"/><readonly/></disk>
+    {cd_xml}
     <serial type="pty"><log file="{serial}" append="off"/><target port="0"/></serial>
     <console type="pty"><target type="serial" port="0"/></console>
   </devices></domain>"#,
                 uuid = VM[i],
-                cd = cd.display(),
                 serial = serial.display(),
             ),
         )
@@ -322,16 +352,56 @@ fn a_vm_on_each_of_two_qemu_hosts_boots_through_one_bmc_service() {
             .arg(&xml));
         serials.push(serial);
     }
+    let images = crate::common::file_server(served);
     let emu = Spawned::start(&[
         "--libvirt-uri",
         &hosts[0].uri(),
         "--libvirt-uri",
         &hosts[1].uri(),
+        // The image server is on this namespace's loopback.
+        "--media-allow-net",
+        "127.0.0.0/8",
     ]);
     let sys: Vec<String> = VM
         .iter()
         .map(|id| format!("{}/redfish/v1/Systems/{id}", emu.url))
         .collect();
+    let insert = |s: &str, image: &str| {
+        call(
+            "POST",
+            &format!("{s}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"),
+            &format!(r#"{{"Image": "{image}"}}"#),
+        )
+    };
+    // Host 3 has no storage pool: refused, naming it, nothing changed.
+    let (code, body) = insert(&sys[0], &format!("{images}/hv4.iso"));
+    assert_eq!(code, 400, "{body}");
+    let text = body.to_string();
+    assert!(
+        text.contains("ActionNotSupported")
+            && text.contains("'default'")
+            && text.contains(&hosts[0].uri()),
+        "{body}"
+    );
+    // Host 4's VM: downloaded, uploaded into its pool, a Task until then.
+    let uploading = Instant::now();
+    let (code, body) = insert(&sys[1], &format!("{images}/hv4.iso"));
+    assert!(code == 202 || code == 204, "{code} {body}");
+    let inserted = shoal_harness::lab::wait_until(Duration::from_secs(60), || {
+        call("GET", &format!("{}/VirtualMedia/Cd", sys[1]), "").1["Inserted"] == true
+    })
+    .unwrap_or_else(|| panic!("host 4's virtual media never showed inserted"));
+    let volumes = Command::new("virsh")
+        .args(["-q", "-c", &hosts[1].uri(), "vol-list", "default"])
+        .output()
+        .unwrap();
+    let volumes = String::from_utf8_lossy(&volumes.stdout).into_owned();
+    assert_eq!(
+        volumes.lines().count(),
+        1,
+        "one volume in host 4's pool: {volumes}"
+    );
+    let upload_secs = uploading.elapsed().max(inserted).as_secs_f64();
     let started = Instant::now();
     for s in &sys {
         let (code, body) = call(
@@ -380,27 +450,33 @@ fn a_vm_on_each_of_two_qemu_hosts_boots_through_one_bmc_service() {
         })
         .unwrap_or_else(|| panic!("{s} still not Off after its VM halted"));
     }
-    // What needs the host's files is refused there, nothing changed.
-    let (code, body) = call(
-        "PATCH",
-        &sys[0],
-        r#"{"Boot": {"BootSourceOverrideTarget": "UefiHttp", "HttpBootUri": "http://192.0.2.1/x.efi"}}"#,
-    );
-    assert_eq!(code, 400, "{body}");
-    assert!(body.to_string().contains(&hosts[0].uri()), "{body}");
+    // HTTP boot needs the NVRAM Shoal writes: refused on a remote host,
+    // naming it, nothing changed.
+    for (s, h) in sys.iter().zip(&hosts) {
+        let (code, body) = call(
+            "PATCH",
+            s,
+            r#"{"Boot": {"BootSourceOverrideTarget": "UefiHttp", "HttpBootUri": "http://192.0.2.1/x.efi"}}"#,
+        );
+        assert_eq!(code, 400, "{body}");
+        assert!(body.to_string().contains(&h.uri()), "{body}");
+    }
+    // Ejected: the volume goes with it.
     let (code, body) = call(
         "POST",
-        &format!(
-            "{}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia",
-            sys[1]
-        ),
-        r#"{"Image": "http://192.0.2.1/x.iso"}"#,
+        &format!("{}/VirtualMedia/Cd/Actions/VirtualMedia.EjectMedia", sys[1]),
+        "{}",
     );
-    assert_eq!(code, 400, "{body}");
-    assert!(body.to_string().contains("ActionNotSupported"), "{body}");
+    assert!(code == 204 || code == 200, "{code} {body}");
+    let volumes = Command::new("virsh")
+        .args(["-q", "-c", &hosts[1].uri(), "vol-list", "default"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&volumes.stdout).trim(), "");
     println!(
-        "two QEMU hosts: the first host's VM printed its marker {:.1} s after the BMC was \
-         asked, the second's {:.1} s",
+        "two QEMU hosts: host 4's virtual media downloaded and uploaded into its pool in \
+         {upload_secs:.1} s; the first host's VM printed its marker {:.1} s after the BMC \
+         was asked, the second's (from that volume) {:.1} s",
         times[0].as_secs_f64(),
         times[1].as_secs_f64()
     );

@@ -36,6 +36,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     let id = lab.define_uefi(&name, "52:54:00:5e:00:01");
     let serial = format!("{name}.serial");
     let opts = LibvirtOptions {
+        media_pool: "default".into(),
         profile: "generic".into(),
         uris: vec![SYSTEM_URI.into()],
         allow: vec![name.clone()],
@@ -240,6 +241,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     // same ISO from the CD-ROM.
     let vmedia = Api::on(Arc::new(
         LibvirtBackend::connect(LibvirtOptions {
+            media_pool: "default".into(),
             profile: "generic".into(),
             http_boot: HttpBootMapping::Vmedia,
             ..opts.clone()

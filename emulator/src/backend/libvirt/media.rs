@@ -1,14 +1,123 @@
 //! Virtual media for libvirt domains: the image is downloaded to the cache
 //! (`backend::download`: size limit, timeout, address policy), checked,
 //! then attached as the domain's CD-ROM. Nothing about the domain changes
-//! until the download has succeeded.
+//! until the download has succeeded. On a remote host the image is then
+//! uploaded into a volume of a storage pool there (`--libvirt-media-pool`,
+//! as sushy-tools uploads into `SUSHY_EMULATOR_STORAGE_POOL`), named as
+//! the cache file is, and the CD-ROM points at the volume's path.
 
-use std::path::Path;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use virt::connect::Connect;
+use virt::storage_pool::StoragePool;
+use virt::storage_vol::StorageVol;
+use virt::stream::Stream;
 
 use super::xml::Element;
 use crate::model::Arch;
 
 pub use crate::backend::download::{cache_path, fetch, MediaOptions};
+
+/// The volume an image of `domain` is uploaded into: the cache file's
+/// name (a hash of the domain and the URL).
+pub fn volume_name(opts: &MediaOptions, domain: &str, url: &str) -> String {
+    cache_path(opts, domain, url)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| format!("shoal-{domain}.img"))
+}
+
+/// The pool media volumes go into, or why there is none to use.
+pub fn pool(conn: &Connect, name: &str, uri: &str) -> Result<StoragePool, String> {
+    let pool = conn.lookup_storage_pool_by_name(name).map_err(|e| {
+        format!(
+            "virtual media on a domain of {uri} is uploaded into its storage pool '{name}' \
+             (--libvirt-media-pool), which it does not have: {}",
+            e.message()
+        )
+    })?;
+    if !pool.is_active().unwrap_or(false) {
+        return Err(format!(
+            "virtual media on a domain of {uri} is uploaded into its storage pool '{name}' \
+             (--libvirt-media-pool), which is not active"
+        ));
+    }
+    Ok(pool)
+}
+
+/// Uploads `file` into the volume `name` of `pool` (replacing one of that
+/// name); returns the volume's path on its host.
+pub fn upload(
+    conn: &Connect,
+    pool: &StoragePool,
+    name: &str,
+    file: &Path,
+) -> Result<PathBuf, String> {
+    let fail =
+        |what: &str, e: virt::error::Error| format!("{what} the volume {name}: {}", e.message());
+    let size = std::fs::metadata(file)
+        .map_err(|e| format!("{}: {e}", file.display()))?
+        .len();
+    if let Ok(old) = pool.lookup_storage_vol_by_name(name) {
+        old.delete(0).map_err(|e| fail("deleting the old", e))?;
+    }
+    let xml = format!(
+        "<volume><name>{name}</name><capacity unit='bytes'>{size}</capacity>\
+         <target><format type='raw'/></target></volume>"
+    );
+    let vol = StorageVol::create_xml(pool, &xml, 0).map_err(|e| fail("creating", e))?;
+    let sent = (|| -> Result<(), String> {
+        let stream = Stream::new(conn, 0).map_err(|e| fail("streaming to", e))?;
+        vol.upload(&stream, 0, size, 0)
+            .map_err(|e| fail("uploading to", e))?;
+        let mut f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            let n = f
+                .read(&mut buf)
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+            if n == 0 {
+                break;
+            }
+            let mut at = 0;
+            while at < n {
+                let k = stream
+                    .send(&buf[at..n])
+                    .map_err(|e| fail("sending to", e))?;
+                if k <= 0 {
+                    return Err(format!("the stream to the volume {name} took nothing"));
+                }
+                at += k as usize;
+            }
+        }
+        stream.finish().map_err(|e| fail("finishing", e))
+    })();
+    if let Err(e) = sent {
+        let _ = vol.delete(0);
+        return Err(e);
+    }
+    vol.path()
+        .map(PathBuf::from)
+        .map_err(|e| fail("locating", e))
+}
+
+/// The path of the volume `name` in `pool`, if it exists.
+pub fn volume_path(pool: &StoragePool, name: &str) -> Option<PathBuf> {
+    pool.lookup_storage_vol_by_name(name)
+        .and_then(|v| v.path())
+        .ok()
+        .map(PathBuf::from)
+}
+
+/// Deletes the volume `name` of `pool`, if it exists.
+pub fn delete_volume(pool: &StoragePool, name: &str) {
+    if let Ok(v) = pool.lookup_storage_vol_by_name(name) {
+        if let Err(e) = v.delete(0) {
+            tracing::warn!(volume = name, error = %e.message(), "media volume not deleted");
+        }
+    }
+}
 
 fn is_cdrom(e: &Element) -> bool {
     e.name == "disk" && e.attr("device") == Some("cdrom")

@@ -61,6 +61,9 @@ pub struct LibvirtOptions {
     pub http_boot: HttpBootMapping,
     pub graceful_timeout: Duration,
     pub media: media::MediaOptions,
+    /// The storage pool a remote host's virtual media images are uploaded
+    /// into (`--libvirt-media-pool`).
+    pub media_pool: String,
     /// Where a domain switched to UEFI gets its varstore
     /// (`<name>_VARS.fd`); `None`: libvirt's own folder for the URI
     /// ([`nvram_dir`]).
@@ -107,9 +110,9 @@ pub fn remote_uri(uri: &str) -> bool {
 /// The refusal of what needs the domain's files on a remote host.
 fn not_on_remote(what: &str, uri: &str) -> BackendError {
     Unsupported::Refused(format!(
-        "{what} on a domain of {uri}: Shoal writes the domain's NVRAM or image files itself, \
-         and that host's files are out of its reach (power, boot devices, boot mode and \
-         Secure Boot work there)"
+        "{what} on a domain of {uri}: Shoal writes the domain's NVRAM itself, and that host's \
+         files are out of its reach (power, boot devices, boot mode, Secure Boot and virtual \
+         media work there)"
     ))
     .into()
 }
@@ -567,9 +570,6 @@ impl Inner {
                     return Err(not_on_remote("HTTP boot", uri))
                 }
                 Change::BootCerts(_) => return Err(not_on_remote("HTTPS boot certificates", uri)),
-                Change::Media(_, m) if m.image.is_some() => {
-                    return Err(not_on_remote("virtual media", uri))
-                }
                 _ => {}
             }
         }
@@ -617,10 +617,33 @@ impl Inner {
         for c in changes {
             s.apply(c);
         }
-        let path =
-            s.cd.image
-                .as_deref()
-                .map(|u| media::cache_path(&self.opts.media, id, u));
+        // A remote host's CD is the volume the insert uploaded; an eject
+        // goes through without the pool (its volume is then left there).
+        let pool = match (remote, cd_changed) {
+            (Some(uri), true) => {
+                match self.with_conn(conn, |c| Ok(media::pool(c, &self.opts.media_pool, uri)))? {
+                    Ok(p) => Some(p),
+                    Err(why) if s.cd.image.is_some() => {
+                        return Err(Unsupported::Refused(why).into())
+                    }
+                    Err(why) => {
+                        tracing::warn!(%uri, %why, "CD ejected; its volume is left");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        let path = match (&pool, s.cd.image.as_deref()) {
+            (_, None) => None,
+            (None, Some(u)) => Some(media::cache_path(&self.opts.media, id, u)),
+            (Some(p), Some(u)) => {
+                let name = media::volume_name(&self.opts.media, id, u);
+                Some(media::volume_path(p, &name).ok_or_else(|| {
+                    BackendError::Internal(format!("the media volume {name} is gone"))
+                })?)
+            }
+        };
         if cd_changed {
             media::set_cdrom(&mut d, f.arch, path.as_deref());
         }
@@ -636,9 +659,18 @@ impl Inner {
                         .map_err(virt_err)?;
                 }
             }
-            let old = old_cd.map(|u| media::cache_path(&self.opts.media, id, &u));
-            if let Some(old) = old.filter(|o| Some(o) != path.as_ref()) {
-                let _ = std::fs::remove_file(old);
+            match (
+                remote,
+                &pool,
+                old_cd.filter(|u| Some(u) != s.cd.image.as_ref()),
+            ) {
+                (_, _, None) | (Some(_), None, _) => {}
+                (_, Some(p), Some(u)) => {
+                    media::delete_volume(p, &media::volume_name(&self.opts.media, id, &u))
+                }
+                (None, None, Some(u)) => {
+                    let _ = std::fs::remove_file(media::cache_path(&self.opts.media, id, &u));
+                }
             }
             tracing::info!(domain = %f.name, image = ?s.cd.image, "virtual CD changed");
         }
@@ -701,24 +733,42 @@ impl Backend for LibvirtBackend {
         if slot != MediaSlot::Cd {
             return Err(Unsupported::Insert(slot).into());
         }
-        // The domain must exist before a download is started for it, on a
-        // host whose files Shoal can write.
+        // The domain must exist before a download is started for it, and
+        // on a remote host, the pool its image goes into.
         self.system(id).await?;
         let key = id.to_string();
         let remote = self
             .blocking(move |i| {
                 let (conn, _) = i.domain(&key)?;
-                Ok(Some(i.conns[conn].uri.clone()).filter(|_| i.conns[conn].remote))
+                if !i.conns[conn].remote {
+                    return Ok(None);
+                }
+                let uri = i.conns[conn].uri.clone();
+                i.with_conn(conn, |c| {
+                    Ok(media::pool(c, &i.opts.media_pool, &uri).map(drop))
+                })?
+                .map_err(Unsupported::Refused)?;
+                Ok(Some(conn))
             })
             .await?;
-        if let Some(uri) = remote {
-            return Err(not_on_remote("virtual media", &uri));
-        }
         let this = self.clone();
         let id = id.to_string();
         Ok(Completion::Running(Box::pin(async move {
             this.blocking(move |i| {
-                media::fetch(&i.opts.media, &id, &img, slot)?;
+                let local = media::fetch(&i.opts.media, &id, &img, slot)?;
+                if let Some(conn) = remote {
+                    // The cache held it only on its way to the host.
+                    let name = media::volume_name(&i.opts.media, &id, &img.image);
+                    let uri = i.conns[conn].uri.clone();
+                    let up = i.with_conn(conn, |c| {
+                        Ok(media::pool(c, &i.opts.media_pool, &uri)
+                            .and_then(|p| media::upload(c, &p, &name, &local)))
+                    });
+                    let _ = std::fs::remove_file(&local);
+                    let path =
+                        up?.map_err(|why| BackendError::Internal(format!("{uri}: {why}")))?;
+                    tracing::info!(%uri, volume = %name, path = %path.display(), "media uploaded");
+                }
                 i.apply(&id, vec![Change::Media(slot, MediaState::from(&img))])
                     .map(drop)
             })
@@ -756,6 +806,7 @@ mod tests {
 
     fn two_hosts() -> LibvirtBackend {
         let mut opts = LibvirtOptions {
+            media_pool: "default".into(),
             profile: "generic".into(),
             uris: vec![DOWN.into(), "test:///default".into()],
             allow: Vec::new(),
