@@ -95,7 +95,8 @@ def phase(s, api, pool, uuids, target, done, failed, timeout):
         'ok': len(ok),
         'failed': len(bad),
         'stuck': len(wanted) - len(ok) - len(bad),
-        'errors': sorted({(n.get('last_error') or '')[:200] for n in bad})[:3],
+        'errors': sorted({(n.get('last_error') or 'no last_error')[:200]
+                          for n in bad})[:3],
     }, [n['uuid'] for n in ok]
 
 

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -123,6 +124,14 @@ struct Run {
     /// Ironic's power-sync loops over the fleet: how many ran, and the
     /// last one's wall time (its `_sync_power_states` logs each at debug).
     power_sync: Option<(usize, f64)>,
+    /// The requests Ironic sent the BMCs (sushy logs each at debug).
+    requests: usize,
+}
+
+/// The requests sushy sent from Ironic, by its debug lines
+/// (`HTTP request: GET http://…`).
+fn requests(log: &str) -> usize {
+    log.lines().filter(|l| l.contains("HTTP request: ")).count()
 }
 
 /// The power-sync loops in an Ironic log: how many, and the last one's
@@ -204,9 +213,9 @@ fn drive(ns: &str, venv: &Path, dir: &Path, nodes: &[Value], pid: u32) -> Result
     let errors = std::fs::read(&log).unwrap_or_default();
     std::fs::write(&log, [stdout.as_bytes(), &errors].concat())?;
     drop(ironic);
-    let power_sync = std::fs::read_to_string(layout.dir.join("ironic.log"))
-        .ok()
-        .and_then(|l| power_sync(&l));
+    let log = std::fs::read_to_string(layout.dir.join("ironic.log")).unwrap_or_default();
+    let power_sync = power_sync(&log);
+    let requests = requests(&log);
     let line = stdout
         .lines()
         .find_map(|l| l.strip_prefix("FLEET "))
@@ -222,6 +231,7 @@ fn drive(ns: &str, venv: &Path, dir: &Path, nodes: &[Value], pid: u32) -> Result
         phase_cpu,
         rss,
         power_sync,
+        requests,
     })
 }
 
@@ -245,13 +255,35 @@ fn shoal(opts: &Options, ns: &str, dir: &Path, n: usize) -> Result<(EmulatorProc
         .arg(format!("{FIRST}:8000"))
         .env("RUST_LOG", "warn");
     let emu = EmulatorProcess::spawn_endpoints(cmd, &dir.join("shoal.log"), n)?;
-    let nodes = (0..n)
-        .map(|i| {
-            let ip = Ipv4Addr::from(u32::from(FIRST) + i as u32);
+    // Each BMC's one system, as an operator enrolls it (metal3's BMC
+    // addresses name the system): the Ids differ by vendor.
+    let addrs: Vec<SocketAddr> = (0..n)
+        .map(|i| (Ipv4Addr::from(u32::from(FIRST) + i as u32), 8000).into())
+        .collect();
+    let systems = crate::netns::inside(ns, move || {
+        addrs
+            .into_iter()
+            .map(|a| {
+                let mut c = crate::fuzz::http::Client::new(a, Duration::from_secs(10));
+                let r = c
+                    .send(&crate::fuzz::http::Req::new("GET", "/redfish/v1/Systems"))
+                    .map_err(|e| anyhow::anyhow!("{a}: {e:?}"))?;
+                let id = r
+                    .json()
+                    .and_then(|j| j["Members"][0]["@odata.id"].as_str().map(str::to_string))
+                    .with_context(|| format!("{a}: no system in /redfish/v1/Systems"))?;
+                Ok((a, id))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let nodes = systems
+        .into_iter()
+        .enumerate()
+        .map(|(i, (a, id))| {
             serde_json::json!({
                 "name": format!("shoal-{i}"),
-                "address": format!("http://{ip}:8000"),
-                "system_id": null,
+                "address": format!("http://{a}"),
+                "system_id": id,
                 "username": "admin",
                 "password": "password",
             })
@@ -311,7 +343,15 @@ fn phase_line(name: &str, r: &Run, n: usize) -> String {
         )
         .ok();
     }
-    write!(s, " BMC side {:.1} CPU s, RSS {:.1} MiB", r.cpu, r.rss).ok();
+    write!(
+        s,
+        " BMC side {:.1} CPU s for {} requests ({}), RSS {:.1} MiB",
+        r.cpu,
+        r.requests,
+        per_request(r),
+        r.rss
+    )
+    .ok();
     match r.power_sync {
         Some((loops, last)) => write!(
             s,
@@ -372,8 +412,17 @@ pub fn run(opts: &Options, ironic_venv: &Path, n: usize) -> Result<String> {
     Ok(text)
 }
 
+/// CPU per request served, in µs.
+fn per_request(r: &Run) -> String {
+    match r.requests {
+        0 => "no request counted".into(),
+        n => format!("{:.0} µs CPU each", r.cpu * 1e6 / n as f64),
+    }
+}
+
 /// The two emulators' BMC-side CPU compared over the same work: the
-/// phases every node of both finished, and the whole run.
+/// phases every node of both finished, per request served, and the whole
+/// run.
 fn cpu_ratio(ours: &Run, theirs: &Run, n: usize) -> String {
     let finished = |r: &Run, p: &str| r.fleet[p]["ok"].as_u64() == Some(n as u64);
     let cpu = |r: &Run, p: &str| {
@@ -416,6 +465,17 @@ fn cpu_ratio(ours: &Run, theirs: &Run, n: usize) -> String {
         )
         .ok();
     }
+    if ours.requests > 0 && theirs.requests > 0 && ours.cpu > 0.0 {
+        let each = |r: &Run| r.cpu / r.requests as f64;
+        write!(
+            s,
+            "; {:.1}x per request served ({} against {})",
+            each(theirs) / each(ours),
+            per_request(theirs),
+            per_request(ours)
+        )
+        .ok();
+    }
     write!(
         s,
         "; {} over the whole run{}",
@@ -441,7 +501,27 @@ mod tests {
             phase_cpu: phase_cpu.iter().map(|(p, c)| (p.to_string(), *c)).collect(),
             rss: 1.0,
             power_sync: None,
+            requests: 0,
         }
+    }
+
+    #[test]
+    fn requests_are_counted_from_sushys_debug_lines() {
+        let log =
+            "2026 DEBUG sushy.connector [-] HTTP request: GET http://127.0.10.4:8000/redfish/v1/; \
+                   headers: {}\nother\n2026 DEBUG sushy.connector [-] HTTP request: POST \
+                   http://127.0.10.4:8000/redfish/v1/SessionService/Sessions; headers\n";
+        assert_eq!(requests(log), 2);
+        let mut a = run(serde_json::json!({}), &[], 0.5);
+        a.requests = 1000;
+        let mut b = run(serde_json::json!({}), &[], 2.0);
+        b.requests = 200;
+        assert_eq!(per_request(&a), "500 µs CPU each");
+        let line = cpu_ratio(&a, &b, 3);
+        assert!(
+            line.contains("20.0x per request served (10000 µs CPU each against 500 µs CPU each)"),
+            "{line}"
+        );
     }
 
     #[test]
