@@ -1,8 +1,8 @@
 //! `shoal-harness fuzz`: requests generated from the service's own surface
 //! (crawled from `/redfish/v1`, see `crawl`) against a `shoal-emulator` on
-//! the fake backend, with authentication on (htpasswd) and off, and
-//! optionally on libvirt's `test:///default` driver, over loopback, for a
-//! bounded time. Deterministic: case `n` of a seed is always the same
+//! the fake backend, with authentication on (htpasswd) and off, started
+//! from a sushy-tools configuration, and optionally on libvirt's
+//! `test:///default` driver, over loopback, for a bounded time. Deterministic: case `n` of a seed is always the same
 //! request (`--seed S --case N` replays one alone).
 //!
 //! Invariants, each a JUnit test case per target:
@@ -58,16 +58,20 @@ pub enum Target {
     /// libvirt's `test:///default` driver (an emulator built with the
     /// `libvirt` feature), authentication on.
     Libvirt,
+    /// Fake backend started from a sushy-tools configuration (its paths,
+    /// its chassis as enclosures), authentication on.
+    Sushy,
 }
 
 impl Target {
-    pub const ALL: [Target; 3] = [Target::Auth, Target::NoAuth, Target::Libvirt];
+    pub const ALL: [Target; 4] = [Target::Auth, Target::NoAuth, Target::Libvirt, Target::Sushy];
 
     pub fn name(self) -> &'static str {
         match self {
             Target::Auth => "fake-auth",
             Target::NoAuth => "fake-noauth",
             Target::Libvirt => "libvirt-test",
+            Target::Sushy => "sushy-config",
         }
     }
 

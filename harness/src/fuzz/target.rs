@@ -66,7 +66,32 @@ struct Service {
 fn start(opts: &Options, target: Target, dir: &Path, n: usize) -> Result<Service> {
     let mut cmd = Command::new(&opts.emulator);
     let htpasswd = dir.join("htpasswd");
-    if target == Target::Libvirt {
+    if target == Target::Sushy {
+        // metal3-dev-env's shape: auth file, fake systems (one on, one
+        // off, one Legacy), two chassis.
+        let conf = dir.join("sushy-emulator.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "SUSHY_EMULATOR_AUTH_FILE = {:?}\n\
+                 SUSHY_EMULATOR_STATE_DIR = {:?}\n\
+                 SUSHY_EMULATOR_FAKE_DRIVER = True\n\
+                 SUSHY_EMULATOR_FAKE_SYSTEMS = [\n\
+                 \x20   {{'uuid': '27946b59-9e44-4fa7-8e91-f3527a1ef094', 'name': 'fuzz-0', 'power_state': 'On',\n\
+                 \x20    'nics': [{{'mac': '00:5c:52:31:3a:9c', 'ip': '172.22.0.100'}}]}},\n\
+                 \x20   {{'uuid': '27946b59-9e44-4fa7-8e91-f3527a1ef095', 'name': 'fuzz-1', 'power_state': 'Off',\n\
+                 \x20    'boot_mode': 'Legacy'}},\n\
+                 ]\n\
+                 SUSHY_EMULATOR_CHASSIS = [\n\
+                 \x20   {{'Id': 'Chassis', 'Name': 'Chassis', 'UUID': '48295861-2522-3561-6729-621118518810'}},\n\
+                 \x20   {{'Id': 'Spare', 'Name': 'Spare rack', 'UUID': '48295861-2522-3561-6729-621118518812'}},\n\
+                 ]\n",
+                htpasswd.display().to_string(),
+                dir.join(format!("sushy-state-{n}")).display().to_string(),
+            ),
+        )?;
+        cmd.arg("--config").arg(&conf);
+    } else if target == Target::Libvirt {
         cmd.args(["--libvirt-uri", "test:///default", "--feature-set", "full"])
             .arg("--media-cache")
             .arg(dir.join("media"))
