@@ -78,25 +78,43 @@ def mark(name, edge):
 
 
 def phase(s, api, pool, uuids, target, done, failed, timeout):
+    """One phase over `uuids`. A request Ironic does not answer (an
+    overloaded API times out) is an error of the phase, not the end of the
+    run: the node's state, polled, says whether the request was taken."""
     start = time.monotonic()
-    list(pool.map(lambda u: call(s, 'PUT', f'{api}/v1/nodes/{u}/states/provision',
-                                 json={'target': target}), uuids))
+
+    def ask(u):
+        try:
+            call(s, 'PUT', f'{api}/v1/nodes/{u}/states/provision',
+                 json={'target': target})
+        except (RuntimeError, requests.RequestException) as e:
+            return f'{target} request: {e}'[:200]
+        return None
+
+    asked = [e for e in pool.map(ask, uuids) if e]
     deadline = time.monotonic() + timeout
     wanted = set(uuids)
+    ok, bad = [], []
     while True:
-        states = [n for n in nodes_state(s, api) if n['uuid'] in wanted]
-        ok = [n for n in states if done(n)]
-        bad = [n for n in states if not done(n) and failed(n)]
-        if len(ok) + len(bad) == len(wanted) or time.monotonic() > deadline:
+        try:
+            states = [n for n in nodes_state(s, api) if n['uuid'] in wanted]
+        except (RuntimeError, requests.RequestException):
+            states = None
+        if states is not None:
+            ok = [n for n in states if done(n)]
+            bad = [n for n in states if not done(n) and failed(n)]
+            if len(ok) + len(bad) == len(wanted):
+                break
+        if time.monotonic() > deadline:
             break
         time.sleep(1)
+    errors = sorted({(n.get('last_error') or 'no last_error')[:200] for n in bad})
     return {
         'secs': round(time.monotonic() - start, 2),
         'ok': len(ok),
         'failed': len(bad),
         'stuck': len(wanted) - len(ok) - len(bad),
-        'errors': sorted({(n.get('last_error') or 'no last_error')[:200]
-                          for n in bad})[:3],
+        'errors': (sorted(set(asked)) + errors)[:3],
     }, [n['uuid'] for n in ok]
 
 
