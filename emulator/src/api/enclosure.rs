@@ -75,13 +75,23 @@ fn named(list: &[Enclosure], segment: &str) -> Option<Named> {
         .map(Named::Alias)
 }
 
-/// The redirect from an alias to the UUID's URL: 301 for reads, 308 for
-/// writes so they are repeated (as for a system named by its name).
-fn redirect(parts: &Parts, from: &str, to: &Enclosure) -> ApiError {
-    let path = parts.uri.path();
-    let head = format!("/redfish/v1/Chassis/{from}");
+/// The redirect from an alias to the UUID's URL, the rest of the path and
+/// the query kept: 301 for reads, 308 for writes so they are repeated (as
+/// for a system named by its name). The rest is cut from the path as it
+/// came (the alias segment may be percent-encoded).
+fn redirect(parts: &Parts, to: &Enclosure) -> ApiError {
+    let raw = parts.uri.path();
+    let rest = raw
+        .strip_prefix("/redfish/v1/Chassis/")
+        .and_then(|r| r.find('/').map(|i| &r[i..]))
+        .unwrap_or("");
+    let query = parts
+        .uri
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
     ApiError::Redirect {
-        location: format!("{}{}", to.path(), &path[head.len().min(path.len())..]),
+        location: format!("{}{rest}{query}", to.path()),
         permanent_method: !matches!(parts.method, Method::GET | Method::HEAD),
     }
 }
@@ -100,7 +110,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ChassisOf {
         let id = id_segment(parts, &st).await?;
         match named(&st.enclosures, &id) {
             Some(Named::At(i)) => Ok(ChassisOf::Enclosure(i)),
-            Some(Named::Alias(i)) => Err(redirect(parts, &id, &st.enclosures[i])),
+            Some(Named::Alias(i)) => Err(redirect(parts, &st.enclosures[i])),
             None => Sys::from_request_parts(parts, s)
                 .await
                 .map(|Sys(sys)| ChassisOf::System(Box::new(sys))),
@@ -136,7 +146,7 @@ impl<S: Send + Sync> FromRequest<S> for ChassisPatch {
                     body,
                 })
             }
-            Some(Named::Alias(i)) => Err(redirect(&parts, &id, &st.enclosures[i])),
+            Some(Named::Alias(i)) => Err(redirect(&parts, &st.enclosures[i])),
             None => SysPatch::from_request(Request::from_parts(parts, body), s)
                 .await
                 .map(ChassisPatch::System),

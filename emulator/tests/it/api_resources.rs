@@ -1081,6 +1081,15 @@ async fn an_enclosure_holds_every_system_chassis_at_sushy_tools_paths() {
         assert_eq!(r.status, StatusCode::MOVED_PERMANENTLY, "{alias}: {r}");
         assert_eq!(r.header("location").unwrap(), format!("{enc}/Thermal"));
     }
+    // A percent-encoded alias: the rest of the path is kept.
+    let r = api.get("/redfish/v1/Chassis/Spare%20rack/Thermal").await;
+    assert_eq!(r.status, StatusCode::MOVED_PERMANENTLY, "{r}");
+    assert_eq!(
+        r.header("location").unwrap(),
+        "/redfish/v1/Chassis/48295861-2522-3561-6729-621118518810/Thermal"
+    );
+    let r = api.get("/redfish/v1/Chassis/%43hassis").await;
+    assert_eq!(r.header("location").unwrap(), enc);
     let r = api
         .req(
             Method::PATCH,

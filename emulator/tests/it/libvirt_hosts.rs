@@ -313,18 +313,19 @@ fn a_vm_on_each_of_two_qemu_hosts_boots_through_one_bmc_service() {
             std::fs::create_dir(&pool).unwrap();
             std::fs::set_permissions(&pool, std::fs::Permissions::from_mode(0o755)).unwrap();
             let pool = pool.display().to_string();
+            // Transient: the daemons share this machine's /etc/libvirt,
+            // where a defined pool would outlive the test.
             run(Command::new("virsh")
                 .args([
                     "-q",
                     "-c",
                     &h.uri(),
-                    "pool-define-as",
+                    "pool-create-as",
                     "default",
                     "dir",
                     "--target",
                 ])
                 .arg(&pool));
-            run(Command::new("virsh").args(["-q", "-c", &h.uri(), "pool-start", "default"]));
             String::new()
         };
         let serial = dir.path().join(format!("hv{n}.serial"));

@@ -67,39 +67,50 @@ pub fn upload(
          <target><format type='raw'/></target></volume>"
     );
     let vol = StorageVol::create_xml(pool, &xml, 0).map_err(|e| fail("creating", e))?;
-    let sent = (|| -> Result<(), String> {
+    let sent = (|| -> Result<PathBuf, String> {
         let stream = Stream::new(conn, 0).map_err(|e| fail("streaming to", e))?;
         vol.upload(&stream, 0, size, 0)
             .map_err(|e| fail("uploading to", e))?;
-        let mut f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let mut buf = vec![0u8; 256 << 10];
-        loop {
-            let n = f
-                .read(&mut buf)
-                .map_err(|e| format!("{}: {e}", file.display()))?;
-            if n == 0 {
-                break;
-            }
-            let mut at = 0;
-            while at < n {
-                let k = stream
-                    .send(&buf[at..n])
-                    .map_err(|e| fail("sending to", e))?;
-                if k <= 0 {
-                    return Err(format!("the stream to the volume {name} took nothing"));
-                }
-                at += k as usize;
+        // An upload that fails midway is aborted, which ends the volume's
+        // use on the host, so that it can be deleted.
+        match send_file(&stream, file, name) {
+            Ok(()) => stream.finish().map_err(|e| fail("finishing", e))?,
+            Err(e) => {
+                let _ = stream.abort();
+                return Err(e);
             }
         }
-        stream.finish().map_err(|e| fail("finishing", e))
+        vol.path()
+            .map(PathBuf::from)
+            .map_err(|e| fail("locating", e))
     })();
-    if let Err(e) = sent {
+    sent.inspect_err(|_| {
         let _ = vol.delete(0);
-        return Err(e);
+    })
+}
+
+/// Sends `file` down `stream`, whole.
+fn send_file(stream: &Stream, file: &Path, name: &str) -> Result<(), String> {
+    let mut f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut at = 0;
+        while at < n {
+            let k = stream
+                .send(&buf[at..n])
+                .map_err(|e| format!("sending to the volume {name}: {}", e.message()))?;
+            if k <= 0 {
+                return Err(format!("the stream to the volume {name} took nothing"));
+            }
+            at += k as usize;
+        }
     }
-    vol.path()
-        .map(PathBuf::from)
-        .map_err(|e| fail("locating", e))
 }
 
 /// The path of the volume `name` in `pool`, if it exists.

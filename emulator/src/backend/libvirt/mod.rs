@@ -756,21 +756,31 @@ impl Backend for LibvirtBackend {
         Ok(Completion::Running(Box::pin(async move {
             this.blocking(move |i| {
                 let local = media::fetch(&i.opts.media, &id, &img, slot)?;
-                if let Some(conn) = remote {
-                    // The cache held it only on its way to the host.
-                    let name = media::volume_name(&i.opts.media, &id, &img.image);
-                    let uri = i.conns[conn].uri.clone();
-                    let up = i.with_conn(conn, |c| {
-                        Ok(media::pool(c, &i.opts.media_pool, &uri)
-                            .and_then(|p| media::upload(c, &p, &name, &local)))
+                let Some(conn) = remote else {
+                    return i
+                        .apply(&id, vec![Change::Media(slot, MediaState::from(&img))])
+                        .map(drop);
+                };
+                // The upload has a connection of its own: the host's other
+                // requests do not wait on it. The cache held the image only
+                // on its way to the host.
+                let name = media::volume_name(&i.opts.media, &id, &img.image);
+                let uri = i.conns[conn].uri.clone();
+                let up = Connect::open(Some(&uri))
+                    .map_err(|e| format!("connecting for the upload: {}", e.message()))
+                    .and_then(|c| {
+                        let pool = media::pool(&c, &i.opts.media_pool, &uri)?;
+                        let path = media::upload(&c, &pool, &name, &local)?;
+                        Ok((pool, path))
                     });
-                    let _ = std::fs::remove_file(&local);
-                    let path =
-                        up?.map_err(|why| BackendError::Internal(format!("{uri}: {why}")))?;
-                    tracing::info!(%uri, volume = %name, path = %path.display(), "media uploaded");
-                }
+                let _ = std::fs::remove_file(&local);
+                let (pool, path) =
+                    up.map_err(|why| BackendError::Internal(format!("{uri}: {why}")))?;
+                tracing::info!(%uri, volume = %name, path = %path.display(), "media uploaded");
+                // A change refused now would leave the volume behind.
                 i.apply(&id, vec![Change::Media(slot, MediaState::from(&img))])
                     .map(drop)
+                    .inspect_err(|_| media::delete_volume(&pool, &name))
             })
             .await
         })))
