@@ -198,7 +198,10 @@ pub(super) fn merged_boot(
     Ok(b)
 }
 
-pub(super) fn merged_settings(body: &Map<String, Value>) -> Result<SystemSettings, ApiError> {
+/// The indicator LED a valid PATCH body asks for, whichever property names
+/// it: `IndicatorLED`, or `LocationIndicatorActive` (blinking when active,
+/// as BMCs show it). Both, disagreeing, are refused.
+pub(super) fn indicator_asked(body: &Map<String, Value>) -> Result<Option<IndicatorLed>, ApiError> {
     let led = body
         .get("IndicatorLED")
         .and_then(Value::as_str)
@@ -219,8 +222,12 @@ pub(super) fn merged_settings(body: &Map<String, Value>) -> Result<SystemSetting
         (None, Some(false)) => Some(IndicatorLed::Off),
         (None, None) => None,
     };
+    Ok(indicator)
+}
+
+pub(super) fn merged_settings(body: &Map<String, Value>) -> Result<SystemSettings, ApiError> {
     Ok(SystemSettings {
-        indicator,
+        indicator: indicator_asked(body)?,
         asset_tag: body
             .get("AssetTag")
             .and_then(Value::as_str)

@@ -9,6 +9,7 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
+use super::boot_rules::indicator_asked;
 use super::enclosure::{self, ChassisOf, ChassisPatch};
 use super::json::Resource;
 use super::patch::{writable, Kind};
@@ -91,7 +92,7 @@ async fn chassis(State(st): State<AppState>, of: ChassisOf) -> Result<Resource, 
     let sys = match of {
         ChassisOf::System(sys) => *sys,
         ChassisOf::Enclosure(i) => {
-            let systems = st.backend.systems().await?;
+            let systems = enclosure::held(&st, i).await?;
             return Ok(Resource::new(
                 enclosure::render(&st, i, &systems),
                 st.root_profile,
@@ -118,23 +119,6 @@ fn led_fields() -> [super::patch::Writable; 2] {
     ]
 }
 
-/// The LED a valid PATCH body asks for: `IndicatorLED`, else
-/// `LocationIndicatorActive` (blinking when active, as BMCs show it).
-fn led_asked(body: &serde_json::Map<String, Value>) -> Option<IndicatorLed> {
-    let led = body
-        .get("IndicatorLED")
-        .and_then(Value::as_str)
-        .and_then(IndicatorLed::parse);
-    let active = body.get("LocationIndicatorActive").and_then(Value::as_bool);
-    led.or(active.map(|a| {
-        if a {
-            IndicatorLed::Blinking
-        } else {
-            IndicatorLed::Off
-        }
-    }))
-}
-
 async fn patch_chassis(
     State(st): State<AppState>,
     req: ChassisPatch,
@@ -153,7 +137,7 @@ async fn patch_chassis(
         .validated(&req.body, &led_fields())?;
     let (sys, profile) = (&p.target, p.profile);
     let settings = SystemSettings {
-        indicator: led_asked(&req.body),
+        indicator: indicator_asked(&req.body)?,
         ..Default::default()
     };
     let sys = st
@@ -175,7 +159,7 @@ async fn patch_enclosure(
     headers: &axum::http::HeaderMap,
     body: &serde_json::Map<String, Value>,
 ) -> Result<Resource, ApiError> {
-    let systems = st.backend.systems().await?;
+    let systems = enclosure::held(st, index).await?;
     let e = &st.enclosures[index];
     let p = st
         .begin_patch_keyed(
@@ -186,7 +170,7 @@ async fn patch_enclosure(
         )
         .await?
         .validated(body, &led_fields())?;
-    if let Some(led) = led_asked(body) {
+    if let Some(led) = indicator_asked(body)? {
         e.set_led(led);
     }
     drop(p);
@@ -207,7 +191,8 @@ fn watts(sys: &System) -> f64 {
     }
 }
 
-fn temperature(sys: &System) -> f64 {
+/// A CPU's temperature, with its machine on or off.
+pub(super) fn temperature(sys: &System) -> f64 {
     if sys.power == PowerState::On {
         41.0
     } else {
@@ -215,12 +200,12 @@ fn temperature(sys: &System) -> f64 {
     }
 }
 
-/// The one member of a Power or Thermal array `list` under `base`: its
+/// Member `index` of a Power or Thermal array `list` under `base`: its
 /// identity, `fields`, then a healthy status.
-fn member(base: &str, list: &str, name: &str, fields: Value) -> Value {
+pub(super) fn member(base: &str, list: &str, index: usize, name: &str, fields: Value) -> Value {
     let mut m = json!({
-        "@odata.id": format!("{base}#/{list}/0"),
-        "MemberId": "0",
+        "@odata.id": format!("{base}#/{list}/{index}"),
+        "MemberId": index.to_string(),
         "Name": name,
     });
     if let (Some(m), Value::Object(fields)) = (m.as_object_mut(), fields) {
@@ -241,11 +226,11 @@ async fn power(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Ap
             "@odata.id": base,
             "Id": "Power",
             "Name": "Power",
-            "PowerControl": [member(&base, "PowerControl", "System Power Control", json!({
+            "PowerControl": [member(&base, "PowerControl", 0, "System Power Control", json!({
                 "PowerConsumedWatts": watts(&sys),
                 "PowerCapacityWatts": 750,
             }))],
-            "PowerSupplies": [member(&base, "PowerSupplies", "PSU 0", json!({
+            "PowerSupplies": [member(&base, "PowerSupplies", 0, "PSU 0", json!({
                 "PowerSupplyType": "AC",
                 "PowerCapacityWatts": 750,
                 "LastPowerOutputWatts": watts(&sys),
@@ -259,14 +244,12 @@ async fn thermal(State(st): State<AppState>, of: ChassisOf) -> Result<Resource, 
     let sys = match of {
         ChassisOf::System(sys) => *sys,
         ChassisOf::Enclosure(i) => {
-            // Each system's reading follows its power: read them all (one
-            // gone meanwhile is left out).
+            // Each system's reading follows its power: read all those the
+            // enclosure holds (one gone meanwhile is left out).
             let mut systems = Vec::new();
-            if i == 0 {
-                for r in st.backend.systems().await? {
-                    if let Ok(s) = st.backend.system(&r.id).await {
-                        systems.push(s);
-                    }
+            for r in enclosure::held(&st, i).await? {
+                if let Ok(s) = st.backend.system(&r.id).await {
+                    systems.push(s);
                 }
             }
             return Ok(Resource::plain(enclosure::thermal(&st, i, &systems), "GET"));
@@ -280,12 +263,12 @@ async fn thermal(State(st): State<AppState>, of: ChassisOf) -> Result<Resource, 
             "@odata.id": base,
             "Id": "Thermal",
             "Name": "Thermal",
-            "Temperatures": [member(&base, "Temperatures", "CPU Temp", json!({
+            "Temperatures": [member(&base, "Temperatures", 0, "CPU Temp", json!({
                 "ReadingCelsius": temperature(&sys),
                 "UpperThresholdCritical": 95,
                 "PhysicalContext": "CPU",
             }))],
-            "Fans": [member(&base, "Fans", "Fan 0", json!({
+            "Fans": [member(&base, "Fans", 0, "Fan 0", json!({
                 "Reading": rpm,
                 "ReadingUnits": "RPM",
                 "PhysicalContext": "SystemBoard",

@@ -17,9 +17,10 @@ use axum::http::{HeaderMap, Method};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
+use super::chassis::{member, temperature};
 use super::json::JsonObject;
 use super::patch::SysPatch;
-use super::state::{endpoint_state, id_segment, Sys};
+use super::state::{endpoint_state, id_segment, renamed, Sys};
 use super::{link, AppState};
 use crate::api::error::ApiError;
 use crate::model::{IndicatorLed, PowerState, System, SystemRef};
@@ -68,31 +69,29 @@ enum Named {
 fn named(list: &[Enclosure], segment: &str) -> Option<Named> {
     let by_uuid = Uuid::parse_str(segment).ok();
     if let Some(i) = list.iter().position(|e| Some(e.uuid) == by_uuid) {
-        return Some(Named::At(i));
+        // Another spelling of the UUID (upper case, braces, no hyphens)
+        // redirects to the one its `@odata.id` gives.
+        return Some(if segment == list[i].uuid.to_string() {
+            Named::At(i)
+        } else {
+            Named::Alias(i)
+        });
     }
     list.iter()
         .position(|e| e.id == segment || e.name == segment)
         .map(Named::Alias)
 }
 
-/// The redirect from an alias to the UUID's URL, the rest of the path and
-/// the query kept: 301 for reads, 308 for writes so they are repeated (as
-/// for a system named by its name). The rest is cut from the path as it
-/// came (the alias segment may be percent-encoded).
-fn redirect(parts: &Parts, to: &Enclosure) -> ApiError {
-    let raw = parts.uri.path();
-    let rest = raw
-        .strip_prefix("/redfish/v1/Chassis/")
-        .and_then(|r| r.find('/').map(|i| &r[i..]))
-        .unwrap_or("");
-    let query = parts
-        .uri
-        .query()
-        .map(|q| format!("?{q}"))
-        .unwrap_or_default();
-    ApiError::Redirect {
-        location: format!("{}{rest}{query}", to.path()),
-        permanent_method: !matches!(parts.method, Method::GET | Method::HEAD),
+/// The redirect from an alias (`id`, as decoded) to the UUID's URL: 301
+/// for reads, 308 for writes so they are repeated (as for a system named
+/// by its name).
+fn redirect(parts: &Parts, id: &str, to: &Enclosure) -> ApiError {
+    match renamed(&parts.uri, id, &to.uuid.to_string()) {
+        Some(location) => ApiError::Redirect {
+            location,
+            permanent_method: !matches!(parts.method, Method::GET | Method::HEAD),
+        },
+        None => ApiError::NotFound(parts.uri.path().to_string()),
     }
 }
 
@@ -110,7 +109,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ChassisOf {
         let id = id_segment(parts, &st).await?;
         match named(&st.enclosures, &id) {
             Some(Named::At(i)) => Ok(ChassisOf::Enclosure(i)),
-            Some(Named::Alias(i)) => Err(redirect(parts, &st.enclosures[i])),
+            Some(Named::Alias(i)) => Err(redirect(parts, &id, &st.enclosures[i])),
             None => Sys::from_request_parts(parts, s)
                 .await
                 .map(|Sys(sys)| ChassisOf::System(Box::new(sys))),
@@ -146,7 +145,7 @@ impl<S: Send + Sync> FromRequest<S> for ChassisPatch {
                     body,
                 })
             }
-            Some(Named::Alias(i)) => Err(redirect(&parts, &st.enclosures[i])),
+            Some(Named::Alias(i)) => Err(redirect(&parts, &id, &st.enclosures[i])),
             None => SysPatch::from_request(Request::from_parts(parts, body), s)
                 .await
                 .map(ChassisPatch::System),
@@ -154,12 +153,21 @@ impl<S: Send + Sync> FromRequest<S> for ChassisPatch {
     }
 }
 
-/// The enclosure at `index`; the first holds `systems` (each with its
-/// Chassis and Manager, Ids the system's: enclosures are the main
-/// service's, where no profile fixes other Ids), the others nothing.
-pub fn render(st: &AppState, index: usize, systems: &[SystemRef]) -> Value {
+/// The systems the enclosure at `index` holds: the first holds every
+/// system, the others none (as sushy-tools serves them).
+pub async fn held(st: &AppState, index: usize) -> Result<Vec<SystemRef>, ApiError> {
+    if index == 0 {
+        Ok(st.backend.systems().await?)
+    } else {
+        Ok(Vec::new())
+    }
+}
+
+/// The enclosure at `index`, holding `held` (each with its Chassis and
+/// Manager, Ids the system's: enclosures are the main service's, where no
+/// profile fixes other Ids).
+pub fn render(st: &AppState, index: usize, held: &[SystemRef]) -> Value {
     let e = &st.enclosures[index];
-    let held: &[SystemRef] = if index == 0 { systems } else { &[] };
     let managers: Vec<Value> = held
         .iter()
         .map(|s| link(&format!("/redfish/v1/Managers/{}", s.id)))
@@ -194,60 +202,62 @@ pub fn render(st: &AppState, index: usize, systems: &[SystemRef]) -> Value {
     })
 }
 
-/// The enclosure's Thermal: a CPU temperature per system it holds, then
-/// the intake's, and its two fans.
-pub fn thermal(st: &AppState, index: usize, systems: &[System]) -> Value {
+/// The enclosure's Thermal: a CPU temperature per system it holds
+/// (`held`), then the intake's, and its two fans.
+pub fn thermal(st: &AppState, index: usize, held: &[System]) -> Value {
     let e = &st.enclosures[index];
-    let held: &[System] = if index == 0 { systems } else { &[] };
     let base = format!("{}/Thermal", e.path());
-    let status = json!({ "State": "Enabled", "Health": "OK" });
+    let system = |s: &System| link(&format!("/redfish/v1/Systems/{}", s.id));
     let mut temps: Vec<Value> = held
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            json!({
-                "@odata.id": format!("{base}#/Temperatures/{i}"),
-                "MemberId": i.to_string(),
-                "Name": "CPU Temp",
-                "ReadingCelsius": if s.power == PowerState::On { 41 } else { 24 },
-                "UpperThresholdCritical": 95,
-                "PhysicalContext": "CPU",
-                "RelatedItem": [link(&format!("/redfish/v1/Systems/{}", s.id))],
-                "Status": status,
-            })
+            member(
+                &base,
+                "Temperatures",
+                i,
+                "CPU Temp",
+                json!({
+                    "ReadingCelsius": temperature(s),
+                    "UpperThresholdCritical": 95,
+                    "PhysicalContext": "CPU",
+                    "RelatedItem": [system(s)],
+                }),
+            )
         })
         .collect();
     let everything: Vec<Value> = std::iter::once(link(&e.path()))
-        .chain(
-            held.iter()
-                .map(|s| link(&format!("/redfish/v1/Systems/{}", s.id))),
-        )
+        .chain(held.iter().map(system))
         .collect();
-    temps.push(json!({
-        "@odata.id": format!("{base}#/Temperatures/{}", held.len()),
-        "MemberId": held.len().to_string(),
-        "Name": "Chassis Intake Temp",
-        "ReadingCelsius": 25,
-        "UpperThresholdCritical": 40,
-        "PhysicalContext": "Intake",
-        "RelatedItem": everything,
-        "Status": status,
-    }));
+    temps.push(member(
+        &base,
+        "Temperatures",
+        held.len(),
+        "Chassis Intake Temp",
+        json!({
+            "ReadingCelsius": 25,
+            "UpperThresholdCritical": 40,
+            "PhysicalContext": "Intake",
+            "RelatedItem": everything,
+        }),
+    ));
     let on = held.iter().any(|s| s.power == PowerState::On);
     let fans: Vec<Value> = ["BaseBoard System Fan", "BaseBoard System Fan Backup"]
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            json!({
-                "@odata.id": format!("{base}#/Fans/{i}"),
-                "MemberId": i.to_string(),
-                "Name": name,
-                "Reading": if on { 2100 - 50 * i as i64 } else { 900 },
-                "ReadingUnits": "RPM",
-                "PhysicalContext": "Backplane",
-                "RelatedItem": everything,
-                "Status": status,
-            })
+            member(
+                &base,
+                "Fans",
+                i,
+                name,
+                json!({
+                    "Reading": if on { 2100 - 50 * i as i64 } else { 900 },
+                    "ReadingUnits": "RPM",
+                    "PhysicalContext": "Backplane",
+                    "RelatedItem": everything,
+                }),
+            )
         })
         .collect();
     json!({
@@ -275,13 +285,13 @@ mod tests {
         )];
         assert!(matches!(named(&list, &u.to_string()), Some(Named::At(0))));
         assert!(matches!(
-            named(
-                &list,
-                "15693887-7984-9484-3272-842188918912"
-                    .to_uppercase()
-                    .as_str()
-            ),
-            Some(Named::At(0))
+            named(&list, "{15693887-7984-9484-3272-842188918912}"),
+            Some(Named::Alias(0))
+        ));
+        assert!(named(&list, "156938877984948432728421889189120").is_none());
+        assert!(matches!(
+            named(&list, "15693887798494843272842188918912"),
+            Some(Named::Alias(0))
         ));
         assert!(matches!(
             named(&list, "SheetMetalChassis"),

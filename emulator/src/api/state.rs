@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::request::Parts;
 use axum::http::{Method, Uri};
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
 use uuid::Uuid;
 
 use super::render_cache::RenderCache;
@@ -232,22 +233,13 @@ impl AppState {
         };
         match self.backend.find(id).await? {
             None => Err(ApiError::NotFound(uri.path().to_string())),
-            Some(r) if r.id != id => {
-                let from = format!("/{id}");
-                let path = uri.path();
-                let location = match path
-                    .find(&format!("{from}/"))
-                    .or_else(|| path.strip_suffix(&from).map(|p| p.len()))
-                {
-                    Some(i) => format!("{}/{}{}", &path[..i], r.id, &path[i + from.len()..]),
-                    None => return Err(ApiError::NotFound(path.to_string())),
-                };
-                let permanent_method = !matches!(*method, Method::GET | Method::HEAD);
-                Err(ApiError::Redirect {
+            Some(r) if r.id != id => match renamed(uri, id, &r.id) {
+                Some(location) => Err(ApiError::Redirect {
                     location,
-                    permanent_method,
-                })
-            }
+                    permanent_method: !matches!(*method, Method::GET | Method::HEAD),
+                }),
+                None => Err(ApiError::NotFound(uri.path().to_string())),
+            },
             Some(r) => Ok(r.id),
         }
     }
@@ -299,6 +291,38 @@ pub(super) async fn id_segment(parts: &mut Parts, st: &AppState) -> Result<Strin
         .find(|(k, _)| *k == "id")
         .map(|(_, v)| v.to_string())
         .ok_or_else(|| ApiError::Internal("route without {id}".into()))
+}
+
+/// Characters a path segment carries percent-encoded.
+const SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}');
+
+/// Where a resource named by an alias (a system's name, an enclosure's
+/// `Id`) is served: `uri` with the path segment that reads `from` once
+/// decoded replaced by `to`, the rest of the path as it came and the query
+/// (an OData `$select`, `$expand`) kept. The `{id}` segment is the first
+/// after the collection's (`/redfish/v1/Systems/{id}`). `None` when no
+/// segment reads `from`.
+pub(super) fn renamed(uri: &Uri, from: &str, to: &str) -> Option<String> {
+    let mut segments: Vec<String> = uri.path().split('/').map(str::to_string).collect();
+    let at = segments
+        .iter()
+        .skip(4)
+        .position(|s| percent_decode_str(s).decode_utf8_lossy() == from)?
+        + 4;
+    segments[at] = utf8_percent_encode(to, SEGMENT).to_string();
+    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+    Some(format!("{}{query}", segments.join("/")))
 }
 
 /// The state of the endpoint a request came to, as handlers take it
@@ -353,5 +377,43 @@ impl<S: Send + Sync> FromRequestParts<S> for SysId {
         st.resolve_id(&id, &parts.uri, &parts.method)
             .await
             .map(SysId)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(uri: &str, from: &str, to: &str) -> Option<String> {
+        renamed(&uri.parse().unwrap(), from, to)
+    }
+
+    #[test]
+    fn an_alias_is_replaced_in_its_segment_with_the_rest_kept() {
+        assert_eq!(
+            at("/redfish/v1/Systems/node-1", "node-1", "abc").as_deref(),
+            Some("/redfish/v1/Systems/abc")
+        );
+        // Percent-encoded as it came: compared decoded, the rest kept.
+        assert_eq!(
+            at(
+                "/redfish/v1/Systems/my%20node/Bios?$select=Attributes",
+                "my node",
+                "abc"
+            )
+            .as_deref(),
+            Some("/redfish/v1/Systems/abc/Bios?$select=Attributes")
+        );
+        // The collection's own segment is never the one replaced.
+        assert_eq!(
+            at("/redfish/v1/Systems/Systems/Bios", "Systems", "x").as_deref(),
+            Some("/redfish/v1/Systems/x/Bios")
+        );
+        // An Id that needs encoding is encoded.
+        assert_eq!(
+            at("/redfish/v1/Chassis/a", "a", "b c/d").as_deref(),
+            Some("/redfish/v1/Chassis/b%20c%2Fd")
+        );
+        assert_eq!(at("/redfish/v1/Systems/x", "y", "z"), None);
     }
 }

@@ -1099,6 +1099,12 @@ async fn an_enclosure_holds_every_system_chassis_at_sushy_tools_paths() {
         )
         .await;
     assert_eq!(r.status, StatusCode::PERMANENT_REDIRECT, "{r}");
+    // The query goes along; another spelling of the UUID redirects too.
+    let r = api.get("/redfish/v1/Chassis/Chassis?$select=Name").await;
+    assert_eq!(r.header("location").unwrap(), format!("{enc}?$select=Name"));
+    let r = api.get(&enc.replace('-', "")).await;
+    assert_eq!(r.status, StatusCode::MOVED_PERMANENTLY, "{r}");
+    assert_eq!(r.header("location").unwrap(), enc);
     // Thermal: a CPU reading per system, following its power.
     let cpu = |t: &Value| {
         t["Temperatures"]
@@ -1106,7 +1112,7 @@ async fn an_enclosure_holds_every_system_chassis_at_sushy_tools_paths() {
             .unwrap()
             .iter()
             .filter(|m| m["Name"] == "CPU Temp")
-            .map(|m| m["ReadingCelsius"].as_i64().unwrap())
+            .map(|m| m["ReadingCelsius"].as_f64().unwrap())
             .collect::<Vec<_>>()
     };
     let before = cpu(&api.get(&format!("{enc}/Thermal")).await.body);
@@ -1135,6 +1141,20 @@ async fn an_enclosure_holds_every_system_chassis_at_sushy_tools_paths() {
         )
         .await;
     assert_eq!(r.status, StatusCode::PRECONDITION_FAILED, "{r}");
+    // The two LED properties disagreeing: refused, on the enclosure and on
+    // a system's own Chassis alike.
+    for url in [&enc, &own] {
+        let r = api
+            .req(
+                Method::PATCH,
+                url,
+                Some(json!({"IndicatorLED": "Off", "LocationIndicatorActive": true})),
+                &[],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{url}: {r}");
+        assert_eq!(r.message_ids(), ["PropertyValueConflict"], "{r}");
+    }
     assert_eq!(api.get(&enc).await.body["IndicatorLED"], "Lit");
     let r = api
         .req(

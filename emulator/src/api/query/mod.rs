@@ -189,10 +189,30 @@ fn is_collection(v: &Value) -> bool {
 }
 
 /// Answers a GET with a query from the unqueried representation.
+/// A redirect of the query-less request the handler saw, sent back with
+/// the query the client asked (so `$select` on a system's name still
+/// selects at its Id).
+fn with_query(mut resp: Response, query: Option<&str>) -> Response {
+    let (Some(q), Some(at)) = (query, resp.headers().get(header::LOCATION)) else {
+        return resp;
+    };
+    let Ok(at) = at.to_str() else {
+        return resp;
+    };
+    if at.contains('?') {
+        return resp;
+    }
+    if let Ok(v) = format!("{at}?{q}").parse() {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    resp
+}
+
 async fn answer(router: Router, req: Request, q: Query) -> Result<Response, ApiError> {
     let headers = req.headers().clone();
     let head = req.method() == Method::HEAD;
     let (mut parts, body) = req.into_parts();
+    let asked = parts.uri.query().map(str::to_string);
     parts.uri = Uri::builder()
         .path_and_query(parts.uri.path())
         .build()
@@ -204,6 +224,9 @@ async fn answer(router: Router, req: Request, q: Query) -> Result<Response, ApiE
         .oneshot(Request::from_parts(parts, body))
         .await
         .unwrap_or_else(|e: Infallible| match e {});
+    if resp.status().is_redirection() {
+        return Ok(with_query(resp, asked.as_deref()));
+    }
     if resp.status() != StatusCode::OK {
         return Ok(resp);
     }
