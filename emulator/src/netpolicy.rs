@@ -72,6 +72,44 @@ pub enum IpFamily {
     V6,
 }
 
+/// An IPv4 address in one of the older spellings the resolver (glibc's
+/// `inet_aton`, which `getaddrinfo` uses) still takes for a host name:
+/// one to four parts, each decimal, octal (`0` first) or hexadecimal
+/// (`0x`), the last filling the bytes left (`2130706433`, `0x7f.1`,
+/// `127.1`). So such a host is known for an address before the download
+/// resolves it.
+fn inet_aton(host: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.len() > 4 {
+        return None;
+    }
+    let mut values = Vec::with_capacity(parts.len());
+    for p in &parts {
+        let (digits, radix) = match p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
+            Some(hex) => (hex, 16),
+            None if p.len() > 1 && p.starts_with('0') => (&p[1..], 8),
+            None => (*p, 10),
+        };
+        if digits.is_empty() && radix != 16 || !digits.chars().all(|c| c.is_digit(radix)) {
+            return None;
+        }
+        values.push(if digits.is_empty() {
+            0
+        } else {
+            u64::from_str_radix(digits, radix).ok()?
+        });
+    }
+    let (last, first) = values.split_last()?;
+    if first.iter().any(|v| *v > 255) || *last >= 1u64 << (8 * (4 - first.len())) {
+        return None;
+    }
+    let n = first
+        .iter()
+        .enumerate()
+        .fold(*last, |n, (i, v)| n | v << (8 * (3 - i)));
+    Some(std::net::Ipv4Addr::from(u32::try_from(n).ok()?))
+}
+
 impl IpFamily {
     /// `4` or `6`, as sushy-tools' `SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY`.
     pub fn parse(s: &str) -> Option<IpFamily> {
@@ -99,7 +137,10 @@ impl IpFamily {
         if let Some(v6) = host.strip_prefix('[') {
             return v6.split_once(']')?.0.parse().ok();
         }
-        host.split(':').next()?.parse().ok()
+        let host = host.split(':').next()?;
+        host.parse()
+            .ok()
+            .or_else(|| inet_aton(host).map(IpAddr::V4))
     }
 
     /// Why `url` cannot be reached from this network, if its host is an
@@ -197,6 +238,34 @@ mod tests {
             Some(ip("192.0.2.7"))
         );
         assert_eq!(IpFamily::literal_host("no scheme"), None);
+        // The resolver's older IPv4 spellings are addresses too.
+        for (url, ip) in [
+            ("http://2130706433/a.iso", "127.0.0.1"),
+            ("http://0x7f.1/a.iso", "127.0.0.1"),
+            ("http://127.1:8080/a.iso", "127.0.0.1"),
+            ("http://0300.0250.1.2/a.iso", "192.168.1.2"),
+            ("http://10.0x10203/a.iso", "10.1.2.3"),
+        ] {
+            assert_eq!(
+                IpFamily::literal_host(url),
+                Some(ip.parse().unwrap()),
+                "{url}"
+            );
+            assert!(IpFamily::V6.refuses(url).is_some(), "{url}");
+        }
+        for name in [
+            "http://1.2.3.4.5/",
+            "http://256.1/",
+            "http://1.2.3.256/",
+            "http://4294967296/",
+            "http://08/",
+            "http://0xg/",
+            "http://1..2/",
+            "http://example.com/",
+            "http://1e3/",
+        ] {
+            assert_eq!(IpFamily::literal_host(name), None, "{name}");
+        }
         let v4 = IpFamily::V4;
         assert!(v4.refuses("http://192.0.2.7/a.iso").is_none());
         assert!(v4.refuses("http://images.example/a.iso").is_none());

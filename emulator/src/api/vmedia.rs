@@ -283,7 +283,7 @@ async fn patch_member(
         tracing::info!(system = %sys.name, %slot, "eject media (PATCH)");
     } else {
         let image = parse_media(&body, "VirtualMedia", false)?;
-        check_family(&st, &image)?;
+        check_family(&st, &image, true)?;
         if body.get("Inserted") == Some(&Value::Bool(true)) {
             if sys.bmc.media(slot).inserted {
                 return Err(ApiError::Conflict(format!(
@@ -426,15 +426,20 @@ async fn hpe_eject(
 }
 
 /// An image URL naming an address of the family the BMC's network lacks
-/// (`--media-ip-family`) is refused before anything changes.
-fn check_family(st: &AppState, image: &MediaImage) -> Result<(), ApiError> {
+/// (`--media-ip-family`) is refused before anything changes: in InsertMedia
+/// as a parameter the implementation cannot take, in a PATCH (`by_patch`)
+/// as a property value that is not valid.
+fn check_family(st: &AppState, image: &MediaImage, by_patch: bool) -> Result<(), ApiError> {
     match st.media_ip_family.and_then(|f| f.refuses(&image.image)) {
         None => Ok(()),
         Some(why) => {
             tracing::info!(image = %image.image, %why, "image URL refused");
-            Err(ApiError::bad(
-                Msg::new("ActionParameterValueConflict", &["Image", &image.image]).about("Image"),
-            ))
+            let msg = if by_patch {
+                Msg::new("PropertyValueError", &["Image"])
+            } else {
+                Msg::new("ActionParameterValueConflict", &["Image", &image.image])
+            };
+            Err(ApiError::bad(msg.about("Image")))
         }
     }
 }
@@ -567,7 +572,7 @@ async fn insert(
         return Err(ApiError::BadRequest(refused));
     }
     let image = parse_insert(&body)?;
-    check_family(&st, &image)?;
+    check_family(&st, &image, false)?;
     let _guard = st.locks.lock(&sys.id).await;
     let sys = st.backend.system(&sys.id).await?;
     if sys.bmc.media(slot).inserted {

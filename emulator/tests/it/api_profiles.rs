@@ -558,6 +558,20 @@ async fn lenovo_inserts_and_ejects_media_by_patch() {
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     let r = api.patch(&cd, json!({"Colour": 1})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    // On an IPv6-only network an IPv4 image is a value the PATCH cannot
+    // take (InsertMedia would say the parameter's): nothing is attached.
+    let mut state = api.state;
+    state.media_ip_family = Some(shoal_emulator::netpolicy::IpFamily::V6);
+    let api = Api::of_state(state);
+    let r = api
+        .patch(
+            &cd,
+            json!({"Image": "http://192.0.2.1/a.iso", "Inserted": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.message_ids(), ["PropertyValueError"], "{}", r.body);
+    assert_eq!(api.get(&cd).await.body["Inserted"], false);
     // Other profiles keep the media read-only (a PATCH takes only
     // VerifyCertificate there).
     let g = crate::common::Api::new(1);
