@@ -9,6 +9,7 @@
 //! RAKP 1-4, Close Session). Figures are printed, never asserted.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -289,7 +290,9 @@ fn free_udp_port() -> Result<u16> {
     Ok(UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
-/// virtualbmc (vbmcd and one BMC on libvirt's test driver), stopped on drop.
+/// virtualbmc (vbmcd and one BMC on libvirt's test driver), stopped on drop
+/// with its process group: vbmcd runs each BMC in a process it forks
+/// (multiprocessing), which outlives a vbmcd that is only killed.
 struct Vbmc {
     daemon: Child,
     /// Its config and state; removed after the daemon.
@@ -298,7 +301,13 @@ struct Vbmc {
 
 impl Drop for Vbmc {
     fn drop(&mut self) {
-        let _ = self.daemon.kill();
+        let group = self.daemon.id() as i32;
+        // SAFETY: kill(2) takes two integers and touches none of this
+        // process's memory. The group is the one `start_vbmc` made
+        // (`process_group(0)`: its id is vbmcd's pid), and vbmcd is not
+        // reaped yet (the wait below comes after), so the id is still
+        // that group's.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
         let _ = self.daemon.wait();
     }
 }
@@ -329,7 +338,8 @@ fn start_vbmc(venv: &Path, port: u16, log: &Path) -> Result<Vbmc> {
     let mut c = Command::new(bin("vbmcd"));
     c.arg("--foreground")
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(Stdio::null())
+        .process_group(0);
     env(&mut c);
     let daemon = c.spawn().context("starting vbmcd")?;
     let vbmc = Vbmc {
