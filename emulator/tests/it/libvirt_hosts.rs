@@ -127,8 +127,11 @@ impl Host {
     fn start(&mut self) {
         let conf = self.dir.join("libvirtd.conf");
         let script = format!(
-            "mount -t tmpfs shoal /run/libvirt && mount -t tmpfs shoal /var/lib/libvirt && \
-             mount -t tmpfs shoal /var/cache/libvirt && mount -t tmpfs shoal /etc/libvirt/qemu && \
+            // The mount points are made first: on a machine where no
+            // libvirtd ever ran, /run/libvirt (and maybe the others) does
+            // not exist yet, and no other test may be relied on to make it.
+            "for d in /run/libvirt /var/lib/libvirt /var/cache/libvirt /etc/libvirt/qemu; do \
+             mkdir -p $d && mount -t tmpfs shoal $d || exit 1; done && \
              {}exec /usr/sbin/libvirtd --listen -f {} -p {}",
             // The QEMU driver logs domains' consoles through virtlogd, at
             // its socket in this host's /run/libvirt.
