@@ -178,16 +178,18 @@ pub struct Cli {
     /// `SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY`). Default: both.
     #[arg(long, env = "SHOAL_MEDIA_IP_FAMILY", value_enum)]
     pub media_ip_family: Option<crate::netpolicy::IpFamily>,
-    /// UDP port of the IPMI (RMCP+, "lanplus") listener of every BMC of
-    /// one system (an endpoint of its own, or the main service when it
-    /// serves one system), on that BMC's address; 0: no IPMI
-    /// [default: 623].
+    /// Serve IPMI over LAN (RMCP+, "lanplus") on this UDP port of every
+    /// BMC of one system (an endpoint of its own, or the main service when
+    /// it serves one system), on that BMC's address; 0: no IPMI. IPMI is
+    /// served only when asked for: by this, the config's [ipmi] port, or
+    /// an IPMI user (then on 623); it needs at least one user.
     #[arg(long, env = "SHOAL_IPMI_PORT")]
     pub ipmi_port: Option<u16>,
     /// An IPMI user, NAME:PASSWORD[:PRIVILEGE] (user, operator or
-    /// administrator, the default); repeatable. Without any (here or in
-    /// the config's [ipmi]), one user admin:password.
-    /// (A password may hold commas: users are not split on them.)
+    /// administrator, the default); repeatable. These (or the config's
+    /// [[ipmi.users]]) are the only accounts IPMI has: there is no
+    /// built-in one. (A password may hold commas: users are not split on
+    /// them.)
     #[arg(long = "ipmi-user", env = "SHOAL_IPMI_USER", hide_env_values = true)]
     pub ipmi_users: Vec<String>,
     /// Serve IPMI cipher suite 0: no authentication, any password logs
@@ -317,7 +319,13 @@ impl Cli {
             .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("py" | "conf"))));
         let (file, mut c) = match path {
             Some(p) => (p.display().to_string(), sushy::load(p, self.fake)?),
-            None if self.fake => ("--fake".to_string(), sushy::parse("--fake", "", true)?),
+            // With a Shoal inventory (`--config x.toml`), `--fake` only
+            // names the fake backend, which serves that inventory: the
+            // file is applied whole (its systems, [auth], [tls], [ipmi]),
+            // never traded for sushy-tools' default system.
+            None if self.fake && self.config.is_none() => {
+                ("--fake".to_string(), sushy::parse("--fake", "", true)?)
+            }
             None => return Ok(None),
         };
         if let sushy::Driver::Libvirt(uri) = &mut c.driver {
@@ -539,6 +547,15 @@ impl Cli {
     ) -> Result<crate::ipmi::IpmiSettings, CliError> {
         use crate::ipmi::users::Users;
         let section = cfg.ipmi.clone().unwrap_or_default();
+        // The key that asked for accounts, for the errors below.
+        let users_key = if !self.ipmi_users.is_empty() {
+            Some("--ipmi-user".to_string())
+        } else {
+            section
+                .users
+                .as_ref()
+                .map(|_| format!("{file}: ipmi.users"))
+        };
         let users = if !self.ipmi_users.is_empty() {
             let list = self
                 .ipmi_users
@@ -553,10 +570,26 @@ impl Cli {
         } else {
             Users::default()
         };
-        let port = self.ipmi_port.or(section.port);
+        let port_key = match (self.ipmi_port, section.port) {
+            (Some(p), _) => Some((p, "--ipmi-port".to_string())),
+            (None, Some(p)) => Some((p, format!("{file}: ipmi.port"))),
+            (None, None) => None,
+        };
+        // Served only where asked for: a port, or accounts (on 623).
+        let (port, asked_by) = match (port_key, users_key) {
+            (Some((0, _)), _) | (None, None) => (0, None),
+            (Some((p, key)), _) => (p, Some(key)),
+            (None, Some(key)) => (623, Some(key)),
+        };
+        if let (Some(key), 0) = (&asked_by, users.enabled()) {
+            return Err(CliError::Ipmi(format!(
+                "{key}: IPMI on udp port {port} needs an account: give --ipmi-user \
+                 NAME:PASSWORD[:PRIVILEGE] or [[ipmi.users]] (IPMI has no built-in one)"
+            )));
+        }
         Ok(crate::ipmi::IpmiSettings {
-            port: port.unwrap_or(623),
-            port_explicit: port.is_some(),
+            port,
+            asked_by,
             users,
             cipher_suite_zero: self.ipmi_cipher_suite_zero || section.cipher_suite_zero,
             in_band_dir: self.ipmi_in_band_dir.clone().or(section.in_band_dir),

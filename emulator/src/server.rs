@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256};
@@ -310,26 +310,14 @@ async fn ipmi_bmc(
     )))
 }
 
-/// Binds a BMC's UDP socket. The default port (623 needs root) that
-/// cannot be had is a warning; one asked for is an error.
-fn bmc_socket(
-    ipmi: &crate::ipmi::IpmiSettings,
-    addr: SocketAddr,
-) -> Result<Option<tokio::net::UdpSocket>> {
-    match std::net::UdpSocket::bind(addr) {
-        Ok(s) => {
-            s.set_nonblocking(true)?;
-            Ok(Some(tokio::net::UdpSocket::from_std(s)?))
-        }
-        Err(e) if !ipmi.port_explicit => {
-            tracing::warn!(error = %e, "no IPMI on udp://{addr} (--ipmi-port picks another port, 0 turns IPMI off)");
-            Ok(None)
-        }
-        Err(e) => {
-            Err(anyhow::Error::new(e)
-                .context(format!("--ipmi-port: cannot listen on udp://{addr}")))
-        }
-    }
+/// Binds a BMC's UDP socket: IPMI is served only where asked for, so a
+/// port that cannot be had stops the start, naming the setting.
+fn bmc_socket(ipmi: &crate::ipmi::IpmiSettings, addr: SocketAddr) -> Result<tokio::net::UdpSocket> {
+    let key = ipmi.asked_by.as_deref().unwrap_or("--ipmi-port");
+    let s = std::net::UdpSocket::bind(addr)
+        .with_context(|| format!("{key}: cannot listen on udp://{addr}"))?;
+    s.set_nonblocking(true)?;
+    Ok(tokio::net::UdpSocket::from_std(s)?)
 }
 
 async fn shutdown_signal() {
@@ -376,6 +364,9 @@ pub async fn run(settings: Settings) -> Result<()> {
     let slots = settings.limits.slots();
     let mut servers = tokio::task::JoinSet::new();
     let mut bmcs = Vec::new();
+    // Everything is bound before anything is announced: a setting that
+    // cannot be served stops the start before a reader sees it listening.
+    let mut services = Vec::new();
     for (i, e) in endpoints.into_iter().enumerate() {
         let std_listener = std::net::TcpListener::bind(e.listen)
             .with_context(|| format!("cannot listen on {}", e.listen))?;
@@ -392,7 +383,6 @@ pub async fn run(settings: Settings) -> Result<()> {
         );
         // Machine-readable lines on stdout, for scripts and tests: the main
         // service first, then one per endpoint with its systems' names.
-        // A closed stdout (a reader that took the first line) is no error.
         let line = if i == 0 {
             format!("shoal-emulator listening on {scheme}://{addr}")
         } else {
@@ -402,7 +392,6 @@ pub async fn run(settings: Settings) -> Result<()> {
                 names.join(",")
             )
         };
-        announce(&line);
         let ipmi = settings.ipmi.port != 0 || settings.ipmi.in_band_dir.is_some();
         if let ([only], true) = (systems.as_slice(), ipmi) {
             bmcs.push((
@@ -411,10 +400,27 @@ pub async fn run(settings: Settings) -> Result<()> {
                 e.state.ports.clone(),
             ));
         }
-        let down = Some(e.state.downtime.subscribe());
+        services.push((line, std_listener, e.state));
+    }
+    if let (Some(key), true) = (&settings.ipmi.asked_by, bmcs.is_empty()) {
+        bail!(
+            "{key}: IPMI is served by the BMC of one system, and no service here has one \
+             system (one system, --endpoint-per-system or [[endpoints]] give one)"
+        );
+    }
+    let mut ipmi_sockets = Vec::new();
+    if settings.ipmi.port != 0 {
+        for (_, bmc, _) in &bmcs {
+            ipmi_sockets.push(bmc_socket(&settings.ipmi, bmc.addr)?);
+        }
+    }
+    for (line, std_listener, state) in services {
+        // A closed stdout (a reader that took the first line) is no error.
+        announce(&line);
+        let down = Some(state.downtime.subscribe());
         servers.spawn(crate::serve::serve(
             std_listener,
-            app(e.state),
+            app(state),
             tls.clone(),
             settings.limits,
             slots.clone(),
@@ -451,13 +457,7 @@ pub async fn run(settings: Settings) -> Result<()> {
     for (_, bmc, _) in &bmcs {
         servers.spawn(crate::ipmi::timers(bmc.clone(), stop_rx.clone()));
     }
-    for (name, bmc, ports) in &bmcs {
-        if settings.ipmi.port == 0 {
-            break;
-        }
-        let Some(socket) = bmc_socket(&settings.ipmi, bmc.addr)? else {
-            continue;
-        };
+    for ((name, bmc, ports), socket) in bmcs.iter().zip(ipmi_sockets) {
         let at = socket.local_addr()?;
         let _ = ports.ipmi.set(at.port());
         tracing::info!(system = %name, "IPMI (RMCP+) on udp://{at}");

@@ -19,6 +19,17 @@ use serde_json::{json, Value};
 use crate::scenario::{Driver, Enabled, Method};
 use shoal_ipmi::boot::mailbox_blocks;
 
+/// The IPMI account every BMC the harness starts is given (the emulator
+/// has no built-in one) and its IPMI clients log in with: ipmitool here,
+/// pyghmi and Ironic's ipmitool driver in `drivers/*.py`.
+pub const IPMI_USER: &str = "admin";
+pub const IPMI_PASSWORD: &str = "password";
+
+/// The `--ipmi-user` value that gives a BMC that account.
+pub fn ipmi_user_flag() -> String {
+    format!("{IPMI_USER}:{IPMI_PASSWORD}")
+}
+
 /// One boot request: what to set, then power on.
 #[derive(Debug, Clone)]
 pub struct BootRequest {
@@ -93,7 +104,7 @@ impl Bmc {
         let port = port.to_string();
         let out = Command::new("ipmitool")
             .args(["-I", "lanplus", "-H", host, "-p", &port])
-            .args(["-U", "admin", "-P", "password"])
+            .args(["-U", IPMI_USER, "-P", IPMI_PASSWORD])
             .args(args)
             .output()
             .context("running ipmitool (Debian package ipmitool)")?;

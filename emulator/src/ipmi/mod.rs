@@ -54,14 +54,17 @@ use session::{auth_capabilities, cipher_suites, Sessions};
 use users::{Privilege, Users};
 use wire::{payload, Datagram};
 
-/// What the IPMI listeners run with.
-#[derive(Debug, Clone)]
+/// What the IPMI listeners run with; by default nothing is served and
+/// there is no account.
+#[derive(Debug, Clone, Default)]
 pub struct IpmiSettings {
-    /// UDP port of every BMC; 0: no IPMI.
+    /// UDP port of every BMC; 0: no IPMI over LAN (the default: it is
+    /// served only where the operator asks).
     pub port: u16,
-    /// Whether the port was asked for (a failure to bind it is then an
-    /// error; with the default, a warning).
-    pub port_explicit: bool,
+    /// The setting that asked for IPMI over LAN (`--ipmi-port`,
+    /// `FILE: ipmi.users`, ...), named by the errors that refuse it.
+    pub asked_by: Option<String>,
+    /// The accounts: only the configured ones (none by default).
     pub users: Users,
     /// Serve cipher suite 0 (no authentication: any password logs in).
     pub cipher_suite_zero: bool,
@@ -71,19 +74,6 @@ pub struct IpmiSettings {
     pub in_band_dir: Option<std::path::PathBuf>,
     /// The boot initiator mailbox's blocks at start.
     pub boot_mailbox: Vec<[u8; 16]>,
-}
-
-impl Default for IpmiSettings {
-    fn default() -> Self {
-        IpmiSettings {
-            port: 623,
-            port_explicit: false,
-            users: Users::default(),
-            cipher_suite_zero: false,
-            in_band_dir: None,
-            boot_mailbox: Vec::new(),
-        }
-    }
 }
 
 /// Get Device ID's identity, from the profile.

@@ -3,9 +3,8 @@
 //! RAKP keys its HMACs with the clear password, which a bcrypt htpasswd
 //! cannot give back; IPMI users are therefore configured apart from the
 //! Redfish accounts: `[[ipmi.users]]` in the config, or `--ipmi-user
-//! NAME:PASSWORD[:PRIVILEGE]`. Without any, one user `admin` with the
-//! password `password` at ADMINISTRATOR serves (virtualbmc's default), so
-//! a zero-setup emulator answers `ipmitool -U admin -P password`.
+//! NAME:PASSWORD[:PRIVILEGE]`. There is no built-in account: without
+//! configured users nobody logs in, and IPMI over LAN refuses to start.
 //! The privilege levels grant what the Redfish roles of the same powers
 //! do: USER reads (ReadOnly), OPERATOR acts on the machine (Operator),
 //! ADMINISTRATOR also manages the BMC (Administrator).
@@ -112,14 +111,12 @@ pub enum SetError {
     PasswordSize,
 }
 
+/// No account at all: every slot unnamed and disabled.
 impl Default for Users {
     fn default() -> Self {
-        Users::new(vec![User {
-            name: b"admin".to_vec(),
-            password: b"password".to_vec(),
-            privilege: Privilege::Administrator,
-        }])
-        .expect("the default user is valid")
+        Users {
+            slots: vec![Slot::default(); MAX_USERS - 1],
+        }
     }
 }
 
@@ -304,8 +301,16 @@ mod tests {
     }
 
     #[test]
+    fn no_account_is_built_in() {
+        let users = Users::default();
+        assert_eq!(users.enabled(), 0);
+        assert!(users.find(b"admin").is_none());
+        assert_eq!(users, Users::new(Vec::new()).unwrap());
+    }
+
+    #[test]
     fn slots_are_named_enabled_and_limited_as_set_user_commands_say() {
-        let mut users = Users::default();
+        let mut users = Users::new(vec![Users::parse_flag("admin:secret").unwrap()]).unwrap();
         assert!(users.find(b"bob").is_none());
         users.set_name(3, b"bob\0\0\0").unwrap();
         users

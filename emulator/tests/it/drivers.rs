@@ -128,7 +128,14 @@ fn ipmi_drivers_set_the_flags_and_mailbox_then_power_on() {
             .local_addr()
             .unwrap()
             .port();
-        let emu = Spawned::start(&["--fake-systems", "1", "--ipmi-port", &port.to_string()]);
+        let emu = Spawned::start(&[
+            "--fake-systems",
+            "1",
+            "--ipmi-port",
+            &port.to_string(),
+            "--ipmi-user",
+            "admin:password",
+        ]);
         let members = curl_json(&format!("{}/redfish/v1/Systems", emu.url));
         let path = members["Members"][0]["@odata.id"]
             .as_str()

@@ -37,6 +37,7 @@ mod props_query;
 mod props_xml;
 #[cfg(feature = "libvirt")]
 mod real_vm;
+mod start_paths;
 mod sushy;
 mod sushy_dell;
 mod sushy_dropin;

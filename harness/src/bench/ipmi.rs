@@ -20,8 +20,8 @@ use shoal_ipmi::crypto::SUITES;
 
 use super::{progress, Options};
 
-const USER: &str = "admin";
-const PASSWORD: &str = "password";
+/// The account both BMCs are given (Shoal's and virtualbmc's).
+use crate::driver::{IPMI_PASSWORD as PASSWORD, IPMI_USER as USER};
 /// A round trip longer than this is a lost datagram.
 const TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -409,6 +409,9 @@ pub fn run(opts: &Options) -> Result<String> {
         "1",
         "--ipmi-port",
         &port.to_string(),
+        // The account the drivers log in with (IPMI has no built-in one).
+        "--ipmi-user",
+        &crate::driver::ipmi_user_flag(),
     ])
     .env("RUST_LOG", "warn");
     let emu = crate::emulator::EmulatorProcess::spawn_endpoints(

@@ -331,6 +331,10 @@ pub fn rack(opts: &Options) -> Result<String> {
             "idrac9",
             "--endpoint-per-system",
             "127.0.8.1:0",
+            // Each BMC's IPMI socket too (on 623 of its address), as a
+            // rack's BMCs serve it: asked for, with the drivers' account.
+            "--ipmi-user",
+            &crate::driver::ipmi_user_flag(),
         ])
         .env("RUST_LOG", "warn");
     let started = Instant::now();

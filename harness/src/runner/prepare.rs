@@ -512,8 +512,12 @@ fn start_emulator(
     ])
     // Cases run side by side on one loopback: each BMC's IPMI gets a
     // port of its own, asked for explicitly (a port taken is an error);
-    // 0 when the case has no use for it.
+    // 0 when the case has no use for it. Its account is the one the
+    // drivers log in with.
     .args(["--ipmi-port", &ipmi_port.to_string()]);
+    if ipmi_port != 0 {
+        cmd.args(["--ipmi-user", &crate::driver::ipmi_user_flag()]);
+    }
     if !emulator.faults.is_empty() {
         // Its config file holds only the fault rules; errors in them stop
         // it at start-up, named in its log.
