@@ -95,7 +95,12 @@ pub struct Cli {
     #[arg(long, env = "SHOAL_ADMIN_LISTEN", requires = "admin_token")]
     pub admin_listen: Option<SocketAddr>,
     /// The bearer token the admin endpoint requires.
-    #[arg(long, env = "SHOAL_ADMIN_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "SHOAL_ADMIN_TOKEN",
+        hide_env_values = true,
+        requires = "admin_listen"
+    )]
     pub admin_token: Option<String>,
     /// Most client connections served at once, over all listeners; one
     /// more is closed as soon as it is accepted.
@@ -300,6 +305,8 @@ pub enum CliError {
     Cloud(#[from] crate::backend::ironic::cloud::CloudError),
     #[error("--ironic-cloud serves Ironic's nodes; it cannot be combined with {0}")]
     IronicAnd(&'static str),
+    #[error("{0} applies to the {1} backend, and this service runs the {2} one")]
+    OtherBackend(&'static str, &'static str, &'static str),
 }
 
 impl Cli {
@@ -401,6 +408,12 @@ impl Cli {
         if libvirt && (self.fake_systems.is_some() || !cfg.systems.is_empty()) {
             return Err(CliError::LibvirtAndFake);
         }
+        let running = match (libvirt, &ironic) {
+            (true, _) => "libvirt",
+            (false, Some(_)) => "Ironic",
+            (false, None) => "fake",
+        };
+        self.check_backend_flags(running)?;
         let systems = match (cfg.systems.is_empty(), self.fake_systems) {
             _ if libvirt || ironic.is_some() => Vec::new(),
             (false, Some(_)) => return Err(CliError::BothInventories),
@@ -537,6 +550,31 @@ impl Cli {
             enclosures,
             media_ip_family,
         })
+    }
+
+    /// Refuses a flag of another backend than the one that runs (it would
+    /// be dropped); flags with a default value are not told apart from it.
+    fn check_backend_flags(&self, running: &'static str) -> Result<(), CliError> {
+        let given = [
+            (
+                "--libvirt-domain",
+                "libvirt",
+                !self.libvirt_domains.is_empty(),
+            ),
+            (
+                "--libvirt-media-pool",
+                "libvirt",
+                self.libvirt_media_pool.is_some(),
+            ),
+            ("--power-delay-ms", "fake", self.power_delay_ms.is_some()),
+            ("--media-delay-ms", "fake", self.media_delay_ms.is_some()),
+            ("--state-file", "fake", self.state_file.is_some()),
+            ("--fake-fetch-media", "fake", self.fake_fetch_media),
+        ];
+        match given.into_iter().find(|(_, b, set)| *set && *b != running) {
+            Some((flag, backend, _)) => Err(CliError::OtherBackend(flag, backend, running)),
+            None => Ok(()),
+        }
     }
 
     /// `--ipmi-*` over the config's `[ipmi]`.

@@ -420,3 +420,30 @@ fn ipmi_is_served_only_where_asked() {
     );
     assert_eq!(emu.udp_ports(), BTreeSet::new());
 }
+
+/// A flag that would have no effect (another backend's, a token without
+/// its listener) stops the start, naming it, rather than being dropped.
+#[test]
+fn a_flag_that_would_be_dropped_stops_the_start() {
+    for (args, named) in [
+        (
+            &["--fake-systems", "1", "--libvirt-domain", "vm1"][..],
+            "--libvirt-domain",
+        ),
+        (
+            &["--fake-systems", "1", "--libvirt-media-pool", "p"],
+            "--libvirt-media-pool",
+        ),
+        (
+            &["--libvirt-uri", "test:///default", "--state-file", "/tmp/x"],
+            "--state-file",
+        ),
+        (
+            &["--fake-systems", "1", "--admin-token", "t0ken"],
+            "--admin-listen",
+        ),
+    ] {
+        let err = refused(args, &[]);
+        assert!(err.contains(named), "{args:?}: {err}");
+    }
+}
