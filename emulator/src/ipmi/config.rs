@@ -1,5 +1,6 @@
 //! Get LAN Configuration Parameters and Get SOL Configuration Parameters:
-//! enough for `ipmitool lan print` and `sol info`, read-only.
+//! enough for `ipmitool lan print` and `sol info`, read-only. What they
+//! say is what is served: no IPMI v1.5 authentication type (RMCP+ only).
 
 use super::commands::{cc, err, ok, Reply};
 use super::Bmc;
@@ -44,9 +45,11 @@ pub(super) fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
         .collect();
     let d: Vec<u8> = match param {
         0 => vec![0x00],
-        // Authentication types: none (RMCP+ carries its own).
-        1 => vec![0x01],
-        2 => vec![0x01; 5],
+        // IPMI v1.5 authentication types supported, and enabled per
+        // privilege level: none (no v1.5 session is served; RMCP+ carries
+        // its own).
+        1 => vec![0x00],
+        2 => vec![0x00; 5],
         3 => ip.to_vec(),
         // Static address.
         4 => vec![0x01],

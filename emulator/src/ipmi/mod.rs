@@ -50,7 +50,7 @@ use crate::backend::BackendError;
 use crate::model::{BootOverride, Change, IndicatorLed, SystemSettings};
 use crate::profile::Profile;
 use commands::{cc, netfn, ChassisState};
-use session::{auth_capabilities, cipher_suites, Sessions};
+use session::{auth_capabilities, cipher_suites, session_challenge, Sessions};
 use users::{Privilege, Users};
 use wire::{payload, Datagram};
 
@@ -374,6 +374,7 @@ impl Bmc {
     async fn outside_session(&self, req: &wire::Request<'_>) -> Option<(u8, Vec<u8>)> {
         match (req.netfn, req.cmd) {
             (netfn::APP, 0x38) => Some(auth_capabilities(req.data)),
+            (netfn::APP, 0x39) => Some(session_challenge(req.data)),
             (netfn::APP, 0x54) => Some(cipher_suites(req.data, self.cipher_suite_zero)),
             (netfn::APP, 0x37) => {
                 Some(commands::execute(self, Privilege::User, req.netfn, req.cmd, req.data).await)

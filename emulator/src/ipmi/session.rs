@@ -429,8 +429,11 @@ pub fn protection_ok(suite: &Suite, authenticated: bool, encrypted: bool) -> boo
     authenticated == needs_auth && encrypted == needs_conf
 }
 
-/// Get Channel Authentication Capabilities: IPMI v2.0 extended data,
-/// non-null user names, per-message authentication, no K_g.
+/// Get Channel Authentication Capabilities (IPMI v2.0 section 22.13,
+/// table 22-15): what is served, RMCP+ only. No IPMI v1.5 authentication
+/// type is offered, as no v1.5 session is answered: a v1.5 console
+/// (`ipmitool -I lan`, FreeIPMI's LAN driver) stops at this answer
+/// instead of waiting for a session challenge.
 pub(super) fn auth_capabilities(data: &[u8]) -> (u8, Vec<u8>) {
     let [ch, level] = data else {
         return (cc::BAD_LENGTH, Vec::new());
@@ -439,12 +442,24 @@ pub(super) fn auth_capabilities(data: &[u8]) -> (u8, Vec<u8>) {
         return (cc::INVALID_FIELD, Vec::new());
     }
     let v2 = ch & 0x80 != 0;
-    // Byte 1: v2.0 extended data follows (bit 7), authentication type
-    // NONE is the only IPMI v1.5 one. Byte 2: non-null user names
-    // (bit 2). Byte 3: IPMI v2.0 connections supported (bit 1).
-    let b1 = if v2 { 0x81 } else { 0x01 };
+    // Byte 2: v2.0 extended capabilities (bit 7, only when asked for;
+    // reserved in the v1.5 form), no v1.5 authentication type (bits 5:0).
+    // Byte 3: non-null user names only (bit 2), per-message and user
+    // level authentication, no K_g. Byte 4: IPMI v2.0 connections only
+    // (bit 1; bit 0, v1.5, clear).
+    let b1 = if v2 { 0x80 } else { 0x00 };
     let b3 = if v2 { 0x02 } else { 0x00 };
     (cc::OK, vec![0x01, b1, 0x04, b3, 0, 0, 0, 0])
+}
+
+/// Get Session Challenge (IPMI v2.0 section 22.16), the first step of an
+/// IPMI v1.5 session: no v1.5 authentication type is enabled, so every
+/// one asked for is an invalid field (0xCC), whatever the name.
+pub(super) fn session_challenge(data: &[u8]) -> (u8, Vec<u8>) {
+    if data.len() != 17 {
+        return (cc::BAD_LENGTH, Vec::new());
+    }
+    (cc::INVALID_FIELD, Vec::new())
 }
 
 /// Get Channel Cipher Suites (list by cipher suite): 16 bytes of records

@@ -18,6 +18,29 @@ use crate::model::{BootMode, BootTarget, OverrideEnabled, PowerState};
 use shoal_ipmi::console::{ConsoleError, Login, Session};
 
 fn bmc() -> Arc<Bmc> {
+    bmc_with(vec![
+        User {
+            name: b"admin".to_vec(),
+            password: b"secret".to_vec(),
+            privilege: Privilege::Administrator,
+        },
+        User {
+            name: b"viewer".to_vec(),
+            password: b"look".to_vec(),
+            privilege: Privilege::User,
+        },
+    ])
+}
+
+/// A BMC of one fake system with these users.
+fn bmc_with(users: Vec<User>) -> Arc<Bmc> {
+    bmc_from(IpmiSettings {
+        users: Users::new(users).unwrap(),
+        ..IpmiSettings::default()
+    })
+}
+
+fn bmc_from(settings: IpmiSettings) -> Arc<Bmc> {
     let backend: Arc<dyn Backend> =
         Arc::new(FakeBackend::new(crate::config::fake_systems(1), Default::default()).unwrap());
     let state = crate::api::AppState::new(
@@ -27,22 +50,6 @@ fn bmc() -> Arc<Bmc> {
         uuid::Uuid::nil(),
     );
     let sys = crate::config::fake_systems(1).remove(0);
-    let settings = IpmiSettings {
-        users: Users::new(vec![
-            User {
-                name: b"admin".to_vec(),
-                password: b"secret".to_vec(),
-                privilege: Privilege::Administrator,
-            },
-            User {
-                name: b"viewer".to_vec(),
-                password: b"look".to_vec(),
-                privilege: Privilege::User,
-            },
-        ])
-        .unwrap(),
-        ..IpmiSettings::default()
-    };
     Arc::new(Bmc::new(
         &state,
         &sys.id,
@@ -633,3 +640,5 @@ fn a_bmc_that_is_away_is_silent_over_lan() {
         assert_eq!(c.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);
     });
 }
+
+mod hardening;
