@@ -85,9 +85,9 @@ pub(super) fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
 
 /// Parameter 26, Bad Password Threshold (IPMI v2.0 table 23-4): no
 /// event generated (byte 1 bit 0), the threshold (0: lockout off, as the
-/// policy's threshold or duration 0 is), then the count's reset interval
-/// and the lockout interval in tens of seconds (rounded up), LS byte
-/// first.
+/// policy's threshold or duration 0 is; one byte, so a threshold above
+/// 255 reads 255), then the count's reset interval and the lockout
+/// interval in tens of seconds (rounded up), LS byte first.
 fn bad_password_threshold(p: &crate::auth::LockoutPolicy) -> [u8; 6] {
     if p.threshold == 0 || p.duration == 0 {
         return [0; 6];

@@ -11,7 +11,7 @@
 //! - `shoal_ipmi::{wire, crypto}` (the `ipmi/` crate): framing and cipher
 //!   suites, shared with the consoles that test and measure this side.
 //! - `session`: Open Session, RAKP 1-4, sequence window, bounds.
-//! - `lockout`: the accounts' lockout policy over RAKP 3 failures.
+//! - `lockout`: the accounts' lockout policy over RMCP+ logins.
 //! - `commands`: the commands, mapped onto the backend.
 //! - `boot`: boot flags (parameter 5) ⇄ the Redfish boot override.
 //! - `boot_options`: Get/Set System Boot Options (parameters 0, 3, 4, 5).
