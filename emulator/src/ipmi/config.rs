@@ -1,5 +1,7 @@
 //! Get LAN Configuration Parameters and Get SOL Configuration Parameters:
-//! enough for `ipmitool lan print` and `sol info`, read-only.
+//! enough for `ipmitool lan print` and `sol info`, read-only. What they
+//! say is what is served: no IPMI v1.5 authentication type (RMCP+ only),
+//! and the accounts' lockout policy as the bad password threshold.
 
 use super::commands::{cc, err, ok, Reply};
 use super::Bmc;
@@ -44,9 +46,11 @@ pub(super) fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
         .collect();
     let d: Vec<u8> = match param {
         0 => vec![0x00],
-        // Authentication types: none (RMCP+ carries its own).
-        1 => vec![0x01],
-        2 => vec![0x01; 5],
+        // IPMI v1.5 authentication types supported, and enabled per
+        // privilege level: none (no v1.5 session is served; RMCP+ carries
+        // its own).
+        1 => vec![0x00],
+        2 => vec![0x00; 5],
         3 => ip.to_vec(),
         // Static address.
         4 => vec![0x01],
@@ -73,11 +77,25 @@ pub(super) fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
             v.extend(std::iter::repeat_n(0x44, 8));
             v
         }
-        // Bad password threshold: none.
-        26 => vec![0; 6],
+        26 => bad_password_threshold(&bmc.state.auth.lockout_policy()).to_vec(),
         _ => return err(cc::PARAM_NOT_SUPPORTED),
     };
     config_value(&d)
+}
+
+/// Parameter 26, Bad Password Threshold (IPMI v2.0 table 23-4): no
+/// event generated (byte 1 bit 0), the threshold (0: lockout off, as the
+/// policy's threshold or duration 0 is; one byte, so a threshold above
+/// 255 reads 255), then the count's reset interval and the lockout
+/// interval in tens of seconds (rounded up), LS byte first.
+fn bad_password_threshold(p: &crate::auth::LockoutPolicy) -> [u8; 6] {
+    if p.threshold == 0 || p.duration == 0 {
+        return [0; 6];
+    }
+    let tens = |s: u64| (s.div_ceil(10).min(u64::from(u16::MAX)) as u16).to_le_bytes();
+    let [r0, r1] = tens(p.reset_after);
+    let [d0, d1] = tens(p.duration);
+    [0, p.threshold.min(255) as u8, r0, r1, d0, d1]
 }
 
 /// Get SOL Configuration Parameters: enabled, USER may activate, the

@@ -11,6 +11,7 @@
 //! - `shoal_ipmi::{wire, crypto}` (the `ipmi/` crate): framing and cipher
 //!   suites, shared with the consoles that test and measure this side.
 //! - `session`: Open Session, RAKP 1-4, sequence window, bounds.
+//! - `lockout`: the accounts' lockout policy over RMCP+ logins.
 //! - `commands`: the commands, mapped onto the backend.
 //! - `boot`: boot flags (parameter 5) ⇄ the Redfish boot override.
 //! - `boot_options`: Get/Set System Boot Options (parameters 0, 3, 4, 5).
@@ -31,6 +32,7 @@ pub mod commands;
 mod config;
 pub mod inband;
 pub mod inventory;
+mod lockout;
 mod server;
 pub mod session;
 pub mod sol;
@@ -50,7 +52,7 @@ use crate::backend::BackendError;
 use crate::model::{BootOverride, Change, IndicatorLed, SystemSettings};
 use crate::profile::Profile;
 use commands::{cc, netfn, ChassisState};
-use session::{auth_capabilities, cipher_suites, Sessions};
+use session::{auth_capabilities, cipher_suites, session_challenge, Sessions};
 use users::{Privilege, Users};
 use wire::{payload, Datagram};
 
@@ -271,7 +273,8 @@ impl Bmc {
     /// 60 seconds, a temporary identify.
     pub async fn tick(&self, now: Instant) {
         watchdog::tick(self, now).await;
-        let idle = lock(&self.sessions).prune(now);
+        let policy = self.state.auth.lockout_policy();
+        let idle = lock(&self.sessions).prune(now, &policy);
         for sid in idle {
             self.end_sol_of(sid);
         }
@@ -364,6 +367,7 @@ impl Bmc {
     async fn outside_session(&self, req: &wire::Request<'_>) -> Option<(u8, Vec<u8>)> {
         match (req.netfn, req.cmd) {
             (netfn::APP, 0x38) => Some(auth_capabilities(req.data)),
+            (netfn::APP, 0x39) => Some(session_challenge(req.data)),
             (netfn::APP, 0x54) => Some(cipher_suites(req.data, self.cipher_suite_zero)),
             (netfn::APP, 0x37) => {
                 Some(commands::execute(self, Privilege::User, req.netfn, req.cmd, req.data).await)
@@ -381,18 +385,26 @@ impl Bmc {
             }
             return match p.payload_type {
                 payload::OPEN_SESSION_REQUEST => {
-                    let r = lock(&self.sessions).open(p.payload, self.cipher_suite_zero, now)?;
+                    let policy = self.state.auth.lockout_policy();
+                    let r = lock(&self.sessions).open(
+                        p.payload,
+                        self.cipher_suite_zero,
+                        now,
+                        &policy,
+                    )?;
                     Some(plain(payload::OPEN_SESSION_RESPONSE, r))
                 }
                 payload::RAKP1 => {
                     let r = {
                         let users = self.users.read().unwrap_or_else(|p| p.into_inner());
-                        lock(&self.sessions).rakp1(p.payload, &users, &self.guid)?
+                        let policy = self.state.auth.lockout_policy();
+                        lock(&self.sessions).rakp1(p.payload, &users, &self.guid, now, &policy)?
                     };
                     Some(plain(payload::RAKP2, r))
                 }
                 payload::RAKP3 => {
-                    let r = lock(&self.sessions).rakp3(p.payload, &self.guid, now)?;
+                    let policy = self.state.auth.lockout_policy();
+                    let r = lock(&self.sessions).rakp3(p.payload, &self.guid, now, &policy)?;
                     Some(plain(payload::RAKP4, r))
                 }
                 payload::IPMI => {

@@ -1,6 +1,12 @@
 //! RMCP+ sessions of one BMC: Open Session, RAKP 1 to 4, the inbound
 //! sequence-number window, idle timeout, Close Session and the bounds
-//! that keep a flood of half-open sessions from exhausting the BMC.
+//! that keep a flood of half-open sessions, or one account's sessions,
+//! from exhausting the BMC; the accounts' lockout at RAKP 3.
+//!
+//! A name no user has, or a locked user's, is answered as a known user
+//! with a wrong password would be: a RAKP 2 whose code is keyed by a
+//! secret of this BMC, then 0x0F at RAKP 3; so RAKP 2 tells no one which
+//! names exist, nor that a user is locked.
 //!
 //! The table is plain data behind the BMC's lock; nothing here awaits.
 
@@ -10,7 +16,9 @@ use std::time::{Duration, Instant};
 use super::commands::cc;
 use super::crypto;
 use super::crypto::{ct_eq, Auth, Conf, Integrity, Keys, Suite, SUITES, SUITE_ZERO};
+use super::lockout::Lockouts;
 use super::users::{Privilege, User, Users};
+use crate::auth::LockoutPolicy;
 
 /// An established session left idle this long is closed (the IPMI
 /// default session inactivity timeout).
@@ -19,6 +27,11 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Established sessions per BMC; one more gets "insufficient resources".
 pub const MAX_ACTIVE: usize = 16;
+/// Established sessions of one user.
+pub const MAX_SESSIONS_PER_USER: usize = 8;
+/// Of `MAX_ACTIVE`, the ones only a session at ADMINISTRATOR may take, so
+/// that other users filling theirs cannot lock the administrators out.
+pub const ADMIN_RESERVED_SESSIONS: usize = 4;
 /// Sessions in setup per BMC; one more evicts the oldest of them.
 pub const MAX_PENDING: usize = 64;
 /// How far around the highest sequence number seen a packet may be.
@@ -40,13 +53,18 @@ pub mod status {
 #[derive(Debug, Clone)]
 enum Setup {
     Opened,
-    /// RAKP 2 sent: what RAKP 3 and the keys need.
+    /// RAKP 2 sent: what RAKP 3 and the keys need. `key` is the user's
+    /// password, or for a name no user has (or a locked one) the decoy
+    /// key, with `user` then `None`.
     Challenged {
         rm: [u8; 16],
         rc: [u8; 16],
         role: u8,
         name: Vec<u8>,
-        user: User,
+        key: Vec<u8>,
+        user: Option<User>,
+        /// The user's lockout epoch at RAKP 1 (`lockout`).
+        epoch: u64,
     },
 }
 
@@ -124,10 +142,25 @@ impl Window {
 }
 
 /// The sessions of one BMC.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Sessions {
     pending: HashMap<u32, Pending>,
     active: HashMap<u32, Active>,
+    lockouts: Lockouts,
+    /// Keys RAKP 2's code for a name that cannot log in (per name, so a
+    /// name answers alike each time, as a user's fixed password would).
+    decoy: [u8; 32],
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions {
+            pending: HashMap::new(),
+            active: HashMap::new(),
+            lockouts: Lockouts::default(),
+            decoy: rand::random(),
+        }
+    }
 }
 
 /// A parsed Open Session Request.
@@ -172,11 +205,19 @@ fn algorithm_record(kind: u8, alg: u8) -> [u8; 8] {
 }
 
 impl Sessions {
-    /// Drops idle established sessions and stale setups; the established
-    /// ones dropped.
-    pub fn prune(&mut self, now: Instant) -> Vec<u32> {
-        self.pending
-            .retain(|_, p| now.duration_since(p.created) < SETUP_TIMEOUT);
+    /// Drops idle established sessions and stale setups (a user's
+    /// challenge never answered is a failed login); the established ones
+    /// dropped.
+    pub fn prune(&mut self, now: Instant, policy: &LockoutPolicy) -> Vec<u32> {
+        let stale: Vec<u32> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| now.duration_since(p.created) >= SETUP_TIMEOUT)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in stale {
+            self.abandon(k, policy, now);
+        }
         let idle: Vec<u32> = self
             .active
             .iter()
@@ -193,6 +234,43 @@ impl Sessions {
         self.active.len()
     }
 
+    /// Ends setup `bmc_sid` unfinished: a challenge sent to a user that
+    /// never came back is a failed login (the console found RAKP 2's
+    /// code was not its password's).
+    fn abandon(&mut self, bmc_sid: u32, policy: &LockoutPolicy, now: Instant) {
+        if let Some(Pending {
+            setup:
+                Setup::Challenged {
+                    user: Some(u),
+                    epoch,
+                    ..
+                },
+            ..
+        }) = self.pending.remove(&bmc_sid)
+        {
+            self.failed_login(&u, epoch, policy, now);
+        }
+    }
+
+    /// The checks of `name` under way in `epoch` (RAKP 2 sent, no RAKP
+    /// 3 yet), but setup `except`'s.
+    fn running(&self, name: &[u8], epoch: u64, except: u32) -> u32 {
+        let n = self.pending.iter().filter(|(k, p)| {
+            **k != except
+                && matches!(&p.setup, Setup::Challenged { user: Some(u), epoch: e, .. }
+                    if u.name == name && *e == epoch)
+        });
+        n.count() as u32
+    }
+
+    /// Whether one more session at `role` fits: the table has room, and
+    /// below ADMINISTRATOR not into the administrators' slots.
+    fn room_for(&self, role: Privilege) -> bool {
+        let n = self.active.len();
+        n < MAX_ACTIVE
+            && (role >= Privilege::Administrator || n < MAX_ACTIVE - ADMIN_RESERVED_SESSIONS)
+    }
+
     pub fn get_mut(&mut self, bmc_sid: u32) -> Option<&mut Active> {
         self.active.get_mut(&bmc_sid)
     }
@@ -202,8 +280,14 @@ impl Sessions {
     }
 
     /// Open Session Request → Open Session Response.
-    pub fn open(&mut self, req: &[u8], suite_zero: bool, now: Instant) -> Option<Vec<u8>> {
-        self.prune(now);
+    pub fn open(
+        &mut self,
+        req: &[u8],
+        suite_zero: bool,
+        now: Instant,
+        policy: &LockoutPolicy,
+    ) -> Option<Vec<u8>> {
+        self.prune(now, policy);
         let Some(p) = parse_proposal(req) else {
             // Too short to answer properly: an answer with what is known.
             let tag = req.first().copied()?;
@@ -226,7 +310,12 @@ impl Sessions {
         let Some(suite) = SUITES.iter().rev().chain(zero.iter()).find(|s| fits(s)) else {
             return fail(status::NO_CIPHER_SUITE_MATCH);
         };
-        if self.active.len() >= MAX_ACTIVE {
+        // Refused here when it can be (ipmitool prints this answer's
+        // status): a full table, or a console asking for less than
+        // ADMINISTRATOR (0: the most the BMC allows) when only the
+        // administrators' slots are left. RAKP 1 and 3 check again.
+        let proposed = Privilege::from_u8(p.max_priv).unwrap_or(Privilege::Administrator);
+        if !self.room_for(proposed) {
             return fail(status::NO_RESOURCES);
         }
         if self.pending.len() >= MAX_PENDING {
@@ -236,7 +325,7 @@ impl Sessions {
                 .min_by_key(|(_, p)| p.created)
                 .map(|(k, _)| *k)
             {
-                self.pending.remove(&oldest);
+                self.abandon(oldest, policy, now);
             }
         }
         let bmc_sid = loop {
@@ -269,7 +358,14 @@ impl Sessions {
     }
 
     /// RAKP 1 → RAKP 2.
-    pub fn rakp1(&mut self, req: &[u8], users: &Users, guid: &[u8; 16]) -> Option<Vec<u8>> {
+    pub fn rakp1(
+        &mut self,
+        req: &[u8],
+        users: &Users,
+        guid: &[u8; 16],
+        now: Instant,
+        policy: &LockoutPolicy,
+    ) -> Option<Vec<u8>> {
         let tag = *req.first()?;
         let bmc_sid = u32::from_le_bytes(req.get(4..8)?.try_into().ok()?);
         let fail = |code: u8, console_sid: u32| {
@@ -277,10 +373,10 @@ impl Sessions {
             r.extend_from_slice(&console_sid.to_le_bytes());
             Some(r)
         };
-        let Some(pending) = self.pending.get_mut(&bmc_sid) else {
+        let Some(pending) = self.pending.get(&bmc_sid) else {
             return fail(status::INVALID_SESSION_ID, 0);
         };
-        let console_sid = pending.console_sid;
+        let (console_sid, suite) = (pending.console_sid, pending.suite);
         if req.len() < 28 {
             return fail(status::ILLEGAL_PARAMETER, console_sid);
         }
@@ -295,18 +391,28 @@ impl Sessions {
         let Some(wanted) = Privilege::from_u8(role & 0x0f) else {
             return fail(status::INVALID_ROLE, console_sid);
         };
-        let Some(user) = users.find(&name) else {
+        // Whatever the name: no room at this role is no room.
+        if !self.room_for(wanted) {
             self.pending.remove(&bmc_sid);
-            return fail(status::UNAUTHORIZED_NAME, console_sid);
-        };
-        if wanted > user.privilege {
+            return fail(status::NO_RESOURCES, console_sid);
+        }
+        let user = users.find(&name);
+        if user.as_ref().is_some_and(|u| wanted > u.privilege) {
             self.pending.remove(&bmc_sid);
             return fail(status::INVALID_ROLE, console_sid);
         }
+        // A locked user, or one whose failures and running checks reach
+        // the threshold, is answered as a name no user has.
+        let epoch = self.lockouts.epoch(&name);
+        let running = self.running(&name, epoch, bmc_sid);
+        let user = user.filter(|_| self.lockouts.may_try(&name, running, policy, now));
+        // The decoy is computed for every name: the same work either way.
+        let mut decoy = Auth::HmacSha256.hmac(&self.decoy, &[&name]);
+        decoy.truncate(20);
+        let key = user.as_ref().map_or(decoy, |u| u.password.clone());
         let rc: [u8; 16] = rand::random();
-        let suite = pending.suite;
         let code = suite.auth.hmac(
-            &user.password,
+            &key,
             &[
                 &console_sid.to_le_bytes(),
                 &bmc_sid.to_le_bytes(),
@@ -317,12 +423,36 @@ impl Sessions {
                 &name,
             ],
         );
+        // A challenge replaced by another (not the same RAKP 1 again) was
+        // a check that failed.
+        if let Some(Pending {
+            setup:
+                Setup::Challenged {
+                    rm: was_rm,
+                    name: was_name,
+                    user: Some(u),
+                    epoch: e,
+                    ..
+                },
+            ..
+        }) = self.pending.get(&bmc_sid)
+        {
+            if (was_rm, was_name) != (&rm, &name) {
+                let (u, e) = (u.clone(), *e);
+                self.failed_login(&u, e, policy, now);
+            }
+        }
+        let Some(pending) = self.pending.get_mut(&bmc_sid) else {
+            return fail(status::INVALID_SESSION_ID, console_sid);
+        };
         pending.setup = Setup::Challenged {
             rm,
             rc,
             role,
             name,
-            user: user.clone(),
+            key,
+            user,
+            epoch,
         };
         let mut r = vec![tag, 0, 0, 0];
         r.extend_from_slice(&console_sid.to_le_bytes());
@@ -332,8 +462,16 @@ impl Sessions {
         Some(r)
     }
 
-    /// RAKP 3 → RAKP 4, and the session is established.
-    pub fn rakp3(&mut self, req: &[u8], guid: &[u8; 16], now: Instant) -> Option<Vec<u8>> {
+    /// RAKP 3 → RAKP 4, and the session is established. A wrong code
+    /// counts against the user under `policy`, and so does a console
+    /// that gave up because RAKP 2's code was not its password's.
+    pub fn rakp3(
+        &mut self,
+        req: &[u8],
+        guid: &[u8; 16],
+        now: Instant,
+        policy: &LockoutPolicy,
+    ) -> Option<Vec<u8>> {
         let tag = *req.first()?;
         let bmc_sid = u32::from_le_bytes(req.get(4..8)?.try_into().ok()?);
         if let Some(a) = self.active.get(&bmc_sid) {
@@ -353,37 +491,53 @@ impl Sessions {
             rc,
             role,
             name,
+            key,
             user,
+            epoch,
         } = pending.setup
         else {
             return fail(status::INVALID_SESSION_ID, pending.console_sid);
         };
         if req[1] != 0 {
-            // The console gave up (a wrong password shows there): no session.
+            // The console gave up (a wrong password shows there, in RAKP
+            // 2's code): a failed login, and no answer.
+            if let Some(u) = &user {
+                self.failed_login(u, epoch, policy, now);
+            }
             return None;
         }
         let suite = pending.suite;
         let console_sid = pending.console_sid;
         let role_name = [role, name.len() as u8];
-        let expected = suite.auth.hmac(
-            &user.password,
-            &[&rc, &console_sid.to_le_bytes(), &role_name, &name],
-        );
-        if !ct_eq(req.get(8..).unwrap_or_default(), &expected) {
+        let expected = suite
+            .auth
+            .hmac(&key, &[&rc, &console_sid.to_le_bytes(), &role_name, &name]);
+        let matched = ct_eq(req.get(8..).unwrap_or_default(), &expected);
+        // A name that cannot log in fails here whatever it sent (suite 0
+        // has no code to compare), and so does a user locked since RAKP 1.
+        let Some(user) = user.filter(|u| !self.lockouts.locked(&u.name, now)) else {
+            return fail(status::INVALID_INTEGRITY_CHECK, console_sid);
+        };
+        if !matched {
+            self.failed_login(&user, epoch, policy, now);
             return fail(status::INVALID_INTEGRITY_CHECK, console_sid);
         }
-        if self.active.len() >= MAX_ACTIVE {
+        self.lockouts.succeeded(&user.name);
+        let max = Privilege::from_u8(role & 0x0f).unwrap_or(Privilege::User);
+        let own = self
+            .active
+            .values()
+            .filter(|a| a.user.name == user.name)
+            .count();
+        if !self.room_for(max) || own >= MAX_SESSIONS_PER_USER {
             return fail(status::NO_RESOURCES, console_sid);
         }
-        let sik = suite
-            .auth
-            .hmac(&user.password, &[&rm, &rc, &role_name, &name]);
+        let sik = suite.auth.hmac(&key, &[&rm, &rc, &role_name, &name]);
         let mut icv = suite.auth.hmac(&sik, &[&rm, &bmc_sid.to_le_bytes(), guid]);
         icv.truncate(suite.auth.icv_len());
         let mut r = vec![tag, 0, 0, 0];
         r.extend_from_slice(&console_sid.to_le_bytes());
         r.extend_from_slice(&icv);
-        let max = Privilege::from_u8(role & 0x0f).unwrap_or(Privilege::User);
         let keys = if suite.auth == Auth::None {
             Keys::derive(suite, &[])
         } else {
@@ -405,6 +559,16 @@ impl Sessions {
             },
         );
         Some(r)
+    }
+
+    fn failed_login(&mut self, user: &User, epoch: u64, policy: &LockoutPolicy, now: Instant) {
+        if self.lockouts.failed(&user.name, epoch, policy, now) {
+            tracing::warn!(
+                user = %String::from_utf8_lossy(&user.name),
+                seconds = policy.duration,
+                "IPMI user locked after failed logins"
+            );
+        }
     }
 
     /// Checks an in-session packet's sequence number; `false` drops it.
@@ -429,8 +593,11 @@ pub fn protection_ok(suite: &Suite, authenticated: bool, encrypted: bool) -> boo
     authenticated == needs_auth && encrypted == needs_conf
 }
 
-/// Get Channel Authentication Capabilities: IPMI v2.0 extended data,
-/// non-null user names, per-message authentication, no K_g.
+/// Get Channel Authentication Capabilities (IPMI v2.0 section 22.13,
+/// table 22-15): what is served, RMCP+ only. No IPMI v1.5 authentication
+/// type is offered, as no v1.5 session is answered: a v1.5 console
+/// (`ipmitool -I lan`, FreeIPMI's LAN driver) stops at this answer
+/// instead of waiting for a session challenge.
 pub(super) fn auth_capabilities(data: &[u8]) -> (u8, Vec<u8>) {
     let [ch, level] = data else {
         return (cc::BAD_LENGTH, Vec::new());
@@ -439,12 +606,24 @@ pub(super) fn auth_capabilities(data: &[u8]) -> (u8, Vec<u8>) {
         return (cc::INVALID_FIELD, Vec::new());
     }
     let v2 = ch & 0x80 != 0;
-    // Byte 1: v2.0 extended data follows (bit 7), authentication type
-    // NONE is the only IPMI v1.5 one. Byte 2: non-null user names
-    // (bit 2). Byte 3: IPMI v2.0 connections supported (bit 1).
-    let b1 = if v2 { 0x81 } else { 0x01 };
+    // Byte 2: v2.0 extended capabilities (bit 7, only when asked for;
+    // reserved in the v1.5 form), no v1.5 authentication type (bits 5:0).
+    // Byte 3: non-null user names only (bit 2), per-message and user
+    // level authentication, no K_g. Byte 4: IPMI v2.0 connections only
+    // (bit 1; bit 0, v1.5, clear).
+    let b1 = if v2 { 0x80 } else { 0x00 };
     let b3 = if v2 { 0x02 } else { 0x00 };
     (cc::OK, vec![0x01, b1, 0x04, b3, 0, 0, 0, 0])
+}
+
+/// Get Session Challenge (IPMI v2.0 section 22.16), the first step of an
+/// IPMI v1.5 session: no v1.5 authentication type is enabled, so every
+/// one asked for is an invalid field (0xCC), whatever the name.
+pub(super) fn session_challenge(data: &[u8]) -> (u8, Vec<u8>) {
+    if data.len() != 17 {
+        return (cc::BAD_LENGTH, Vec::new());
+    }
+    (cc::INVALID_FIELD, Vec::new())
 }
 
 /// Get Channel Cipher Suites (list by cipher suite): 16 bytes of records
@@ -483,6 +662,12 @@ pub(super) fn cipher_suites(data: &[u8], zero: bool) -> (u8, Vec<u8>) {
 mod tests {
     use super::*;
 
+    impl Sessions {
+        fn open_now(&mut self, req: &[u8], zero: bool, now: Instant) -> Option<Vec<u8>> {
+            self.open(req, zero, now, &LockoutPolicy::default())
+        }
+    }
+
     #[test]
     fn the_window_takes_each_number_once_and_refuses_stale_ones() {
         let mut w = Window::default();
@@ -508,19 +693,19 @@ mod tests {
             p.extend_from_slice(&algorithm_record(2, conf));
             p
         };
-        let r = s.open(&open(3, 4, 1), false, now).unwrap();
+        let r = s.open_now(&open(3, 4, 1), false, now).unwrap();
         assert_eq!((r[1], r[2], r[16], r[24], r[32]), (0, 4, 3, 4, 1));
-        let r = s.open(&open(1, 1, 1), false, now).unwrap();
+        let r = s.open_now(&open(1, 1, 1), false, now).unwrap();
         assert_eq!((r[1], r[16], r[24], r[32]), (0, 1, 1, 1));
         // Suite 0 only when enabled.
         assert_eq!(
-            s.open(&open(0, 0, 0), false, now).unwrap()[1],
+            s.open_now(&open(0, 0, 0), false, now).unwrap()[1],
             status::NO_CIPHER_SUITE_MATCH
         );
-        assert_eq!(s.open(&open(0, 0, 0), true, now).unwrap()[1], 0);
+        assert_eq!(s.open_now(&open(0, 0, 0), true, now).unwrap()[1], 0);
         // SHA-256 key exchange with SHA-1 integrity is no suite.
         assert_eq!(
-            s.open(&open(3, 1, 1), false, now).unwrap()[1],
+            s.open_now(&open(3, 1, 1), false, now).unwrap()[1],
             status::NO_CIPHER_SUITE_MATCH
         );
     }
@@ -534,10 +719,10 @@ mod tests {
         p.extend_from_slice(&algorithm_record(1, 4));
         p.extend_from_slice(&algorithm_record(2, 1));
         for _ in 0..1000 {
-            assert_eq!(s.open(&p, false, now).unwrap()[1], 0);
+            assert_eq!(s.open_now(&p, false, now).unwrap()[1], 0);
         }
         assert_eq!(s.pending.len(), MAX_PENDING);
-        s.prune(now + SETUP_TIMEOUT);
+        s.prune(now + SETUP_TIMEOUT, &LockoutPolicy::default());
         assert!(s.pending.is_empty());
     }
 }

@@ -18,6 +18,29 @@ use crate::model::{BootMode, BootTarget, OverrideEnabled, PowerState};
 use shoal_ipmi::console::{ConsoleError, Login, Session};
 
 fn bmc() -> Arc<Bmc> {
+    bmc_with(vec![
+        User {
+            name: b"admin".to_vec(),
+            password: b"secret".to_vec(),
+            privilege: Privilege::Administrator,
+        },
+        User {
+            name: b"viewer".to_vec(),
+            password: b"look".to_vec(),
+            privilege: Privilege::User,
+        },
+    ])
+}
+
+/// A BMC of one fake system with these users.
+fn bmc_with(users: Vec<User>) -> Arc<Bmc> {
+    bmc_from(IpmiSettings {
+        users: Users::new(users).unwrap(),
+        ..IpmiSettings::default()
+    })
+}
+
+fn bmc_from(settings: IpmiSettings) -> Arc<Bmc> {
     let backend: Arc<dyn Backend> =
         Arc::new(FakeBackend::new(crate::config::fake_systems(1), Default::default()).unwrap());
     let state = crate::api::AppState::new(
@@ -27,22 +50,6 @@ fn bmc() -> Arc<Bmc> {
         uuid::Uuid::nil(),
     );
     let sys = crate::config::fake_systems(1).remove(0);
-    let settings = IpmiSettings {
-        users: Users::new(vec![
-            User {
-                name: b"admin".to_vec(),
-                password: b"secret".to_vec(),
-                privilege: Privilege::Administrator,
-            },
-            User {
-                name: b"viewer".to_vec(),
-                password: b"look".to_vec(),
-                privilege: Privilege::User,
-            },
-        ])
-        .unwrap(),
-        ..IpmiSettings::default()
-    };
     Arc::new(Bmc::new(
         &state,
         &sys.id,
@@ -101,7 +108,11 @@ async fn login(
             })
         }
         Err(ConsoleError::Status { status, .. }) => {
-            assert!(!rakp3.password_matched, "a good password refused at RAKP 3");
+            // A good password is refused at RAKP 3 only for want of room.
+            assert!(
+                !rakp3.password_matched || status == 0x01,
+                "a good password refused at RAKP 3 ({status:#04x})"
+            );
             Err(status)
         }
         Err(e) => panic!("{e}"),
@@ -165,9 +176,10 @@ fn a_console_logs_in_with_suites_3_and_17_and_a_bad_password_does_not() {
             assert_eq!(data[0] & 1, 0, "off");
         }
         assert_eq!(login(&bmc, "admin", "wrong", 17, 4).await.err(), Some(0x0f));
+        // An unknown name fails as a wrong password does.
         assert_eq!(
             login(&bmc, "nobody", "secret", 17, 4).await.err(),
-            Some(0x0d)
+            Some(0x0f)
         );
         // A USER account asking for ADMINISTRATOR: invalid role.
         assert_eq!(login(&bmc, "viewer", "look", 3, 4).await.err(), Some(0x09));
@@ -633,3 +645,5 @@ fn a_bmc_that_is_away_is_silent_over_lan() {
         assert_eq!(c.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);
     });
 }
+
+mod hardening;

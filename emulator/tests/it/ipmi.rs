@@ -809,3 +809,5 @@ fn the_boot_mailbox_is_served_from_the_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--ipmi-boot-mailbox"), "{err}");
 }
+
+mod hardening;
