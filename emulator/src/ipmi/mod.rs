@@ -28,6 +28,7 @@
 
 pub mod boot;
 mod boot_options;
+mod channel;
 pub mod commands;
 mod config;
 pub mod inband;
@@ -51,8 +52,9 @@ use tokio::net::UdpSocket;
 use crate::backend::BackendError;
 use crate::model::{BootOverride, Change, IndicatorLed, SystemSettings};
 use crate::profile::Profile;
+use channel::{auth_capabilities, cipher_suites, session_challenge};
 use commands::{cc, netfn, ChassisState};
-use session::{auth_capabilities, cipher_suites, session_challenge, Sessions};
+use session::Sessions;
 use users::{Privilege, Users};
 use wire::{payload, Datagram};
 
