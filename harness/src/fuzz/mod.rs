@@ -2,10 +2,16 @@
 //! (crawled from `/redfish/v1`, see `crawl`) against a `shoal-emulator` on
 //! the fake backend, with authentication on (htpasswd) and off, started
 //! from a sushy-tools configuration, and optionally on libvirt's
-//! `test:///default` driver, over loopback, for a bounded time. Deterministic: case `n` of a seed is always the same
-//! request (`--seed S --case N` replays one alone).
+//! `test:///default` driver, over loopback, for a bounded time; and the
+//! `ipmi` target, the emulator's IPMI side (RMCP+ over UDP: mutated
+//! datagrams, session setups, commands in a session; see `ipmi`, whose
+//! doc names its invariants: alive, no-hang, unchanged-after-refusal,
+//! rejects-invalid, spec-codes, no-panic, rss-bound). Deterministic: case
+//! `n` of a seed is always the same request (`--seed S --case N` replays
+//! one alone).
 //!
-//! Invariants, each a JUnit test case per target:
+//! Invariants of the HTTP targets, each a JUnit test case per target
+//! (`Target::invariants`):
 //! - `no-5xx`: no 5xx, except 501 for a query parameter it does not support;
 //! - `alive`: the process stays up and answers (checked after each case's
 //!   transport error and after every batch);

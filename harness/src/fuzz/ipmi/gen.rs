@@ -185,6 +185,10 @@ const SERVED: &[(u8, u8, usize, usize)] = &[
     (0x06, 0x22, 0, 1),  // Reset Watchdog Timer
     (0x06, 0x24, 6, 1),  // Set Watchdog Timer
     (0x06, 0x54, 3, 1),  // Get Channel Cipher Suites
+    (0x06, 0x07, 0, 1),  // Get ACPI Power State
+    (0x06, 0x25, 0, 1),  // Get Watchdog Timer
+    (0x06, 0x4d, 2, 1),  // Get User Payload Access
+    (0x06, 0x4f, 2, 1),  // Get Channel Payload Version
     (0x00, 0x00, 0, 1),  // Get Chassis Capabilities
     (0x00, 0x01, 0, 2),  // Get Chassis Status
     (0x00, 0x02, 1, 3),  // Chassis Control
@@ -211,14 +215,15 @@ fn bytes(r: &mut Rng, n: usize) -> Vec<u8> {
     (0..n).map(|_| r.next_u64() as u8).collect()
 }
 
-/// A boundary or random byte.
+/// A boundary, small (selectors, parameters, actions) or random byte.
 fn byte(r: &mut Rng) -> u8 {
-    match r.below(6) {
+    match r.below(8) {
         0 => 0x00,
         1 => 0xff,
         2 => 0x7f,
         3 => 0x80,
-        4 => r.below(16) as u8,
+        4 | 5 => r.below(8) as u8,
+        6 => r.below(16) as u8,
         _ => r.next_u64() as u8,
     }
 }
@@ -240,7 +245,10 @@ fn user_id(r: &mut Rng) -> u8 {
 }
 
 fn command(r: &mut Rng) -> Command {
-    let (netfn, cmd, len) = if r.chance(12) {
+    let (netfn, cmd, len) = if r.chance(6) {
+        // Any chassis command (0x00-0x0f).
+        (0x00, r.below(16) as u8, r.below(8))
+    } else if r.chance(8) {
         (
             r.pick(&[0x00u8, 0x04, 0x06, 0x0a, 0x0c, 0x2c, 0x2e, 0x30, 0x3e])
                 .to_owned()

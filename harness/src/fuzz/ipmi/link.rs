@@ -13,7 +13,7 @@ use shoal_ipmi::crypto::SUITES;
 use shoal_ipmi::wire::{self, payload, Datagram};
 
 /// How long an answer is waited for where silence is allowed.
-pub const QUIET: Duration = Duration::from_millis(40);
+pub const QUIET: Duration = Duration::from_millis(20);
 
 pub struct Link {
     sock: UdpSocket,
