@@ -233,7 +233,7 @@ mod tests {
             elapsed: Duration::from_secs(4),
             ..Default::default()
         };
-        let j = junit(&opts, &[r.clone()]);
+        let j = junit(&opts, std::slice::from_ref(&r));
         for inv in Target::Ipmi.invariants() {
             assert!(j.contains(&format!("name=\"{}\"", inv.name())), "{j}");
         }

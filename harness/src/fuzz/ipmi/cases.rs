@@ -6,17 +6,25 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use shoal_ipmi::console::{Login, Session};
-use shoal_ipmi::crypto::SUITES;
+use shoal_ipmi::console::Session;
 use shoal_ipmi::wire::{self, payload, Datagram};
 
-use super::gen::{self, Case, Command, Mutation, Op, Setup, Template, Who};
-use super::link::{self, QUIET};
-use super::{spec_cc, spec_status, Run, VICTIM, VICTIM_PASSWORD};
-use crate::fuzz::{Invariant, PASSWORD, USER};
+use super::datagram;
+use super::gen::{Case, Command, Mutation, Op, Template};
+use super::link::{self, Probe, QUIET};
+use super::{spec_cc, spec_status, Run};
+use crate::fuzz::Invariant;
 
-/// How long a session-setup step's answer is waited for.
-const SETUP_WAIT: Duration = Duration::from_millis(300);
+/// What `Run::state` reads: (probe name, value) pairs.
+type State = Vec<(String, String)>;
+
+/// Hex text (`link::hex`) back to bytes.
+fn unhex(t: &str) -> Option<Vec<u8>> {
+    t.split(' ')
+        .map(|b| u8::from_str_radix(b, 16).ok())
+        .collect()
+}
+
 /// The sequence window's size in the emulator (IPMI v2.0 suggests 16).
 const WINDOW: u32 = 16;
 
@@ -36,15 +44,6 @@ fn read_only(netfn: u8, cmd: u8) -> bool {
 /// An IPMI message's completion code, if `msg` is a response.
 fn msg_cc(msg: &[u8]) -> Option<u8> {
     (msg.len() >= 8).then(|| msg[6])
-}
-
-/// Sets a v2.0 datagram's payload length field to its payload's length
-/// (after the payload was cut or grown).
-fn fix_len(d: &mut [u8]) {
-    if d.len() >= 16 {
-        let n = (d.len() - 16) as u16;
-        d[14..16].copy_from_slice(&n.to_le_bytes());
-    }
 }
 
 impl Run<'_> {
@@ -81,8 +80,8 @@ impl Run<'_> {
     /// A mutated datagram; what was sent.
     fn datagram(&mut self, case: &Case, base: Template, m: &Mutation) -> Result<Vec<u8>> {
         if base != Template::InSession {
-            let mut d = gen::template(base, 0x5300_0000 | case.id as u32, case.id);
-            gen::mutate(&mut d, m);
+            let mut d = datagram::template(base, 0x5300_0000 | case.id as u32, case.id);
+            datagram::mutate(&mut d, m);
             let answer = self.link.exchange(&d, QUIET)?;
             self.judge_outside(case, &d, answer.as_deref());
             return Ok(d);
@@ -105,7 +104,7 @@ impl Run<'_> {
             }
             _ => {
                 let mut d = s.request(0x06, 0x01, &[], case.iv);
-                gen::mutate(&mut d, m);
+                datagram::mutate(&mut d, m);
                 d
             }
         };
@@ -142,7 +141,7 @@ impl Run<'_> {
         }
     }
 
-    fn check_status(&mut self, case: &Case, wire: &[u8], what: &str, st: u8) {
+    pub(super) fn check_status(&mut self, case: &Case, wire: &[u8], what: &str, st: u8) {
         self.status(format!("{what}: status 0x{st:02x}"));
         if !spec_status(st) {
             let detail = format!("{what}: RMCP+ status 0x{st:02x} is none of table 13-15");
@@ -169,7 +168,7 @@ impl Run<'_> {
                     self.check_cc(case, sent, cc);
                 }
             }
-            Ok(Datagram::V20(p)) => {
+            Ok(Datagram::V20(p)) if matches!(p.payload_type, 0x11 | 0x13 | 0x15) => {
                 if let Some(&st) = p.payload.get(1) {
                     let what = format!("payload 0x{:02x}", p.payload_type);
                     self.check_status(case, sent, &what, st);
@@ -181,6 +180,7 @@ impl Run<'_> {
                     self.check_cc(case, sent, cc);
                 }
             }
+            Ok(Datagram::V20(p)) => self.status(format!("payload 0x{:02x}", p.payload_type)),
             Ok(Datagram::Ping { .. }) | Err(_) => self.status("answered (pong)".into()),
         }
     }
@@ -198,21 +198,22 @@ impl Run<'_> {
         if c.own_sid {
             data[..4].copy_from_slice(&s.bmc_sid.to_le_bytes());
         }
-        // The state before, read in the fuzzer's session (kept apart
-        // from `s` when `s` is it).
-        let probes = (!read_only(c.netfn, c.cmd)).then(|| link::probes(c.netfn, c.cmd));
-        let before = match &probes {
-            Some(p) if own => {
-                self.session = Some(s.clone());
-                let b = self.state(p).ok();
-                if let Some(own) = self.session.take() {
-                    *s = own;
-                }
-                b
+        // The prelude, then the state before, in the fuzzer's session
+        // (which may be `s`).
+        if !c.prelude.is_empty() {
+            let mut admin = if own { s.clone() } else { self.session()? };
+            for (n, cmd, d) in &c.prelude {
+                self.link
+                    .call(&mut admin, *n, *cmd, d, case.iv, self.opts.timeout)?;
             }
-            Some(p) => self.state(p).ok(),
-            None => None,
-        };
+            if own {
+                *s = admin;
+            } else {
+                self.session = Some(admin);
+            }
+        }
+        let probes = (!read_only(c.netfn, c.cmd)).then(|| link::probes(c.netfn, c.cmd));
+        let before = probes.as_ref().and_then(|p| self.read_in(s, own, p));
         let d = s.request(c.netfn, c.cmd, &data, case.iv);
         self.link.send(&d)?;
         self.last_datagram = Some(d.clone());
@@ -265,9 +266,22 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// After a refusal: the state as before, or a finding once it is
-    /// confirmed (the state holds still afterwards, or the same refused
-    /// request changes it again).
+    /// The state (`Run::state`) while `s` is in use: when `s` is the
+    /// fuzzer's own session, the reads go through it.
+    fn read_in(&mut self, s: &mut Session, own: bool, probes: &[Probe]) -> Option<State> {
+        if !own {
+            return self.state(probes).ok();
+        }
+        self.session = Some(s.clone());
+        let r = self.state(probes).ok();
+        if let Some(own) = self.session.take() {
+            *s = own;
+        }
+        r
+    }
+
+    /// After a refusal: the state as before, or a finding once the change
+    /// is confirmed (see `confirm`).
     #[allow(clippy::too_many_arguments)]
     fn unchanged(
         &mut self,
@@ -276,203 +290,109 @@ impl Run<'_> {
         data: &[u8],
         s: &mut Session,
         own: bool,
-        probes: &[link::Probe],
-        before: Vec<(String, String)>,
+        probes: &[Probe],
+        before: State,
         wire: &[u8],
     ) -> Result<()> {
-        let read = |run: &mut Run<'_>, s: &mut Session| {
-            if own {
-                run.session = Some(s.clone());
-                let r = run.state(probes).ok();
-                if let Some(own) = run.session.take() {
-                    *s = own;
-                }
-                r
-            } else {
-                run.state(probes).ok()
-            }
-        };
-        let Some(after) = read(self, s) else {
+        let Some(after) = self.read_in(s, own, probes) else {
             return Ok(());
         };
         if after == before {
             return Ok(());
         }
-        let changed: Vec<String> = before
-            .iter()
-            .zip(&after)
-            .filter(|(x, y)| x != y)
-            .map(|((k, x), (_, y))| format!("{k}: {x} → {y}"))
-            .collect();
-        std::thread::sleep(Duration::from_millis(300));
-        let settled = read(self, s);
-        let resent = self
-            .link
-            .call(s, c.netfn, c.cmd, data, case.iv, self.opts.timeout)?;
-        let again = read(self, s);
-        let repeats = matches!(resent, Some((cc, _)) if cc != 0) && settled != again;
-        if settled.as_ref() == Some(&after) || repeats {
-            let key = format!("{:02x}/{:02x}", c.netfn, c.cmd);
-            let detail = format!(
-                "refused, yet changed: {}{}",
-                changed.join("; "),
-                if repeats { " (again when resent)" } else { "" }
-            );
-            self.finding(Invariant::UnchangedAfterRefusal, case, &key, wire, detail);
+        let (mut changed, mut names) = (Vec::new(), Vec::new());
+        for ((k, x), (_, y)) in before.iter().zip(&after).filter(|(x, y)| x != y) {
+            changed.push(format!("{k}: {x} → {y}"));
+            names.push(k.clone());
         }
+        let Some(how) = self.confirm(c, data, s, own, probes, &before, &after, &names)? else {
+            self.status("refused, changed, unconfirmed (a timer?)".into());
+            return Ok(());
+        };
+        let key = format!("{:02x}/{:02x}", c.netfn, c.cmd);
+        let detail = format!("refused, yet changed: {} ({how})", changed.join("; "));
+        self.finding(Invariant::UnchangedAfterRefusal, case, &key, wire, detail);
         Ok(())
     }
 
-    /// Open Session, RAKP 1, RAKP 3 with the case's mutations; a session
-    /// that comes of it is used (the case's command) and closed.
-    fn setup(&mut self, case: &Case, st: &Setup) -> Result<Vec<u8>> {
-        let (name, password): (Vec<u8>, &str) = match &st.who {
-            Who::Admin => (USER.into(), PASSWORD),
-            Who::Victim => (VICTIM.into(), VICTIM_PASSWORD),
-            Who::Unknown(n) => (n.clone(), PASSWORD),
+    /// Whether a change seen after a refusal is the refusal's: the same
+    /// request refused again changes the state again; or the state holds
+    /// still and nothing but a request changes what changed (users,
+    /// channels, privileges, boot options but the flags); or the boot
+    /// flags, which a 60-second timer also clears, written back as they
+    /// were and changed again by the same refused request. Power, which a
+    /// watchdog or a transition moves, counts only when it repeats.
+    #[allow(clippy::too_many_arguments)]
+    fn confirm(
+        &mut self,
+        c: &Command,
+        data: &[u8],
+        s: &mut Session,
+        own: bool,
+        probes: &[Probe],
+        before: &State,
+        after: &State,
+        names: &[String],
+    ) -> Result<Option<&'static str>> {
+        std::thread::sleep(Duration::from_millis(300));
+        let settled = self.read_in(s, own, probes);
+        let held = settled.as_ref() == Some(after);
+        let resent = self
+            .link
+            .call(s, c.netfn, c.cmd, data, [7; 16], self.opts.timeout)?;
+        let again = self.read_in(s, own, probes);
+        if matches!(resent, Some((cc, _)) if cc != 0) && again.is_some() && settled != again {
+            return Ok(Some("again when resent"));
+        }
+        if !held {
+            return Ok(None);
+        }
+        let timer_free = |k: &String| {
+            [
+                "user ",
+                "channel ",
+                "session privilege",
+                "ACPI",
+                "boot option 0",
+            ]
+            .iter()
+            .chain(&["boot option 3", "boot option 4", "boot option 7"])
+            .any(|p| k.starts_with(p))
         };
-        let password = if st.right_password {
-            password
+        if names.iter().all(timer_free) {
+            return Ok(Some("it holds still, and no timer changes it"));
+        }
+        let flags_only = names
+            .iter()
+            .all(|k| k == "boot option 5" || k == "redfish Boot");
+        let old = before.iter().find(|(k, _)| k == "boot option 5");
+        let Some(flags) = old.and_then(|(_, v)| unhex(v)).filter(|b| b.len() == 7) else {
+            return Ok(None);
+        };
+        if !flags_only {
+            return Ok(None);
+        }
+        // The flags written back as they were, then the request again.
+        let mut set = vec![5];
+        set.extend_from_slice(&flags[2..]);
+        let mut admin = if own { s.clone() } else { self.session()? };
+        let w = self
+            .link
+            .call(&mut admin, 0x00, 0x08, &set, [8; 16], self.opts.timeout)?;
+        if own {
+            *s = admin;
         } else {
-            "not-the-password"
-        };
-        let pick = |id: u8| SUITES.iter().find(|s| s.id == id).copied();
-        let Some(suite) = pick(st.suite) else {
-            return Ok(Vec::new());
-        };
-        let console_sid = 0x5300_0000 | (case.id as u32 & 0xffff);
-        let rm = case.iv;
-        let mut l = Login::new(&name, password.as_bytes(), suite, st.role, console_sid, rm);
-        let open = open_datagram(st, &l, console_sid, case.id as u8);
-        let Some(a) = self.link.exchange(&open, SETUP_WAIT)? else {
-            self.status("open session: silent".into());
-            return Ok(open);
-        };
-        let Some(status) = setup_status(&a) else {
-            return Ok(open);
-        };
-        self.check_status(case, &open, "open session", status);
-        if status != 0 || st.steps < 2 {
-            return Ok(open);
+            self.session = Some(admin);
         }
-        // Odd algorithms accepted: the suite the BMC picked.
-        if let Some(s) = picked_suite(&a).filter(|s| s.id != suite.id) {
-            l = Login::new(&name, password.as_bytes(), s, st.role, console_sid, rm);
+        let restored = self.read_in(s, own, probes);
+        if w.map(|r| r.0) != Some(0) || restored.as_ref() != Some(before) {
+            return Ok(None);
         }
-        let Ok(mut r1) = l.rakp1(&a) else {
-            return Ok(open);
-        };
-        patch_rakp1(&mut r1, st);
-        let Some(a) = self.link.exchange(&r1, SETUP_WAIT)? else {
-            self.status("rakp 1: silent".into());
-            return Ok(r1);
-        };
-        let Some(status) = setup_status(&a) else {
-            return Ok(r1);
-        };
-        self.check_status(case, &r1, "rakp 1", status);
-        if status != 0 || st.steps < 3 {
-            return Ok(r1);
-        }
-        let Ok(r3) = l.rakp3(&a) else {
-            return Ok(r1);
-        };
-        let mut d = r3.datagram;
-        let forged = patch_rakp3(&mut d, st) || !r3.password_matched;
-        let Some(a) = self.link.exchange(&d, SETUP_WAIT)? else {
-            self.status("rakp 3: silent".into());
-            return Ok(d);
-        };
-        let Some(status) = setup_status(&a) else {
-            return Ok(d);
-        };
-        self.check_status(case, &d, "rakp 3", status);
-        if status == 0 && forged {
-            let detail =
-                "RAKP 3 with a wrong password, HMAC or session ID got RAKP 4 status 0".into();
-            self.finding(Invariant::RejectsInvalid, case, "rakp3", &d, detail);
-        }
-        let Ok(mut s) = l.finish(&a) else {
-            return Ok(d);
-        };
-        if let Some(c) = &st.command {
-            if self.command(case, c, &mut s, false)?.1 {
-                return Ok(d);
-            }
-        }
-        link::close(&mut self.link, &mut s);
-        Ok(d)
+        let resent = self
+            .link
+            .call(s, c.netfn, c.cmd, data, [9; 16], self.opts.timeout)?;
+        let again = self.read_in(s, own, probes);
+        let repeats = matches!(resent, Some((cc, _)) if cc != 0) && again.as_ref() == Some(after);
+        Ok(repeats.then_some("again after the flags were written back and it was resent"))
     }
-}
-
-/// The Open Session Request: the console's own, or one with the
-/// case's odd role, algorithms or length.
-fn open_datagram(st: &Setup, l: &Login, console_sid: u32, tag: u8) -> Vec<u8> {
-    if st.algorithms.is_none() && st.open_len.is_none() && st.open_role == 4 {
-        return l.open();
-    }
-    let mut p = vec![tag, st.open_role, 0, 0];
-    p.extend_from_slice(&console_sid.to_le_bytes());
-    let suite = SUITES.iter().find(|s| s.id == st.suite).copied();
-    let (a, i, c, len) = st.algorithms.unwrap_or(suite.map_or((3, 4, 1, 8), |s| {
-        (s.auth.id(), s.integrity.id(), s.conf.id(), 8)
-    }));
-    for (kind, alg) in [(0u8, a), (1, i), (2, c)] {
-        p.extend_from_slice(&[kind, 0, 0, len, alg, 0, 0, 0]);
-    }
-    if let Some(n) = st.open_len {
-        p.resize(n, 0);
-    }
-    wire::build_v20(payload::OPEN_SESSION_REQUEST, false, 0, 0, &p, None)
-}
-
-/// A session-setup answer's RMCP+ status code.
-fn setup_status(a: &[u8]) -> Option<u8> {
-    match wire::parse(a) {
-        Ok(Datagram::V20(p)) => p.payload.get(1).copied(),
-        _ => None,
-    }
-}
-
-/// The suite an Open Session Response names.
-fn picked_suite(a: &[u8]) -> Option<shoal_ipmi::crypto::Suite> {
-    let Ok(Datagram::V20(p)) = wire::parse(a) else {
-        return None;
-    };
-    let ids = (p.payload.get(16)?, p.payload.get(24)?, p.payload.get(32)?);
-    SUITES.iter().copied().find(|s| {
-        (s.auth.id(), s.integrity.id(), s.conf.id())
-            == (*ids.0 & 0x3f, *ids.1 & 0x3f, *ids.2 & 0x3f)
-    })
-}
-
-/// RAKP 1's fields the case mutates (payload bytes start at 16).
-fn patch_rakp1(d: &mut [u8], st: &Setup) {
-    if d.len() < 16 + 28 {
-        return;
-    }
-    d[16 + 24] = st.role;
-    if let Some(n) = st.name_len_lie {
-        d[16 + 27] = n;
-    }
-    if st.rakp1_wrong_sid {
-        d[16 + 4] ^= 0x5a;
-    }
-}
-
-/// RAKP 3's fields the case mutates; whether any was.
-fn patch_rakp3(d: &mut Vec<u8>, st: &Setup) -> bool {
-    if d.len() < 16 + 8 {
-        return false;
-    }
-    if let Some(h) = &st.bad_hmac {
-        d.truncate(16 + 8);
-        d.extend_from_slice(h);
-        fix_len(d);
-    }
-    d[16 + 1] = st.rakp3_status;
-    if st.rakp3_wrong_sid {
-        d[16 + 4] ^= 0x5a;
-    }
-    st.bad_hmac.is_some() || st.rakp3_status != 0 || st.rakp3_wrong_sid
 }

@@ -14,8 +14,6 @@
 //!   weighted toward those the emulator serves, with random or boundary
 //!   data. User-management commands never aim at the fuzzer's own slot.
 
-use shoal_ipmi::wire;
-
 use super::super::gen::Rng;
 
 /// The fuzzer's account is configured first: user ID 2.
@@ -107,6 +105,10 @@ pub struct Command {
     pub data: Vec<u8>,
     /// The first four data bytes are the session's own ID (Close Session).
     pub own_sid: bool,
+    /// Requests sent first in the fuzzer's session, unjudged, to put the
+    /// machine in a state worth refusing from (off, boot flags written
+    /// valid with no override, a watchdog running, ...).
+    pub prelude: Vec<(u8, u8, Vec<u8>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,7 +193,7 @@ const SERVED: &[(u8, u8, usize, usize)] = &[
     (0x06, 0x4f, 2, 1),  // Get Channel Payload Version
     (0x00, 0x00, 0, 1),  // Get Chassis Capabilities
     (0x00, 0x01, 0, 2),  // Get Chassis Status
-    (0x00, 0x02, 1, 3),  // Chassis Control
+    (0x00, 0x02, 1, 5),  // Chassis Control
     (0x00, 0x04, 2, 1),  // Chassis Identify
     (0x00, 0x06, 1, 2),  // Set Power Restore Policy
     (0x00, 0x08, 6, 6),  // Set System Boot Options
@@ -211,7 +213,7 @@ const SERVED: &[(u8, u8, usize, usize)] = &[
     (0x04, 0x2f, 1, 1),  // Get Sensor Type
 ];
 
-fn bytes(r: &mut Rng, n: usize) -> Vec<u8> {
+pub(super) fn bytes(r: &mut Rng, n: usize) -> Vec<u8> {
     (0..n).map(|_| r.next_u64() as u8).collect()
 }
 
@@ -298,18 +300,49 @@ fn command(r: &mut Rng) -> Command {
             data[0] = 1;
             data[1] = 1;
         }
+        // Chassis Control: mostly one of its six actions.
+        (0x00, 0x02) if !data.is_empty() && r.chance(70) => data[0] = r.below(6) as u8,
         (0x00, 0x08 | 0x09) if !data.is_empty() && r.chance(70) => {
             data[0] = r.pick(&[0u8, 3, 4, 5, 5, 5, 7, 0x85]).to_owned();
         }
         _ => {}
     }
     let own_sid = (netfn, cmd) == (0x06, 0x3c) && data.len() >= 4 && r.chance(30);
+    let prelude = if r.chance(if netfn == 0x00 { 60 } else { 15 }) {
+        prelude(r)
+    } else {
+        Vec::new()
+    };
     Command {
         netfn,
         cmd,
         data,
         own_sid,
+        prelude,
     }
+}
+
+/// State setters a command may follow: power off or on, boot flags
+/// (valid with no override, PXE once, a set in progress), a watchdog
+/// counting down from 1,000 s with no action.
+fn prelude(r: &mut Rng) -> Vec<(u8, u8, Vec<u8>)> {
+    let mut p = Vec::new();
+    match r.below(4) {
+        0 | 1 => p.push((0x00, 0x02, vec![0x00])),
+        2 => p.push((0x00, 0x02, vec![0x01])),
+        _ => {}
+    }
+    match r.below(6) {
+        0 | 1 => p.push((0x00, 0x08, vec![5, 0x80, 0x00, 0, 0, 0])),
+        2 => p.push((0x00, 0x08, vec![5, 0x80, 0x04, 0, 0, 0])),
+        3 => p.push((0x00, 0x08, vec![0, 0x01])),
+        _ => {}
+    }
+    if r.chance(20) {
+        p.push((0x06, 0x24, vec![0x44, 0x00, 0, 0, 0x10, 0x27]));
+        p.push((0x06, 0x22, Vec::new()));
+    }
+    p
 }
 
 fn setup(r: &mut Rng) -> Setup {
@@ -431,99 +464,11 @@ pub fn case(seed: u64, id: u64) -> Case {
     Case { id, op, iv }
 }
 
-/// The session-less templates' bytes (`InSession` is made from the
-/// session by the runner); `n` gives the tags and IDs they carry.
-pub fn template(t: Template, console_sid: u32, n: u64) -> Vec<u8> {
-    let outside = wire::build_request(0x06, 0x38, (n % 64) as u8, &[0x8e, 0x04]);
-    let sid = (n as u32).wrapping_mul(0x9e37_79b9) | 1;
-    match t {
-        Template::Ping => vec![6, 0, 0xff, 6, 0, 0, 0x11, 0xbe, 0x80, n as u8, 0, 0],
-        Template::V15AuthCaps => wire::build_v15(&outside),
-        Template::V20Outside | Template::InSession => {
-            wire::build_v20(wire::payload::IPMI, false, 0, 0, &outside, None)
-        }
-        Template::OpenSession => {
-            let mut p = vec![n as u8, 4, 0, 0];
-            p.extend_from_slice(&console_sid.to_le_bytes());
-            p.extend_from_slice(&[0, 0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 8, 4, 0, 0, 0]);
-            p.extend_from_slice(&[2, 0, 0, 8, 1, 0, 0, 0]);
-            wire::build_v20(wire::payload::OPEN_SESSION_REQUEST, false, 0, 0, &p, None)
-        }
-        Template::Rakp1 => {
-            let mut p = vec![n as u8, 0, 0, 0];
-            p.extend_from_slice(&sid.to_le_bytes());
-            p.extend_from_slice(&[0x5a; 16]);
-            p.extend_from_slice(&[0x14, 0, 0, 10]);
-            p.extend_from_slice(b"shoal-fuzz");
-            wire::build_v20(wire::payload::RAKP1, false, 0, 0, &p, None)
-        }
-        Template::Rakp3 => {
-            let mut p = vec![n as u8, 0, 0, 0];
-            p.extend_from_slice(&sid.to_le_bytes());
-            p.extend_from_slice(&[0xa5; 32]);
-            wire::build_v20(wire::payload::RAKP3, false, 0, 0, &p, None)
-        }
-    }
-}
-
-/// Applies a whole-datagram mutation that needs no session (the
-/// session's own ones are the runner's).
-pub fn mutate(d: &mut Vec<u8>, m: &Mutation) {
-    match m {
-        Mutation::Random { len, header, fill } => {
-            let mut r = Rng::for_case(*fill, *len as u64);
-            *d = bytes(&mut r, *len);
-            if *header {
-                for (i, b) in [6u8, 0, 0xff, 7, 6].iter().enumerate().take(d.len()) {
-                    d[i] = *b;
-                }
-            }
-        }
-        Mutation::Truncate(at) => {
-            let n = d.len().max(1);
-            d.truncate(*at as usize % n);
-        }
-        Mutation::BitFlips(flips) => {
-            for (at, bit) in flips {
-                let n = d.len().max(1);
-                if let Some(b) = d.get_mut(*at as usize % n) {
-                    *b ^= bit;
-                }
-            }
-        }
-        Mutation::LengthLie(v) => match d.get(4) {
-            Some(0x00) if d.len() > 13 => d[13] = *v as u8,
-            Some(0x06) if d.len() > 15 => d[14..16].copy_from_slice(&v.to_le_bytes()),
-            _ => {}
-        },
-        Mutation::PayloadType(t) => {
-            if let Some(b) = d.get_mut(5) {
-                *b = *t;
-            }
-        }
-        Mutation::WrongSid(sid) => {
-            if d.len() >= 10 {
-                d[6..10].copy_from_slice(&sid.to_le_bytes());
-            }
-        }
-        Mutation::Trailer { at, xor } => {
-            let n = d.len();
-            if let Some(b) = d.get_mut(n.wrapping_sub(1 + *at as usize)) {
-                *b ^= xor;
-            }
-        }
-        Mutation::ProtectionBits(bits) => {
-            if let Some(b) = d.get_mut(5) {
-                *b ^= bits;
-            }
-        }
-        Mutation::SeqAhead(_) | Mutation::Replay => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::fuzz::ipmi::datagram::{mutate, template};
 
     #[test]
     fn a_case_is_a_function_of_seed_and_number() {
@@ -571,20 +516,5 @@ mod tests {
                 assert!(id.is_none_or(|id| id & 0x3f != ADMIN_SLOT), "{c:?}");
             }
         }
-    }
-
-    #[test]
-    fn mutations_keep_within_the_datagram() {
-        let mut d = template(Template::V15AuthCaps, 1, 1);
-        mutate(&mut d, &Mutation::LengthLie(0x33));
-        assert_eq!(d[13], 0x33);
-        let mut d = template(Template::OpenSession, 1, 1);
-        mutate(&mut d, &Mutation::LengthLie(0x1234));
-        assert_eq!(&d[14..16], &[0x34, 0x12]);
-        let mut e: Vec<u8> = Vec::new();
-        mutate(&mut e, &Mutation::Trailer { at: 3, xor: 1 });
-        mutate(&mut e, &Mutation::BitFlips(vec![(5, 1)]));
-        mutate(&mut e, &Mutation::Truncate(9));
-        assert!(e.is_empty());
     }
 }

@@ -82,8 +82,10 @@ impl Link {
         let want = answer_type(out);
         self.send(out)?;
         Ok(self.recv_until(wait, |d| {
+            // Session-less answers only (session ID 0): not a packet of
+            // a session (SOL a payload activated sends on its own).
             let ok = match wire::parse(d) {
-                Ok(Datagram::V20(p)) => p.payload_type == want,
+                Ok(Datagram::V20(p)) => p.payload_type == want && p.session_id == 0,
                 Ok(Datagram::V15 { .. }) => out.get(4) == Some(&0),
                 Ok(Datagram::Ping { .. }) => false,
                 Err(_) => d.get(3) == Some(&6),

@@ -18,8 +18,10 @@
 //! `rss-bound`.
 
 mod cases;
+mod datagram;
 pub mod gen;
 mod link;
+mod setup;
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
