@@ -107,7 +107,7 @@ enum Command {
         #[arg(long, env = "SHOAL_FUZZ_OUT", default_value = "shoal-artifacts/fuzz")]
         out: PathBuf,
         /// Seconds for all targets together.
-        #[arg(long, env = "SHOAL_FUZZ_SECS", default_value_t = 180)]
+        #[arg(long, env = "SHOAL_FUZZ_SECS", default_value_t = 240)]
         duration_secs: u64,
         /// The seed (printed; default: from the clock).
         #[arg(long, env = "SHOAL_FUZZ_SEED")]
@@ -119,10 +119,10 @@ enum Command {
         #[arg(long, env = "SHOAL_FUZZ_MAX_CASES")]
         max_cases: Option<u64>,
         /// fake-auth, fake-noauth, sushy-config (started from a
-        /// sushy-tools configuration), libvirt-test (needs an emulator
-        /// built with the libvirt feature).
+        /// sushy-tools configuration), ipmi (RMCP+ datagrams and sessions),
+        /// libvirt-test (needs an emulator built with the libvirt feature).
         #[arg(long, env = "SHOAL_FUZZ_TARGETS", value_delimiter = ',', value_parser = parse_target,
-              default_value = "fake-auth,fake-noauth,sushy-config")]
+              default_value = "fake-auth,fake-noauth,sushy-config,ipmi")]
         targets: Vec<fuzz::Target>,
         /// The emulator's VmRSS bound, in MiB.
         #[arg(long, env = "SHOAL_FUZZ_RSS_MIB", default_value_t = 200)]

@@ -507,26 +507,44 @@ async fn chassis_control(bmc: &Bmc, data: &[u8]) -> Reply {
     // A Chassis Control command stops the valid bit's timer (the restart
     // it starts consumes the flags, as a boot consumes Once); a power
     // down, cycle or reset stops the watchdog (the firmware that starts
-    // next arms it again).
-    {
+    // next arms it again). A refused one changes nothing: what it stopped
+    // is put back, unless something set it anew meanwhile.
+    let (saved, stopped) = {
         let mut c = bmc.chassis();
-        c.valid_since = None;
-        c.valid_no_override = None;
+        let saved = (
+            c.valid_since.take(),
+            c.valid_no_override.take(),
+            c.watchdog.clone(),
+        );
         if !matches!(reset, ResetType::On | ResetType::Nmi) {
             c.watchdog.stop();
         }
-    }
+        (saved, c.watchdog.clone())
+    };
+    let refused = |code: u8| {
+        let mut c = bmc.chassis();
+        if c.valid_since.is_none() {
+            c.valid_since = saved.0.clone();
+        }
+        if c.valid_no_override.is_none() {
+            c.valid_no_override = saved.1;
+        }
+        if c.watchdog == stopped {
+            c.watchdog = saved.2.clone();
+        }
+        err(code)
+    };
     let sys = match bmc.system().await {
         Ok(s) => s,
-        Err(e) => return err(backend_cc(&e)),
+        Err(e) => return refused(backend_cc(&e)),
     };
     // As a Redfish Reset: the busy window, the lock, staged work woken.
     match bmc.state.power_action(&sys, reset).await {
         Ok(()) => ok(Vec::new()),
-        Err(crate::api::PowerError::Busy) => err(cc::NODE_BUSY),
+        Err(crate::api::PowerError::Busy) => refused(cc::NODE_BUSY),
         // Refused by the service's policy: not in its present state.
-        Err(crate::api::PowerError::PowerOffDisabled) => err(cc::NOT_NOW),
-        Err(crate::api::PowerError::Backend(e)) => err(backend_cc(&e)),
+        Err(crate::api::PowerError::PowerOffDisabled) => refused(cc::NOT_NOW),
+        Err(crate::api::PowerError::Backend(e)) => refused(backend_cc(&e)),
     }
 }
 

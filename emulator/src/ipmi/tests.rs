@@ -646,4 +646,31 @@ fn a_bmc_that_is_away_is_silent_over_lan() {
     });
 }
 
+/// Found by `shoal-harness fuzz --targets ipmi --seed 7` (case 2204,
+/// the machine left off and its flags written valid with no override by
+/// the cases before): a Chassis Control the machine refuses (an NMI to a
+/// machine that is off: 0xD5) cleared the valid bit, as an accepted
+/// restart does. A refused one changes nothing.
+#[test]
+fn a_refused_chassis_control_leaves_the_boot_flags() {
+    use super::commands::execute;
+    rt().block_on(async {
+        let bmc = bmc();
+        let x = |cmd: u8, data: &'static [u8]| {
+            let bmc = bmc.clone();
+            async move { execute(&bmc, Privilege::Administrator, 0x00, cmd, data).await }
+        };
+        assert_eq!(x(0x02, &[0x00]).await.0, 0, "power off");
+        assert_eq!(x(0x08, &[0x05, 0x80, 0x00, 0, 0, 0]).await.0, 0);
+        let flags = x(0x09, &[0x05, 0, 0]).await.1;
+        assert_eq!(flags[2], 0x80);
+        assert_eq!(
+            x(0x02, &[0x04]).await.0,
+            0xd5,
+            "no NMI to a machine that is off"
+        );
+        assert_eq!(x(0x09, &[0x05, 0, 0]).await.1, flags);
+    });
+}
+
 mod hardening;

@@ -1,7 +1,7 @@
 //! The fuzz run's readable summary, its findings as JSON lines and JUnit
 //! XML (one test case per target and invariant).
 
-use super::{Finding, Invariant, Options, TargetResult};
+use super::{Finding, Options, Target, TargetResult};
 use crate::junit;
 
 fn mib(kib: u64) -> String {
@@ -44,12 +44,22 @@ pub fn summary(opts: &Options, results: &[TargetResult]) -> String {
             o.push_str(&format!("  ERROR {e}\n"));
             continue;
         }
-        o.push_str(&format!(
-            "  crawled {} resources, {} actions; volatile: {}\n",
-            r.resources,
-            r.actions,
-            r.volatile.join(", ")
-        ));
+        if r.datagrams > 0 {
+            let secs = r.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+            o.push_str(&format!(
+                "  {} datagrams ({:.0}/s); volatile: {}\n",
+                r.datagrams,
+                r.datagrams as f64 / secs,
+                r.volatile.join(", ")
+            ));
+        } else {
+            o.push_str(&format!(
+                "  crawled {} resources, {} actions; volatile: {}\n",
+                r.resources,
+                r.actions,
+                r.volatile.join(", ")
+            ));
+        }
         let st: Vec<String> = r
             .statuses
             .iter()
@@ -114,7 +124,9 @@ pub fn findings_jsonl(opts: &Options, results: &[TargetResult]) -> String {
 pub fn junit(opts: &Options, results: &[TargetResult]) -> String {
     let mut cases = Vec::new();
     for r in results {
-        for inv in Invariant::ALL {
+        let invariants =
+            Target::parse(&r.name).map_or(Target::Auth.invariants(), Target::invariants);
+        for &inv in invariants {
             let found: Vec<&Finding> = r.findings.iter().filter(|f| f.invariant == inv).collect();
             let failure = match (&r.error, found.is_empty()) {
                 (Some(e), _) => Some(junit::Failure {
@@ -157,7 +169,7 @@ pub fn junit(opts: &Options, results: &[TargetResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fuzz::{Target, TargetResult};
+    use crate::fuzz::{Invariant, Target, TargetResult};
     use std::time::Duration;
 
     #[test]
@@ -199,5 +211,33 @@ mod tests {
         assert!(s.contains("--seed 42 --case 7 --targets fake-auth"), "{s}");
         assert!(s.contains("0 target(s) passed, 1 failed"), "{s}");
         assert!(findings_jsonl(&opts, &[r]).contains("\"case\":7"));
+    }
+
+    #[test]
+    fn the_ipmi_target_reports_its_own_invariants() {
+        let opts = Options {
+            emulator: "/e".into(),
+            out: "/o".into(),
+            duration: Duration::from_secs(10),
+            seed: 1,
+            targets: vec![Target::Ipmi],
+            rss_limit_kib: 200 << 10,
+            max_cases: None,
+            only_case: None,
+            timeout: Duration::from_secs(10),
+        };
+        let r = TargetResult {
+            name: "ipmi".into(),
+            cases: 10,
+            datagrams: 80,
+            elapsed: Duration::from_secs(4),
+            ..Default::default()
+        };
+        let j = junit(&opts, std::slice::from_ref(&r));
+        for inv in Target::Ipmi.invariants() {
+            assert!(j.contains(&format!("name=\"{}\"", inv.name())), "{j}");
+        }
+        assert!(!j.contains("error-body"), "{j}");
+        assert!(summary(&opts, &[r]).contains("80 datagrams (20/s)"));
     }
 }
