@@ -30,8 +30,8 @@ pub fn template(t: Template, console_sid: u32, n: u64) -> Vec<u8> {
             let mut p = vec![n as u8, 0, 0, 0];
             p.extend_from_slice(&sid.to_le_bytes());
             p.extend_from_slice(&[0x5a; 16]);
-            p.extend_from_slice(&[0x14, 0, 0, 10]);
-            p.extend_from_slice(b"shoal-fuzz");
+            p.extend_from_slice(&[0x14, 0, 0, 14]);
+            p.extend_from_slice(b"shoal-fuzz-adm");
             wire::build_v20(wire::payload::RAKP1, false, 0, 0, &p, None)
         }
         Template::Rakp3 => {

@@ -355,7 +355,7 @@ fn setup(r: &mut Rng) -> Setup {
                 let n = 17 + r.below(60);
                 bytes(r, n)
             }
-            2 => b"shoal-fuzz\0".to_vec(),
+            2 => b"shoal-fuzz-adm\0".to_vec(),
             _ => {
                 let n = 1 + r.below(16);
                 bytes(r, n)

@@ -1,6 +1,7 @@
 //! The `ipmi` target: an emulator serving one fake system over Redfish
-//! and IPMI (RMCP+) with two accounts, the fuzzer's administrator and a
-//! user-level victim, and the cases of `gen` sent to it over UDP on
+//! and IPMI (RMCP+) with three accounts (the fuzzer's administrator, a
+//! user-level victim, and the administrator the session-setup cases log
+//! in as, which the lockout policy may lock), and the cases of `gen` sent to it over UDP on
 //! loopback (`link`), one after another with a health check every
 //! `BATCH`.
 //!
@@ -48,6 +49,13 @@ use link::Link;
 const VICTIM: &str = "shoal-victim";
 /// The victim account's password (IPMI passwords: at most 20 bytes).
 const VICTIM_PASSWORD: &str = "victim-Passw0rd";
+/// The administrator that session-setup cases log in as, with the right
+/// password or a wrong one, or give up half way: the BMC may lock it out
+/// for that (the accounts' lockout policy), which must never lock out the
+/// fuzzer's own account, whose logins are the `alive` check and carry the
+/// in-session cases.
+const SETUP_ADMIN: &str = "shoal-fuzz-adm";
+const SETUP_ADMIN_PASSWORD: &str = "adm-Passw0rd";
 
 fn free_udp_port() -> Result<u16> {
     Ok(UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -74,6 +82,10 @@ fn start(opts: &Options, dir: &Path, n: usize) -> Result<Service> {
     .args(["--ipmi-port", &port.to_string()])
     .args(["--ipmi-user", &format!("{USER}:{PASSWORD}")])
     .args(["--ipmi-user", &format!("{VICTIM}:{VICTIM_PASSWORD}:user")])
+    .args([
+        "--ipmi-user",
+        &format!("{SETUP_ADMIN}:{SETUP_ADMIN_PASSWORD}"),
+    ])
     .arg("--auth-file")
     .arg(dir.join("htpasswd"))
     .env("RUST_LOG", "warn");
@@ -84,6 +96,7 @@ fn start(opts: &Options, dir: &Path, n: usize) -> Result<Service> {
         .strip_prefix("http://")
         .with_context(|| format!("{} is not plain HTTP", emu.url))?
         .parse()?;
+    short_lockout(http, opts.timeout)?;
     let bmc: SocketAddr = ([127, 0, 0, 1], port).into();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -306,6 +319,29 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// The accounts' lockout (which IPMI logins share) made short: the setup
+/// cases' administrator, locked by their wrong passwords, comes back in
+/// seconds and its right-password sessions are fuzzed too, while the
+/// lockout itself stays on.
+fn short_lockout(http: SocketAddr, timeout: Duration) -> Result<()> {
+    let b = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
+    let mut r = Req::new("PATCH", "/redfish/v1/AccountService")
+        .header("Authorization", format!("Basic {b}"))
+        .header("Content-Type", "application/json");
+    r.body = br#"{"AccountLockoutThreshold": 5, "AccountLockoutDuration": 5, "AccountLockoutCounterResetAfter": 5}"#.to_vec();
+    let resp = Client::new(http, timeout)
+        .send(&r)
+        .map_err(|e| anyhow::anyhow!("PATCH /redfish/v1/AccountService: {e}"))?;
+    if !(200..300).contains(&resp.status) {
+        bail!(
+            "PATCH /redfish/v1/AccountService: {} {}",
+            resp.status,
+            String::from_utf8_lossy(&resp.body)
+        );
+    }
+    Ok(())
 }
 
 fn first_system(http: &mut Client, auth: &(String, Vec<u8>)) -> Result<String> {

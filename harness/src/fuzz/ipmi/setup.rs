@@ -13,8 +13,8 @@ use shoal_ipmi::wire::{self, payload, Datagram};
 
 use super::gen::{Case, Setup, Who};
 use super::link;
-use super::{Run, VICTIM, VICTIM_PASSWORD};
-use crate::fuzz::{Invariant, PASSWORD, USER};
+use super::{Run, SETUP_ADMIN, SETUP_ADMIN_PASSWORD, VICTIM, VICTIM_PASSWORD};
+use crate::fuzz::{Invariant, PASSWORD};
 
 /// How long a session-setup step's answer is waited for.
 const SETUP_WAIT: Duration = Duration::from_millis(300);
@@ -33,7 +33,7 @@ impl Run<'_> {
     /// that comes of it is used (the case's command) and closed.
     pub(super) fn setup(&mut self, case: &Case, st: &Setup) -> Result<Vec<u8>> {
         let (name, password): (Vec<u8>, &str) = match &st.who {
-            Who::Admin => (USER.into(), PASSWORD),
+            Who::Admin => (SETUP_ADMIN.into(), SETUP_ADMIN_PASSWORD),
             Who::Victim => (VICTIM.into(), VICTIM_PASSWORD),
             Who::Unknown(n) => (n.clone(), PASSWORD),
         };
