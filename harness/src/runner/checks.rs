@@ -84,7 +84,8 @@ fn watch_marks(
     marks: &mut Vec<Duration>,
 ) -> Watch {
     loop {
-        let text = String::from_utf8_lossy(&std::fs::read(serial).unwrap_or_default()).into_owned();
+        let raw = String::from_utf8_lossy(&std::fs::read(serial).unwrap_or_default()).into_owned();
+        let text = without_firmware_log(&raw);
         let mut rest = text.as_str();
         let mut found = 0;
         for e in expected {
@@ -113,6 +114,61 @@ fn watch_marks(
         }
         std::thread::sleep(Duration::from_millis(250));
     }
+}
+
+/// The serial text without skiboot's (OPAL's) log lines, `[   80.246797197,4]
+/// SBE: Timer is lagging ...`: the firmware writes them to the console it
+/// shares with the host whenever it likes, even in the middle of one of the
+/// host's lines, which a watched line must still be found across. Its
+/// timestamps (nanoseconds and a log level after a comma) tell them from
+/// the kernel's (`[    1.503029]`).
+fn without_firmware_log(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('[') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        match opal_line_len(tail) {
+            Some(n) => rest = &tail[n..],
+            None => {
+                out.push('[');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The length of the OPAL log line `s` starts with (through its newline),
+/// if it starts with one: `[`, spaces, seconds, `.`, nine digits, `,`, a
+/// level digit, `] `.
+fn opal_line_len(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 1;
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    let digits = |from: usize| {
+        b[from.min(b.len())..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count()
+    };
+    let secs = digits(i);
+    if secs == 0 || b.get(i + secs) != Some(&b'.') {
+        return None;
+    }
+    i += secs + 1;
+    if digits(i) != 9 || b.get(i + 9) != Some(&b',') {
+        return None;
+    }
+    i += 10;
+    if digits(i) != 1 || b.get(i + 1..i + 3) != Some(b"] ".as_slice()) {
+        return None;
+    }
+    let end = s[i..].find('\n').map_or(s.len(), |n| i + n + 1);
+    Some(end)
 }
 
 /// How many requests the log shows of `request` (`METHOD /path`); a
@@ -354,6 +410,34 @@ mod tests {
         assert_eq!(count(&log, "GET /deploy"), 0, "a path is matched whole");
         assert_eq!(count(&log, "GET /redfish/boot-*"), 1);
         assert_eq!(count(&log, "HEAD /redfish/boot-*"), 0);
+    }
+
+    /// Seen in a cold CI run (openpower-tftp, ipmitool): skiboot's log
+    /// line cut the payload's marker in two on the shared console.
+    #[test]
+    fn a_firmware_log_line_inside_a_host_line_is_read_past() {
+        let serial = "SHOAL-MARKER ppc64le-payload\nSHOAL-CMDLINE co[   80.246797197,4] SBE: \
+                      Timer is lagging, increasing polling rate.\nnsole=hvc0 shoal.deploy=1 \n\
+                      [    4.211167] reboot: Power down\n[   80.504095619,5] OPAL: Shutdown\n";
+        let text = without_firmware_log(serial);
+        assert!(
+            text.contains("SHOAL-CMDLINE console=hvc0 shoal.deploy=1 \n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[    4.211167] reboot: Power down\n"),
+            "the kernel's stay"
+        );
+        assert!(!text.contains("OPAL") && !text.contains("SBE"), "{text}");
+        for kept in [
+            "[",
+            "[1.2,3] x\n",
+            "[ 1.12345678,4] short\n",
+            "[ 1.123456789,45] x\n",
+        ] {
+            assert_eq!(without_firmware_log(kept), kept);
+        }
+        assert_eq!(without_firmware_log("a[ 1.123456789,4] cut"), "a");
     }
 
     #[test]
