@@ -98,6 +98,21 @@ fn run_case(
     }
 }
 
+/// The first folder from the root down to `path` that other users cannot
+/// search (no `o+x`: Debian's /root, a 0700 home), if any. The case's VMs
+/// and DHCP/TFTP server run as libvirt's users and read files below it.
+fn closed_to_others(path: &std::path::Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    path.ancestors()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .find(|dir| {
+            std::fs::metadata(dir).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 == 0)
+        })
+        .map(PathBuf::from)
+}
+
 /// Runs every (scenario, driver) case; returns the results in case order.
 pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
     let cases: Vec<(usize, &Scenario, Driver)> = scenarios
@@ -113,6 +128,17 @@ pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
         );
     }
     std::fs::create_dir_all(&opts.artifacts)?;
+    let artifacts = std::fs::canonicalize(&opts.artifacts)?;
+    if let Some(closed) = closed_to_others(&artifacts) {
+        bail!(
+            "the artifacts folder {} is inside {}, which other users cannot enter; \
+             libvirt's QEMU (libvirt-qemu) and dnsmasq (dnsmasq) read each case's disks, \
+             media and boot files there: put the checkout (or --artifacts) elsewhere, \
+             e.g. under /srv or /var/tmp",
+            artifacts.display(),
+            closed.display()
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -211,4 +237,28 @@ fn stop_on_signal(rt: &tokio::runtime::Runtime, lab: Arc<Mutex<Lab>>) {
         }
         std::process::exit(130);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closed_to_others;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A checkout in /root (0700 on Debian) was seen in a fresh root: every
+    /// VM case failed on "Permission denied" from QEMU or dnsmasq.
+    #[test]
+    fn a_folder_others_cannot_enter_is_found_on_the_way() {
+        let top = tempfile::tempdir().unwrap();
+        let home = top.path().join("home");
+        let inner = home.join("shoal/shoal-artifacts");
+        std::fs::create_dir_all(&inner).unwrap();
+        let set = |p: &std::path::Path, mode| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        set(top.path(), 0o755);
+        set(&home, 0o700);
+        assert_eq!(closed_to_others(&inner), Some(home.clone()));
+        set(&home, 0o751);
+        assert_eq!(closed_to_others(&inner), None);
+    }
 }
