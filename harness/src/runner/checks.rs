@@ -85,7 +85,7 @@ fn watch_marks(
 ) -> Watch {
     loop {
         let raw = String::from_utf8_lossy(&std::fs::read(serial).unwrap_or_default()).into_owned();
-        let text = without_firmware_log(&raw);
+        let text = firmware_lines_apart(&raw);
         let mut rest = text.as_str();
         let mut found = 0;
         for e in expected {
@@ -116,27 +116,50 @@ fn watch_marks(
     }
 }
 
-/// The serial text without skiboot's (OPAL's) log lines, `[   80.246797197,4]
-/// SBE: Timer is lagging ...`: the firmware writes them to the console it
-/// shares with the host whenever it likes, even in the middle of one of the
-/// host's lines, which a watched line must still be found across. Its
-/// timestamps (nanoseconds and a log level after a comma) tell them from
-/// the kernel's (`[    1.503029]`).
-fn without_firmware_log(text: &str) -> String {
+/// The serial text with skiboot's (OPAL's) log lines, `[   80.246797197,4]
+/// SBE: Timer is lagging ...`, kept whole: the firmware writes them to the
+/// console it shares with the host whenever it likes, even into the middle
+/// of one of the host's lines, which a watched line must still be found
+/// across. Such a line is moved to after the host line it cut; one that
+/// starts a line stays where it is (scenarios watch for some, `INIT:
+/// Starting kernel`). Its timestamp (nanoseconds and a log level after a
+/// comma) tells it from the kernel's (`[    1.503029]`).
+fn firmware_lines_apart(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    let mut moved = String::new();
     let mut rest = text;
-    while let Some(i) = rest.find('[') {
+    while let Some(i) = rest.find(['[', '\n']) {
         out.push_str(&rest[..i]);
         let tail = &rest[i..];
+        if tail.starts_with('\n') {
+            out.push('\n');
+            out.push_str(&moved);
+            moved.clear();
+            rest = &tail[1..];
+            continue;
+        }
+        let mid_line = !out.is_empty() && !out.ends_with('\n');
         match opal_line_len(tail) {
-            Some(n) => rest = &tail[n..],
-            None => {
+            Some(n) if mid_line => {
+                moved.push_str(&tail[..n]);
+                if !moved.ends_with('\n') {
+                    moved.push('\n');
+                }
+                rest = &tail[n..];
+            }
+            _ => {
                 out.push('[');
                 rest = &tail[1..];
             }
         }
     }
     out.push_str(rest);
+    if !moved.is_empty() {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&moved);
+    }
     out
 }
 
@@ -413,31 +436,35 @@ mod tests {
     }
 
     /// Seen in a cold CI run (openpower-tftp, ipmitool): skiboot's log
-    /// line cut the payload's marker in two on the shared console.
+    /// line cut the payload's marker in two on the shared console. Its
+    /// lines at a line's start are watched for themselves.
     #[test]
     fn a_firmware_log_line_inside_a_host_line_is_read_past() {
-        let serial = "SHOAL-MARKER ppc64le-payload\nSHOAL-CMDLINE co[   80.246797197,4] SBE: \
+        let serial = "[    1.300000000,5] INIT: Starting kernel at 0x20010000\n\
+                      SHOAL-MARKER ppc64le-payload\nSHOAL-CMDLINE co[   80.246797197,4] SBE: \
                       Timer is lagging, increasing polling rate.\nnsole=hvc0 shoal.deploy=1 \n\
                       [    4.211167] reboot: Power down\n[   80.504095619,5] OPAL: Shutdown\n";
-        let text = without_firmware_log(serial);
-        assert!(
-            text.contains("SHOAL-CMDLINE console=hvc0 shoal.deploy=1 \n"),
-            "{text}"
+        let text = firmware_lines_apart(serial);
+        assert_eq!(
+            text,
+            "[    1.300000000,5] INIT: Starting kernel at 0x20010000\n\
+             SHOAL-MARKER ppc64le-payload\nSHOAL-CMDLINE console=hvc0 shoal.deploy=1 \n\
+             [   80.246797197,4] SBE: Timer is lagging, increasing polling rate.\n\
+             [    4.211167] reboot: Power down\n[   80.504095619,5] OPAL: Shutdown\n"
         );
-        assert!(
-            text.contains("[    4.211167] reboot: Power down\n"),
-            "the kernel's stay"
-        );
-        assert!(!text.contains("OPAL") && !text.contains("SBE"), "{text}");
         for kept in [
             "[",
             "[1.2,3] x\n",
-            "[ 1.12345678,4] short\n",
-            "[ 1.123456789,45] x\n",
+            "a [ 1.12345678,4] short\n",
+            "a [ 1.123456789,45] x\n",
+            "[ 1.123456789,4] at a line's start\n",
         ] {
-            assert_eq!(without_firmware_log(kept), kept);
+            assert_eq!(firmware_lines_apart(kept), kept);
         }
-        assert_eq!(without_firmware_log("a[ 1.123456789,4] cut"), "a");
+        assert_eq!(
+            firmware_lines_apart("a[ 1.123456789,4] cut"),
+            "a\n[ 1.123456789,4] cut\n"
+        );
     }
 
     #[test]
