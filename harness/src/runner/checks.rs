@@ -131,11 +131,11 @@ fn firmware_lines_apart(text: &str) -> String {
     while let Some(i) = rest.find(['[', '\n']) {
         out.push_str(&rest[..i]);
         let tail = &rest[i..];
-        if tail.starts_with('\n') {
+        if let Some(after) = tail.strip_prefix('\n') {
             out.push('\n');
             out.push_str(&moved);
             moved.clear();
-            rest = &tail[1..];
+            rest = after;
             continue;
         }
         let mid_line = !out.is_empty() && !out.ends_with('\n');
