@@ -548,3 +548,17 @@ pub fn fake_iso(len: usize) -> Vec<u8> {
     b[0x8001..0x8006].copy_from_slice(b"CD001");
     b
 }
+
+/// A UDP port free now on 127.0.0.1.
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// ipmitool is there (`ci/test` installs it; missing: as `required`).
+pub fn ipmitool_installed() -> bool {
+    required("/usr/bin/ipmitool", "Debian package ipmitool").is_some()
+}

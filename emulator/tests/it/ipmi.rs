@@ -6,16 +6,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{required, venv_program, Spawned};
-
-/// A UDP port free now on 127.0.0.1.
-fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::common::{free_udp_port, ipmitool_installed, required, venv_program, Spawned};
 
 /// A UDP port free now on 127.0.0.1 below 32768: FreeIPMI's tools keep a
 /// port in a signed 16-bit integer ("hostname invalid" above it).
@@ -209,10 +200,6 @@ fn the_network_protocol_resource_names_the_ports_really_bound() {
         "{np}"
     );
     assert_eq!(np["SSH"]["ProtocolEnabled"], false, "{np}");
-}
-
-fn ipmitool_installed() -> bool {
-    required("/usr/bin/ipmitool", "Debian package ipmitool").is_some()
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use crate::common::{htpasswd, required};
+use crate::common::{free_udp_port, htpasswd, ipmitool_installed};
 
 /// The Redfish account every case configures, and the IPMI one.
 const REDFISH: &str = "root:Redf1sh-pw";
@@ -184,21 +184,9 @@ fn ipmi_guarded(port: u16) {
     assert!(ipmi_logs_in(port, IPMI), "the configured account logs in");
 }
 
-fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn redfish_htpasswd(dir: &Path) -> String {
     let (user, pass) = REDFISH.split_once(':').unwrap();
     htpasswd(dir, user, pass, 4).display().to_string()
-}
-
-fn ipmitool_installed() -> bool {
-    required("/usr/bin/ipmitool", "Debian package ipmitool").is_some()
 }
 
 /// Flags: Redfish (Basic auth), the admin endpoint (bearer token) and IPMI
