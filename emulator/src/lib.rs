@@ -7,6 +7,7 @@ pub mod api;
 pub mod auth;
 pub mod backend;
 pub mod bios;
+pub mod bmc;
 pub mod certs;
 pub mod cli;
 pub mod config;

@@ -86,7 +86,7 @@ pub fn state(settings: &Settings) -> Result<AppState> {
     )
     .with_profiles(settings.profiles.clone())
     .with_faults(Arc::new(Faults::new(settings.faults.clone())));
-    st.power_off_disabled = settings.power_off_disabled;
+    st.core.power_off_disabled = settings.power_off_disabled;
     st.media_ip_family = settings.media_ip_family;
     st.enclosures = Arc::new(
         settings
@@ -132,9 +132,9 @@ pub struct Endpoint {
 pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<Endpoint>> {
     let plan = &settings.endpoints;
     if plan.listed.is_empty() && plan.per_system.is_none() {
-        let refs = main.backend.systems().await?;
+        let refs = main.core.backend.systems().await?;
         main.root_profile = root_profile_of(&main, &refs).await?;
-        main.faults.register(
+        main.core.faults.register(
             refs.into_iter().map(|r| r.name).collect(),
             main.auth.clone(),
         );
@@ -147,7 +147,7 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         listen: settings.listen,
         state: main.clone(),
     }];
-    let backend = main.backend.clone();
+    let backend = main.core.backend.clone();
     let refs = backend.systems().await?;
     let mut groups: Vec<(String, SocketAddr, Vec<crate::model::SystemRef>)> = Vec::new();
     let mut taken = std::collections::HashSet::new();
@@ -196,11 +196,11 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         .filter(|r| !taken.contains(&r.id))
         .map(|r| member(r, r.id.clone()))
         .collect();
-    main.faults.register(
+    main.core.faults.register(
         rest.iter().map(|m| m.name.clone()).collect(),
         main.auth.clone(),
     );
-    all[0].state.backend = Arc::new(View::new(backend.clone(), rest));
+    all[0].state.core.backend = Arc::new(View::new(backend.clone(), rest));
     let rest_refs: Vec<_> = refs
         .iter()
         .filter(|r| !taken.contains(&r.id))
@@ -233,12 +233,12 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
             settings.feature_set,
             uuid::Builder::from_random_bytes(b).into_uuid(),
         )
-        .with_profiles((*main.profiles).clone())
-        .with_faults(main.faults.clone())
+        .with_profiles((*main.core.profiles).clone())
+        .with_faults(main.core.faults.clone())
         .with_endpoint_systems(refs.iter().map(|r| r.name.clone()).collect());
-        state.power_off_disabled = main.power_off_disabled;
+        state.core.power_off_disabled = main.core.power_off_disabled;
         state.media_ip_family = main.media_ip_family;
-        main.faults.register(
+        main.core.faults.register(
             refs.iter().map(|r| r.name.clone()).collect(),
             state.auth.clone(),
         );
@@ -264,7 +264,7 @@ async fn root_profile_of(
 ) -> Result<&'static crate::profile::Profile> {
     let mut shared: Option<&'static crate::profile::Profile> = None;
     for r in refs {
-        let p = state.profile(&state.backend.system(&r.id).await?);
+        let p = state.profile(&state.core.backend.system(&r.id).await?);
         if shared.is_some_and(|seen| seen.name != p.name) {
             return Ok(crate::profile::generic());
         }
@@ -300,9 +300,10 @@ async fn ipmi_bmc(
     id: &str,
     http: SocketAddr,
 ) -> Result<Arc<crate::ipmi::Bmc>> {
-    let sys = e.state.backend.system(id).await?;
+    let sys = e.state.core.backend.system(id).await?;
     Ok(Arc::new(crate::ipmi::Bmc::new(
-        &e.state,
+        &e.state.core,
+        e.state.auth.clone(),
         id,
         &sys,
         ipmi,
@@ -348,8 +349,8 @@ fn announce(line: &str) {
 /// each endpoint of its own.
 pub async fn run(settings: Settings) -> Result<()> {
     let main = state(&settings)?;
-    let backend = main.backend.clone();
-    let faults = main.faults.clone();
+    let backend = main.core.backend.clone();
+    let faults = main.core.faults.clone();
     let endpoints = endpoints(&settings, main).await?;
     let scheme = if settings.tls.is_some() {
         "https"
@@ -373,7 +374,7 @@ pub async fn run(settings: Settings) -> Result<()> {
         std_listener.set_nonblocking(true)?;
         let addr: SocketAddr = std_listener.local_addr()?;
         let _ = e.state.ports.redfish.set((tls.is_some(), addr.port()));
-        let systems = e.state.backend.systems().await?;
+        let systems = e.state.core.backend.systems().await?;
         tracing::info!(
             systems = systems.len(),
             backend = backend.kind(),

@@ -348,7 +348,7 @@ async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     get_account(&st, &id)?;
-    let _guard = st.locks.lock(&format!("account:{id}")).await;
+    let _guard = st.core.locks.lock(&format!("account:{id}")).await;
     json::check_if_match(
         &headers,
         &account_json(&get_account(&st, &id)?),

@@ -284,7 +284,7 @@ async fn settings(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource,
 
 /// iLO's POST to the settings object: the same as a PATCH.
 async fn post_settings(st: State<AppState>, req: SysPatch) -> Result<Response, ApiError> {
-    let sys = st.backend.system(&req.id).await?;
+    let sys = st.core.backend.system(&req.id).await?;
     if st.profile(&sys).hpe.is_none() {
         return Err(ApiError::MethodNotAllowed);
     }
@@ -335,7 +335,7 @@ async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Res
     if dell {
         changes.push(Change::BiosHold(apply.is_none()));
     }
-    let sys = st.backend.apply(&sys.id, changes).await?;
+    let sys = st.core.backend.apply(&sys.id, changes).await?;
     tracing::info!(system = %sys.name, pending = ?sys.bmc.bios.pending, "BIOS settings staged");
     if dell && apply.is_some() {
         let jid = super::dell::schedule_bios_job(&st, &sys);
@@ -355,8 +355,9 @@ async fn reset_bios(
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     json::action_known(&body, &[], "Bios.ResetBios")?;
-    let _guard = st.locks.lock(&sys.id).await;
-    st.backend
+    let _guard = st.core.locks.lock(&sys.id).await;
+    st.core
+        .backend
         .apply(&sys.id, vec![Change::BiosDefaults])
         .await?;
     Ok(json::no_content())

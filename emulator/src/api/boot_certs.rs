@@ -312,7 +312,8 @@ async fn create(
     certs::check_set(&sys.bmc.boot_certs.certs, &der, None)
         .map_err(|e| refused(&e, &text, None))?;
     let (next, cert) = sys.bmc.boot_certs.with_added(der.clone());
-    st.backend
+    st.core
+        .backend
         .apply(&sys.id, vec![Change::BootCerts(next)])
         .await?;
     tracing::info!(system = %sys.name, cert, "HTTPS boot certificate enrolled");
@@ -331,7 +332,8 @@ async fn delete(
     base(&st, sys, &uri)?;
     let cert = cert_of(sys, &cert, &uri)?.id;
     let next = sys.bmc.boot_certs.without(cert);
-    st.backend
+    st.core
+        .backend
         .apply(&sys.id, vec![Change::BootCerts(next)])
         .await?;
     tracing::info!(system = %sys.name, cert, "HTTPS boot certificate deleted");
@@ -360,8 +362,8 @@ async fn service() -> Resource {
 
 async fn locations(State(st): State<AppState>) -> Result<Resource, ApiError> {
     let mut links = Vec::new();
-    for r in st.backend.systems().await? {
-        let sys = match st.backend.system(&r.id).await {
+    for r in st.core.backend.systems().await? {
+        let sys = match st.core.backend.system(&r.id).await {
             Ok(s) => s,
             // Gone since the listing.
             Err(crate::backend::BackendError::NotFound(_)) => continue,
@@ -440,7 +442,7 @@ async fn replace(
         .filter(|(s, c)| !s.contains('/') && !c.contains('/'))
         .ok_or_else(not_found)?;
     let der = certs::parse_pem(&text).map_err(|e| refused(&e, &text, Some(REPLACE)))?;
-    let sys_id = st.backend.find(sys_id).await?.ok_or_else(not_found)?;
+    let sys_id = st.core.backend.find(sys_id).await?.ok_or_else(not_found)?;
     let locked = st.locked(&sys_id.id).await?;
     let sys = &locked.sys;
     let cert = cert
@@ -453,7 +455,8 @@ async fn replace(
     certs::check_set(&sys.bmc.boot_certs.certs, &der, Some(cert))
         .map_err(|e| refused(&e, &text, Some(REPLACE)))?;
     let next = sys.bmc.boot_certs.with_replaced(cert, der);
-    st.backend
+    st.core
+        .backend
         .apply(&sys.id, vec![Change::BootCerts(next)])
         .await?;
     tracing::info!(system = %sys.name, cert, "HTTPS boot certificate replaced");

@@ -1,28 +1,25 @@
 //! What a System PATCH may change and how: the Boot targets and modes a
 //! machine offers under its profile, the writable properties and their
-//! string rules, a profile's demands on any Boot PATCH, and the merge of a
-//! validated PATCH into the override and settings it asks for.
+//! string rules, a profile's demands on any Boot PATCH, the boot request
+//! and settings a validated PATCH asks for, and the core's boot refusals
+//! as Redfish errors.
 
 use serde_json::{Map, Value};
 
 use super::input::{self, Rule};
 use super::patch::{validate_patch, writable, Kind, Writable};
 use crate::api::error::{ApiError, Msg};
+use crate::bmc::{offered_targets, BootRefused, BootRequest};
 use crate::model::{
-    BootMode, BootOverride, BootTarget, IndicatorLed, OverrideEnabled, PowerRestorePolicy, System,
-    SystemSettings,
+    BootMode, BootTarget, IndicatorLed, OverrideEnabled, PowerRestorePolicy, System, SystemSettings,
 };
 use crate::profile::{HttpBootUri, Profile};
 
-/// Boot targets offered for this system under its profile.
+/// Boot targets offered for this system under its profile (the core's
+/// list, as Redfish spells them).
 pub fn allowed_targets(sys: &System, profile: &Profile) -> Vec<&'static str> {
-    let mut targets = sys.boot_targets();
-    if profile.vmedia.usb_cd {
-        targets.push(BootTarget::UsbCd);
-    }
-    targets
+    offered_targets(sys, profile)
         .into_iter()
-        .filter(|t| profile.offers(*t))
         .map(BootTarget::as_str)
         .collect()
 }
@@ -157,45 +154,56 @@ fn pointer<'a>(body: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
     parent.get(key)
 }
 
-/// Merges the Boot object of a (validated) PATCH into the current override.
-pub(super) fn merged_boot(
-    sys: &System,
-    boot: &Map<String, Value>,
-) -> Result<BootOverride, ApiError> {
-    let mut b = sys.bmc.boot.clone();
+/// What the Boot object of a (validated) PATCH asks of the override.
+pub(super) fn boot_request(boot: &Map<String, Value>) -> BootRequest {
     let s = |k: &str| boot.get(k).and_then(Value::as_str);
-    if let Some(t) = s("BootSourceOverrideTarget").and_then(BootTarget::parse) {
-        b.target = t;
+    // Strings checked by `checked_patch`: a string or null.
+    let nullable = |k: &str| boot.get(k).map(|v| v.as_str().map(str::to_string));
+    BootRequest {
+        target: s("BootSourceOverrideTarget").and_then(BootTarget::parse),
+        enabled: s("BootSourceOverrideEnabled").and_then(OverrideEnabled::parse),
+        mode: s("BootSourceOverrideMode").and_then(BootMode::parse),
+        http_boot_uri: nullable("HttpBootUri"),
+        uefi_target: nullable("UefiTargetBootSourceOverride"),
+        pxe_means_network: false,
     }
-    if let Some(e) = s("BootSourceOverrideEnabled").and_then(OverrideEnabled::parse) {
-        b.enabled = e;
-    }
-    if let Some(m) = s("BootSourceOverrideMode").and_then(BootMode::parse) {
-        b.mode = m;
-    }
-    if let Some(v) = boot.get("HttpBootUri") {
-        // Checked by `checked_patch`.
-        b.http_boot_uri = v.as_str().map(str::to_string);
-    }
-    if let Some(v) = boot.get("UefiTargetBootSourceOverride") {
-        b.uefi_target = v.as_str().map(str::to_string);
-    }
-    if b.target.requires_uefi()
-        && b.mode != BootMode::Uefi
-        && b.enabled != OverrideEnabled::Disabled
-    {
-        return Err(ApiError::bad(
+}
+
+/// A boot request the core refused, as this BMC words it: the host in
+/// POST is 400 ResourceInUse with the vendor's message; a value not
+/// offered is not in the property's list; a UEFI-only target in Legacy
+/// mode conflicts with the mode.
+pub(crate) fn boot_refused(e: BootRefused, profile: &'static Profile) -> ApiError {
+    const TARGET: &str = "Boot/BootSourceOverrideTarget";
+    let not_in_list = |value: &str, path: &str| {
+        ApiError::bad(Msg::new("PropertyValueNotInList", &[value, path]).about(path))
+    };
+    match e {
+        BootRefused::InPost => {
+            let mut msgs = vec![Msg::new("ResourceInUse", &[])];
+            msgs.extend(
+                profile
+                    .power
+                    .post_refusal
+                    .iter()
+                    .map(|m| Msg::vendor(m, "")),
+            );
+            ApiError::Status(axum::http::StatusCode::BAD_REQUEST, msgs)
+        }
+        BootRefused::TargetNotOffered(t) => not_in_list(t.as_str(), TARGET),
+        BootRefused::ContinuousNotOffered => {
+            not_in_list("Continuous", "Boot/BootSourceOverrideEnabled")
+        }
+        BootRefused::ModeNotOffered(m) => not_in_list(m.as_str(), "Boot/BootSourceOverrideMode"),
+        BootRefused::NeedsUefi(_) => ApiError::bad(
             Msg::new(
                 "PropertyValueConflict",
-                &[
-                    "Boot/BootSourceOverrideTarget",
-                    "Boot/BootSourceOverrideMode",
-                ],
+                &[TARGET, "Boot/BootSourceOverrideMode"],
             )
-            .about("Boot/BootSourceOverrideTarget"),
-        ));
+            .about(TARGET),
+        ),
+        BootRefused::Backend(e) => e.into(),
     }
-    Ok(b)
 }
 
 /// The indicator LED a valid PATCH body asks for, whichever property names

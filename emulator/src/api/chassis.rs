@@ -35,7 +35,7 @@ pub fn router() -> Router {
 }
 
 async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
-    let own = st.backend.systems().await?.into_iter().map(|s| {
+    let own = st.core.backend.systems().await?.into_iter().map(|s| {
         format!(
             "/redfish/v1/Chassis/{}",
             st.fixed.as_ref().map_or(&s.id, |f| &f.chassis)
@@ -141,6 +141,7 @@ async fn patch_chassis(
         ..Default::default()
     };
     let sys = st
+        .core
         .backend
         .apply(&sys.id, vec![Change::Settings(settings)])
         .await?;
@@ -248,7 +249,7 @@ async fn thermal(State(st): State<AppState>, of: ChassisOf) -> Result<Resource, 
             // enclosure holds (one gone meanwhile is left out).
             let mut systems = Vec::new();
             for r in enclosure::held(&st, i).await? {
-                if let Ok(s) = st.backend.system(&r.id).await {
+                if let Ok(s) = st.core.backend.system(&r.id).await {
                     systems.push(s);
                 }
             }

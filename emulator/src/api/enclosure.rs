@@ -157,7 +157,7 @@ impl<S: Send + Sync> FromRequest<S> for ChassisPatch {
 /// system, the others none (as sushy-tools serves them).
 pub async fn held(st: &AppState, index: usize) -> Result<Vec<SystemRef>, ApiError> {
     if index == 0 {
-        Ok(st.backend.systems().await?)
+        Ok(st.core.backend.systems().await?)
     } else {
         Ok(Vec::new())
     }

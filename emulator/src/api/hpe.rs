@@ -72,9 +72,9 @@ pub fn post_state(st: &AppState, sys: &System) -> Option<PostState> {
     }
     let secs = profile.power.post_secs;
     let early = secs - secs / 3;
-    Some(if st.power_clock.within(&sys.id, early, true) {
+    Some(if st.core.power_clock.within(&sys.id, early, true) {
         PostState::InPost
-    } else if st.power_clock.within(&sys.id, secs, true) {
+    } else if st.core.power_clock.within(&sys.id, secs, true) {
         PostState::InPostDiscoveryComplete
     } else {
         PostState::FinishedPost

@@ -166,7 +166,7 @@ async fn settings(
     uri: Uri,
 ) -> Result<Resource, ApiError> {
     hpe(&st, &sys, &uri)?;
-    let allow = if st.backend.manages_volumes() {
+    let allow = if st.core.backend.manages_volumes() {
         "GET, PUT"
     } else {
         "GET"
@@ -364,7 +364,7 @@ async fn put_settings(
     let locked = st.locked(&id).await?;
     let sys = &locked.sys;
     hpe(&st, sys, &uri)?;
-    if !st.backend.manages_volumes() {
+    if !st.core.backend.manages_volumes() {
         return Err(ApiError::MethodNotAllowed);
     }
     let changes = plan(sys, &body)?;
@@ -376,6 +376,6 @@ async fn put_settings(
             staged: true,
         })
         .collect();
-    st.backend.apply(&sys.id, changes).await?;
+    st.core.backend.apply(&sys.id, changes).await?;
     Ok(json::no_content())
 }

@@ -264,6 +264,7 @@ async fn put_settings(
     let set = put_set(&body, certs.at_start(), certs.last_id)?;
     let next = certs.with_pending(set);
     let sys = st
+        .core
         .backend
         .apply(&sys.id, vec![Change::BootCerts(next)])
         .await?;

@@ -44,7 +44,7 @@ const RESET_GRACE: Duration = Duration::from_secs(1);
 const RESET_DOWN_SECS: u64 = 30;
 
 async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
-    let members = st.backend.systems().await?.into_iter().map(|s| {
+    let members = st.core.backend.systems().await?.into_iter().map(|s| {
         format!(
             "/redfish/v1/Managers/{}",
             st.fixed.as_ref().map_or(&s.id, |f| &f.manager)
@@ -144,6 +144,7 @@ async fn patch_manager(State(st): State<AppState>, req: SysPatch) -> Result<Reso
     )
     .map_err(ApiError::bad)?;
     let sys = st
+        .core
         .backend
         .apply(&sys.id, vec![Change::ServiceIdentification(id.to_string())])
         .await?;
@@ -191,7 +192,7 @@ pub(super) fn restart_bmc(st: &AppState, sys: &System, down: Duration, settle: D
             st.lc.not_ready_for(down + settle);
             st.downtime.until(tokio::time::Instant::now() + down);
         } else {
-            st.faults.outage(vec![name], down.as_secs());
+            st.core.faults.outage(vec![name], down.as_secs());
         }
     });
 }
@@ -303,7 +304,11 @@ async fn patch_network_protocol(
     {
         next.servers = ntp_servers(list, &sys.bmc.ntp.servers)?;
     }
-    let sys = st.backend.apply(&sys.id, vec![Change::Ntp(next)]).await?;
+    let sys = st
+        .core
+        .backend
+        .apply(&sys.id, vec![Change::Ntp(next)])
+        .await?;
     Ok(Resource::new(
         network_protocol_json(&st, &sys, profile),
         profile,

@@ -31,11 +31,12 @@ async fn request_systems(st: &AppState, path: &str) -> Vec<String> {
             }
             _ => id,
         };
-        if let Ok(Some(r)) = st.backend.find(id).await {
+        if let Ok(Some(r)) = st.core.backend.find(id).await {
             return vec![r.name];
         }
     }
-    st.endpoint_systems
+    st.core
+        .endpoint_systems
         .as_ref()
         .map(|v| v.as_ref().clone())
         .unwrap_or_default()
@@ -52,8 +53,8 @@ async fn injected_error(
 ) -> ApiError {
     let mut profile = None;
     if let Some(name) = systems.first() {
-        if let Ok(Some(r)) = st.backend.find(name).await {
-            if let Ok(sys) = st.backend.system(&r.id).await {
+        if let Ok(Some(r)) = st.core.backend.find(name).await {
+            if let Ok(sys) = st.core.backend.system(&r.id).await {
                 profile = Some(st.profile(&sys));
             }
         }
@@ -126,12 +127,15 @@ pub(super) async fn inject_faults(
     req: Request,
     next: Next,
 ) -> Response {
-    if !st.faults.active() {
+    if !st.core.faults.active() {
         return next.run(req).await;
     }
     let path = req.uri().path().to_string();
     let systems = request_systems(&st, &path).await;
-    let (latency, decision) = st.faults.decide(req.method().as_str(), &path, &systems);
+    let (latency, decision) = st
+        .core
+        .faults
+        .decide(req.method().as_str(), &path, &systems);
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }

@@ -6,7 +6,7 @@
 //!
 //! Invariants: Redfish JSON and DMTF property names live only under `api/`;
 //! handlers reach machines only through `AppState::backend`; every
-//! read-check-write of a system holds that system's lock from `SystemLocks`.
+//! read-check-write of a system holds that system's lock from `bmc::SystemLocks`.
 
 mod accounts;
 mod bios;
@@ -52,10 +52,8 @@ use tower::ServiceExt;
 
 use crate::api::error::ApiError;
 
-pub use boot_rules::allowed_targets;
 pub(crate) use middleware::authorize;
-pub use state::{AppState, Locked, State, Sys, SysId, SystemLocks};
-pub use systems::PowerError;
+pub use state::{AppState, Locked, State, Sys, SysId};
 pub use tasks::TASK_MONITOR_PREFIX;
 
 /// The routes of a feature set, with their fallbacks: built once per

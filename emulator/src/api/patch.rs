@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 
 use super::json::{check_if_match, shown, JsonObject};
-use super::state::{AppState, Locked, SysId};
+use super::state::{AppState, SysId};
 use crate::api::error::{ApiError, Msg};
 use crate::model::System;
 use crate::profile::Profile;
@@ -65,13 +65,9 @@ impl AppState {
         req: &SysPatch,
         render: impl FnOnce(&System, &'static Profile) -> Value,
     ) -> Result<Patch<System>, ApiError> {
-        let Locked {
-            sys,
-            profile,
-            _guard,
-        } = self.locked(&req.id).await?;
+        let (sys, profile, guard) = self.locked(&req.id).await?.into_parts();
         let current = render(&sys, profile);
-        Patch::checked(sys, profile, current, _guard, &req.headers)
+        Patch::checked(sys, profile, current, guard, &req.headers)
     }
 
     /// The preamble of a PATCH to a resource that is not a system's (an
@@ -85,7 +81,7 @@ impl AppState {
         profile: &'static Profile,
         read: impl FnOnce() -> Result<(T, Value), ApiError>,
     ) -> Result<Patch<T>, ApiError> {
-        let guard = self.locks.lock(key).await;
+        let guard = self.core.locks.lock(key).await;
         let (target, current) = read()?;
         Patch::checked(target, profile, current, guard, headers)
     }

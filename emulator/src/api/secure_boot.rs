@@ -98,7 +98,7 @@ async fn patch(State(st): State<AppState>, req: SysPatch) -> Result<Resource, Ap
         }
         changes.push(Change::SecureBoot(enable));
     }
-    let sys = st.backend.apply(&sys.id, changes).await?;
+    let sys = st.core.backend.apply(&sys.id, changes).await?;
     Ok(Resource::new(secure_boot_json(&sys), profile, "GET, PATCH"))
 }
 
@@ -122,8 +122,9 @@ async fn reset_keys(
             ))
         })?,
     };
-    let _guard = st.locks.lock(&sys.id).await;
-    st.backend
+    let _guard = st.core.locks.lock(&sys.id).await;
+    st.core
+        .backend
         .apply(&sys.id, vec![Change::ResetKeys(kind)])
         .await?;
     Ok(json::no_content())

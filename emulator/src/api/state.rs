@@ -1,14 +1,13 @@
 //! The state every handler shares (`AppState`: the backend, accounts,
 //! tasks, profiles, faults, an endpoint's fixed Ids), the per-resource
-//! locks (`SystemLocks`, `Locked`) and the `Sys` extractor, which turns the
-//! `{id}` of a URL into a system (or a redirect when it is a name).
+//! `Sys` extractor, which turns the `{id}` of a URL into a system (or a
+//! redirect when it is a name). What the BMC decides (locks, power, boot)
+//! is its `Core` (`bmc/`), which the state holds.
 //!
 //! Invariant: every read-check-write of a system holds that system's lock
-//! (`AppState::locked`); `SystemLocks` keeps only the locks someone holds or
-//! awaits.
+//! (`AppState::locked`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::request::Parts;
@@ -22,70 +21,29 @@ use crate::api::error::ApiError;
 use crate::api::task_store::Tasks;
 use crate::auth::AuthStore;
 use crate::backend::Backend;
+use crate::bmc::Core;
+pub use crate::bmc::Locked;
 use crate::config::FeatureSet;
 use crate::faults::Faults;
 use crate::model::System;
 use crate::profile::{self, Profile, Profiles};
 
-/// Per-resource async locks serialising read-check-write sequences, keyed
-/// by system Id (accounts use `account:ID`). Only locks someone holds or
-/// waits for stay in the map: each new key first drops the others.
-#[derive(Default)]
-pub struct SystemLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
-
-impl SystemLocks {
-    pub async fn lock(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
-        let m = {
-            let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            match map.get(id) {
-                Some(m) => m.clone(),
-                None => {
-                    // A holder or waiter has a clone of its own; only the
-                    // map's is left of a lock nobody wants (and no one can
-                    // reach it but through the map, under this mutex).
-                    map.retain(|_, m| Arc::strong_count(m) > 1);
-                    map.entry(id.to_string()).or_default().clone()
-                }
-            }
-        };
-        m.lock_owned().await
-    }
-
-    /// How many locks the map keeps.
-    pub fn len(&self) -> usize {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// Everything a handler needs. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
-    pub backend: Arc<dyn Backend>,
+    /// The endpoint's BMC: its machines, locks, profiles, faults and
+    /// power clock, shared with its IPMI side.
+    pub core: Core,
     pub auth: Arc<AuthStore>,
     pub tasks: Arc<Tasks>,
-    pub locks: Arc<SystemLocks>,
     /// The last rendering of each System resource.
     pub renders: Arc<RenderCache>,
     pub features: FeatureSet,
     /// `ServiceRoot.UUID`, stable for a given inventory.
     pub service_uuid: Uuid,
-    /// The behaviour profiles systems may name.
-    pub profiles: Arc<Profiles>,
     /// On an endpoint of one system whose profile fixes them: the Ids of
     /// its Manager and Chassis (the System's is the backend view's).
     pub fixed: Option<Arc<profile::Ids>>,
-    /// The process's injected faults.
-    pub faults: Arc<Faults>,
-    /// On an endpoint of its own: the names of its systems (what a fault
-    /// aimed at them hits, service root included).
-    pub endpoint_systems: Option<Arc<Vec<String>>>,
-    /// The last power action of each system, for profiles whose BMC is
-    /// busy or whose host is in POST for a while after one.
-    pub power_clock: Arc<systems::PowerClock>,
     /// The profile the service root speaks for (its `Vendor`, its links):
     /// that of the systems this service serves when they share one, else
     /// the generic one (`server::endpoints`).
@@ -99,9 +57,6 @@ pub struct AppState {
     pub downtime: Arc<crate::serve::Downtime>,
     /// Where this service is reached (`ManagerNetworkProtocol`).
     pub ports: Arc<Ports>,
-    /// Power-off actions are refused (sushy-tools'
-    /// `SUSHY_EMULATOR_DISABLE_POWER_OFF`, `--disable-power-off`).
-    pub power_off_disabled: bool,
     /// Whether the backend checks an image server's certificate when a
     /// device's `VerifyCertificate` was never set.
     pub media_verifies: bool,
@@ -129,25 +84,24 @@ impl AppState {
         features: FeatureSet,
         service_uuid: Uuid,
     ) -> Self {
+        let tasks = Arc::new(Tasks::default());
+        let core = Core {
+            work: tasks.clone(),
+            ..Core::new(backend)
+        };
         AppState {
-            backend,
+            core,
             auth: Arc::new(auth),
-            tasks: Arc::new(Tasks::default()),
-            locks: Arc::new(SystemLocks::default()),
+            tasks,
             renders: Arc::new(RenderCache::default()),
             features,
             service_uuid,
-            profiles: Arc::new(Profiles::default()),
             fixed: None,
-            faults: Arc::new(Faults::default()),
-            endpoint_systems: None,
-            power_clock: Arc::new(systems::PowerClock::default()),
             root_profile: profile::generic(),
             service_tag: None,
             lc: Arc::default(),
             downtime: Arc::default(),
             ports: Arc::default(),
-            power_off_disabled: false,
             enclosures: Arc::default(),
             media_ip_family: None,
             media_verifies: true,
@@ -156,13 +110,13 @@ impl AppState {
 
     /// The same state sharing the process's faults.
     pub fn with_faults(mut self, faults: Arc<Faults>) -> Self {
-        self.faults = faults;
+        self.core.faults = faults;
         self
     }
 
     /// The same state as an endpoint of its own serving these systems.
     pub fn with_endpoint_systems(mut self, names: Vec<String>) -> Self {
-        self.endpoint_systems = Some(Arc::new(names));
+        self.core.endpoint_systems = Some(Arc::new(names));
         self
     }
 
@@ -190,7 +144,7 @@ impl AppState {
 
     /// The same state knowing `profiles` (built-in and user profiles).
     pub fn with_profiles(mut self, profiles: Profiles) -> Self {
-        self.profiles = Arc::new(profiles);
+        self.core.profiles = Arc::new(profiles);
         self
     }
 
@@ -199,7 +153,7 @@ impl AppState {
     /// GET and HEAD get 301, other methods 308 so that they are repeated.
     pub async fn resolve(&self, id: &str, uri: &Uri, method: &Method) -> Result<System, ApiError> {
         let id = self.resolve_id(id, uri, method).await?;
-        Ok(self.backend.system(&id).await?)
+        Ok(self.core.backend.system(&id).await?)
     }
 
     /// The backend Id of the system a URL names, as [`AppState::resolve`]
@@ -231,7 +185,7 @@ impl AppState {
             }
             None => id,
         };
-        match self.backend.find(id).await? {
+        match self.core.backend.find(id).await? {
             None => Err(ApiError::NotFound(uri.path().to_string())),
             Some(r) if r.id != id => match renamed(uri, id, &r.id) {
                 Some(location) => Err(ApiError::Redirect {
@@ -245,31 +199,13 @@ impl AppState {
     }
 
     pub fn profile(&self, sys: &System) -> &'static Profile {
-        // Inventories are checked against the profiles at start-up; a name
-        // only a state file from elsewhere could bring falls back.
-        self.profiles
-            .get(&sys.profile)
-            .unwrap_or_else(|_| profile::generic())
+        self.core.profile(sys)
     }
 
     /// Takes the system's lock and reads it, for a read-check-write.
     pub async fn locked(&self, id: &str) -> Result<Locked, ApiError> {
-        let guard = self.locks.lock(id).await;
-        let sys = self.backend.system(id).await?;
-        let profile = self.profile(&sys);
-        Ok(Locked {
-            sys,
-            profile,
-            _guard: guard,
-        })
+        Ok(self.core.locked(id).await?)
     }
-}
-
-/// A system read under its lock; the lock is held until this is dropped.
-pub struct Locked {
-    pub sys: System,
-    pub profile: &'static Profile,
-    pub(super) _guard: tokio::sync::OwnedMutexGuard<()>,
 }
 
 /// Extracts the system named by the `{id}` segment of the URL, resolving a

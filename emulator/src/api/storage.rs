@@ -131,7 +131,7 @@ impl<'a> Names<'a> {
 
 /// Where creating and deleting volumes is offered: the apply times.
 fn apply_time_support(st: &AppState) -> Option<Value> {
-    st.backend.manages_volumes().then(|| {
+    st.core.backend.manages_volumes().then(|| {
         json!({
             "@odata.type": "#Settings.v1_4_0.OperationApplyTimeSupport",
             "SupportedValues": ["Immediate", "OnReset"],
@@ -156,7 +156,7 @@ async fn storages(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource,
 /// and the controller is in RAID mode.
 fn raid_types(st: &AppState, sys: &System) -> &'static [&'static str] {
     let raid_mode = sys.bmc.storage.mode == crate::storage::ControllerMode::Raid;
-    if st.backend.manages_volumes() && raid_mode {
+    if st.core.backend.manages_volumes() && raid_mode {
         RAID_TYPES
     } else {
         &["None"]
@@ -472,7 +472,7 @@ fn staged_task(
     target: &str,
     change: VolumeChange,
 ) -> Response {
-    let backend = st.backend.clone();
+    let backend = st.core.backend.clone();
     let id = sys.id.clone();
     let check = move || {
         let (backend, id, change) = (backend.clone(), id.clone(), change.clone());
@@ -505,7 +505,7 @@ async fn create_volume(
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     Names::of(&st, &sys).check(&ctl, &uri)?;
-    if !st.backend.manages_volumes() {
+    if !st.core.backend.manages_volumes() {
         return Err(ApiError::MethodNotAllowed);
     }
     let mut problems = Vec::new();
@@ -613,7 +613,7 @@ async fn create_volume(
         change: change.clone(),
         staged: later,
     };
-    st.backend.apply(&sys.id, vec![volume]).await?;
+    st.core.backend.apply(&sys.id, vec![volume]).await?;
     if let Some(claim) = claim {
         return Ok(staged_task(&st, claim, sys, &location, change));
     }
@@ -629,7 +629,7 @@ async fn delete_volume(
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     Names::of(&st, &sys).check(&ctl, &uri)?;
-    if !st.backend.manages_volumes() {
+    if !st.core.backend.manages_volumes() {
         return Err(ApiError::MethodNotAllowed);
     }
     if let Some(k) = body
@@ -672,7 +672,7 @@ async fn delete_volume(
         change: change.clone(),
         staged: later,
     };
-    st.backend.apply(&sys.id, vec![volume]).await?;
+    st.core.backend.apply(&sys.id, vec![volume]).await?;
     if let Some(claim) = claim {
         return Ok(staged_task(&st, claim, sys, uri.path(), change));
     }

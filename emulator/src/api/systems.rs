@@ -1,7 +1,6 @@
 //! ComputerSystem: the collection, the member (GET/PATCH with the boot
 //! override semantics), `ComputerSystem.Reset` and its ActionInfo.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::api::State;
@@ -12,14 +11,15 @@ use axum::Router;
 use serde_json::{json, Map, Value};
 
 use super::boot_rules::{
-    allowed_modes, allowed_targets, boot_patch_rules, checked_patch, merged_boot, merged_settings,
-    writables,
+    allowed_modes, allowed_targets, boot_patch_rules, boot_refused, boot_request, checked_patch,
+    merged_settings, writables,
 };
 use super::json::{self, check_if_match, JsonObject, Rendered, Resource};
 use super::patch::Writable;
 use super::render_cache::SystemView;
 use super::{collection, link, AppState, Sys, SysId};
 use crate::api::error::{ApiError, Msg};
+use crate::bmc::PowerError;
 use crate::model::{Arch, Change, IndicatorLed, ResetType, System, SystemSettings};
 use crate::profile::{AllowableValues, HttpBootUri, Profile};
 use crate::timefmt::rfc3339_secs;
@@ -51,6 +51,7 @@ pub fn router() -> Router {
 
 async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
     let members = st
+        .core
         .backend
         .systems()
         .await?
@@ -65,31 +66,6 @@ async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
         ),
         "GET",
     ))
-}
-
-/// When each system last had a power action, and whether it started it.
-#[derive(Default)]
-pub struct PowerClock(std::sync::Mutex<HashMap<String, (std::time::Instant, bool)>>);
-
-impl PowerClock {
-    fn record(&self, id: &str, started: bool) {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.to_string(), (std::time::Instant::now(), started));
-    }
-
-    /// The last action, if it was less than `secs` ago (and, with
-    /// `started`, a start).
-    pub(crate) fn within(&self, id: &str, secs: u64, started: bool) -> bool {
-        secs > 0
-            && self
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(id)
-                .is_some_and(|(at, s)| (!started || *s) && at.elapsed().as_secs() < secs)
-    }
 }
 
 /// The ComputerSystem resource (without `@odata.etag`, which `Resource` adds).
@@ -311,22 +287,6 @@ async fn patch_system(
         boot_body,
         profile,
     )?;
-    if boot_body.is_some()
-        && st
-            .power_clock
-            .within(&sys.id, profile.power.post_secs, true)
-    {
-        // The host is in POST: this firmware takes no boot change now.
-        let mut msgs = vec![Msg::new("ResourceInUse", &[])];
-        msgs.extend(
-            profile
-                .power
-                .post_refusal
-                .iter()
-                .map(|m| Msg::vendor(m, "")),
-        );
-        return Err(ApiError::Status(axum::http::StatusCode::BAD_REQUEST, msgs));
-    }
     if let (Some(b), Some(s)) = (boot_body, &profile.boot.settings) {
         if let Some(m) = &s.refused_on_system {
             // The firmware takes these only in its settings object.
@@ -347,13 +307,17 @@ async fn patch_system(
     }
     let mut changes = Vec::new();
     if let Some(b) = boot_body {
-        changes.push(Change::Boot(merged_boot(sys, b)?));
+        let boot = st
+            .core
+            .decide_boot(sys, &boot_request(b))
+            .map_err(|e| boot_refused(e, profile))?;
+        changes.push(Change::Boot(boot));
     }
     let settings = merged_settings(&body)?;
     if settings != SystemSettings::default() {
         changes.push(Change::Settings(settings));
     }
-    let sys = st.backend.apply(&sys.id, changes).await?;
+    let sys = st.core.backend.apply(&sys.id, changes).await?;
     // The state answered is the one this PATCH made; rendering it needs no
     // lock, so the next writer to this system goes ahead meanwhile.
     drop(locked);
@@ -414,11 +378,12 @@ async fn patch_settings(
         .collect();
     let boot_body = body.get("Boot").and_then(Value::as_object);
     boot_patch_rules(checked_patch(&body, &current, &fields), boot_body, profile)?;
-    let boot = match boot_body {
-        Some(b) => merged_boot(sys, b)?,
-        None => sys.bmc.boot.clone(),
-    };
-    let sys = st.backend.apply(&sys.id, vec![Change::Boot(boot)]).await?;
+    let req = boot_body.map(boot_request).unwrap_or_default();
+    let sys = st
+        .core
+        .set_boot(&locked, &req)
+        .await
+        .map_err(|e| boot_refused(e, profile))?;
     drop(locked);
     tracing::info!(system = %sys.name, boot = ?sys.bmc.boot, settings = %path, "settings object patched");
     Ok(Resource::new(settings_json(&sys, profile, &path), profile, "GET, PATCH").into_response())
@@ -458,7 +423,7 @@ pub(super) async fn power_action_response(
     sys: &System,
     reset: ResetType,
 ) -> Result<(), ApiError> {
-    match st.power_action(sys, reset).await {
+    match st.core.power_action(sys, reset).await {
         Ok(()) => Ok(()),
         Err(PowerError::Busy) => {
             // Still busy with the last power action: this BMC says 409.
@@ -483,83 +448,6 @@ pub(super) async fn power_action_response(
             &[&format!("ResetType={reset}"), RESET],
         ))),
         Err(PowerError::Backend(e)) => Err(e.into()),
-    }
-}
-
-/// How long a start waits for a virtual media download under way.
-const INSERT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// Why a power action was not taken.
-#[derive(Debug)]
-pub enum PowerError {
-    /// Within the profile's busy window after the last one.
-    Busy,
-    /// A power-off while this service refuses them
-    /// (`AppState::power_off_disabled`).
-    PowerOffDisabled,
-    Backend(crate::backend::BackendError),
-}
-
-impl AppState {
-    /// A power action as every front-end (Redfish Reset, IPMI Chassis
-    /// Control) carries it out: the profile's busy window, an injected
-    /// power delay, the system's lock, staged work woken, the clock of the
-    /// last action started.
-    pub async fn power_action(&self, sys: &System, reset: ResetType) -> Result<(), PowerError> {
-        let st = self;
-        if st.power_off_disabled
-            && matches!(reset, ResetType::ForceOff | ResetType::GracefulShutdown)
-        {
-            return Err(PowerError::PowerOffDisabled);
-        }
-        let profile = st.profile(sys);
-        if st
-            .power_clock
-            .within(&sys.id, profile.power.busy_secs, false)
-        {
-            return Err(PowerError::Busy);
-        }
-        let started = reset.starts(sys.power);
-        if started {
-            // A virtual medium is there for the firmware from the moment
-            // its insert is accepted, as a BMC's is (it streams the image
-            // as the host reads it): a start waits for the download that
-            // stands for that here.
-            let prefix = super::vmedia::inserts_of(sys);
-            if !st.tasks.settled(&prefix, INSERT_WAIT).await {
-                tracing::warn!(system = %sys.name, "starting while a virtual media insert is still downloading");
-            }
-        }
-        // A slow power transition (an injected fault): accepted now, carried
-        // out later, as a BMC whose host takes its time.
-        let delay = st.faults.power_delay(std::slice::from_ref(&sys.name));
-        if !delay.is_zero() {
-            st.power_clock.record(&sys.id, started);
-            tracing::info!(system = %sys.name, %reset, ?delay, "reset accepted; takes effect later (fault)");
-            let st = st.clone();
-            let (id, name) = (sys.id.clone(), sys.name.clone());
-            tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
-                let _guard = st.locks.lock(&id).await;
-                match st.backend.reset(&id, reset).await {
-                    Ok(()) => st.tasks.notify_reset(),
-                    Err(e) => {
-                        tracing::warn!(system = %name, %reset, error = %e, "delayed reset failed")
-                    }
-                }
-            });
-            return Ok(());
-        }
-        let _guard = st.locks.lock(&sys.id).await;
-        st.backend
-            .reset(&sys.id, reset)
-            .await
-            .map_err(PowerError::Backend)?;
-        // Work staged for the next start (volume changes) looks again.
-        st.tasks.notify_reset();
-        st.power_clock.record(&sys.id, started);
-        tracing::info!(system = %sys.name, %reset, "reset");
-        Ok(())
     }
 }
 

@@ -334,6 +334,16 @@ impl Tasks {
     }
 }
 
+impl crate::bmc::Work for Tasks {
+    fn settled<'a>(&'a self, prefix: &'a str, limit: Duration) -> crate::bmc::Borrowed<'a, bool> {
+        Box::pin(Tasks::settled(self, prefix, limit))
+    }
+
+    fn reset_seen(&self) {
+        self.notify_reset();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,11 +12,13 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
+use super::boot_rules::boot_refused;
 use super::input::{self, Rule};
 use super::json::{self, JsonObject, OptionalJsonObject, Resource};
 use super::{collection, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
 use crate::backend::Completion;
+use crate::bmc::BootRequest;
 use crate::model::{
     BootTarget, Change, MediaImage, MediaSlot, MediaState, OverrideEnabled, System, TransferMethod,
     TransferProtocol,
@@ -30,12 +32,8 @@ const CREDENTIAL_MAX: usize = 256;
 /// The key an insert's task holds: one insert at a time per slot, however
 /// the slot is reached (under its System or its Manager).
 fn slot_key(sys: &System, slot: MediaSlot) -> String {
-    format!("{}{slot}", inserts_of(sys))
-}
-
-/// The prefix of the keys of every insert into `sys`'s slots.
-pub fn inserts_of(sys: &System) -> String {
-    format!("vmedia:{}:", sys.id)
+    // Under the prefix a start waits for (`bmc::media_work_of`).
+    format!("{}{slot}", crate::bmc::media_work_of(sys))
 }
 
 /// 409 while an insert into the slot is under way.
@@ -224,8 +222,8 @@ async fn patch_member(
                     .about("VerifyCertificate"),
             ));
         };
-        let _guard = st.locks.lock(&sys.id).await;
-        let sys = st.backend.system(&sys.id).await?;
+        let _guard = st.core.locks.lock(&sys.id).await;
+        let sys = st.core.backend.system(&sys.id).await?;
         let current = media_json(&st, &sys, (slot, id), &uri, profile.vmedia.insert_by_patch);
         json::check_if_match(&headers, &current, profile)?;
         if !body.is_empty() && !profile.vmedia.insert_by_patch && profile.hpe.is_none() {
@@ -235,12 +233,13 @@ async fn patch_member(
             verify: Some(verify),
             ..sys.bmc.media_tls(slot).clone()
         };
-        st.backend
+        st.core
+            .backend
             .apply(&sys.id, vec![Change::MediaTls(slot, tls)])
             .await?;
         tracing::info!(system = %sys.name, %slot, verify, "VerifyCertificate set");
         if body.is_empty() {
-            let sys = st.backend.system(&sys.id).await?;
+            let sys = st.core.backend.system(&sys.id).await?;
             return Ok(Resource::new(
                 media_json(&st, &sys, (slot, id), &uri, profile.vmedia.insert_by_patch),
                 profile,
@@ -253,7 +252,7 @@ async fn patch_member(
         return patch_boot_next(&st, &sys, (slot, id), &uri, &headers, &body).await;
     }
     if !profile.vmedia.insert_by_patch {
-        let sys = st.backend.system(&sys.id).await?;
+        let sys = st.core.backend.system(&sys.id).await?;
         let current = media_json(&st, &sys, (slot, id), &uri, false);
         return Err(if body.is_empty() {
             ApiError::bad(Msg::new("EmptyJSON", &[]))
@@ -261,8 +260,8 @@ async fn patch_member(
             not_writable(&body, &current)
         });
     }
-    let _guard = st.locks.lock(&sys.id).await;
-    let sys = st.backend.system(&sys.id).await?;
+    let _guard = st.core.locks.lock(&sys.id).await;
+    let sys = st.core.backend.system(&sys.id).await?;
     let current = media_json(&st, &sys, (slot, id), &uri, true);
     json::check_if_match(&headers, &current, profile)?;
     if body.is_empty() {
@@ -277,7 +276,8 @@ async fn patch_member(
             }
         }
         check_not_inserting(&st, &sys, slot)?;
-        st.backend
+        st.core
+            .backend
             .apply(&sys.id, vec![Change::Media(slot, MediaState::default())])
             .await?;
         tracing::info!(system = %sys.name, %slot, "eject media (PATCH)");
@@ -294,6 +294,7 @@ async fn patch_member(
             let _claim = st.tasks.claim(&slot_key(&sys, slot))?;
             tracing::info!(system = %sys.name, %slot, image = %image.image, "insert media (PATCH)");
             if let Completion::Running(work) = st
+                .core
                 .backend
                 .insert_media(&sys.id, slot, image.checked_by(sys.bmc.media_tls(slot)))
                 .await?
@@ -303,7 +304,7 @@ async fn patch_member(
             }
         }
     }
-    let sys = st.backend.system(&sys.id).await?;
+    let sys = st.core.backend.system(&sys.id).await?;
     Ok(Resource::new(
         media_json(&st, &sys, (slot, id), &uri, true),
         profile,
@@ -371,23 +372,22 @@ async fn patch_boot_next(
             Msg::new("PropertyValueNotInList", &["true", "BootOnNextServerReset"]).about(PROP),
         ));
     }
-    let b = &sys.bmc.boot;
-    let change = if want {
-        Some(crate::model::BootOverride {
-            target: BootTarget::Cd,
-            enabled: OverrideEnabled::Once,
-            mode: b.mode,
-            http_boot_uri: None,
-            uefi_target: None,
-        })
+    // Boot from this CD once, or (false) no longer: the one boot decision.
+    let req = if want {
+        Some(BootRequest::once(BootTarget::Cd))
     } else {
-        boots_next(sys, slot).then(|| crate::model::BootOverride::disabled(b.mode))
+        boots_next(sys, slot).then(BootRequest::off)
     };
-    if let Some(next) = change {
-        tracing::info!(system = %sys.name, %slot, boot_next = want, "BootOnNextServerReset");
-        st.backend.apply(&sys.id, vec![Change::Boot(next)]).await?;
-    }
-    let sys = st.backend.system(&sys.id).await?;
+    let sys = match req {
+        Some(req) => {
+            tracing::info!(system = %sys.name, %slot, boot_next = want, "BootOnNextServerReset");
+            st.core
+                .set_boot(&locked, &req)
+                .await
+                .map_err(|e| boot_refused(e, profile))?
+        }
+        None => locked.sys.clone(),
+    };
     Ok(Resource::new(
         media_json(st, &sys, (slot, id), uri, false),
         profile,
@@ -573,8 +573,8 @@ async fn insert(
     }
     let image = parse_insert(&body)?;
     check_family(&st, &image, false)?;
-    let _guard = st.locks.lock(&sys.id).await;
-    let sys = st.backend.system(&sys.id).await?;
+    let _guard = st.core.locks.lock(&sys.id).await;
+    let sys = st.core.backend.system(&sys.id).await?;
     if sys.bmc.media(slot).inserted {
         return Err(ApiError::Conflict(format!(
             "{slot} of {} already holds media",
@@ -590,6 +590,7 @@ async fn insert(
     );
     tracing::info!(system = %sys.name, %slot, image = %image.image, "insert media");
     match st
+        .core
         .backend
         .insert_media(&sys.id, slot, image.checked_by(sys.bmc.media_tls(slot)))
         .await?
@@ -625,9 +626,10 @@ async fn eject(
         None => serde_json::Map::new(),
     };
     json::action_known(&body, &[], EJECT)?;
-    let _guard = st.locks.lock(&sys.id).await;
+    let _guard = st.core.locks.lock(&sys.id).await;
     check_not_inserting(&st, &sys, slot)?;
-    st.backend
+    st.core
+        .backend
         .apply(&sys.id, vec![Change::Media(slot, MediaState::default())])
         .await?;
     tracing::info!(system = %sys.name, %slot, "eject media");

@@ -111,7 +111,8 @@ async fn create(
         certs: next,
         ..tls.clone()
     };
-    st.backend
+    st.core
+        .backend
         .apply(&sys.id, vec![Change::MediaTls(slot, tls)])
         .await?;
     tracing::info!(system = %sys.name, %slot, cert, "virtual media certificate added");
@@ -136,7 +137,8 @@ async fn delete(
         certs: tls.certs.without(cert),
         ..tls.clone()
     };
-    st.backend
+    st.core
+        .backend
         .apply(&sys.id, vec![Change::MediaTls(slot, tls)])
         .await?;
     tracing::info!(system = %sys.name, %slot, cert, "virtual media certificate deleted");
@@ -211,7 +213,8 @@ pub(super) async fn replace(st: &AppState, target: &str, text: &str) -> Result<R
         certs: tls.certs.with_replaced(cert, der),
         ..tls.clone()
     };
-    st.backend
+    st.core
+        .backend
         .apply(&sys.id, vec![Change::MediaTls(slot, tls)])
         .await?;
     tracing::info!(system = %sys.name, %slot, cert, "virtual media certificate replaced");

@@ -3,7 +3,7 @@
 //! Handlers hold an `Arc<dyn Backend>` and never reach past it. A backend
 //! stores and acts on domain types (`model`); it knows nothing of JSON.
 //! Each call is atomic for its system; the API serialises read-check-write
-//! sequences per system on top (see `api::state::SystemLocks`).
+//! sequences per system on top (see `bmc::SystemLocks`).
 
 pub mod download;
 pub mod fake;

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use super::commands::{backend_cc, cc, err, ok, Reply, MAILBOX_BLOCKS};
 use super::{boot, Bmc};
-use crate::model::{BootOverride, Change};
+use crate::bmc::{BootRefused, BootRequest};
+use crate::model::OverrideEnabled;
 
 pub(super) async fn set_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
     let Some((&param, rest)) = data.split_first() else {
@@ -76,56 +77,52 @@ pub(super) async fn set_boot_option(bmc: &Bmc, data: &[u8]) -> Reply {
 }
 
 async fn set_boot_flags(bmc: &Bmc, data: &[u8]) -> Reply {
-    // Read, check and write under the system's lock, as a Redfish PATCH.
-    let _guard = bmc.lock_system().await;
-    let sys = match bmc.system().await {
-        Ok(s) => s,
+    // Read, decide and write under the system's lock, as a Redfish PATCH.
+    let locked = match bmc.core.locked(&bmc.system_id).await {
+        Ok(l) => l,
         Err(e) => return err(backend_cc(&e)),
     };
+    let sys = &locked.sys;
     let wanted = match boot::override_of(data, &sys.bmc.boot, sys.arch.has_uefi()) {
         Ok(o) => o,
         Err(boot::FlagsError::Length) => return err(cc::BAD_LENGTH),
         Err(_) => return err(cc::INVALID_FIELD),
     };
-    let profile = bmc.profile(&sys);
-    let offered = wanted.target == crate::model::BootTarget::None
-        || crate::api::allowed_targets(&sys, profile).contains(&wanted.target.as_str());
-    if !offered
-        || (wanted.enabled == crate::model::OverrideEnabled::Continuous && !profile.boot.continuous)
-    {
-        return err(cc::INVALID_FIELD);
-    }
-    // Keep what IPMI cannot say when the target stays (a Redfish
-    // UefiHttp with its URI reads as PXE; setting PXE again keeps it).
-    let merged = if wanted.target == crate::model::BootTarget::Pxe
-        && sys.bmc.boot.target == crate::model::BootTarget::UefiHttp
-        && wanted.mode == sys.bmc.boot.mode
-    {
-        BootOverride {
-            enabled: wanted.enabled,
-            ..sys.bmc.boot.clone()
-        }
-    } else {
-        wanted
+    // The flags say target, persistence and mode; no URI, no UEFI target.
+    let req = BootRequest {
+        target: Some(wanted.target),
+        enabled: Some(wanted.enabled),
+        mode: Some(wanted.mode),
+        pxe_means_network: true,
+        ..BootRequest::default()
     };
-    match bmc
-        .state
-        .backend
-        .apply(&bmc.system_id, vec![Change::Boot(merged.clone())])
-        .await
-    {
+    match bmc.core.set_boot(&locked, &req).await {
         Ok(after) => {
             let mut c = bmc.chassis();
             let now = Instant::now();
-            c.valid_since = (after.bmc.boot.enabled == crate::model::OverrideEnabled::Once
+            c.valid_since = (after.bmc.boot.enabled == OverrideEnabled::Once
                 && c.valid_clearing & 0x08 == 0)
                 .then(|| (now, after.bmc.boot.clone()));
-            let none = after.bmc.boot.enabled == crate::model::OverrideEnabled::Disabled;
+            let none = after.bmc.boot.enabled == OverrideEnabled::Disabled;
             c.valid_no_override = (none && data[0] & boot::VALID != 0)
                 .then_some((now, data[0] & (boot::VALID | boot::PERSISTENT)));
             ok(Vec::new())
         }
-        Err(e) => err(backend_cc(&e)),
+        Err(e) => err(refusal_cc(&e)),
+    }
+}
+
+/// The completion code of a refused boot request (IPMI v2.0 table 5-2):
+/// not now while the host is in POST, an invalid field for a target,
+/// persistence or mode this BMC does not offer.
+fn refusal_cc(e: &BootRefused) -> u8 {
+    match e {
+        BootRefused::InPost => cc::NOT_NOW,
+        BootRefused::TargetNotOffered(_)
+        | BootRefused::ContinuousNotOffered
+        | BootRefused::ModeNotOffered(_)
+        | BootRefused::NeedsUefi(_) => cc::INVALID_FIELD,
+        BootRefused::Backend(e) => backend_cc(e),
     }
 }
 

@@ -458,7 +458,7 @@ async fn power_restore_policy(bmc: &Bmc, data: &[u8]) -> Reply {
             ..Default::default()
         });
         let _guard = bmc.lock_system().await;
-        if let Err(e) = bmc.state.backend.apply(&bmc.system_id, vec![change]).await {
+        if let Err(e) = bmc.core.backend.apply(&bmc.system_id, vec![change]).await {
             return err(backend_cc(&e));
         }
     }
@@ -539,12 +539,12 @@ async fn chassis_control(bmc: &Bmc, data: &[u8]) -> Reply {
         Err(e) => return refused(backend_cc(&e)),
     };
     // As a Redfish Reset: the busy window, the lock, staged work woken.
-    match bmc.state.power_action(&sys, reset).await {
+    match bmc.core.power_action(&sys, reset).await {
         Ok(()) => ok(Vec::new()),
-        Err(crate::api::PowerError::Busy) => refused(cc::NODE_BUSY),
+        Err(crate::bmc::PowerError::Busy) => refused(cc::NODE_BUSY),
         // Refused by the service's policy: not in its present state.
-        Err(crate::api::PowerError::PowerOffDisabled) => refused(cc::NOT_NOW),
-        Err(crate::api::PowerError::Backend(e)) => refused(backend_cc(&e)),
+        Err(crate::bmc::PowerError::PowerOffDisabled) => refused(cc::NOT_NOW),
+        Err(crate::bmc::PowerError::Backend(e)) => refused(backend_cc(&e)),
     }
 }
 
@@ -567,7 +567,7 @@ async fn identify(bmc: &Bmc, data: &[u8]) -> Reply {
         ..Default::default()
     });
     let _guard = bmc.lock_system().await;
-    match bmc.state.backend.apply(&bmc.system_id, vec![change]).await {
+    match bmc.core.backend.apply(&bmc.system_id, vec![change]).await {
         Ok(_) => {
             bmc.chassis().identify_until = (led == IndicatorLed::Blinking)
                 .then(|| Instant::now() + Duration::from_secs(interval));

@@ -77,7 +77,7 @@ pub(super) fn lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
             v.extend(std::iter::repeat_n(0x44, 8));
             v
         }
-        26 => bad_password_threshold(&bmc.state.auth.lockout_policy()).to_vec(),
+        26 => bad_password_threshold(&bmc.auth.lockout_policy()).to_vec(),
         _ => return err(cc::PARAM_NOT_SUPPORTED),
     };
     config_value(&d)

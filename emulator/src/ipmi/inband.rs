@@ -127,7 +127,7 @@ pub async fn answer(bmc: &Bmc, msg: &[u8]) -> Option<Vec<u8>> {
     // Injected faults (method IPMI, path /ipmi/in-band/NN/CC): a host
     // interface that answers late, busy, or not at all (QEMU then times
     // its host out after 4 s), as a hung BMC's does.
-    let faults = &bmc.state.faults;
+    let faults = &bmc.core.faults;
     let fault = match faults.active() {
         true => Some(faults.decide(
             crate::faults::IPMI,

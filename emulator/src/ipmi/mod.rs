@@ -3,10 +3,11 @@
 //!
 //! A [`Bmc`] serves one machine on one UDP socket (port 623 by default,
 //! on its endpoint's address). It holds no machine state of its own: power
-//! goes through `AppState::power_action` (as a Redfish Reset), boot flags
-//! and the identify light are `Change`s on the shared `BmcState`, each
-//! under the same per-system lock as a Redfish PATCH, so either protocol
-//! reads what the other wrote.
+//! goes through the BMC core's `power_action` (as a Redfish Reset), boot
+//! flags through its `set_boot` (the one boot decision), the identify
+//! light is a `Change` on the shared `BmcState`, each under the same
+//! per-system lock as a Redfish PATCH, so either protocol reads what the
+//! other wrote. Nothing here imports the Redfish side (`api`).
 //!
 //! - `shoal_ipmi::{wire, crypto}` (the `ipmi/` crate): framing and cipher
 //!   suites, shared with the consoles that test and measure this side.
@@ -50,7 +51,9 @@ use std::time::Instant;
 
 use tokio::net::UdpSocket;
 
+use crate::auth::AuthStore;
 use crate::backend::BackendError;
+use crate::bmc::Core;
 use crate::model::{BootOverride, Change, IndicatorLed, SystemSettings};
 use crate::profile::Profile;
 use channel::{auth_capabilities, cipher_suites, session_challenge};
@@ -89,9 +92,12 @@ pub struct Bmc {
     /// The system's name: what fault rules and BMC reboots name it by
     /// (as for its Redfish side), whatever its Id.
     pub system_name: String,
-    /// The endpoint's state: its backend view, locks, profiles, tasks and
+    /// The endpoint's BMC: its backend view, locks, profiles, faults and
     /// power clock, shared with its Redfish side.
-    pub state: crate::api::AppState,
+    pub core: Core,
+    /// The endpoint's accounts: their lockout policy applies to RMCP+
+    /// logins too.
+    pub auth: Arc<AuthStore>,
     pub identity: Identity,
     /// The system's UUID as Get System GUID sends it (SMBIOS byte order,
     /// what pyghmi decodes and ipmitool prints as the same UUID).
@@ -118,10 +124,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Bmc {
-    /// The IPMI side of system `id` of an endpoint's `state` (its view,
-    /// locks and profiles: the ones its Redfish side uses).
+    /// The IPMI side of system `id` of an endpoint's BMC `core` (its
+    /// view, locks and profiles: the ones its Redfish side uses).
     pub fn new(
-        state: &crate::api::AppState,
+        core: &Core,
+        auth: Arc<AuthStore>,
         id: &str,
         sys: &crate::model::System,
         settings: &IpmiSettings,
@@ -133,8 +140,9 @@ impl Bmc {
         Bmc {
             system_id: id.to_string(),
             system_name: sys.name.clone(),
-            state: state.clone(),
-            identity: Identity::of(state.profile(sys)),
+            core: core.clone(),
+            auth,
+            identity: Identity::of(core.profile(sys)),
             guid: sys.uuid.to_bytes_le(),
             uuid: sys.uuid,
             users: std::sync::RwLock::new(settings.users.clone()),
@@ -203,15 +211,15 @@ impl Bmc {
     }
 
     pub async fn system(&self) -> Result<crate::model::System, BackendError> {
-        self.state.backend.system(&self.system_id).await
+        self.core.backend.system(&self.system_id).await
     }
 
     pub async fn lock_system(&self) -> tokio::sync::OwnedMutexGuard<()> {
-        self.state.locks.lock(&self.system_id).await
+        self.core.locks.lock(&self.system_id).await
     }
 
     pub fn profile(&self, sys: &crate::model::System) -> &'static Profile {
-        self.state.profile(sys)
+        self.core.profile(sys)
     }
 
     pub async fn fru(&self) -> Result<Vec<u8>, BackendError> {
@@ -228,7 +236,7 @@ impl Bmc {
     /// 60 seconds, a temporary identify.
     pub async fn tick(&self, now: Instant) {
         watchdog::tick(self, now).await;
-        let policy = self.state.auth.lockout_policy();
+        let policy = self.auth.lockout_policy();
         let idle = lock(&self.sessions).prune(now, &policy);
         for sid in idle {
             self.end_sol_of(sid);
@@ -260,7 +268,7 @@ impl Bmc {
                         indicator: Some(IndicatorLed::Off),
                         ..Default::default()
                     });
-                    let _ = self.state.backend.apply(&self.system_id, vec![off]).await;
+                    let _ = self.core.backend.apply(&self.system_id, vec![off]).await;
                 }
             }
         }
@@ -277,7 +285,7 @@ impl Bmc {
             tracing::info!(system = %self.system_id, "IPMI boot flags expired after 60 s without a restart");
             let cleared = BootOverride::disabled(sys.bmc.boot.mode);
             let _ = self
-                .state
+                .core
                 .backend
                 .apply(&self.system_id, vec![Change::Boot(cleared)])
                 .await;
@@ -288,7 +296,7 @@ impl Bmc {
     pub async fn handle(self: &Arc<Self>, buf: &[u8], peer: SocketAddr) -> Option<Vec<u8>> {
         // A BMC that is rebooting or without power answers nothing.
         if self
-            .state
+            .core
             .faults
             .away(std::slice::from_ref(&self.system_name))
         {
@@ -340,7 +348,7 @@ impl Bmc {
             }
             return match p.payload_type {
                 payload::OPEN_SESSION_REQUEST => {
-                    let policy = self.state.auth.lockout_policy();
+                    let policy = self.auth.lockout_policy();
                     let r = lock(&self.sessions).open(
                         p.payload,
                         self.cipher_suite_zero,
@@ -352,13 +360,13 @@ impl Bmc {
                 payload::RAKP1 => {
                     let r = {
                         let users = self.users.read().unwrap_or_else(|p| p.into_inner());
-                        let policy = self.state.auth.lockout_policy();
+                        let policy = self.auth.lockout_policy();
                         lock(&self.sessions).rakp1(p.payload, &users, &self.guid, now, &policy)?
                     };
                     Some(plain(payload::RAKP2, r))
                 }
                 payload::RAKP3 => {
-                    let policy = self.state.auth.lockout_policy();
+                    let policy = self.auth.lockout_policy();
                     let r = lock(&self.sessions).rakp3(p.payload, &self.guid, now, &policy)?;
                     Some(plain(payload::RAKP4, r))
                 }

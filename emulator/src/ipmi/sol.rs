@@ -183,7 +183,7 @@ impl Bmc {
             // Payload already active on another session.
             return (0x80, Vec::new());
         }
-        let console = match self.state.backend.console(&self.system_id).await {
+        let console = match self.core.backend.console(&self.system_id).await {
             Ok(c) => c,
             // The payload type is disabled: this machine has no console
             // Shoal can carry.

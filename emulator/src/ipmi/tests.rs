@@ -43,15 +43,11 @@ fn bmc_with(users: Vec<User>) -> Arc<Bmc> {
 fn bmc_from(settings: IpmiSettings) -> Arc<Bmc> {
     let backend: Arc<dyn Backend> =
         Arc::new(FakeBackend::new(crate::config::fake_systems(1), Default::default()).unwrap());
-    let state = crate::api::AppState::new(
-        backend,
-        crate::auth::AuthStore::open(),
-        crate::config::FeatureSet::Full,
-        uuid::Uuid::nil(),
-    );
+    let core = crate::bmc::Core::new(backend);
     let sys = crate::config::fake_systems(1).remove(0);
     Arc::new(Bmc::new(
-        &state,
+        &core,
+        Arc::new(crate::auth::AuthStore::open()),
         &sys.id,
         &sys,
         &settings,
@@ -210,7 +206,7 @@ fn in_band_fault_rules_select_the_system_by_name() {
                 drop_rate: 1.0,
                 ..Default::default()
             };
-            bmc.state.faults.replace(crate::faults::FaultConfig {
+            bmc.core.faults.replace(crate::faults::FaultConfig {
                 seed: 0,
                 rules: vec![rule],
             });
@@ -637,9 +633,9 @@ fn a_bmc_that_is_away_is_silent_over_lan() {
         let bmc = bmc();
         let mut c = login(&bmc, "admin", "secret", 17, 4).await.unwrap();
         assert_eq!(c.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);
-        bmc.state.faults.outage(vec!["node-1".into()], 60);
+        bmc.core.faults.outage(vec!["node-1".into()], 60);
         assert_eq!(c.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);
-        bmc.state.faults.outage(vec![bmc.system_name.clone()], 1);
+        bmc.core.faults.outage(vec![bmc.system_name.clone()], 1);
         assert!(c.call(&bmc, 0x00, 0x01, &[]).await.is_none());
         tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
         assert_eq!(c.call(&bmc, 0x00, 0x01, &[]).await.unwrap().0, 0);

@@ -168,7 +168,7 @@ pub(super) async fn tick(bmc: &Bmc, now: Instant) {
         tracing::info!(system = %bmc.system_id, "IPMI watchdog expired with the machine off: no action");
         return;
     }
-    if let Err(e) = bmc.state.power_action(&sys, reset).await {
+    if let Err(e) = bmc.core.power_action(&sys, reset).await {
         tracing::warn!(system = %bmc.system_id, error = ?e, "watchdog action failed");
     }
 }

@@ -161,9 +161,9 @@ async fn unknown_accounts_take_no_lock_and_locks_are_released() {
         assert_eq!(r.status, StatusCode::NOT_FOUND);
     }
     assert!(
-        api.state.locks.len() <= 1,
+        api.state.core.locks.len() <= 1,
         "{} locks",
-        api.state.locks.len()
+        api.state.core.locks.len()
     );
     // Locks of real resources go once nobody holds them.
     let sys = api.system(0).await;
@@ -176,9 +176,9 @@ async fn unknown_accounts_take_no_lock_and_locks_are_released() {
             .await;
     }
     assert!(
-        api.state.locks.len() <= 1,
+        api.state.core.locks.len() <= 1,
         "{} locks",
-        api.state.locks.len()
+        api.state.core.locks.len()
     );
 }
 

@@ -58,7 +58,7 @@ async fn uefi_http_once_is_stored_reported_and_consumed_by_the_boot() {
     assert_eq!(after["Boot"]["BootSourceOverrideEnabled"], "Disabled");
     assert_eq!(after["Boot"]["BootSourceOverrideTarget"], "None");
     let id = after["Id"].as_str().unwrap();
-    let s = api.state.backend.system(id).await.unwrap();
+    let s = api.state.core.backend.system(id).await.unwrap();
     let rec = s.bmc.last_boot.unwrap();
     assert_eq!(rec.target, BootTarget::UefiHttp);
     assert_eq!(rec.uri.as_deref(), Some("http://192.0.2.1/boot.iso"));
@@ -398,7 +398,7 @@ async fn power_delay_shows_transitions_to_polling_clients() {
     }
     let id = sys.rsplit('/').next().unwrap();
     assert_eq!(
-        api.state.backend.system(id).await.unwrap().power,
+        api.state.core.backend.system(id).await.unwrap().power,
         PowerState::On
     );
 }

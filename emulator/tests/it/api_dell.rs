@@ -468,7 +468,7 @@ async fn fault_rules_answer_the_import_with_lc068_then_rac0679_then_let_it_throu
     };
     for (profile, registry) in [("idrac9", "IDRAC.2.8"), ("idrac10", "IDRAC.2.9")] {
         let api = Api::own_endpoint(profile);
-        api.state.faults.replace(FaultConfig {
+        api.state.core.faults.replace(FaultConfig {
             seed: 1,
             rules: vec![
                 import_rule("LC068"),
@@ -504,11 +504,11 @@ async fn fault_rules_answer_the_import_with_lc068_then_rac0679_then_let_it_throu
         let (done, _) = poll(&api, &location).await;
         assert_eq!(done.status, StatusCode::OK, "{profile}: {done}");
         assert_eq!(boot(&api.get(SYS).await.body), ("Cd".into(), "Once".into()));
-        assert_eq!(api.state.faults.fired(), [1, 1, 1]);
+        assert_eq!(api.state.core.faults.fired(), [1, 1, 1]);
     }
     let api = Api::new(1);
     let sys = api.system(0).await;
-    api.state.faults.replace(FaultConfig {
+    api.state.core.faults.replace(FaultConfig {
         seed: 0,
         rules: vec![Rule {
             path: Some("/redfish/v1/Systems/*".into()),
@@ -998,7 +998,7 @@ async fn the_bios_one_time_boot_device_boots_at_the_reset_that_applies_it() {
     )
     .await;
     let booted = |api: &Api| {
-        let backend = api.state.backend.clone();
+        let backend = api.state.core.backend.clone();
         async move {
             let sys = backend.system("System.Embedded.1").await.unwrap();
             sys.bmc.last_boot.unwrap().target

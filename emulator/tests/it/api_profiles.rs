@@ -326,6 +326,7 @@ async fn idrac_http_boot_goes_through_the_bios_attributes() {
     let id = api.get(&sys).await.body["Id"].as_str().unwrap().to_string();
     let rec = api
         .state
+        .core
         .backend
         .system(&id)
         .await
@@ -455,6 +456,7 @@ async fn supermicro_offers_usbcd_and_refuses_inserted_on_insert_media() {
     let id = api.get(&sys).await.body["Id"].as_str().unwrap().to_string();
     let rec = api
         .state
+        .core
         .backend
         .system(&id)
         .await

@@ -191,6 +191,7 @@ async fn virtual_media_insert_and_eject_through_both_paths() {
     .await;
     let rec = api
         .state
+        .core
         .backend
         .system(&id)
         .await
@@ -827,8 +828,11 @@ async fn a_power_loss_ends_as_each_power_restore_policy_says() {
     use http_body_util::BodyExt;
     use tower::ServiceExt;
     let api = Api::new(3);
-    let admin =
-        shoal_emulator::admin::router(api.state.faults.clone(), api.state.backend.clone(), "t0ken");
+    let admin = shoal_emulator::admin::router(
+        api.state.core.faults.clone(),
+        api.state.core.backend.clone(),
+        "t0ken",
+    );
     let post = |body: Value| {
         let admin = admin.clone();
         async move {
@@ -889,7 +893,7 @@ async fn a_power_loss_ends_as_each_power_restore_policy_says() {
     );
     for s in &systems {
         let id = s.rsplit('/').next().unwrap();
-        let sys = api.state.backend.system(id).await.unwrap();
+        let sys = api.state.core.backend.system(id).await.unwrap();
         assert_eq!(
             sys.power,
             shoal_emulator::model::PowerState::Off,
@@ -997,7 +1001,7 @@ async fn manager_of(api: &Api, sys: &str) -> String {
 #[tokio::test]
 async fn a_service_that_refuses_power_off_keeps_its_machines_on() {
     let mut state = Api::new(1).state;
-    state.power_off_disabled = true;
+    state.core.power_off_disabled = true;
     let api = Api::of_state(state);
     let sys = api.system(0).await;
     api.reset(&sys, "On").await;

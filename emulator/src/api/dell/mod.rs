@@ -34,6 +34,7 @@ use serde_json::{json, Map, Value};
 use super::json::{self, JsonObject, Resource};
 use super::{collection, link, AppState, Sys, SysId};
 use crate::api::error::{ApiError, Msg};
+use crate::bmc::{BootRefused, BootRequest};
 use crate::model::{BootTarget, Change, OverrideEnabled, PowerState, System};
 use crate::profile::{DellLc, Profile};
 use crate::timefmt::rfc3339;
@@ -226,7 +227,7 @@ where
             Some(j) if !j.state.finished() => {}
             _ => return false,
         }
-        let Ok(sys) = st.backend.system(id).await else {
+        let Ok(sys) = st.core.backend.system(id).await else {
             return false;
         };
         if applied(&sys) {
@@ -270,7 +271,7 @@ async fn delete_jobs(st: &AppState, id: &str, one: Option<&str>) -> Result<usize
         tracing::info!(system = %sys.name, job = %j.id, "job deleted: its change taken back");
     }
     if !changes.is_empty() {
-        st.backend.apply(id, changes).await?;
+        st.core.backend.apply(id, changes).await?;
     }
     Ok(gone.len())
 }
@@ -340,7 +341,8 @@ async fn create_job(
             .about("TargetSettingsURI"),
         ));
     }
-    st.backend
+    st.core
+        .backend
         .apply(&sys.id, vec![Change::BiosHold(false)])
         .await?;
     let jid = schedule_bios_job(&st, sys);
@@ -416,7 +418,7 @@ fn job_uri(st: &AppState, sys: &System, jid: &str) -> String {
 /// the job has not finished (sushy's Dell extension polls while it sees
 /// 202), then 200.
 pub async fn task_response(st: &AppState, j: &Job) -> Result<Response, ApiError> {
-    let sys = st.backend.system(&j.system).await?;
+    let sys = st.core.backend.system(&j.system).await?;
     let d = st.profile(&sys).dell.as_ref();
     let uri = format!("/redfish/v1/TaskService/Tasks/{}", j.id);
     let mut dell_job = job_json(&job_uri(st, &sys, &j.id), j);
@@ -619,6 +621,7 @@ async fn api_status(
     let server = match sys.power {
         PowerState::Off | PowerState::PoweringOff => "PoweredOff",
         _ if st
+            .core
             .power_clock
             .within(&sys.id, st.profile(&sys).power.post_secs, true) =>
         {
@@ -863,19 +866,24 @@ async fn import(
     let mut changes = Vec::new();
     let changed = plan.next.filter(|n| *n != now);
     if let Some(n) = changed {
-        if n.target != BootTarget::None && !st.profile(sys).offers(n.target) {
-            return Err(refused(scp::ScpError::BadValue(
+        // ServerBoot.1#BootOnce and FirstBootDevice: the one boot
+        // decision; a device the server does not offer is a bad value.
+        let req = BootRequest {
+            target: Some(match n.enabled {
+                OverrideEnabled::Disabled => BootTarget::None,
+                _ => n.target,
+            }),
+            enabled: Some(n.enabled),
+            ..BootRequest::default()
+        };
+        let boot = st.core.decide_boot(sys, &req).map_err(|e| match e {
+            BootRefused::TargetNotOffered(t) => refused(scp::ScpError::BadValue(
                 st.manager_id(sys).to_string(),
                 "ServerBoot.1#FirstBootDevice".into(),
-                n.target.to_string(),
-            )));
-        }
-        let mut boot = sys.bmc.boot.clone();
-        boot.target = n.target;
-        boot.enabled = n.enabled;
-        if n.enabled == OverrideEnabled::Disabled {
-            boot.target = BootTarget::None;
-        }
+                t.to_string(),
+            )),
+            other => crate::api::boot_rules::boot_refused(other, st.profile(sys)),
+        })?;
         changes.push(Change::Boot(boot));
     }
     // BIOS values the machine would not have after its next start: staged
@@ -894,7 +902,7 @@ async fn import(
         changes.push(Change::BiosHold(false));
     }
     if !changes.is_empty() {
-        st.backend.apply(&sys.id, changes).await?;
+        st.core.backend.apply(&sys.id, changes).await?;
     }
     let job = st.lc.create(
         &sys.id,
@@ -957,7 +965,7 @@ async fn apply_import_bios(st: &AppState, id: &str, jid: &str, p: &ImportPower) 
     };
     if let Some(r) = reset {
         tracing::info!(system = %id, job = %jid, reset = %r, "SCP import: the host restarts to apply the BIOS settings");
-        if let Err(e) = st.backend.reset(id, r).await {
+        if let Err(e) = st.core.backend.reset(id, r).await {
             tracing::warn!(system = %id, job = %jid, error = %e, "SCP import: the host did not restart");
             let msg = "SYS067";
             st.lc
@@ -969,7 +977,7 @@ async fn apply_import_bios(st: &AppState, id: &str, jid: &str, p: &ImportPower) 
         return;
     }
     if p.host_off {
-        if let Err(e) = st.backend.reset(id, ResetType::ForceOff).await {
+        if let Err(e) = st.core.backend.reset(id, ResetType::ForceOff).await {
             tracing::warn!(system = %id, job = %jid, error = %e, "SCP import: the host was not turned off");
         }
     }

@@ -121,7 +121,7 @@ pub(in crate::api) fn controller_parts(st: &AppState, sys: &System, names: &Name
             }
         }
     });
-    if st.backend.manages_volumes() {
+    if st.core.backend.manages_volumes() {
         v["@Redfish.Settings"] = json!({
             "@odata.type": "#Settings.v1_3_3.Settings",
             "SettingsObject": link(&format!(
@@ -267,7 +267,7 @@ async fn action(
     }
     let drives = pd_array(d, &names, &body, action)?;
     lc_ready(&st, d)?;
-    if !st.backend.manages_volumes() {
+    if !st.core.backend.manages_volumes() {
         return Err(refused(
             d,
             Msg::new("ActionNotSupported", &[action]),
@@ -320,7 +320,8 @@ async fn finish(st: &AppState, id: &str, action: &str, drives: &[String]) -> Res
             staged: false,
         })
         .collect();
-    st.backend
+    st.core
+        .backend
         .apply(&locked.sys.id, changes)
         .await
         .map(drop)
@@ -338,7 +339,7 @@ async fn settings(
     raid_of(&st, &sys, &uri)?;
     let names = Names::of(&st, &sys);
     names.check(&ctl, &uri)?;
-    if c != names.ids.controller() || !st.backend.manages_volumes() {
+    if c != names.ids.controller() || !st.core.backend.manages_volumes() {
         return Err(ApiError::NotFound(uri.path().to_string()));
     }
     let mode = sys.bmc.storage.projected_mode();
@@ -428,7 +429,7 @@ async fn patch_settings(
     let d = raid_of(&st, sys, &uri)?;
     let names = Names::of(&st, sys);
     names.check(&ctl, &uri)?;
-    if c != names.ids.controller() || !st.backend.manages_volumes() {
+    if c != names.ids.controller() || !st.core.backend.manages_volumes() {
         return Err(ApiError::NotFound(uri.path().to_string()));
     }
     let mode = mode_of(&body)?;
@@ -446,7 +447,8 @@ async fn patch_settings(
         ApiError::bad(Msg::new("PropertyValueConflict", &[MODE_PATH, "Volumes"]).about(MODE_PATH))
     })?;
     let change = VolumeChange::Mode(mode);
-    st.backend
+    st.core
+        .backend
         .apply(
             &sys.id,
             vec![Change::Volume {

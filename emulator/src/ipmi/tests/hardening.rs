@@ -143,14 +143,14 @@ fn wrong_passwords_lock_the_account_until_the_lockout_ends() {
     rt().block_on(async {
         let bmc = bmc_with(users());
         let defaults = LockoutPolicy::default();
-        assert_eq!(bmc.state.auth.lockout_policy(), defaults);
+        assert_eq!(bmc.auth.lockout_policy(), defaults);
         for _ in 0..defaults.threshold {
             assert_eq!(login(&bmc, "op", "wrong", 17, 3).await.err(), Some(0x0f));
         }
         assert_eq!(login(&bmc, "op", "oper", 17, 3).await.err(), Some(0x0f));
         login(&bmc, "admin", "secret", 3, 4).await.unwrap();
         // The live policy: what a PATCH of AccountService sets.
-        bmc.state.auth.set_lockout_policy(policy(2, 1, 1));
+        bmc.auth.set_lockout_policy(policy(2, 1, 1));
         for _ in 0..2 {
             assert_eq!(login(&bmc, "viewer", "x", 3, 2).await.err(), Some(0x0f));
         }
@@ -168,7 +168,7 @@ fn wrong_passwords_lock_the_account_until_the_lockout_ends() {
 fn a_console_giving_up_after_rakp_2_counts_as_a_failure() {
     rt().block_on(async {
         let bmc = bmc_with(users());
-        bmc.state.auth.set_lockout_policy(policy(3, 60, 60));
+        bmc.auth.set_lockout_policy(policy(3, 60, 60));
         for _ in 0..3 {
             give_up(&bmc, "op").await;
         }
@@ -185,7 +185,7 @@ fn a_console_giving_up_after_rakp_2_counts_as_a_failure() {
 fn challenges_a_console_abandons_count_as_failures() {
     rt().block_on(async {
         let bmc = bmc_with(users());
-        bmc.state.auth.set_lockout_policy(policy(3, 60, 60));
+        bmc.auth.set_lockout_policy(policy(3, 60, 60));
         for _ in 0..3 {
             assert_eq!(rakp2(&bmc, "op", 17, 3).await.0[1], 0);
         }
@@ -194,7 +194,7 @@ fn challenges_a_console_abandons_count_as_failures() {
         assert_eq!(login(&bmc, "op", "oper", 17, 3).await.err(), Some(0x0f));
 
         let bmc = bmc_with(users());
-        bmc.state.auth.set_lockout_policy(policy(3, 60, 60));
+        bmc.auth.set_lockout_policy(policy(3, 60, 60));
         for _ in 0..2 {
             rakp2(&bmc, "op", 17, 3).await;
         }
@@ -213,7 +213,7 @@ fn challenges_a_console_abandons_count_as_failures() {
 fn the_failure_count_resets_after_a_quiet_while_and_after_a_login() {
     rt().block_on(async {
         let bmc = bmc_with(users());
-        bmc.state.auth.set_lockout_policy(policy(3, 60, 1));
+        bmc.auth.set_lockout_policy(policy(3, 60, 1));
         for _ in 0..2 {
             assert_eq!(login(&bmc, "op", "wrong", 3, 3).await.err(), Some(0x0f));
         }
@@ -231,7 +231,7 @@ fn the_failure_count_resets_after_a_quiet_while_and_after_a_login() {
             assert_eq!(login(&bmc, "op", "wrong", 3, 3).await.err(), Some(0x0f));
         }
         assert_eq!(login(&bmc, "op", "oper", 3, 3).await.err(), Some(0x0f));
-        bmc.state.auth.set_lockout_policy(policy(0, 60, 60));
+        bmc.auth.set_lockout_policy(policy(0, 60, 60));
         login(&bmc, "viewer", "look", 3, 2).await.unwrap();
         for _ in 0..10 {
             assert_eq!(login(&bmc, "viewer", "x", 3, 2).await.err(), Some(0x0f));
@@ -255,7 +255,7 @@ fn lan_parameter_26_shows_the_lockout_policy() {
             param(bmc.clone()).await,
             (0, vec![0x11, 0, 5, 30, 0, 30, 0])
         );
-        bmc.state.auth.set_lockout_policy(policy(3, 4000, 25));
+        bmc.auth.set_lockout_policy(policy(3, 4000, 25));
         assert_eq!(
             param(bmc.clone()).await,
             (0, vec![0x11, 0, 3, 3, 0, 0x90, 0x01])
@@ -284,7 +284,7 @@ fn an_unknown_name_is_answered_as_a_known_one_with_a_wrong_password() {
         assert_eq!(login(&bmc, "nobody", "secret", 17, 4).await.err(), wrong);
         assert_eq!(login(&bmc, "nobody", "", 3, 2).await.err(), wrong);
         // A locked account answers as an unknown one.
-        bmc.state.auth.set_lockout_policy(policy(1, 60, 60));
+        bmc.auth.set_lockout_policy(policy(1, 60, 60));
         assert_eq!(login(&bmc, "op", "wrong", 17, 3).await.err(), wrong);
         let (locked, _) = rakp2(&bmc, "op", 17, 3).await;
         assert_eq!((locked[1], locked.len()), (0, 40 + 32));

@@ -1,0 +1,186 @@
+//! The BMC itself, whatever protocol asks: what it decides about its
+//! machines and where every change it accepts is announced.
+//!
+//! A [`Core`] is one endpoint's BMC: its backend view, the per-system
+//! locks, the behaviour profiles, the injected faults, the clock of power
+//! actions. Both front-ends hold one, the Redfish service
+//! (`api::AppState`) and the IPMI side (`ipmi::Bmc`), and call it for
+//! every decision that is not about their wire format:
+//! - `power`: a power action ([`Core::power_action`]) and why one is
+//!   refused ([`PowerError`]);
+//! - `boot`: a boot override request ([`Core::set_boot`]) and why one is
+//!   refused ([`BootRefused`]), the one rule set of every route.
+//!
+//! Each front-end maps the core's refusals once, to its own errors
+//! (Redfish messages, IPMI completion codes).
+//!
+//! Invariants: every read-check-write of a system holds that system's
+//! lock ([`SystemLocks`]); the core never imports a front-end (`api`,
+//! `ipmi`), the server or the configuration.
+
+mod boot;
+mod power;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+pub use boot::{offered_targets, BootRefused, BootRequest};
+pub use power::{PowerClock, PowerError};
+
+use crate::backend::{Backend, BackendError};
+use crate::faults::Faults;
+use crate::model::System;
+use crate::profile::{self, Profile, Profiles};
+
+/// Locks `m`, taking over a lock whose holder panicked: the data it
+/// guards stays consistent at every await-free step, so a panic elsewhere
+/// never takes the BMC down with it.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Per-resource async locks serialising read-check-write sequences, keyed
+/// by system Id (accounts use `account:ID`). Only locks someone holds or
+/// waits for stay in the map: each new key first drops the others.
+#[derive(Default)]
+pub struct SystemLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+
+impl SystemLocks {
+    pub async fn lock(&self, id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let m = {
+            let mut map = lock(&self.0);
+            match map.get(id) {
+                Some(m) => m.clone(),
+                None => {
+                    // A holder or waiter has a clone of its own; only the
+                    // map's is left of a lock nobody wants (and no one can
+                    // reach it but through the map, under this mutex).
+                    map.retain(|_, m| Arc::strong_count(m) > 1);
+                    map.entry(id.to_string()).or_default().clone()
+                }
+            }
+        };
+        m.lock_owned().await
+    }
+
+    /// How many locks the map keeps.
+    pub fn len(&self) -> usize {
+        lock(&self.0).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A future borrowing what it was made from.
+pub type Borrowed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The background work of a BMC (virtual media downloads, volume changes
+/// staged for the next start) as a power action sees it: a start waits
+/// for a download under way, and a reset wakes what waits for one. The
+/// Redfish task store is the one implementation.
+pub trait Work: Send + Sync {
+    /// Waits until no work on a key starting with `prefix` runs, `limit`
+    /// at most; `false` when some still does.
+    fn settled<'a>(&'a self, prefix: &'a str, limit: Duration) -> Borrowed<'a, bool>;
+
+    /// A reset was carried out: staged work looks at its machine again.
+    fn reset_seen(&self);
+}
+
+/// No background work (a core without a task store: tests, tools).
+struct NoWork;
+
+impl Work for NoWork {
+    fn settled<'a>(&'a self, _: &'a str, _: Duration) -> Borrowed<'a, bool> {
+        Box::pin(async { true })
+    }
+
+    fn reset_seen(&self) {}
+}
+
+/// The key prefix of the virtual media downloads of `sys`: a start waits
+/// for them (the task store keys each slot's insert under it).
+pub fn media_work_of(sys: &System) -> String {
+    format!("vmedia:{}:", sys.id)
+}
+
+/// One endpoint's BMC (see the module's documentation). Cheap to clone.
+#[derive(Clone)]
+pub struct Core {
+    /// The endpoint's view of the machines.
+    pub backend: Arc<dyn Backend>,
+    pub locks: Arc<SystemLocks>,
+    /// The behaviour profiles systems may name.
+    pub profiles: Arc<Profiles>,
+    /// The process's injected faults.
+    pub faults: Arc<Faults>,
+    /// On an endpoint of its own: the names of its systems (what a fault
+    /// aimed at them hits, service root included).
+    pub endpoint_systems: Option<Arc<Vec<String>>>,
+    /// The last power action of each system, for profiles whose BMC is
+    /// busy or whose host is in POST for a while after one.
+    pub power_clock: Arc<PowerClock>,
+    /// Power-off actions are refused (sushy-tools'
+    /// `SUSHY_EMULATOR_DISABLE_POWER_OFF`, `--disable-power-off`).
+    pub power_off_disabled: bool,
+    /// The background work power actions wait for and wake.
+    pub work: Arc<dyn Work>,
+}
+
+impl Core {
+    /// The BMC of `backend`'s machines, with the built-in profiles, no
+    /// faults and no background work.
+    pub fn new(backend: Arc<dyn Backend>) -> Core {
+        Core {
+            backend,
+            locks: Arc::default(),
+            profiles: Arc::default(),
+            faults: Arc::default(),
+            endpoint_systems: None,
+            power_clock: Arc::default(),
+            power_off_disabled: false,
+            work: Arc::new(NoWork),
+        }
+    }
+
+    /// The profile of `sys`. Inventories are checked against the
+    /// profiles at start-up; a name only a state file from elsewhere
+    /// could bring falls back to the generic one.
+    pub fn profile(&self, sys: &System) -> &'static Profile {
+        self.profiles
+            .get(&sys.profile)
+            .unwrap_or_else(|_| profile::generic())
+    }
+
+    /// Takes the system's lock and reads it, for a read-check-write.
+    pub async fn locked(&self, id: &str) -> Result<Locked, BackendError> {
+        let guard = self.locks.lock(id).await;
+        let sys = self.backend.system(id).await?;
+        let profile = self.profile(&sys);
+        Ok(Locked {
+            sys,
+            profile,
+            _guard: guard,
+        })
+    }
+}
+
+/// A system read under its lock; the lock is held until this is dropped.
+pub struct Locked {
+    pub sys: System,
+    pub profile: &'static Profile,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl Locked {
+    /// The system, its profile and the lock, to hold the lock longer
+    /// than the system read under it.
+    pub fn into_parts(self) -> (System, &'static Profile, tokio::sync::OwnedMutexGuard<()>) {
+        (self.sys, self.profile, self._guard)
+    }
+}
