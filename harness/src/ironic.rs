@@ -10,6 +10,7 @@
 //! `drivers/ironic_node.py` (python-ironicclient), also inside the
 //! namespace; every response it acts on goes to `ironic-api.jsonl`.
 
+use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -495,10 +496,11 @@ impl Ironic {
     /// Runs `ironic_node.py ARGS` inside the namespace; its output lines
     /// go to `driver.log`. Returns stdout; an error carries Ironic's error
     /// (the `IRONIC-ERROR` line) when there is one.
-    pub fn node(&self, args: &[&str], limit: Duration) -> Result<String> {
+    pub fn node<S: AsRef<str>>(&self, args: &[S], limit: Duration) -> Result<String> {
+        let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
         let out = self
             .script(limit)
-            .args(args)
+            .args(&args)
             .stdin(Stdio::null())
             .output()
             .context("running drivers/ironic_node.py")?;
@@ -626,6 +628,19 @@ pub fn render(value: &str, layout: &Layout) -> Result<String> {
         out.replace_range(start..=end, &hex::encode(sha2::Sha256::digest(&bytes)));
     }
     Ok(out)
+}
+
+/// `ironic_node.py deploy` for node `name` with `instance` (rendered).
+pub fn deploy_args(
+    name: &str,
+    instance: &BTreeMap<String, String>,
+    l: &Layout,
+) -> Result<Vec<String>> {
+    let mut args = vec!["deploy".to_string(), "--name".into(), name.to_string()];
+    for (k, v) in instance {
+        args.extend(["--instance".into(), format!("{k}={}", render(v, l)?)]);
+    }
+    Ok(args)
 }
 
 #[cfg(test)]

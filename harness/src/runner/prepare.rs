@@ -7,21 +7,21 @@
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Result};
 
-use super::checks::Patterns;
-use super::Options;
+use super::bmc::{bmc_certificate, ipmi_port, start_emulator, url_host};
+use super::machine::{copy_artifacts, define_machine, domain_uuid, Machine};
+use super::options::Options;
 use crate::driver::Bmc;
 use crate::emulator::EmulatorProcess;
 use crate::ironic::Layout;
-use crate::lab::{Lab, Net, NetSpec, Ppc64le, Uefi};
+use crate::lab::{Lab, Net, NetSpec};
 use crate::scenario::{
-    DeployInterface, Dhcp, Driver, Enroll, HttpBoot, Https, Image, IronicDriver, Platform,
-    Protocol, Scenario, ServerCertificate,
+    DeployInterface, Dhcp, Driver, Enroll, Https, IronicDriver, Protocol, Scenario,
+    ServerCertificate, Then,
 };
 
 /// The host number of a petitboot machine's fixed address in its /24.
@@ -55,6 +55,15 @@ pub(super) struct Prepared {
     /// Held, not read: the emulator stops when the case is dropped (after
     /// the drive's Ironic, which talks to it).
     _emulator: EmulatorProcess,
+}
+
+/// The patterns of a case: the scenario's, rendered for the machine where
+/// it is a petitboot one.
+pub(super) struct Patterns {
+    pub serial: Vec<String>,
+    pub requests: Vec<String>,
+    pub failure: Vec<String>,
+    pub then: Option<Then>,
 }
 
 /// The libvirt domain of case number `index` of scenario `name`.
@@ -215,7 +224,7 @@ pub(super) fn prepare(
     )?;
     // The IPMI listener shares the Redfish address.
     let ipmi = (ipmi_port != 0)
-        .then(|| super::drive::url_host(&emulator.url).map(|h| (h, ipmi_port)))
+        .then(|| url_host(&emulator.url).map(|h| (h, ipmi_port)))
         .transpose()?;
     Ok(Prepared {
         dir: dir.to_path_buf(),
@@ -269,42 +278,6 @@ fn https_server(h: &Https, index: u8, dir: &Path) -> Result<Arc<openssl::ssl::Ss
     Ok(Arc::new(server.acceptor()?))
 }
 
-/// Builds (or takes from the cache) the scenario's boot files and copies
-/// them into the served folder `www` under their scenario names.
-fn copy_artifacts(s: &Scenario, www: &Path) -> Result<()> {
-    for a in &s.artifacts {
-        let marker = a.marker.as_deref().unwrap_or_default();
-        let built = match a.image {
-            Image::GrubMarkerEfi => crate::images::grub_marker("efi", marker)?,
-            Image::GrubMarkerIso => crate::images::grub_marker("iso", marker)?,
-            Image::DeployRamdisk => {
-                crate::images::build("deploy-ramdisk.sh", &["iso"], "deploy.iso")?
-            }
-            Image::DeployKernel => {
-                crate::images::build("deploy-ramdisk.sh", &["kernel"], "vmlinuz")?
-            }
-            Image::DeployInitrd => {
-                crate::images::build("deploy-ramdisk.sh", &["initrd"], "initrd.gz")?
-            }
-            Image::DeployRamdiskIpmi => {
-                crate::images::build("deploy-ramdisk.sh", &["iso-ipmi"], "deploy-ipmi.iso")?
-            }
-            Image::IpxeSnponly => packaged(crate::lab::IPXE_SNPONLY, "ipxe")?,
-            Image::GrubNetbootEfi => packaged(crate::lab::GRUB_NETBOOT, "grub-efi-amd64-signed")?,
-            Image::Ppc64leKernel => ppc64le("kernel", "vmlinux")?,
-            Image::IpaKernel => crate::images::ipa_ramdisk()?.join("vmlinuz"),
-            Image::IpaInitrd => crate::images::ipa_ramdisk()?.join("initrd"),
-            Image::IpaEsp => crate::images::ipa_ramdisk()?.join("esp.img"),
-            Image::IpaIso => crate::images::ipa_ramdisk()?.join("ipa.iso"),
-            Image::InstanceQcow2 => crate::images::instance_image("qcow2", marker)?,
-            Image::InstanceRaw => crate::images::instance_image("raw", marker)?,
-            Image::Ppc64lePayload => ppc64le("payload", "payload.cpio.gz")?,
-        };
-        std::fs::copy(&built, www.join(&a.name))?;
-    }
-    Ok(())
-}
-
 /// Where the case's Ironic keeps its files and how it names the boot
 /// server; on an IPv6-only network Ironic's URLs name the host's IPv6
 /// address.
@@ -348,240 +321,6 @@ fn ironic_layout(s: &Scenario, index: u8, host: Ipv4Addr, dir: &Path) -> Result<
                 callback_timeout: n.callback_timeout_secs.unwrap_or(600),
             }),
     })
-}
-
-/// The UDP port of case `index`'s IPMI listener (on the emulator's
-/// address), beside Ironic's API port `16000 + index`.
-pub(super) fn ipmi_port(index: u8) -> u16 {
-    17000 + u16::from(index)
-}
-
-/// The names a case's domain is defined with.
-struct Machine<'a> {
-    domain: &'a str,
-    uuid: &'a str,
-    net: &'a Net,
-    mac: &'a str,
-    serial: &'a Path,
-}
-
-/// Defines the case's machine: a ppc64le machine (pseries or powernv) running the netboot
-/// image (with a disk when the scenario gives it an OS), else UEFI x86_64.
-fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Path) -> Result<()> {
-    if !s.petitboot() {
-        let cacerts = match s.https.as_ref().and_then(|h| h.fw_cfg) {
-            Some(which) => {
-                let cas = crate::tls::run_cas()?;
-                let list: Vec<&openssl::x509::X509> = match which {
-                    Enroll::RunCa => vec![&cas.ca.cert],
-                    Enroll::OtherCa => vec![&cas.other.cert],
-                    Enroll::Intermediate => vec![&cas.intermediate.cert],
-                    Enroll::None => vec![],
-                };
-                let p = std::fs::canonicalize(dir)?
-                    .join("tls")
-                    .join("fw_cfg-cacerts.bin");
-                std::fs::write(&p, crate::tls::edk2_cacerts(&list)?)?;
-                Some(p)
-            }
-            None => None,
-        };
-        let disk = match s.machine.disk_gib {
-            Some(gib) => Some(blank_disk(dir, gib)?),
-            None => None,
-        };
-        lab.define_uefi(&Uefi {
-            name: m.domain,
-            net: m.net,
-            mac: m.mac,
-            memory_mib: s.machine.memory_mib,
-            serial: m.serial,
-            https_cacerts: cacerts.as_deref(),
-            disk: disk.as_deref(),
-        })?;
-        return Ok(());
-    }
-    let gone = crate::lab::missing_ppc64le();
-    if !gone.is_empty() {
-        bail!(
-            "this host cannot run ppc64le machines; missing: {}",
-            gone.join(", ")
-        );
-    }
-    let kernel = ppc64le("kernel", "vmlinux")?;
-    // powernv's image reads the BMC over in-band IPMI (ipmitool and its
-    // libraries); pseries keeps the smaller one its kexec was measured with.
-    let netboot = match s.machine.platform {
-        Platform::Pseries => ppc64le("netboot", "netboot.cpio.gz")?,
-        Platform::Powernv => ppc64le("netboot-opal", "netboot.cpio.gz")?,
-    };
-    let disk = match &s.machine.disk_os {
-        Some(os) => {
-            // An installed OS, as far as petitboot can tell.
-            let mut bytes = format!("SHOAL-DISK-OS {os}\n").into_bytes();
-            bytes.resize(1 << 20, 0);
-            let p = std::fs::canonicalize(dir)?.join("disk.img");
-            std::fs::write(&p, bytes)?;
-            Some(p)
-        }
-        None => None,
-    };
-    lab.define_ppc64le(&Ppc64le {
-        platform: s.machine.platform,
-        name: m.domain,
-        uuid: m.uuid,
-        net: m.net,
-        mac: m.mac,
-        memory_mib: s.machine.memory_mib,
-        serial: m.serial,
-        kernel: &kernel,
-        initrd: &netboot,
-        disk: disk.as_deref(),
-    })?;
-    Ok(())
-}
-
-/// A blank sparse qcow2 disk of `gib` GiB in the case folder.
-fn blank_disk(dir: &Path, gib: u64) -> Result<PathBuf> {
-    let p = std::fs::canonicalize(dir)?.join("disk.qcow2");
-    let out = Command::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2"])
-        .arg(&p)
-        .arg(format!("{gib}G"))
-        .output()
-        .context("running qemu-img (Debian package qemu-utils)")?;
-    if !out.status.success() {
-        bail!(
-            "qemu-img create {}: {}",
-            p.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(p)
-}
-
-/// The BMC's own certificate (for 127.0.0.1, from the run's CA), written
-/// into the case's `bmc-tls/`; returns that folder.
-fn bmc_certificate(dir: &Path) -> Result<std::path::PathBuf> {
-    let cas = crate::tls::run_cas()?;
-    let now = crate::tls::now();
-    let day = 86_400;
-    let server = cas
-        .ca
-        .server(&[Ipv4Addr::LOCALHOST.into()], now - day, now + 30 * day)?;
-    let tls = dir.join("bmc-tls");
-    std::fs::create_dir_all(&tls)?;
-    server.write(&tls)?;
-    // What a client verifies the BMC against (Ironic's ilo_verify_ca).
-    std::fs::write(tls.join("run-ca.pem"), cas.ca.pem()?)?;
-    Ok(tls)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn start_emulator(
-    opts: &Options,
-    domain: &str,
-    emulator: &crate::scenario::Emulator,
-    dir: &Path,
-    ns: Option<&str>,
-    ipmi_port: u16,
-    in_band: Option<&Path>,
-    tls: Option<&Path>,
-) -> Result<EmulatorProcess> {
-    let http_boot = emulator.http_boot;
-    // Inside the lab's namespace (for Ironic there) it listens on the
-    // namespace's loopback.
-    let mut cmd = match ns {
-        Some(ns) => {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns]).arg(&opts.emulator);
-            c
-        }
-        None => Command::new(&opts.emulator),
-    };
-    if let Some(p) = &emulator.profile {
-        cmd.args(["--profile", p]);
-    }
-    cmd.args([
-        "--libvirt-uri",
-        crate::lab::SYSTEM_URI,
-        "--libvirt-domain",
-        domain,
-        "--port",
-        "0",
-    ])
-    // Cases run side by side on one loopback: each BMC's IPMI gets a
-    // port of its own, asked for explicitly (a port taken is an error);
-    // 0 when the case has no use for it. Its account is the one the
-    // drivers log in with.
-    .args(["--ipmi-port", &ipmi_port.to_string()]);
-    if ipmi_port != 0 {
-        cmd.args(["--ipmi-user", &crate::driver::ipmi_user_flag()]);
-    }
-    if !emulator.faults.is_empty() {
-        // Its config file holds only the fault rules; errors in them stop
-        // it at start-up, named in its log.
-        let mut faults = toml::Table::new();
-        faults.insert(
-            "rules".into(),
-            toml::Value::Array(
-                emulator
-                    .faults
-                    .iter()
-                    .cloned()
-                    .map(toml::Value::Table)
-                    .collect(),
-            ),
-        );
-        let mut config = toml::Table::new();
-        config.insert("faults".into(), toml::Value::Table(faults));
-        let path = dir.join("emulator.toml");
-        std::fs::write(&path, toml::to_string(&config)?)?;
-        cmd.arg("--config").arg(path);
-    }
-    if let Some(t) = tls {
-        cmd.arg("--ssl-certificate")
-            .arg(t.join("server.pem"))
-            .arg("--ssl-key")
-            .arg(t.join("server.key"));
-    }
-    if let Some(sockets) = in_band {
-        // The machine's side of the BMC, a socket QEMU (its own user)
-        // connects to.
-        cmd.arg("--ipmi-in-band-dir").arg(sockets);
-    }
-    cmd.args([
-        "--http-boot",
-        match http_boot {
-            HttpBoot::Firmware => "firmware",
-            HttpBoot::Vmedia => "vmedia",
-        },
-    ])
-    .arg("--media-cache")
-    .arg(dir.join("media"))
-    // What the BMC downloads is served on the host's loopback
-    // (`Lab::bmc_file_server`), which the emulator refuses by default.
-    .args(["--media-allow-net", "127.0.0.0/8"])
-    // SHOAL_EMULATOR_LOG: the emulator's RUST_LOG, for a closer look.
-    .env(
-        "RUST_LOG",
-        std::env::var("SHOAL_EMULATOR_LOG").unwrap_or_else(|_| "info".into()),
-    );
-    match &emulator.system_id {
-        None => EmulatorProcess::spawn(cmd, &dir.join("emulator.log")),
-        Some(_) => {
-            // The main service keeps no system; the one endpoint is the
-            // machine's BMC, on a port of its own beside it.
-            cmd.args(["--endpoint-per-system", "127.0.0.1:0"]);
-            let mut e = EmulatorProcess::spawn_endpoints(cmd, &dir.join("emulator.log"), 1)?;
-            e.url = e
-                .endpoints
-                .last()
-                .cloned()
-                .ok_or_else(|| anyhow!("the emulator announced no endpoint"))?;
-            Ok(e)
-        }
-    }
 }
 
 /// The DHCP profile the scenario gives its network.
@@ -636,33 +375,4 @@ fn net_spec(s: &Scenario, net_host: Ipv4Addr) -> NetSpec {
         dnsmasq_options: o,
         ..NetSpec::default()
     }
-}
-
-/// A boot file a Debian package installs.
-fn packaged(path: &str, package: &str) -> Result<PathBuf> {
-    let p = PathBuf::from(path);
-    if !p.exists() {
-        bail!("{path} is missing (Debian package {package}; ci/test installs it)");
-    }
-    Ok(p)
-}
-
-/// A ppc64le image from vm-images/ppc64le-netboot.sh.
-fn ppc64le(kind: &str, name: &str) -> Result<PathBuf> {
-    crate::images::build("ppc64le-netboot.sh", &[kind], name)
-}
-
-/// A stable UUID for a domain name, so that templates can name the machine
-/// before it is defined.
-fn domain_uuid(name: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let h = hex::encode(&Sha256::digest(name.as_bytes())[..16]);
-    format!(
-        "{}-{}-4{}-8{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
 }
