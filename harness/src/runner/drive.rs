@@ -99,13 +99,76 @@ fn ironic_deploy(
         crate::netns::inside(&case.ns, move || bmc.enroll_ca(&pem))
             .context("enrolling the CA in the BMC's Boot.Certificates")?;
     }
-    let venv = match node.driver.ironic35() {
+    let svc = Ironic::start(&case.ns, ironic_venv(opts, node)?, l)?;
+    let args = enroll_args(node, l, case)?;
+    let enrolled = svc.node(&args, enroll_limit(node, case))?;
+    let mut problems = inspected(&enrolled, node, machine, &case.mac);
+    let t = Instant::now();
+    let deployed = svc.node(&deploy_args(&case.domain, &node.instance, l)?, case.limit);
+    // The node's console, enabled at enrollment, is read once the node is
+    // active: Ironic stops it during the deploy and starts it again at its
+    // end (the instance's console, never the deploy's), before the
+    // firmware prints its first line.
+    let console_log = case.dir.join("console.log");
+    let console = match (&deployed, node.console.is_empty()) {
+        (Ok(_), false) => match svc.console(&case.domain, &console_log, case.limit * 2) {
+            Ok(reader) => Some(reader),
+            Err(e) => {
+                problems.push(format!("the node's console: {e:#}"));
+                None
+            }
+        },
+        _ => None,
+    };
+    let written = read_all(&l.optsdir());
+    for want in &node.dhcp_opts_contain {
+        if !written.contains(want.as_str()) {
+            problems.push(format!(
+                "Ironic's DHCP options ({}) lack {want:?}",
+                l.optsdir().display()
+            ));
+        }
+    }
+    let mut expected_error = None;
+    let p = &case.patterns;
+    let seen = match (deployed, &node.expect_error) {
+        (Ok(_), None) => watch(&case.serial, &p.serial, &p.failure, case.limit, t),
+        (Err(e), Some(want)) if format!("{e:#}").contains(want.as_str()) => {
+            expected_error = Some(format!("{e:#}"));
+            Watch::Seen(t.elapsed())
+        }
+        (Err(e), _) => Watch::Driver(format!("{e:#}")),
+        (Ok(_), Some(want)) => Watch::Driver(format!(
+            "the node became active, but this scenario expects Ironic to fail with {want:?}"
+        )),
+    };
+    if let (Some(reader), Watch::Seen(_)) = (console, &seen) {
+        console_shows(node, &console_log, &mut problems);
+        drop(reader);
+    }
+    Ok(Drive {
+        started,
+        seen,
+        expected_error,
+        problems,
+        ironic: Some(svc),
+    })
+}
+
+/// The venv of the Ironic the node needs: Ironic 35 for the ilo5 type.
+fn ironic_venv<'a>(opts: &'a Options, node: &IronicNode) -> Result<Option<&'a Path>> {
+    Ok(match node.driver.ironic35() {
         true => Some(opts.ironic35_venv.as_deref().ok_or_else(|| {
             anyhow!("the {} hardware type needs Ironic 35 (--ironic35-venv or SHOAL_IRONIC35_VENV; ci/test builds it)", node.driver.as_str())
         })?),
         false => opts.ironic_venv.as_deref(),
-    };
-    let svc = Ironic::start(&case.ns, venv, l)?;
+    })
+}
+
+/// `ironic_node.py enroll` for the case's machine: the BMC (Redfish,
+/// IPMI, iLO), the node's properties, interfaces, driver_info, inspection,
+/// clean steps and RAID target.
+fn enroll_args(node: &IronicNode, l: &Layout, case: &Prepared) -> Result<Vec<String>> {
     let mut args = vec![
         "enroll".to_string(),
         "--name".into(),
@@ -182,75 +245,34 @@ fn ironic_deploy(
             serde_json::to_string(t)?,
         ]);
     }
+    Ok(args)
+}
+
+/// How long the enrollment may take.
+fn enroll_limit(node: &IronicNode, case: &Prepared) -> Duration {
     // Cleaning at `provide` and agent inspection boot the agent: as long
     // as a deploy may take, each.
     let boots =
         u32::from(node.cleaning) + node.inspect.iter().filter(|i| *i == "agent").count() as u32;
-    let enroll_limit = match boots {
+    (match boots {
         0 => Duration::from_secs(300),
         n => case.limit * n,
-    } + case.limit * u32::from(!node.clean_steps.is_empty());
-    let enrolled = svc.node(&args, enroll_limit)?;
-    let mut problems = inspected(&enrolled, node, machine, &case.mac);
-    let t = Instant::now();
-    let deployed = svc.node(&deploy_args(&case.domain, &node.instance, l)?, case.limit);
-    // The node's console, enabled at enrollment, is read once the node is
-    // active: Ironic stops it during the deploy and starts it again at its
-    // end (the instance's console, never the deploy's), before the
-    // firmware prints its first line.
-    let console_log = case.dir.join("console.log");
-    let console = match (&deployed, node.console.is_empty()) {
-        (Ok(_), false) => match svc.console(&case.domain, &console_log, case.limit * 2) {
-            Ok(reader) => Some(reader),
-            Err(e) => {
-                problems.push(format!("the node's console: {e:#}"));
-                None
-            }
-        },
-        _ => None,
-    };
-    let written = read_all(&l.optsdir());
-    for want in &node.dhcp_opts_contain {
-        if !written.contains(want.as_str()) {
-            problems.push(format!(
-                "Ironic's DHCP options ({}) lack {want:?}",
-                l.optsdir().display()
-            ));
-        }
-    }
-    let mut expected_error = None;
-    let p = &case.patterns;
-    let seen = match (deployed, &node.expect_error) {
-        (Ok(_), None) => watch(&case.serial, &p.serial, &p.failure, case.limit, t),
-        (Err(e), Some(want)) if format!("{e:#}").contains(want.as_str()) => {
-            expected_error = Some(format!("{e:#}"));
-            Watch::Seen(t.elapsed())
-        }
-        (Err(e), _) => Watch::Driver(format!("{e:#}")),
-        (Ok(_), Some(want)) => Watch::Driver(format!(
-            "the node became active, but this scenario expects Ironic to fail with {want:?}"
+    }) + case.limit * u32::from(!node.clean_steps.is_empty())
+}
+
+/// Whether the node's console (copied into `console_log`) showed the
+/// scenario's lines in order, once the serial port did.
+fn console_shows(node: &IronicNode, console_log: &Path, problems: &mut Vec<String>) {
+    // The console carries what the serial port showed, a moment later.
+    let grace = Duration::from_secs(30);
+    match watch(console_log, &node.console, &[], grace, Instant::now()) {
+        Watch::Seen(_) => {}
+        _ => problems.push(format!(
+            "the node's console ({}) did not show {:?} in order",
+            console_log.display(),
+            node.console
         )),
-    };
-    if let (Some(reader), Watch::Seen(_)) = (console, &seen) {
-        // The console carries what the serial port showed, a moment later.
-        let grace = Duration::from_secs(30);
-        match watch(&console_log, &node.console, &[], grace, Instant::now()) {
-            Watch::Seen(_) => {}
-            _ => problems.push(format!(
-                "the node's console ({}) did not show {:?} in order",
-                console_log.display(),
-                node.console
-            )),
-        }
-        drop(reader);
     }
-    Ok(Drive {
-        started,
-        seen,
-        expected_error,
-        problems,
-        ironic: Some(svc),
-    })
 }
 
 /// The text of every file in `dir`, in name order (empty when none).

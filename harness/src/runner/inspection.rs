@@ -2,6 +2,8 @@
 //! reported (the `IRONIC-INSPECTED` lines of the enrollment) is compared
 //! with the machine the scenario describes.
 
+use serde_json::Value;
+
 use crate::scenario::{IronicNode, Machine};
 
 /// What each inspection (an `IRONIC-INSPECTED` line of the enrollment)
@@ -12,87 +14,109 @@ use crate::scenario::{IronicNode, Machine};
 /// it created.
 pub(super) fn inspected(out: &str, node: &IronicNode, machine: &Machine, mac: &str) -> Vec<String> {
     let mut problems = Vec::new();
-    let found: Vec<serde_json::Value> = out
+    let found: Vec<Value> = out
         .lines()
         .filter_map(|l| l.strip_prefix("IRONIC-INSPECTED "))
         .filter_map(|j| serde_json::from_str(j).ok())
         .collect();
-    let disk_gib = machine.disk_gib.unwrap_or(0);
-    let int = |v: &serde_json::Value| {
-        v.as_u64()
-            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-    };
-    let strings = |v: &serde_json::Value, key: &str| -> Vec<String> {
-        v.as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|i| match key {
-                "" => i.as_str(),
-                k => i[k].as_str(),
-            })
-            .map(str::to_lowercase)
-            .collect()
-    };
     let mac = mac.to_lowercase();
     for how in &node.inspect {
         let Some(f) = found.iter().find(|f| f["interface"] == how.as_str()) else {
             problems.push(format!("{how} inspection: Ironic reported nothing"));
             continue;
         };
-        let mut want = |what: &str, ok: bool, got: String| {
-            if !ok {
-                problems.push(format!("{how} inspection: {what} is {got}"));
-            }
+        let mut c = Compare {
+            how,
+            machine,
+            mac: &mac,
+            problems: &mut problems,
         };
-        let (p, inv) = (&f["properties"], &f["inventory"]);
         if how == "ilo" {
-            // iLO's inspection keeps no inventory: the node's properties,
-            // the capabilities proliantutils found, and a port per MAC.
-            let mem = int(&p["memory_mb"]);
-            want(
-                "properties.memory_mb",
-                mem == Some(machine.memory_mib),
-                format!("{mem:?}, not {}", machine.memory_mib),
-            );
-            let gb = int(&p["local_gb"]);
-            want(
-                "properties.local_gb",
-                gb == Some(disk_gib.saturating_sub(1)),
-                format!("{gb:?}, not {}", disk_gib.saturating_sub(1)),
-            );
-            let caps = p["capabilities"].as_str().unwrap_or("");
-            for cap in [
-                "server_model:ProLiant",
-                "nic_capacity:1Gb",
-                "boot_mode:uefi",
-            ] {
-                want(
-                    "properties.capabilities",
-                    caps.contains(cap),
-                    format!("{caps:?}, without {cap}"),
-                );
-            }
-            let ports = strings(&f["ports"], "");
-            want(
-                "the ports",
-                ports.contains(&mac),
-                format!("{ports:?}, not with {mac}"),
-            );
+            c.ilo(f);
             continue;
         }
+        c.inventory(&f["inventory"]);
+        if how == "idrac-redfish" {
+            c.dell(&f["inventory"]);
+        }
+        if how == "redfish" || how == "idrac-redfish" {
+            c.derived(f);
+        }
+    }
+    problems
+}
+
+/// One inspection's report against the machine; what differs goes to
+/// `problems`.
+struct Compare<'a> {
+    how: &'a str,
+    machine: &'a Machine,
+    /// The machine's MAC, lower case.
+    mac: &'a str,
+    problems: &'a mut Vec<String>,
+}
+
+impl Compare<'_> {
+    fn want(&mut self, what: &str, ok: bool, got: String) {
+        if !ok {
+            self.problems
+                .push(format!("{} inspection: {what} is {got}", self.how));
+        }
+    }
+
+    fn disk_gib(&self) -> u64 {
+        self.machine.disk_gib.unwrap_or(0)
+    }
+
+    /// iLO's inspection keeps no inventory: the node's properties, the
+    /// capabilities proliantutils found, and a port per MAC.
+    fn ilo(&mut self, f: &Value) {
+        let (p, memory_mib, disk_gib) =
+            (&f["properties"], self.machine.memory_mib, self.disk_gib());
+        let mem = int(&p["memory_mb"]);
+        self.want(
+            "properties.memory_mb",
+            mem == Some(memory_mib),
+            format!("{mem:?}, not {memory_mib}"),
+        );
+        let gb = int(&p["local_gb"]);
+        self.want(
+            "properties.local_gb",
+            gb == Some(disk_gib.saturating_sub(1)),
+            format!("{gb:?}, not {}", disk_gib.saturating_sub(1)),
+        );
+        let caps = p["capabilities"].as_str().unwrap_or("");
+        for cap in [
+            "server_model:ProLiant",
+            "nic_capacity:1Gb",
+            "boot_mode:uefi",
+        ] {
+            self.want(
+                "properties.capabilities",
+                caps.contains(cap),
+                format!("{caps:?}, without {cap}"),
+            );
+        }
+        self.ports(f);
+    }
+
+    /// The inventory Ironic stored: the MAC, one vCPU, the memory, the
+    /// disk's size.
+    fn inventory(&mut self, inv: &Value) {
+        let (mac, memory_mib, disk_gib) = (self.mac, self.machine.memory_mib, self.disk_gib());
         let macs = strings(&inv["interfaces"], "mac_address");
-        want(
+        self.want(
             "the inventory's MACs",
-            macs.contains(&mac),
+            macs.iter().any(|m| m == mac),
             format!("{macs:?}, not with {mac}"),
         );
         let cpus = int(&inv["cpu"]["count"]);
-        want("cpu.count", cpus == Some(1), format!("{cpus:?}, not 1"));
+        self.want("cpu.count", cpus == Some(1), format!("{cpus:?}, not 1"));
         let mem = int(&inv["memory"]["physical_mb"]);
-        want(
+        self.want(
             "memory.physical_mb",
-            mem == Some(machine.memory_mib),
-            format!("{mem:?}, not {}", machine.memory_mib),
+            mem == Some(memory_mib),
+            format!("{mem:?}, not {memory_mib}"),
         );
         let sizes: Vec<u64> = inv["disks"]
             .as_array()
@@ -100,7 +124,7 @@ pub(super) fn inspected(out: &str, node: &IronicNode, machine: &Machine, mac: &s
             .flatten()
             .filter_map(|d| int(&d["size"]))
             .collect();
-        want(
+        self.want(
             "the disks' sizes",
             sizes.contains(&(disk_gib << 30)),
             format!(
@@ -108,50 +132,79 @@ pub(super) fn inspected(out: &str, node: &IronicNode, machine: &Machine, mac: &s
                 disk_gib << 30
             ),
         );
-        if how == "idrac-redfish" {
-            // Dell's serial number is the service tag (the System's SKU).
-            let tag = inv["system_vendor"]["serial_number"].as_str().unwrap_or("");
-            want(
-                "system_vendor.serial_number",
-                tag.len() == 7
-                    && tag
-                        .bytes()
-                        .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()),
-                format!("{tag:?}, not a 7-character service tag"),
-            );
-            // Ironic 39 compares sushy's boot mode (`UEFI`) with its own
-            // `uefi`, so it never reads the PxeDev attributes and reports
-            // no PXE interface; once it does, it must be this port.
-            if let Some(pxe) = inv["boot"]["pxe_interface"].as_str() {
-                let pxe = pxe.to_lowercase();
-                want(
-                    "boot.pxe_interface",
-                    pxe == mac,
-                    format!("{pxe:?}, not {mac}"),
-                );
-            }
-        }
-        if how == "redfish" || how == "idrac-redfish" {
-            let ports = strings(&f["ports"], "");
-            want(
-                "the ports",
-                ports.contains(&mac),
-                format!("{ports:?}, not with {mac}"),
-            );
-            let mem = int(&p["memory_mb"]);
-            want(
-                "properties.memory_mb",
-                mem == Some(machine.memory_mib),
-                format!("{mem:?}, not {}", machine.memory_mib),
-            );
-            // Ironic keeps a GiB for partitioning: the disk's size less one.
-            let gb = int(&p["local_gb"]);
-            want(
-                "properties.local_gb",
-                gb == Some(disk_gib - 1),
-                format!("{gb:?}, not {}", disk_gib - 1),
+    }
+
+    /// What Dell's inspection adds: the service tag, the PXE port.
+    fn dell(&mut self, inv: &Value) {
+        // Dell's serial number is the service tag (the System's SKU).
+        let tag = inv["system_vendor"]["serial_number"].as_str().unwrap_or("");
+        self.want(
+            "system_vendor.serial_number",
+            tag.len() == 7
+                && tag
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()),
+            format!("{tag:?}, not a 7-character service tag"),
+        );
+        // Ironic 39 compares sushy's boot mode (`UEFI`) with its own
+        // `uefi`, so it never reads the PxeDev attributes and reports
+        // no PXE interface; once it does, it must be this port.
+        if let Some(pxe) = inv["boot"]["pxe_interface"].as_str() {
+            let (pxe, mac) = (pxe.to_lowercase(), self.mac);
+            self.want(
+                "boot.pxe_interface",
+                pxe == mac,
+                format!("{pxe:?}, not {mac}"),
             );
         }
     }
-    problems
+
+    /// What redfish inspection derives: the ports, memory_mb, local_gb.
+    fn derived(&mut self, f: &Value) {
+        let (p, memory_mib, disk_gib) =
+            (&f["properties"], self.machine.memory_mib, self.disk_gib());
+        self.ports(f);
+        let mem = int(&p["memory_mb"]);
+        self.want(
+            "properties.memory_mb",
+            mem == Some(memory_mib),
+            format!("{mem:?}, not {memory_mib}"),
+        );
+        // Ironic keeps a GiB for partitioning: the disk's size less one.
+        let gb = int(&p["local_gb"]);
+        self.want(
+            "properties.local_gb",
+            gb == Some(disk_gib - 1),
+            format!("{gb:?}, not {}", disk_gib - 1),
+        );
+    }
+
+    /// The ports Ironic created: one with the machine's MAC.
+    fn ports(&mut self, f: &Value) {
+        let (ports, mac) = (strings(&f["ports"], ""), self.mac);
+        self.want(
+            "the ports",
+            ports.iter().any(|p| p == mac),
+            format!("{ports:?}, not with {mac}"),
+        );
+    }
+}
+
+/// A number, or a string that holds one (Ironic's properties are either).
+fn int(v: &Value) -> Option<u64> {
+    v.as_u64()
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+}
+
+/// The strings of an array (`key` empty), or each item's `key`, lower case.
+fn strings(v: &Value, key: &str) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| match key {
+            "" => i.as_str(),
+            k => i[k].as_str(),
+        })
+        .map(str::to_lowercase)
+        .collect()
 }

@@ -20,7 +20,7 @@ use crate::emulator::EmulatorProcess;
 use crate::ironic::Layout;
 use crate::lab::{Lab, Net, NetSpec};
 use crate::scenario::{
-    DeployInterface, Dhcp, Driver, Enroll, Https, IronicDriver, Protocol, Scenario,
+    DeployInterface, Dhcp, Driver, Enroll, Https, IronicDriver, Petitboot, Protocol, Scenario,
     ServerCertificate, Then,
 };
 
@@ -71,6 +71,44 @@ pub(super) fn domain_name(index: u8, name: &str) -> String {
     format!("shoal-{index}-{name}")
 }
 
+/// What case `index` of a scenario is called: every name derives from
+/// the number (and the scenario's name) alone.
+struct Names {
+    index: u8,
+    /// The host's address on the case's network, 198.18.index.1.
+    host: Ipv4Addr,
+    domain: String,
+    uuid: String,
+    mac: String,
+    serial: PathBuf,
+}
+
+impl Names {
+    fn new(index: u8, name: &str, dir: &Path) -> Names {
+        let domain = domain_name(index, name);
+        Names {
+            index,
+            host: Ipv4Addr::new(198, 18, index, 1),
+            uuid: domain_uuid(&domain),
+            domain,
+            mac: format!("52:54:00:5e:{index:02x}:01"),
+            serial: dir.join("serial.log"),
+        }
+    }
+}
+
+impl Patterns {
+    /// The scenario's patterns, as yet unrendered.
+    fn of(s: &Scenario) -> Patterns {
+        Patterns {
+            serial: s.checks.serial.clone(),
+            requests: s.checks.requests.clone(),
+            failure: s.checks.failure.clone(),
+            then: s.then.clone(),
+        }
+    }
+}
+
 /// Prepares case `index` (network 198.18.index.0/24) of `s` with `driver`
 /// in `dir`, which it empties first.
 pub(super) fn prepare(
@@ -88,16 +126,12 @@ pub(super) fn prepare(
     if s.machine.stays_on {
         std::fs::write(dir.join("www/stay-on"), "stay on\n")?;
     }
-    let host = Ipv4Addr::new(198, 18, index, 1);
-    let domain = domain_name(index, &s.name);
-    let serial = dir.join("serial.log");
-    let mac = format!("52:54:00:5e:{index:02x}:01");
-    let uuid = domain_uuid(&domain);
-    let mut spec = net_spec(s, host);
+    let names = Names::new(index, &s.name, dir);
+    let mut spec = net_spec(s, names.host);
     spec.dnsmasq_log = Some(std::fs::canonicalize(dir)?.join("dnsmasq.log"));
     let ironic = driver == Driver::Ironic;
     let layout = ironic
-        .then(|| ironic_layout(s, index, host, dir))
+        .then(|| ironic_layout(s, index, names.host, dir))
         .transpose()?;
     if let Some(l) = &layout {
         // The network's dnsmasq watches these folders from its start.
@@ -105,83 +139,22 @@ pub(super) fn prepare(
         spec.dnsmasq_options.extend(l.dnsmasq_options());
         spec.tftp_root = Some(l.www.clone());
     }
-    let mut patterns = Patterns {
-        serial: s.checks.serial.clone(),
-        requests: s.checks.requests.clone(),
-        failure: s.checks.failure.clone(),
-        then: s.then.clone(),
-    };
+    let mut patterns = Patterns::of(s);
     if let Some(p) = &s.petitboot {
-        // The machine gets a fixed address, so that the configuration
-        // can be named after it (the pxelinux IP probe).
-        let target = crate::petitboot::Target {
-            uuid: &uuid,
-            mac: &mac,
-            ip: Ipv4Addr::new(198, 18, index, PETITBOOT_HOST),
-            server: if s.network.ipv6_only {
-                crate::lab::host6(index).into()
-            } else {
-                host.into()
-            },
-        };
-        let www = std::fs::canonicalize(dir.join("www"))?;
-        let names: Vec<&str> = s.artifacts.iter().map(|a| a.name.as_str()).collect();
-        spec.dnsmasq_options
-            .extend(crate::petitboot::prepare(p, &target, &www, &names)?);
-        for c in patterns
-            .serial
-            .iter_mut()
-            .chain(patterns.requests.iter_mut())
-            .chain(patterns.failure.iter_mut())
-            .chain(
-                patterns
-                    .then
-                    .iter_mut()
-                    .flat_map(|t| t.serial.iter_mut().chain(t.requests_absent.iter_mut())),
-            )
-        {
-            *c = crate::petitboot::render(c, p, &target)?;
-        }
-        spec.hosts.push((mac.clone(), PETITBOOT_HOST));
-        if p.protocol == Protocol::Tftp {
-            spec.tftp_root = Some(www);
-        }
+        petitboot_machine(s, p, &names, dir, &mut spec, &mut patterns)?;
     }
     let tls = s
         .https
         .as_ref()
         .map(|h| https_server(h, index, dir))
         .transpose()?;
-    let enroll = match s.https.as_ref().map(|h| h.enroll) {
-        Some(Enroll::RunCa) => Some(crate::tls::run_cas()?.ca.pem()?),
-        Some(Enroll::OtherCa) => Some(crate::tls::run_cas()?.other.pem()?),
-        Some(Enroll::Intermediate) => Some(crate::tls::run_cas()?.intermediate.pem()?),
-        Some(Enroll::None) | None => None,
-    };
-    let (net, bmc_url) = {
-        let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
-        let net = lab.network(index, &spec)?;
-        lab.file_server(&net, &dir.join("www"), &dir.join("http.log"), tls)?;
-        // What the BMC itself downloads; Ironic hands it http_url instead.
-        let bmc_url = match ironic {
-            true => String::new(),
-            false => lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?,
-        };
-        let machine = Machine {
-            domain: &domain,
-            uuid: &uuid,
-            net: &net,
-            mac: &mac,
-            serial: &serial,
-        };
-        define_machine(&mut lab, s, &machine, dir)?;
-        (net, bmc_url)
-    };
+    let enroll = enrolled_ca(s)?;
+    let (net, bmc_url) = network_and_machine(lab, s, &names, &spec, dir, tls, ironic)?;
     let id = lab
         .lock()
         .map_err(|_| anyhow!("lab lock"))?
         .conn()?
-        .lookup_domain_by_name(&domain)?
+        .lookup_domain_by_name(&names.domain)?
         .uuid_string()?;
     let ns = lab.lock().map_err(|_| anyhow!("lab lock"))?.ns.clone();
     // IPMI over LAN for the cases whose driver speaks it (Ironic's ipmi
@@ -214,7 +187,7 @@ pub(super) fn prepare(
         .transpose()?;
     let emulator = start_emulator(
         opts,
-        &domain,
+        &names.domain,
         &s.emulator,
         dir,
         ironic.then_some(&ns),
@@ -235,9 +208,9 @@ pub(super) fn prepare(
             ipmi,
         },
         ipmi_port,
-        domain,
-        serial,
-        mac,
+        domain: names.domain,
+        serial: names.serial,
+        mac: names.mac,
         ns,
         layout,
         patterns,
@@ -247,6 +220,93 @@ pub(super) fn prepare(
         limit: Duration::from_secs(s.timeout_secs),
         _emulator: emulator,
     })
+}
+
+/// A petitboot machine's side of the case: a fixed address, so that the
+/// configuration can be named after it (the pxelinux IP probe); the
+/// configuration and its DHCP options; the patterns rendered for it.
+fn petitboot_machine(
+    s: &Scenario,
+    p: &Petitboot,
+    names: &Names,
+    dir: &Path,
+    spec: &mut NetSpec,
+    patterns: &mut Patterns,
+) -> Result<()> {
+    let target = crate::petitboot::Target {
+        uuid: &names.uuid,
+        mac: &names.mac,
+        ip: Ipv4Addr::new(198, 18, names.index, PETITBOOT_HOST),
+        server: if s.network.ipv6_only {
+            crate::lab::host6(names.index).into()
+        } else {
+            names.host.into()
+        },
+    };
+    let www = std::fs::canonicalize(dir.join("www"))?;
+    let artifacts: Vec<&str> = s.artifacts.iter().map(|a| a.name.as_str()).collect();
+    spec.dnsmasq_options
+        .extend(crate::petitboot::prepare(p, &target, &www, &artifacts)?);
+    for c in patterns
+        .serial
+        .iter_mut()
+        .chain(patterns.requests.iter_mut())
+        .chain(patterns.failure.iter_mut())
+        .chain(
+            patterns
+                .then
+                .iter_mut()
+                .flat_map(|t| t.serial.iter_mut().chain(t.requests_absent.iter_mut())),
+        )
+    {
+        *c = crate::petitboot::render(c, p, &target)?;
+    }
+    spec.hosts.push((names.mac.clone(), PETITBOOT_HOST));
+    if p.protocol == Protocol::Tftp {
+        spec.tftp_root = Some(www);
+    }
+    Ok(())
+}
+
+/// `[https]`: the CA the driver enrolls in `Boot.Certificates` (PEM).
+fn enrolled_ca(s: &Scenario) -> Result<Option<String>> {
+    Ok(match s.https.as_ref().map(|h| h.enroll) {
+        Some(Enroll::RunCa) => Some(crate::tls::run_cas()?.ca.pem()?),
+        Some(Enroll::OtherCa) => Some(crate::tls::run_cas()?.other.pem()?),
+        Some(Enroll::Intermediate) => Some(crate::tls::run_cas()?.intermediate.pem()?),
+        Some(Enroll::None) | None => None,
+    })
+}
+
+/// The case's network, its boot servers (HTTPS with `tls`) and its
+/// machine, defined, in the lab; the network and the BMC's own file
+/// server's URL.
+fn network_and_machine(
+    lab: &Mutex<Lab>,
+    s: &Scenario,
+    names: &Names,
+    spec: &NetSpec,
+    dir: &Path,
+    tls: Option<Arc<openssl::ssl::SslAcceptor>>,
+    ironic: bool,
+) -> Result<(Net, String)> {
+    let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
+    let net = lab.network(names.index, spec)?;
+    lab.file_server(&net, &dir.join("www"), &dir.join("http.log"), tls)?;
+    // What the BMC itself downloads; Ironic hands it http_url instead.
+    let bmc_url = match ironic {
+        true => String::new(),
+        false => lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?,
+    };
+    let machine = Machine {
+        domain: &names.domain,
+        uuid: &names.uuid,
+        net: &net,
+        mac: &names.mac,
+        serial: &names.serial,
+    };
+    define_machine(&mut lab, s, &machine, dir)?;
+    Ok((net, bmc_url))
 }
 
 /// The case's HTTPS acceptor: a server certificate from the run's CA for
