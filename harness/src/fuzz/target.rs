@@ -223,37 +223,7 @@ impl Run<'_> {
         *self.res.kinds.entry(case.kind.name()).or_default() += 1;
         let resp = match sent {
             Ok(r) => r,
-            Err(e) => {
-                let status = if matches!(e, http::Error::Timeout) {
-                    "timeout"
-                } else {
-                    "closed"
-                };
-                *self.res.statuses.entry(status.into()).or_default() += 1;
-                if verbose {
-                    println!("{} → {e}", case.req.short());
-                }
-                if let Some(exit) = self.died() {
-                    let log = self.dir.join(format!("emulator-{}.log", self.starts));
-                    self.finding(
-                        Invariant::Alive,
-                        case,
-                        "exit",
-                        format!("the emulator exited ({exit}); see {}", log.display()),
-                    );
-                    self.restart(format!("case {}: crashed ({exit})", case.id))?;
-                } else if matches!(e, http::Error::Timeout) {
-                    self.finding(
-                        Invariant::NoHang,
-                        case,
-                        "timeout",
-                        format!("no response in {:?}", self.opts.timeout),
-                    );
-                } else if !case.protocol_level {
-                    self.finding(Invariant::NoServerError, case, "closed", e.to_string());
-                }
-                return Ok(());
-            }
+            Err(e) => return self.unanswered(case, e, verbose),
         };
         let s = resp.status;
         *self.res.statuses.entry(s.to_string()).or_default() += 1;
@@ -303,38 +273,76 @@ impl Run<'_> {
                 }
             }
             if let Some((path, old)) = before {
-                if let Some(new) = self.get(&path) {
-                    let (a, b) = (stable(&old, &self.volatile), stable(&new, &self.volatile));
-                    if a != b {
-                        // Confirm: the same refused request, from a fresh
-                        // reading, changes it again.
-                        let mut keys = Vec::new();
-                        changed_keys(&a, &b, &mut keys);
-                        let again = self.get(&path);
-                        let _ = self.client.send(&case.req);
-                        let after = self.get(&path);
-                        let confirmed = match (again, after) {
-                            (Some(x), Some(y)) => {
-                                stable(&x, &self.volatile) != stable(&y, &self.volatile)
-                            }
-                            _ => true,
-                        };
-                        if confirmed {
-                            self.finding(
-                                Invariant::UnchangedAfter4xx,
-                                case,
-                                &s.to_string(),
-                                format!(
-                                    "{path} changed ({}) though the answer was {s}",
-                                    keys.join(", ")
-                                ),
-                            );
-                        }
-                    }
-                }
+                self.refused_left_unchanged(case, s, &path, &old);
             }
         }
         Ok(())
+    }
+
+    /// A case that got no response: the emulator crashed (restarted),
+    /// hung, or closed the connection where it should have answered.
+    fn unanswered(&mut self, case: &Case, e: http::Error, verbose: bool) -> Result<()> {
+        let status = if matches!(e, http::Error::Timeout) {
+            "timeout"
+        } else {
+            "closed"
+        };
+        *self.res.statuses.entry(status.into()).or_default() += 1;
+        if verbose {
+            println!("{} → {e}", case.req.short());
+        }
+        if let Some(exit) = self.died() {
+            let log = self.dir.join(format!("emulator-{}.log", self.starts));
+            self.finding(
+                Invariant::Alive,
+                case,
+                "exit",
+                format!("the emulator exited ({exit}); see {}", log.display()),
+            );
+            self.restart(format!("case {}: crashed ({exit})", case.id))?;
+        } else if matches!(e, http::Error::Timeout) {
+            self.finding(
+                Invariant::NoHang,
+                case,
+                "timeout",
+                format!("no response in {:?}", self.opts.timeout),
+            );
+        } else if !case.protocol_level {
+            self.finding(Invariant::NoServerError, case, "closed", e.to_string());
+        }
+        Ok(())
+    }
+
+    /// After a 4xx: whether the guarded resource still reads as before;
+    /// a change the same refused request makes again is a finding.
+    fn refused_left_unchanged(&mut self, case: &Case, s: u16, path: &str, old: &Value) {
+        if let Some(new) = self.get(path) {
+            let (a, b) = (stable(old, &self.volatile), stable(&new, &self.volatile));
+            if a != b {
+                // Confirm: the same refused request, from a fresh
+                // reading, changes it again.
+                let mut keys = Vec::new();
+                changed_keys(&a, &b, &mut keys);
+                let again = self.get(path);
+                let _ = self.client.send(&case.req);
+                let after = self.get(path);
+                let confirmed = match (again, after) {
+                    (Some(x), Some(y)) => stable(&x, &self.volatile) != stable(&y, &self.volatile),
+                    _ => true,
+                };
+                if confirmed {
+                    self.finding(
+                        Invariant::UnchangedAfter4xx,
+                        case,
+                        &s.to_string(),
+                        format!(
+                            "{path} changed ({}) though the answer was {s}",
+                            keys.join(", ")
+                        ),
+                    );
+                }
+            }
+        }
     }
 
     /// Liveness, credentials and RSS between batches.

@@ -10,49 +10,39 @@
 //! serial port and what the scenario asks to be seen), then [`report`]
 //! (summary, JUnit, case times); [`platform`] names the one known platform
 //! hang in a failure's detail (the case still fails).
+//!
+//! Beneath the stages: [`machine`] (boot files, the domain) and [`bmc`]
+//! (the emulator) for `prepare`; [`inspection`] for the drive's Ironic
+//! enrollment; [`after_deploy`] (Ironic's rebuild, undeploy and boot-
+//! interface switch) for the judge; [`logs`] (the serial watch, request
+//! counts) and [`options`] for all. A case's data flows one way, and so
+//! do the imports: `Prepared` to the drive, `Drive` to the judge, and
+//! nothing back; the modules of `runner` form no cycle.
 
+mod after_deploy;
+mod bmc;
 mod checks;
 mod drive;
+mod inspection;
+mod logs;
+mod machine;
+mod options;
 mod platform;
 mod prepare;
 mod report;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 
 use crate::lab::Lab;
 use crate::scenario::{Driver, Scenario};
+pub use options::Options;
 use platform::platform_stop;
 use report::CaseTimes;
-pub use report::{junit, summary};
-
-pub struct Options {
-    pub jobs: usize,
-    pub artifacts: PathBuf,
-    pub emulator: PathBuf,
-    pub python: Option<PathBuf>,
-    /// The venv with Ironic (the `ironic` driver).
-    pub ironic_venv: Option<PathBuf>,
-    /// The venv with Ironic 35 (the `ilo5` hardware type).
-    pub ironic35_venv: Option<PathBuf>,
-    pub keep_passed: bool,
-}
-
-/// The result of one case.
-#[derive(Debug, Clone)]
-pub struct CaseResult {
-    pub scenario: String,
-    pub driver: Driver,
-    pub passed: bool,
-    pub detail: String,
-    pub elapsed: Duration,
-    /// From the power-on request to the last expected serial line.
-    pub to_marker: Option<Duration>,
-    pub artifacts: Option<PathBuf>,
-}
+pub use report::{junit, summary, CaseResult};
 
 /// Runs one case; `index` picks its network (198.18.index.0/24). Its
 /// artifact folder is kept when it failed (or with `--keep-passed`).

@@ -5,7 +5,7 @@
 //! kexec window rules it out, ARCHITECTURE.md). The case still fails: a
 //! hang is a bug to find, never a run to repeat.
 
-use super::CaseResult;
+use super::report::CaseResult;
 
 /// Why a failed case stopped in the guest platform rather than in
 /// anything Shoal or the scenario does: the guest kernel hung in kexec's

@@ -7,21 +7,21 @@
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Result};
 
-use super::checks::Patterns;
-use super::Options;
+use super::bmc::{bmc_certificate, ipmi_port, start_emulator, url_host};
+use super::machine::{copy_artifacts, define_machine, domain_uuid, Machine};
+use super::options::Options;
 use crate::driver::Bmc;
 use crate::emulator::EmulatorProcess;
 use crate::ironic::Layout;
-use crate::lab::{Lab, Net, NetSpec, Ppc64le, Uefi};
+use crate::lab::{Lab, Net, NetSpec};
 use crate::scenario::{
-    DeployInterface, Dhcp, Driver, Enroll, HttpBoot, Https, Image, IronicDriver, Platform,
-    Protocol, Scenario, ServerCertificate,
+    DeployInterface, Dhcp, Driver, Enroll, Https, IronicDriver, Petitboot, Protocol, Scenario,
+    ServerCertificate, Then,
 };
 
 /// The host number of a petitboot machine's fixed address in its /24.
@@ -57,9 +57,56 @@ pub(super) struct Prepared {
     _emulator: EmulatorProcess,
 }
 
+/// The patterns of a case: the scenario's, rendered for the machine where
+/// it is a petitboot one.
+pub(super) struct Patterns {
+    pub serial: Vec<String>,
+    pub requests: Vec<String>,
+    pub failure: Vec<String>,
+    pub then: Option<Then>,
+}
+
 /// The libvirt domain of case number `index` of scenario `name`.
 pub(super) fn domain_name(index: u8, name: &str) -> String {
     format!("shoal-{index}-{name}")
+}
+
+/// What case `index` of a scenario is called: every name derives from
+/// the number (and the scenario's name) alone.
+struct Names {
+    index: u8,
+    /// The host's address on the case's network, 198.18.index.1.
+    host: Ipv4Addr,
+    domain: String,
+    uuid: String,
+    mac: String,
+    serial: PathBuf,
+}
+
+impl Names {
+    fn new(index: u8, name: &str, dir: &Path) -> Names {
+        let domain = domain_name(index, name);
+        Names {
+            index,
+            host: Ipv4Addr::new(198, 18, index, 1),
+            uuid: domain_uuid(&domain),
+            domain,
+            mac: format!("52:54:00:5e:{index:02x}:01"),
+            serial: dir.join("serial.log"),
+        }
+    }
+}
+
+impl Patterns {
+    /// The scenario's patterns, as yet unrendered.
+    fn of(s: &Scenario) -> Patterns {
+        Patterns {
+            serial: s.checks.serial.clone(),
+            requests: s.checks.requests.clone(),
+            failure: s.checks.failure.clone(),
+            then: s.then.clone(),
+        }
+    }
 }
 
 /// Prepares case `index` (network 198.18.index.0/24) of `s` with `driver`
@@ -79,16 +126,12 @@ pub(super) fn prepare(
     if s.machine.stays_on {
         std::fs::write(dir.join("www/stay-on"), "stay on\n")?;
     }
-    let host = Ipv4Addr::new(198, 18, index, 1);
-    let domain = domain_name(index, &s.name);
-    let serial = dir.join("serial.log");
-    let mac = format!("52:54:00:5e:{index:02x}:01");
-    let uuid = domain_uuid(&domain);
-    let mut spec = net_spec(s, host);
+    let names = Names::new(index, &s.name, dir);
+    let mut spec = net_spec(s, names.host);
     spec.dnsmasq_log = Some(std::fs::canonicalize(dir)?.join("dnsmasq.log"));
     let ironic = driver == Driver::Ironic;
     let layout = ironic
-        .then(|| ironic_layout(s, index, host, dir))
+        .then(|| ironic_layout(s, index, names.host, dir))
         .transpose()?;
     if let Some(l) = &layout {
         // The network's dnsmasq watches these folders from its start.
@@ -96,83 +139,22 @@ pub(super) fn prepare(
         spec.dnsmasq_options.extend(l.dnsmasq_options());
         spec.tftp_root = Some(l.www.clone());
     }
-    let mut patterns = Patterns {
-        serial: s.checks.serial.clone(),
-        requests: s.checks.requests.clone(),
-        failure: s.checks.failure.clone(),
-        then: s.then.clone(),
-    };
+    let mut patterns = Patterns::of(s);
     if let Some(p) = &s.petitboot {
-        // The machine gets a fixed address, so that the configuration
-        // can be named after it (the pxelinux IP probe).
-        let target = crate::petitboot::Target {
-            uuid: &uuid,
-            mac: &mac,
-            ip: Ipv4Addr::new(198, 18, index, PETITBOOT_HOST),
-            server: if s.network.ipv6_only {
-                crate::lab::host6(index).into()
-            } else {
-                host.into()
-            },
-        };
-        let www = std::fs::canonicalize(dir.join("www"))?;
-        let names: Vec<&str> = s.artifacts.iter().map(|a| a.name.as_str()).collect();
-        spec.dnsmasq_options
-            .extend(crate::petitboot::prepare(p, &target, &www, &names)?);
-        for c in patterns
-            .serial
-            .iter_mut()
-            .chain(patterns.requests.iter_mut())
-            .chain(patterns.failure.iter_mut())
-            .chain(
-                patterns
-                    .then
-                    .iter_mut()
-                    .flat_map(|t| t.serial.iter_mut().chain(t.requests_absent.iter_mut())),
-            )
-        {
-            *c = crate::petitboot::render(c, p, &target)?;
-        }
-        spec.hosts.push((mac.clone(), PETITBOOT_HOST));
-        if p.protocol == Protocol::Tftp {
-            spec.tftp_root = Some(www);
-        }
+        petitboot_machine(s, p, &names, dir, &mut spec, &mut patterns)?;
     }
     let tls = s
         .https
         .as_ref()
         .map(|h| https_server(h, index, dir))
         .transpose()?;
-    let enroll = match s.https.as_ref().map(|h| h.enroll) {
-        Some(Enroll::RunCa) => Some(crate::tls::run_cas()?.ca.pem()?),
-        Some(Enroll::OtherCa) => Some(crate::tls::run_cas()?.other.pem()?),
-        Some(Enroll::Intermediate) => Some(crate::tls::run_cas()?.intermediate.pem()?),
-        Some(Enroll::None) | None => None,
-    };
-    let (net, bmc_url) = {
-        let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
-        let net = lab.network(index, &spec)?;
-        lab.file_server(&net, &dir.join("www"), &dir.join("http.log"), tls)?;
-        // What the BMC itself downloads; Ironic hands it http_url instead.
-        let bmc_url = match ironic {
-            true => String::new(),
-            false => lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?,
-        };
-        let machine = Machine {
-            domain: &domain,
-            uuid: &uuid,
-            net: &net,
-            mac: &mac,
-            serial: &serial,
-        };
-        define_machine(&mut lab, s, &machine, dir)?;
-        (net, bmc_url)
-    };
+    let enroll = enrolled_ca(s)?;
+    let (net, bmc_url) = network_and_machine(lab, s, &names, &spec, dir, tls, ironic)?;
     let id = lab
         .lock()
         .map_err(|_| anyhow!("lab lock"))?
         .conn()?
-        .lookup_domain_by_name(&domain)?
+        .lookup_domain_by_name(&names.domain)?
         .uuid_string()?;
     let ns = lab.lock().map_err(|_| anyhow!("lab lock"))?.ns.clone();
     // IPMI over LAN for the cases whose driver speaks it (Ironic's ipmi
@@ -205,7 +187,7 @@ pub(super) fn prepare(
         .transpose()?;
     let emulator = start_emulator(
         opts,
-        &domain,
+        &names.domain,
         &s.emulator,
         dir,
         ironic.then_some(&ns),
@@ -215,7 +197,7 @@ pub(super) fn prepare(
     )?;
     // The IPMI listener shares the Redfish address.
     let ipmi = (ipmi_port != 0)
-        .then(|| super::drive::url_host(&emulator.url).map(|h| (h, ipmi_port)))
+        .then(|| url_host(&emulator.url).map(|h| (h, ipmi_port)))
         .transpose()?;
     Ok(Prepared {
         dir: dir.to_path_buf(),
@@ -226,9 +208,9 @@ pub(super) fn prepare(
             ipmi,
         },
         ipmi_port,
-        domain,
-        serial,
-        mac,
+        domain: names.domain,
+        serial: names.serial,
+        mac: names.mac,
         ns,
         layout,
         patterns,
@@ -238,6 +220,93 @@ pub(super) fn prepare(
         limit: Duration::from_secs(s.timeout_secs),
         _emulator: emulator,
     })
+}
+
+/// A petitboot machine's side of the case: a fixed address, so that the
+/// configuration can be named after it (the pxelinux IP probe); the
+/// configuration and its DHCP options; the patterns rendered for it.
+fn petitboot_machine(
+    s: &Scenario,
+    p: &Petitboot,
+    names: &Names,
+    dir: &Path,
+    spec: &mut NetSpec,
+    patterns: &mut Patterns,
+) -> Result<()> {
+    let target = crate::petitboot::Target {
+        uuid: &names.uuid,
+        mac: &names.mac,
+        ip: Ipv4Addr::new(198, 18, names.index, PETITBOOT_HOST),
+        server: if s.network.ipv6_only {
+            crate::lab::host6(names.index).into()
+        } else {
+            names.host.into()
+        },
+    };
+    let www = std::fs::canonicalize(dir.join("www"))?;
+    let artifacts: Vec<&str> = s.artifacts.iter().map(|a| a.name.as_str()).collect();
+    spec.dnsmasq_options
+        .extend(crate::petitboot::prepare(p, &target, &www, &artifacts)?);
+    for c in patterns
+        .serial
+        .iter_mut()
+        .chain(patterns.requests.iter_mut())
+        .chain(patterns.failure.iter_mut())
+        .chain(
+            patterns
+                .then
+                .iter_mut()
+                .flat_map(|t| t.serial.iter_mut().chain(t.requests_absent.iter_mut())),
+        )
+    {
+        *c = crate::petitboot::render(c, p, &target)?;
+    }
+    spec.hosts.push((names.mac.clone(), PETITBOOT_HOST));
+    if p.protocol == Protocol::Tftp {
+        spec.tftp_root = Some(www);
+    }
+    Ok(())
+}
+
+/// `[https]`: the CA the driver enrolls in `Boot.Certificates` (PEM).
+fn enrolled_ca(s: &Scenario) -> Result<Option<String>> {
+    Ok(match s.https.as_ref().map(|h| h.enroll) {
+        Some(Enroll::RunCa) => Some(crate::tls::run_cas()?.ca.pem()?),
+        Some(Enroll::OtherCa) => Some(crate::tls::run_cas()?.other.pem()?),
+        Some(Enroll::Intermediate) => Some(crate::tls::run_cas()?.intermediate.pem()?),
+        Some(Enroll::None) | None => None,
+    })
+}
+
+/// The case's network, its boot servers (HTTPS with `tls`) and its
+/// machine, defined, in the lab; the network and the BMC's own file
+/// server's URL.
+fn network_and_machine(
+    lab: &Mutex<Lab>,
+    s: &Scenario,
+    names: &Names,
+    spec: &NetSpec,
+    dir: &Path,
+    tls: Option<Arc<openssl::ssl::SslAcceptor>>,
+    ironic: bool,
+) -> Result<(Net, String)> {
+    let mut lab = lab.lock().map_err(|_| anyhow!("lab lock"))?;
+    let net = lab.network(names.index, spec)?;
+    lab.file_server(&net, &dir.join("www"), &dir.join("http.log"), tls)?;
+    // What the BMC itself downloads; Ironic hands it http_url instead.
+    let bmc_url = match ironic {
+        true => String::new(),
+        false => lab.bmc_file_server(&dir.join("www"), &dir.join("bmc-http.log"))?,
+    };
+    let machine = Machine {
+        domain: &names.domain,
+        uuid: &names.uuid,
+        net: &net,
+        mac: &names.mac,
+        serial: &names.serial,
+    };
+    define_machine(&mut lab, s, &machine, dir)?;
+    Ok((net, bmc_url))
 }
 
 /// The case's HTTPS acceptor: a server certificate from the run's CA for
@@ -267,42 +336,6 @@ fn https_server(h: &Https, index: u8, dir: &Path) -> Result<Arc<openssl::ssl::Ss
     std::fs::write(tls.join("other-ca.pem"), cas.other.pem()?)?;
     std::fs::write(tls.join("intermediate-ca.pem"), cas.intermediate.pem()?)?;
     Ok(Arc::new(server.acceptor()?))
-}
-
-/// Builds (or takes from the cache) the scenario's boot files and copies
-/// them into the served folder `www` under their scenario names.
-fn copy_artifacts(s: &Scenario, www: &Path) -> Result<()> {
-    for a in &s.artifacts {
-        let marker = a.marker.as_deref().unwrap_or_default();
-        let built = match a.image {
-            Image::GrubMarkerEfi => crate::images::grub_marker("efi", marker)?,
-            Image::GrubMarkerIso => crate::images::grub_marker("iso", marker)?,
-            Image::DeployRamdisk => {
-                crate::images::build("deploy-ramdisk.sh", &["iso"], "deploy.iso")?
-            }
-            Image::DeployKernel => {
-                crate::images::build("deploy-ramdisk.sh", &["kernel"], "vmlinuz")?
-            }
-            Image::DeployInitrd => {
-                crate::images::build("deploy-ramdisk.sh", &["initrd"], "initrd.gz")?
-            }
-            Image::DeployRamdiskIpmi => {
-                crate::images::build("deploy-ramdisk.sh", &["iso-ipmi"], "deploy-ipmi.iso")?
-            }
-            Image::IpxeSnponly => packaged(crate::lab::IPXE_SNPONLY, "ipxe")?,
-            Image::GrubNetbootEfi => packaged(crate::lab::GRUB_NETBOOT, "grub-efi-amd64-signed")?,
-            Image::Ppc64leKernel => ppc64le("kernel", "vmlinux")?,
-            Image::IpaKernel => crate::images::ipa_ramdisk()?.join("vmlinuz"),
-            Image::IpaInitrd => crate::images::ipa_ramdisk()?.join("initrd"),
-            Image::IpaEsp => crate::images::ipa_ramdisk()?.join("esp.img"),
-            Image::IpaIso => crate::images::ipa_ramdisk()?.join("ipa.iso"),
-            Image::InstanceQcow2 => crate::images::instance_image("qcow2", marker)?,
-            Image::InstanceRaw => crate::images::instance_image("raw", marker)?,
-            Image::Ppc64lePayload => ppc64le("payload", "payload.cpio.gz")?,
-        };
-        std::fs::copy(&built, www.join(&a.name))?;
-    }
-    Ok(())
 }
 
 /// Where the case's Ironic keeps its files and how it names the boot
@@ -348,240 +381,6 @@ fn ironic_layout(s: &Scenario, index: u8, host: Ipv4Addr, dir: &Path) -> Result<
                 callback_timeout: n.callback_timeout_secs.unwrap_or(600),
             }),
     })
-}
-
-/// The UDP port of case `index`'s IPMI listener (on the emulator's
-/// address), beside Ironic's API port `16000 + index`.
-pub(super) fn ipmi_port(index: u8) -> u16 {
-    17000 + u16::from(index)
-}
-
-/// The names a case's domain is defined with.
-struct Machine<'a> {
-    domain: &'a str,
-    uuid: &'a str,
-    net: &'a Net,
-    mac: &'a str,
-    serial: &'a Path,
-}
-
-/// Defines the case's machine: a ppc64le machine (pseries or powernv) running the netboot
-/// image (with a disk when the scenario gives it an OS), else UEFI x86_64.
-fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Path) -> Result<()> {
-    if !s.petitboot() {
-        let cacerts = match s.https.as_ref().and_then(|h| h.fw_cfg) {
-            Some(which) => {
-                let cas = crate::tls::run_cas()?;
-                let list: Vec<&openssl::x509::X509> = match which {
-                    Enroll::RunCa => vec![&cas.ca.cert],
-                    Enroll::OtherCa => vec![&cas.other.cert],
-                    Enroll::Intermediate => vec![&cas.intermediate.cert],
-                    Enroll::None => vec![],
-                };
-                let p = std::fs::canonicalize(dir)?
-                    .join("tls")
-                    .join("fw_cfg-cacerts.bin");
-                std::fs::write(&p, crate::tls::edk2_cacerts(&list)?)?;
-                Some(p)
-            }
-            None => None,
-        };
-        let disk = match s.machine.disk_gib {
-            Some(gib) => Some(blank_disk(dir, gib)?),
-            None => None,
-        };
-        lab.define_uefi(&Uefi {
-            name: m.domain,
-            net: m.net,
-            mac: m.mac,
-            memory_mib: s.machine.memory_mib,
-            serial: m.serial,
-            https_cacerts: cacerts.as_deref(),
-            disk: disk.as_deref(),
-        })?;
-        return Ok(());
-    }
-    let gone = crate::lab::missing_ppc64le();
-    if !gone.is_empty() {
-        bail!(
-            "this host cannot run ppc64le machines; missing: {}",
-            gone.join(", ")
-        );
-    }
-    let kernel = ppc64le("kernel", "vmlinux")?;
-    // powernv's image reads the BMC over in-band IPMI (ipmitool and its
-    // libraries); pseries keeps the smaller one its kexec was measured with.
-    let netboot = match s.machine.platform {
-        Platform::Pseries => ppc64le("netboot", "netboot.cpio.gz")?,
-        Platform::Powernv => ppc64le("netboot-opal", "netboot.cpio.gz")?,
-    };
-    let disk = match &s.machine.disk_os {
-        Some(os) => {
-            // An installed OS, as far as petitboot can tell.
-            let mut bytes = format!("SHOAL-DISK-OS {os}\n").into_bytes();
-            bytes.resize(1 << 20, 0);
-            let p = std::fs::canonicalize(dir)?.join("disk.img");
-            std::fs::write(&p, bytes)?;
-            Some(p)
-        }
-        None => None,
-    };
-    lab.define_ppc64le(&Ppc64le {
-        platform: s.machine.platform,
-        name: m.domain,
-        uuid: m.uuid,
-        net: m.net,
-        mac: m.mac,
-        memory_mib: s.machine.memory_mib,
-        serial: m.serial,
-        kernel: &kernel,
-        initrd: &netboot,
-        disk: disk.as_deref(),
-    })?;
-    Ok(())
-}
-
-/// A blank sparse qcow2 disk of `gib` GiB in the case folder.
-fn blank_disk(dir: &Path, gib: u64) -> Result<PathBuf> {
-    let p = std::fs::canonicalize(dir)?.join("disk.qcow2");
-    let out = Command::new("qemu-img")
-        .args(["create", "-q", "-f", "qcow2"])
-        .arg(&p)
-        .arg(format!("{gib}G"))
-        .output()
-        .context("running qemu-img (Debian package qemu-utils)")?;
-    if !out.status.success() {
-        bail!(
-            "qemu-img create {}: {}",
-            p.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(p)
-}
-
-/// The BMC's own certificate (for 127.0.0.1, from the run's CA), written
-/// into the case's `bmc-tls/`; returns that folder.
-fn bmc_certificate(dir: &Path) -> Result<std::path::PathBuf> {
-    let cas = crate::tls::run_cas()?;
-    let now = crate::tls::now();
-    let day = 86_400;
-    let server = cas
-        .ca
-        .server(&[Ipv4Addr::LOCALHOST.into()], now - day, now + 30 * day)?;
-    let tls = dir.join("bmc-tls");
-    std::fs::create_dir_all(&tls)?;
-    server.write(&tls)?;
-    // What a client verifies the BMC against (Ironic's ilo_verify_ca).
-    std::fs::write(tls.join("run-ca.pem"), cas.ca.pem()?)?;
-    Ok(tls)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn start_emulator(
-    opts: &Options,
-    domain: &str,
-    emulator: &crate::scenario::Emulator,
-    dir: &Path,
-    ns: Option<&str>,
-    ipmi_port: u16,
-    in_band: Option<&Path>,
-    tls: Option<&Path>,
-) -> Result<EmulatorProcess> {
-    let http_boot = emulator.http_boot;
-    // Inside the lab's namespace (for Ironic there) it listens on the
-    // namespace's loopback.
-    let mut cmd = match ns {
-        Some(ns) => {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns]).arg(&opts.emulator);
-            c
-        }
-        None => Command::new(&opts.emulator),
-    };
-    if let Some(p) = &emulator.profile {
-        cmd.args(["--profile", p]);
-    }
-    cmd.args([
-        "--libvirt-uri",
-        crate::lab::SYSTEM_URI,
-        "--libvirt-domain",
-        domain,
-        "--port",
-        "0",
-    ])
-    // Cases run side by side on one loopback: each BMC's IPMI gets a
-    // port of its own, asked for explicitly (a port taken is an error);
-    // 0 when the case has no use for it. Its account is the one the
-    // drivers log in with.
-    .args(["--ipmi-port", &ipmi_port.to_string()]);
-    if ipmi_port != 0 {
-        cmd.args(["--ipmi-user", &crate::driver::ipmi_user_flag()]);
-    }
-    if !emulator.faults.is_empty() {
-        // Its config file holds only the fault rules; errors in them stop
-        // it at start-up, named in its log.
-        let mut faults = toml::Table::new();
-        faults.insert(
-            "rules".into(),
-            toml::Value::Array(
-                emulator
-                    .faults
-                    .iter()
-                    .cloned()
-                    .map(toml::Value::Table)
-                    .collect(),
-            ),
-        );
-        let mut config = toml::Table::new();
-        config.insert("faults".into(), toml::Value::Table(faults));
-        let path = dir.join("emulator.toml");
-        std::fs::write(&path, toml::to_string(&config)?)?;
-        cmd.arg("--config").arg(path);
-    }
-    if let Some(t) = tls {
-        cmd.arg("--ssl-certificate")
-            .arg(t.join("server.pem"))
-            .arg("--ssl-key")
-            .arg(t.join("server.key"));
-    }
-    if let Some(sockets) = in_band {
-        // The machine's side of the BMC, a socket QEMU (its own user)
-        // connects to.
-        cmd.arg("--ipmi-in-band-dir").arg(sockets);
-    }
-    cmd.args([
-        "--http-boot",
-        match http_boot {
-            HttpBoot::Firmware => "firmware",
-            HttpBoot::Vmedia => "vmedia",
-        },
-    ])
-    .arg("--media-cache")
-    .arg(dir.join("media"))
-    // What the BMC downloads is served on the host's loopback
-    // (`Lab::bmc_file_server`), which the emulator refuses by default.
-    .args(["--media-allow-net", "127.0.0.0/8"])
-    // SHOAL_EMULATOR_LOG: the emulator's RUST_LOG, for a closer look.
-    .env(
-        "RUST_LOG",
-        std::env::var("SHOAL_EMULATOR_LOG").unwrap_or_else(|_| "info".into()),
-    );
-    match &emulator.system_id {
-        None => EmulatorProcess::spawn(cmd, &dir.join("emulator.log")),
-        Some(_) => {
-            // The main service keeps no system; the one endpoint is the
-            // machine's BMC, on a port of its own beside it.
-            cmd.args(["--endpoint-per-system", "127.0.0.1:0"]);
-            let mut e = EmulatorProcess::spawn_endpoints(cmd, &dir.join("emulator.log"), 1)?;
-            e.url = e
-                .endpoints
-                .last()
-                .cloned()
-                .ok_or_else(|| anyhow!("the emulator announced no endpoint"))?;
-            Ok(e)
-        }
-    }
 }
 
 /// The DHCP profile the scenario gives its network.
@@ -636,33 +435,4 @@ fn net_spec(s: &Scenario, net_host: Ipv4Addr) -> NetSpec {
         dnsmasq_options: o,
         ..NetSpec::default()
     }
-}
-
-/// A boot file a Debian package installs.
-fn packaged(path: &str, package: &str) -> Result<PathBuf> {
-    let p = PathBuf::from(path);
-    if !p.exists() {
-        bail!("{path} is missing (Debian package {package}; ci/test installs it)");
-    }
-    Ok(p)
-}
-
-/// A ppc64le image from vm-images/ppc64le-netboot.sh.
-fn ppc64le(kind: &str, name: &str) -> Result<PathBuf> {
-    crate::images::build("ppc64le-netboot.sh", &[kind], name)
-}
-
-/// A stable UUID for a domain name, so that templates can name the machine
-/// before it is defined.
-fn domain_uuid(name: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let h = hex::encode(&Sha256::digest(name.as_bytes())[..16]);
-    format!(
-        "{}-{}-4{}-8{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
 }

@@ -3,9 +3,22 @@
 //! orders the next run's cases.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use super::CaseResult;
 use crate::scenario::Driver;
+
+/// The result of one case.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    pub scenario: String,
+    pub driver: Driver,
+    pub passed: bool,
+    pub detail: String,
+    pub elapsed: Duration,
+    /// From the power-on request to the last expected serial line.
+    pub to_marker: Option<Duration>,
+    pub artifacts: Option<PathBuf>,
+}
 
 /// How long each case took when it last ran on this machine, kept beside
 /// the image cache (`$SHOAL_CACHE/case-times.tsv`: scenario, driver,

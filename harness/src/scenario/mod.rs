@@ -8,10 +8,16 @@
 //! `expect.failure` mean the boot failed; with `expect = "fail"` the
 //! scenario passes only if such a failure is seen (not on a timeout).
 //!
-//! This module is the schema; `validate` loads a file and checks what the
-//! schema alone cannot (combinations of keys).
+//! This module is the schema (`ironic` the `[ironic]` section's); `validate`
+//! loads a file and checks what the schema alone cannot (combinations of
+//! keys).
 
+mod ironic;
 mod validate;
+
+pub use ironic::{
+    CleanStep, DeployInterface, IronicDriver, IronicNode, IronicSwitch, IRONIC_BOOT_INTERFACES,
+};
 
 use std::collections::BTreeMap;
 
@@ -240,10 +246,6 @@ pub enum Platform {
     #[default]
     Pseries,
     Powernv,
-}
-
-fn yes() -> bool {
-    true
 }
 
 fn x86() -> String {
@@ -503,176 +505,6 @@ pub struct Then {
     pub serial: Vec<String>,
     #[serde(default)]
     pub requests_absent: Vec<String>,
-}
-
-/// Ironic's boot interfaces the harness drives.
-pub const IRONIC_BOOT_INTERFACES: &[&str] = &[
-    "redfish-https",
-    "redfish-virtual-media",
-    "idrac-redfish-virtual-media",
-    "ilo-virtual-media",
-    "http",
-    "http-ipxe",
-    "pxe",
-    "ipxe",
-];
-
-/// The Ironic hardware type of the node, and so the protocol Ironic
-/// speaks to the BMC for power and boot devices.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum IronicDriver {
-    /// `redfish`: sushy, against the BMC's Redfish service.
-    #[default]
-    Redfish,
-    /// `ipmi`: ipmitool (lanplus), against the BMC's IPMI listener.
-    Ipmi,
-    /// `idrac`: Dell's hardware type, sushy with its Dell extension
-    /// (`idrac-redfish` power, management and inspection, and the
-    /// `idrac-redfish-virtual-media` boot interface), against the Redfish
-    /// service.
-    Idrac,
-    /// `ilo5`: HPE's hardware type (Ironic 35, the last with it), iLO
-    /// power, ilo5 management and the `ilo-virtual-media` boot through
-    /// proliantutils, against the BMC's Redfish over HTTPS.
-    Ilo5,
-}
-
-impl IronicDriver {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IronicDriver::Redfish => "redfish",
-            IronicDriver::Ipmi => "ipmi",
-            IronicDriver::Idrac => "idrac",
-            IronicDriver::Ilo5 => "ilo5",
-        }
-    }
-
-    /// Whether the case needs Ironic 35 (its iLO hardware type left in 36).
-    pub fn ironic35(self) -> bool {
-        self == IronicDriver::Ilo5
-    }
-}
-
-/// How Ironic deploys the machine (the `ramdisk` deploy interface): the
-/// node's boot interface and properties, its instance_info, and what must
-/// come of it. Values may name `{http}`, Ironic's `[deploy] http_url` (the
-/// boot server on the machine's network, serving the artifacts).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IronicNode {
-    /// The hardware type (`redfish` unless said).
-    #[serde(default)]
-    pub driver: IronicDriver,
-    pub boot_interface: String,
-    /// instance_info: `boot_iso`, or `kernel` and `ramdisk`, and
-    /// `ramdisk_kernel_arguments`.
-    pub instance: BTreeMap<String, String>,
-    /// Node properties (`capabilities = "boot_mode:bios"`, `cpu_arch`).
-    #[serde(default)]
-    pub properties: BTreeMap<String, String>,
-    /// The deploy must fail, and Ironic's error (last_error, or the API's
-    /// refusal) must contain this text.
-    pub expect_error: Option<String>,
-    /// Text Ironic's DHCP provider must have written into its options
-    /// folder by the time the node is active (evidence for what DHCP
-    /// offered).
-    #[serde(default)]
-    pub dhcp_opts_contain: Vec<String>,
-    /// After the deploy and undeploy: the node switches to another boot
-    /// interface and deploys again.
-    pub switch: Option<IronicSwitch>,
-    /// `ramdisk` (the default: the boot interface's ramdisk is the
-    /// instance) or `direct`: ironic-python-agent boots, heartbeats, writes
-    /// `instance.image_source` to the machine's disk, and the node boots
-    /// its disk.
-    #[serde(default)]
-    pub deploy_interface: DeployInterface,
-    /// driver_info beyond the BMC's: `deploy_kernel`, `deploy_ramdisk`,
-    /// `bootloader` (the agent's ramdisk and the ESP image for the ISOs
-    /// Ironic builds).
-    #[serde(default)]
-    pub driver_info: BTreeMap<String, String>,
-    /// Automated cleaning on (the agent's `erase_devices_metadata` only):
-    /// `provide` at enrollment and the undeploy both clean.
-    #[serde(default)]
-    pub cleaning: bool,
-    /// After the deploy: `rebuild`, the agent writes the image again and
-    /// the node boots it again.
-    #[serde(default)]
-    pub rebuild: bool,
-    /// Ironic's `[conductor] deploy_callback_timeout` (seconds): how long
-    /// it waits for the agent's heartbeat. Default 600.
-    pub callback_timeout_secs: Option<u64>,
-    /// Inspection while the node is manageable, through each of these
-    /// inspect interfaces in turn (`redfish`: the BMC's inventory; `agent`:
-    /// the agent boots and reports its own); what Ironic learnt must match
-    /// the machine (CPUs, memory, disk size, MAC).
-    #[serde(default)]
-    pub inspect: Vec<String>,
-    /// Manual cleaning while the node is manageable, before `provide`:
-    /// these steps (`{ interface = "management", step = "known_good_state" }`,
-    /// with `args` when the step takes some), which must all finish with
-    /// the node manageable again.
-    #[serde(default)]
-    pub clean_steps: Vec<CleanStep>,
-    /// The node's `target_raid_config` (`{ logical_disks = [{ size_gb =
-    /// "MAX", raid_level = "0", is_root_volume = true }] }`), set before
-    /// the clean steps, among which `raid` steps then run through the
-    /// hardware type's Redfish RAID interface (`redfish`, `idrac-redfish`).
-    /// Ironic's `raid_config` afterwards must hold the target's RAID
-    /// levels when `create_configuration` ran last, no volume when
-    /// `delete_configuration` did.
-    pub target_raid_config: Option<toml::Table>,
-    /// `false`: the agent is given an API address where nothing listens
-    /// (its lookup fails; Ironic waits for a heartbeat that never comes).
-    #[serde(default = "yes")]
-    pub agent_reaches_api: bool,
-    /// Lines the node's console must show, in order: the node gets
-    /// Ironic's `ipmitool-socat` console interface (IPMI Serial-over-LAN
-    /// through socat; allowed on redfish nodes too), enabled before the
-    /// deploy, and the harness reads it from the TCP address Ironic gives.
-    #[serde(default)]
-    pub console: Vec<String>,
-}
-
-/// One manual clean step, as Ironic's API takes it.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct CleanStep {
-    pub interface: String,
-    pub step: String,
-    #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
-    pub args: toml::Table,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DeployInterface {
-    #[default]
-    Ramdisk,
-    Direct,
-}
-
-impl DeployInterface {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeployInterface::Ramdisk => "ramdisk",
-            DeployInterface::Direct => "direct",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IronicSwitch {
-    pub boot_interface: String,
-    pub instance: BTreeMap<String, String>,
-    /// Serial lines the second deploy must show, in order.
-    pub serial: Vec<String>,
-    /// `METHOD /path` the boot server must answer during the second deploy.
-    #[serde(default)]
-    pub requests: Vec<String>,
 }
 
 #[cfg(test)]

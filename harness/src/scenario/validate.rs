@@ -9,8 +9,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::{
-    DeployInterface, Dhcp, Driver, HttpBoot, Image, IronicDriver, Method, Outcome, Platform,
-    Protocol, Scenario, IRONIC_BOOT_INTERFACES,
+    DeployInterface, Dhcp, Driver, HttpBoot, Image, IronicDriver, IronicNode, Method, Outcome,
+    Platform, Protocol, Scenario, IRONIC_BOOT_INTERFACES,
 };
 
 /// The tags a scenario may carry: `full`, run by `ci/test --full` only.
@@ -44,6 +44,26 @@ impl Scenario {
     }
 
     fn validate(&self) -> Result<()> {
+        self.validate_machine()?;
+        let ironic = self.drivers.contains(&Driver::Ironic);
+        if ironic {
+            self.validate_ironic()?;
+        } else if self.boot.is_none() {
+            bail!("boot: missing (what the driver asks of the BMC)");
+        } else if self.ironic.is_some() {
+            bail!("ironic: an [ironic] section goes with drivers = [\"ironic\"]");
+        }
+        self.validate_petitboot(ironic)?;
+        self.validate_drivers()?;
+        self.validate_artifacts()?;
+        self.validate_boot()?;
+        self.validate_https()?;
+        self.validate_emulator()?;
+        self.validate_checks()
+    }
+
+    /// `[machine]`: architecture and firmware, disks, platform, in-band IPMI.
+    fn validate_machine(&self) -> Result<()> {
         match (self.machine.arch.as_str(), self.machine.firmware.as_str()) {
             ("x86_64", "uefi") | ("ppc64le", "petitboot") => {}
             ("x86_64" | "ppc64le", f) => bail!(
@@ -68,14 +88,12 @@ impl Scenario {
                 "emulator.ipmi_in_band: ppc64le machines have it by their platform (powernv: always; pseries: no IPMI interface)"
             );
         }
-        let ironic = self.drivers.contains(&Driver::Ironic);
-        if ironic {
-            self.validate_ironic()?;
-        } else if self.boot.is_none() {
-            bail!("boot: missing (what the driver asks of the BMC)");
-        } else if self.ironic.is_some() {
-            bail!("ironic: an [ironic] section goes with drivers = [\"ironic\"]");
-        }
+        Ok(())
+    }
+
+    /// `[petitboot]` and the boot methods and DHCP of petitboot machines
+    /// (not for Ironic's, whose boot Ironic decides).
+    fn validate_petitboot(&self, ironic: bool) -> Result<()> {
         if self.petitboot() != self.petitboot.is_some() && !ironic {
             bail!("petitboot: a [petitboot] section goes with machine.firmware = \"petitboot\", and only there");
         }
@@ -105,6 +123,11 @@ impl Scenario {
         } else if matches!(method, Some(Method::PowerOn)) || self.network.dhcp == Dhcp::Petitboot {
             bail!("boot.method / network.dhcp: \"power-on\" and \"petitboot\" are for petitboot machines");
         }
+        Ok(())
+    }
+
+    /// `drivers` and `tags`: what each driver needs of the emulator.
+    fn validate_drivers(&self) -> Result<()> {
         if self.drivers.contains(&Driver::Proliantutils)
             && !matches!(self.emulator.profile.as_deref(), Some("ilo5" | "ilo6"))
         {
@@ -125,6 +148,11 @@ impl Scenario {
                 bail!("tags[{i}]: {t:?} is not one of {SCENARIO_TAGS:?}");
             }
         }
+        Ok(())
+    }
+
+    /// `[[artifacts]]` and the DHCP bootfile that names one.
+    fn validate_artifacts(&self) -> Result<()> {
         let known = |n: &str| self.artifacts.iter().any(|a| a.name == n);
         for (i, a) in self.artifacts.iter().enumerate() {
             if a.name.contains('/') || a.name.is_empty() {
@@ -149,6 +177,11 @@ impl Scenario {
                 bail!("network.bootfile: needs network.dhcp = \"httpclient\" or \"httpclient-without-vendor-class\"");
             }
         }
+        Ok(())
+    }
+
+    /// `[boot]`: what each driver can ask of the BMC.
+    fn validate_boot(&self) -> Result<()> {
         if let Some(b) = &self.boot {
             let ipmi = self.drivers.iter().all(|d| d.ipmi());
             if (b.mailbox.is_some() || b.lock_flags) && !ipmi {
@@ -180,6 +213,11 @@ impl Scenario {
                 bail!("boot.uri: virtual-media needs an image");
             }
         }
+        Ok(())
+    }
+
+    /// `[https]`: a UEFI machine, a Redfish driver, a URI to name.
+    fn validate_https(&self) -> Result<()> {
         if self.https.is_some() {
             if self.machine.arch != "x86_64" || self.machine.firmware != "uefi" {
                 bail!("https: HTTPS boot is UEFI's (machine.arch = \"x86_64\", machine.firmware = \"uefi\")");
@@ -208,6 +246,11 @@ impl Scenario {
         {
             bail!("checks.https_requests: there is no HTTPS server without an [https] section");
         }
+        Ok(())
+    }
+
+    /// `[emulator]`: the profile's and the System Id's names.
+    fn validate_emulator(&self) -> Result<()> {
         if let Some(p) = &self.emulator.profile {
             if p.is_empty()
                 || !p
@@ -229,6 +272,11 @@ impl Scenario {
                 bail!("emulator.system_id: {id:?} is not a resource Id");
             }
         }
+        Ok(())
+    }
+
+    /// `[checks]`: something to wait for, and how a failure shows.
+    fn validate_checks(&self) -> Result<()> {
         let expect_error = self
             .ironic
             .as_ref()
@@ -268,22 +316,39 @@ impl Scenario {
         if node.expect_error.is_some() && self.expect == Outcome::Fail {
             bail!("expect: an Ironic error is expected with ironic.expect_error alone (expect = \"fail\" is for boots that fail)");
         }
-        let iface = |key: &str, name: &str| -> Result<()> {
-            if !IRONIC_BOOT_INTERFACES.contains(&name) {
-                bail!("{key}: {name:?} is not one of {IRONIC_BOOT_INTERFACES:?}");
+        self.validate_ironic_boot(node)?;
+        self.validate_ironic_deploy(node)?;
+        validate_ironic_inspection(node)?;
+        self.validate_ironic_raid(node)?;
+        if !node.inspect.is_empty() && self.machine.disk_gib.is_none() {
+            bail!("ironic.inspect: inspection compares the disk Ironic found with machine.disk_gib; give one");
+        }
+        if node.rebuild && node.expect_error.is_some() {
+            bail!("ironic.rebuild: a node whose deploy must fail has nothing to rebuild");
+        }
+        if let Some(sw) = &node.switch {
+            known_boot_interface("ironic.switch.boot_interface", &sw.boot_interface)?;
+            redfish_type_only(node, "ironic.switch.boot_interface", &sw.boot_interface)?;
+            instance_info(
+                node.deploy_interface == DeployInterface::Direct,
+                "ironic.switch.instance",
+                &sw.instance,
+            )?;
+            if node.expect_error.is_some() {
+                bail!("ironic.switch: a node whose deploy must fail has nothing to switch");
             }
-            Ok(())
-        };
-        iface("ironic.boot_interface", &node.boot_interface)?;
-        let redfish_only = |key: &str, name: &str| -> Result<()> {
-            if node.driver == IronicDriver::Ipmi && name.starts_with("redfish-") {
-                bail!(
-                    "{key}: {name:?} needs the redfish hardware type (ironic.driver = \"redfish\")"
-                );
+            if sw.serial.is_empty() {
+                bail!("ironic.switch.serial: say what the second deploy must show");
             }
-            Ok(())
-        };
-        redfish_only("ironic.boot_interface", &node.boot_interface)?;
+        }
+        Ok(())
+    }
+
+    /// The node's hardware type and boot interface, and the endpoint of its
+    /// own that Dell's and HPE's types need.
+    fn validate_ironic_boot(&self, node: &IronicNode) -> Result<()> {
+        known_boot_interface("ironic.boot_interface", &node.boot_interface)?;
+        redfish_type_only(node, "ironic.boot_interface", &node.boot_interface)?;
         let idrac = node.driver == IronicDriver::Idrac;
         let ilo = node.driver == IronicDriver::Ilo5;
         if ilo != (node.boot_interface == "ilo-virtual-media") {
@@ -305,28 +370,14 @@ impl Scenario {
         if idrac && self.emulator.system_id.is_none() {
             bail!("emulator.system_id: the idrac hardware type talks to one iDRAC on an endpoint of its own (Dell's API needs its fixed Ids); give the System's Id there (\"System.Embedded.1\")");
         }
+        Ok(())
+    }
+
+    /// The deploy interface: what the ramdisk and the direct (agent) deploy
+    /// each need, and the options only the agent has.
+    fn validate_ironic_deploy(&self, node: &IronicNode) -> Result<()> {
         let direct = node.deploy_interface == DeployInterface::Direct;
-        let instance = |key: &str, i: &BTreeMap<String, String>| -> Result<()> {
-            if direct {
-                if !i.contains_key("image_source") {
-                    bail!(
-                        "{key}: the direct deploy needs image_source (the image the agent writes)"
-                    );
-                }
-                if !["image_checksum", "image_os_hash_value"]
-                    .iter()
-                    .any(|k| i.contains_key(*k))
-                {
-                    bail!("{key}: Ironic needs the image's checksum (image_checksum or image_os_hash_algo and image_os_hash_value)");
-                }
-            } else if !(i.contains_key("boot_iso")
-                || i.contains_key("kernel") && i.contains_key("ramdisk"))
-            {
-                bail!("{key}: the ramdisk deploy needs boot_iso, or kernel and ramdisk");
-            }
-            Ok(())
-        };
-        instance("ironic.instance", &node.instance)?;
+        instance_info(direct, "ironic.instance", &node.instance)?;
         if direct {
             for k in ["deploy_kernel", "deploy_ramdisk"] {
                 if !node.driver_info.contains_key(k) {
@@ -356,27 +407,12 @@ impl Scenario {
         if !node.agent_reaches_api && node.expect_error.is_none() {
             bail!("ironic.agent_reaches_api: an agent that cannot reach Ironic fails the deploy; give ironic.expect_error");
         }
-        for (i, how) in node.inspect.iter().enumerate() {
-            match how.as_str() {
-                "redfish" if node.driver == IronicDriver::Ipmi => {
-                    bail!("ironic.inspect[{i}]: redfish inspection needs the redfish hardware type")
-                }
-                "agent" if !direct => {
-                    bail!("ironic.inspect[{i}]: agent inspection boots the agent (deploy_interface = \"direct\")")
-                }
-                "idrac-redfish" if node.driver != IronicDriver::Idrac => {
-                    bail!("ironic.inspect[{i}]: idrac-redfish inspection needs the idrac hardware type")
-                }
-                "ilo" if node.driver != IronicDriver::Ilo5 => {
-                    bail!("ironic.inspect[{i}]: ilo inspection needs the ilo5 hardware type")
-                }
-                "redfish" if node.driver == IronicDriver::Ilo5 => {
-                    bail!("ironic.inspect[{i}]: the ilo5 hardware type inspects through \"ilo\"")
-                }
-                "redfish" | "agent" | "idrac-redfish" | "ilo" => {}
-                other => bail!("ironic.inspect[{i}]: {other:?} is not \"redfish\", \"agent\" or \"idrac-redfish\""),
-            }
-        }
+        Ok(())
+    }
+
+    /// RAID: raid clean steps and `target_raid_config` go together, on a
+    /// type with a Redfish RAID interface and a machine with a disk.
+    fn validate_ironic_raid(&self, node: &IronicNode) -> Result<()> {
         let raid_steps = node.clean_steps.iter().filter(|c| c.interface == "raid");
         if let Some(step) = raid_steps.clone().find(|c| {
             !matches!(
@@ -406,23 +442,6 @@ impl Scenario {
             }
             (None, _) => {}
         }
-        if !node.inspect.is_empty() && self.machine.disk_gib.is_none() {
-            bail!("ironic.inspect: inspection compares the disk Ironic found with machine.disk_gib; give one");
-        }
-        if node.rebuild && node.expect_error.is_some() {
-            bail!("ironic.rebuild: a node whose deploy must fail has nothing to rebuild");
-        }
-        if let Some(sw) = &node.switch {
-            iface("ironic.switch.boot_interface", &sw.boot_interface)?;
-            redfish_only("ironic.switch.boot_interface", &sw.boot_interface)?;
-            instance("ironic.switch.instance", &sw.instance)?;
-            if node.expect_error.is_some() {
-                bail!("ironic.switch: a node whose deploy must fail has nothing to switch");
-            }
-            if sw.serial.is_empty() {
-                bail!("ironic.switch.serial: say what the second deploy must show");
-            }
-        }
         Ok(())
     }
 
@@ -437,4 +456,69 @@ impl Scenario {
         paths.sort();
         paths.iter().map(|p| Scenario::load(p)).collect()
     }
+}
+
+/// Each inspect interface the node names, against its hardware type and
+/// deploy interface.
+fn validate_ironic_inspection(node: &IronicNode) -> Result<()> {
+    for (i, how) in node.inspect.iter().enumerate() {
+        match how.as_str() {
+            "redfish" if node.driver == IronicDriver::Ipmi => {
+                bail!("ironic.inspect[{i}]: redfish inspection needs the redfish hardware type")
+            }
+            "agent" if node.deploy_interface != DeployInterface::Direct => {
+                bail!("ironic.inspect[{i}]: agent inspection boots the agent (deploy_interface = \"direct\")")
+            }
+            "idrac-redfish" if node.driver != IronicDriver::Idrac => {
+                bail!("ironic.inspect[{i}]: idrac-redfish inspection needs the idrac hardware type")
+            }
+            "ilo" if node.driver != IronicDriver::Ilo5 => {
+                bail!("ironic.inspect[{i}]: ilo inspection needs the ilo5 hardware type")
+            }
+            "redfish" if node.driver == IronicDriver::Ilo5 => {
+                bail!("ironic.inspect[{i}]: the ilo5 hardware type inspects through \"ilo\"")
+            }
+            "redfish" | "agent" | "idrac-redfish" | "ilo" => {}
+            other => bail!(
+                "ironic.inspect[{i}]: {other:?} is not \"redfish\", \"agent\" or \"idrac-redfish\""
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// A boot interface the harness drives.
+fn known_boot_interface(key: &str, name: &str) -> Result<()> {
+    if !IRONIC_BOOT_INTERFACES.contains(&name) {
+        bail!("{key}: {name:?} is not one of {IRONIC_BOOT_INTERFACES:?}");
+    }
+    Ok(())
+}
+
+/// The `redfish-*` boot interfaces need the redfish hardware type.
+fn redfish_type_only(node: &IronicNode, key: &str, name: &str) -> Result<()> {
+    if node.driver == IronicDriver::Ipmi && name.starts_with("redfish-") {
+        bail!("{key}: {name:?} needs the redfish hardware type (ironic.driver = \"redfish\")");
+    }
+    Ok(())
+}
+
+/// The instance_info a deploy needs: the direct deploy an image and its
+/// checksum, the ramdisk deploy an ISO or a kernel and ramdisk.
+fn instance_info(direct: bool, key: &str, i: &BTreeMap<String, String>) -> Result<()> {
+    if direct {
+        if !i.contains_key("image_source") {
+            bail!("{key}: the direct deploy needs image_source (the image the agent writes)");
+        }
+        if !["image_checksum", "image_os_hash_value"]
+            .iter()
+            .any(|k| i.contains_key(*k))
+        {
+            bail!("{key}: Ironic needs the image's checksum (image_checksum or image_os_hash_algo and image_os_hash_value)");
+        }
+    } else if !(i.contains_key("boot_iso") || i.contains_key("kernel") && i.contains_key("ramdisk"))
+    {
+        bail!("{key}: the ramdisk deploy needs boot_iso, or kernel and ramdisk");
+    }
+    Ok(())
 }
