@@ -147,7 +147,8 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         listen: settings.listen,
         state: main.clone(),
     }];
-    let backend = main.core.backend.clone();
+    // Each endpoint's core announces the changes of its own view.
+    let backend = main.core.machines().clone();
     let refs = backend.systems().await?;
     let mut groups: Vec<(String, SocketAddr, Vec<crate::model::SystemRef>)> = Vec::new();
     let mut taken = std::collections::HashSet::new();
@@ -200,7 +201,10 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         rest.iter().map(|m| m.name.clone()).collect(),
         main.auth.clone(),
     );
-    all[0].state.core.backend = Arc::new(View::new(backend.clone(), rest));
+    all[0]
+        .state
+        .core
+        .set_view(Arc::new(View::new(backend.clone(), rest)));
     let rest_refs: Vec<_> = refs
         .iter()
         .filter(|r| !taken.contains(&r.id))

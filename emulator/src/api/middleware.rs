@@ -16,6 +16,7 @@ use base64::Engine;
 use super::{guard, AppState};
 use crate::api::error::{ApiError, Msg};
 use crate::auth::{Principal, Privilege};
+use crate::bmc::changes::{with_cause, Cause};
 use crate::faults::Decision;
 
 /// The systems a request concerns, by name: the one its path names, else
@@ -207,14 +208,22 @@ pub(super) async fn authenticate(
         Some(guard::Decided(d)) => d,
         None => authorize(&st, req.headers(), req.method(), req.uri().path()).await,
     };
-    match decided {
+    let user = match decided {
         Ok(Some(p)) => {
+            let user = p.username.clone();
             req.extensions_mut().insert(p);
+            user
         }
-        Ok(None) => {}
+        Ok(None) => None,
         Err(e) => return e.into_response(),
-    }
-    next.run(req).await
+    };
+    // What the request changes, the change stream says it did.
+    let cause = Cause::Redfish {
+        method: req.method().to_string(),
+        path: req.uri().path().to_string(),
+        user,
+    };
+    with_cause(cause, next.run(req)).await
 }
 
 /// Who a request is from, once its credentials are checked and its role

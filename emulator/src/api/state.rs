@@ -85,10 +85,7 @@ impl AppState {
         service_uuid: Uuid,
     ) -> Self {
         let tasks = Arc::new(Tasks::default());
-        let core = Core {
-            work: tasks.clone(),
-            ..Core::new(backend)
-        };
+        let core = Core::new(backend).with_work(tasks.clone());
         AppState {
             core,
             auth: Arc::new(auth),

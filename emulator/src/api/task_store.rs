@@ -21,6 +21,7 @@ use tokio::sync::watch;
 
 use crate::api::error::{ApiError, Msg};
 use crate::backend::{BackendError, BoxFuture};
+use crate::bmc::changes::{with_cause, Cause};
 
 /// Finished tasks kept at most.
 pub const KEEP: usize = 64;
@@ -250,7 +251,8 @@ impl Tasks {
         }
         let list = self.inner.clone();
         let tid = id.clone();
-        tokio::spawn(async move {
+        let cause = Cause::Bmc(format!("task {id} ({name})"));
+        tokio::spawn(with_cause(cause, async move {
             let outcome = work.await;
             let mut inner = lock(&list);
             let now = SystemTime::now();
@@ -276,7 +278,7 @@ impl Tasks {
                 }
             }
             inner.prune(now);
-        });
+        }));
         id
     }
 

@@ -9,7 +9,9 @@
 //! - `power`: a power action ([`Core::power_action`]) and why one is
 //!   refused ([`PowerError`]);
 //! - `boot`: a boot override request ([`Core::set_boot`]) and why one is
-//!   refused ([`BootRefused`]), the one rule set of every route.
+//!   refused ([`BootRefused`]), the one rule set of every route;
+//! - `changes`: the change stream, one record for every change accepted
+//!   or observed, whoever made it ([`Core::changes`]).
 //!
 //! Each front-end maps the core's refusals once, to its own errors
 //! (Redfish messages, IPMI completion codes).
@@ -19,6 +21,7 @@
 //! `ipmi`), the server or the configuration.
 
 mod boot;
+pub mod changes;
 mod power;
 
 use std::collections::HashMap;
@@ -112,8 +115,13 @@ pub fn media_work_of(sys: &System) -> String {
 /// One endpoint's BMC (see the module's documentation). Cheap to clone.
 #[derive(Clone)]
 pub struct Core {
-    /// The endpoint's view of the machines.
+    /// The endpoint's view of the machines, every change through it
+    /// announced on `changes` ([`changes::Announced`]).
     pub backend: Arc<dyn Backend>,
+    /// The same view, unannounced: what other views are made over.
+    machines: Arc<dyn Backend>,
+    /// Every change of the endpoint's machines, as records.
+    pub changes: Arc<changes::Changes>,
     pub locks: Arc<SystemLocks>,
     /// The behaviour profiles systems may name.
     pub profiles: Arc<Profiles>,
@@ -136,8 +144,11 @@ impl Core {
     /// The BMC of `backend`'s machines, with the built-in profiles, no
     /// faults and no background work.
     pub fn new(backend: Arc<dyn Backend>) -> Core {
+        let changes = Arc::new(changes::Changes::default());
         Core {
-            backend,
+            backend: Arc::new(changes::Announced::new(backend.clone(), changes.clone())),
+            machines: backend,
+            changes,
             locks: Arc::default(),
             profiles: Arc::default(),
             faults: Arc::default(),
@@ -146,6 +157,24 @@ impl Core {
             power_off_disabled: false,
             work: Arc::new(NoWork),
         }
+    }
+
+    /// The same core, its power actions waiting for and waking `work`.
+    pub fn with_work(mut self, work: Arc<dyn Work>) -> Core {
+        self.work = work;
+        self
+    }
+
+    /// The machines this core sees, unannounced: for views over them
+    /// that a core of their own announces.
+    pub fn machines(&self) -> &Arc<dyn Backend> {
+        &self.machines
+    }
+
+    /// This core over `view` instead (the same change stream).
+    pub fn set_view(&mut self, view: Arc<dyn Backend>) {
+        self.backend = Arc::new(changes::Announced::new(view.clone(), self.changes.clone()));
+        self.machines = view;
     }
 
     /// The profile of `sys`. Inventories are checked against the

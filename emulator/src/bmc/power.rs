@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::changes::{with_cause, Cause};
 use super::{lock, media_work_of, Core};
 use crate::backend::BackendError;
 use crate::model::{ResetType, System};
@@ -81,7 +82,7 @@ impl Core {
             tracing::info!(system = %sys.name, %reset, ?delay, "reset accepted; takes effect later (fault)");
             let core = self.clone();
             let (id, name) = (sys.id.clone(), sys.name.clone());
-            tokio::spawn(async move {
+            let slow = async move {
                 tokio::time::sleep(delay).await;
                 let _guard = core.locks.lock(&id).await;
                 match core.backend.reset(&id, reset).await {
@@ -90,7 +91,8 @@ impl Core {
                         tracing::warn!(system = %name, %reset, error = %e, "delayed reset failed")
                     }
                 }
-            });
+            };
+            tokio::spawn(with_cause(Cause::Fault("power delay".into()), slow));
             return Ok(());
         }
         let _guard = self.locks.lock(&sys.id).await;

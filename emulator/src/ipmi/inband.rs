@@ -30,6 +30,7 @@ use tokio::sync::watch;
 use super::commands::{self, cc, netfn};
 use super::users::Privilege;
 use super::Bmc;
+use crate::bmc::changes::{with_cause, Cause};
 
 const MSG_END: u8 = 0xa0;
 const CMD_END: u8 = 0xa1;
@@ -163,7 +164,19 @@ pub async fn answer(bmc: &Bmc, msg: &[u8]) -> Option<Vec<u8>> {
         (netfn::APP, 0x30) if data.len() == 1 => (cc::OK, Vec::new()),
         (netfn::APP, 0x31) if data.is_empty() => (cc::OK, vec![0x00]),
         (netfn::APP, 0x2e..=0x31) => (cc::BAD_LENGTH, Vec::new()),
-        _ => commands::execute(bmc, Privilege::Administrator, fnc, cmd, data).await,
+        _ => {
+            // The host's own interface: no user.
+            let cause = Cause::Ipmi {
+                netfn: fnc,
+                cmd,
+                user: None,
+            };
+            with_cause(
+                cause,
+                commands::execute(bmc, Privilege::Administrator, fnc, cmd, data),
+            )
+            .await
+        }
     };
     tracing::debug!(system = %bmc.system_id, netfn = fnc, cmd, cc = code, "in-band IPMI request");
     let mut out = vec![id, ((fnc | 1) << 2) | (netfn_lun & 3), cmd, code];

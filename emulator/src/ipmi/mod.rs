@@ -53,6 +53,7 @@ use tokio::net::UdpSocket;
 
 use crate::auth::AuthStore;
 use crate::backend::BackendError;
+use crate::bmc::changes::{with_cause, Cause};
 use crate::bmc::Core;
 use crate::model::{BootOverride, Change, IndicatorLed, SystemSettings};
 use crate::profile::Profile;
@@ -333,7 +334,13 @@ impl Bmc {
             (netfn::APP, 0x39) => Some(session_challenge(req.data)),
             (netfn::APP, 0x54) => Some(cipher_suites(req.data, self.cipher_suite_zero)),
             (netfn::APP, 0x37) => {
-                Some(commands::execute(self, Privilege::User, req.netfn, req.cmd, req.data).await)
+                let cause = Cause::Ipmi {
+                    netfn: req.netfn,
+                    cmd: req.cmd,
+                    user: None,
+                };
+                let run = commands::execute(self, Privilege::User, req.netfn, req.cmd, req.data);
+                Some(with_cause(cause, run).await)
             }
             _ => None,
         }
@@ -383,6 +390,7 @@ impl Bmc {
         }
         // In a session: integrity, then the sequence window, then the
         // payload decrypted.
+        let user;
         let (keys, console_sid, privilege, user_max) = {
             let mut s = lock(&self.sessions);
             let a = s.get_mut(p.session_id)?;
@@ -397,6 +405,7 @@ impl Bmc {
                 }
             }
             let out = (keys, a.console_sid, a.privilege, a.max);
+            user = Some(String::from_utf8_lossy(&a.user.name).into_owned());
             if !s.accept_seq(p.session_id, p.seq, now) {
                 return None;
             }
@@ -439,9 +448,16 @@ impl Bmc {
             Some(Some(r)) => r,
             Some(None) => return None,
             None => {
-                let (code, data) = self
-                    .in_session(p.session_id, privilege, user_max, &req, peer)
-                    .await;
+                let cause = Cause::Ipmi {
+                    netfn: req.netfn,
+                    cmd: req.cmd,
+                    user,
+                };
+                let (code, data) = with_cause(
+                    cause,
+                    self.in_session(p.session_id, privilege, user_max, &req, peer),
+                )
+                .await;
                 let r = wire::build_response(&req, code, &data);
                 if let Some(a) = lock(&self.sessions).get_mut(p.session_id) {
                     if a.last.as_ref().is_some_and(|(q, _)| *q == body) {

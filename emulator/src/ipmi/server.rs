@@ -9,6 +9,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::{watch, Semaphore};
 
 use super::{lock, wire, Bmc};
+use crate::bmc::changes::{with_cause, Cause};
 
 /// Datagrams handled at once per socket; more are dropped, as a busy
 /// BMC drops them (clients retransmit).
@@ -83,7 +84,10 @@ pub async fn timers(bmc: Arc<Bmc>, mut stop: watch::Receiver<bool>) -> anyhow::R
                     continue;
                 }
                 let bmc = bmc.clone();
-                running = Some(tokio::spawn(async move { bmc.tick(Instant::now()).await }));
+                running = Some(tokio::spawn(async move {
+                    let timers = Cause::Bmc("IPMI timers".into());
+                    with_cause(timers, bmc.tick(Instant::now())).await
+                }));
             }
         }
     }

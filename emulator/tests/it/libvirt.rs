@@ -209,6 +209,37 @@ async fn domains_are_systems_with_real_power() {
 /// What one Boot PATCH costs in libvirt calls: the Id resolved by one
 /// lookup (no listing), the definition read under the lock and again by
 /// the change (parsed only if it changed since), one define, no re-read.
+/// A guest that powers itself off (here: the domain shut down behind
+/// the BMC's back) is on the BMC's change stream as the machine's doing,
+/// once, when the BMC next looks at it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_guest_that_powers_itself_off_is_recorded_as_the_machines_doing() {
+    use shoal_emulator::bmc::changes::{Cause, What};
+    use shoal_emulator::model::PowerState;
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("self-off-vm"));
+    let api = api(&["self-off-vm"]);
+    let sys = format!("/redfish/v1/Systems/{id}");
+    api.reset(&sys, "On").await;
+    let mut rx = api.state.core.changes.subscribe();
+    hv.0.lookup_domain_by_uuid_string(&id)
+        .unwrap()
+        .shutdown()
+        .expect("the guest shuts down");
+    assert_eq!(api.get(&sys).await.body["PowerState"], "Off");
+    let r = rx.try_recv().expect("a record");
+    assert_eq!(r.cause, Cause::Machine);
+    assert_eq!(
+        r.what,
+        What::Power {
+            before: PowerState::On,
+            after: PowerState::Off
+        }
+    );
+    api.get(&sys).await;
+    assert!(rx.try_recv().is_err(), "recorded once");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_boot_patch_parses_the_definition_at_most_once_and_defines_once() {
     let hv = Hv::open();

@@ -34,6 +34,7 @@ use serde_json::{json, Map, Value};
 use super::json::{self, JsonObject, Resource};
 use super::{collection, link, AppState, Sys, SysId};
 use crate::api::error::{ApiError, Msg};
+use crate::bmc::changes::{with_cause, Cause};
 use crate::bmc::{BootRefused, BootRequest};
 use crate::model::{BootTarget, Change, OverrideEnabled, PowerState, System};
 use crate::profile::{DellLc, Profile};
@@ -923,14 +924,15 @@ async fn import(
     let reboot = !bios_changes.is_empty();
     drop(locked);
     let (st2, id, jid, secs) = (st.clone(), id.clone(), job.id.clone(), d.import_secs);
-    tokio::spawn(async move {
+    let job_cause = Cause::Bmc(format!("Dell job {jid}"));
+    tokio::spawn(with_cause(job_cause, async move {
         tokio::time::sleep(Duration::from_secs(secs)).await;
         if reboot {
             apply_import_bios(&st2, &id, &jid, &power).await;
             return;
         }
         complete(&st2, &jid, if something { "SYS053" } else { "SYS069" });
-    });
+    }));
     let mut r = StatusCode::ACCEPTED.into_response();
     if let Ok(h) = HeaderValue::from_str(&format!("/redfish/v1/TaskService/Tasks/{}", job.id)) {
         r.headers_mut().insert(header::LOCATION, h);

@@ -20,6 +20,7 @@
 use std::time::Duration;
 
 use crate::api::State;
+use crate::bmc::changes::{with_cause, Cause};
 use axum::extract::Path;
 use axum::http::{StatusCode, Uri};
 use axum::response::Response;
@@ -292,7 +293,8 @@ async fn action(
     let location = job_uri(&st, sys, &job.id);
     drop(locked);
     let (st2, jid, secs) = (st.clone(), job.id.clone(), d.import_secs);
-    tokio::spawn(async move {
+    let job_cause = Cause::Bmc(format!("Dell job {jid}"));
+    tokio::spawn(with_cause(job_cause, async move {
         tokio::time::sleep(Duration::from_secs(secs)).await;
         let outcome = finish(&st2, &id, action, &drives).await;
         let (state, msg) = match outcome {
@@ -304,7 +306,7 @@ async fn action(
         };
         st2.lc
             .update(&jid, state, msg, crate::profile::dell::text(msg));
-    });
+    }));
     Ok(super::job_accepted(&location))
 }
 
