@@ -466,7 +466,7 @@ pub async fn run(settings: Settings) -> Result<()> {
     }
     if let Some(dir) = &settings.ipmi.in_band_dir {
         for (name, bmc, _) in &bmcs {
-            let path = crate::ipmi::inband::socket_path(dir, &bmc.uuid);
+            let path = shoal_ipmi::inband::socket_path(dir, &bmc.uuid);
             let listener = crate::ipmi::inband::bind(&path).with_context(|| {
                 format!("--ipmi-in-band-dir: cannot listen on {}", path.display())
             })?;
