@@ -11,7 +11,8 @@ use clap::Parser;
 mod ipmi;
 
 use crate::backend::fake::FakeOptions;
-use crate::config::{self, ConfigError, ConfigFile, FeatureSet, HttpBootMapping};
+use crate::backend::options::HttpBootMapping;
+use crate::config::{self, ConfigError, ConfigFile, FeatureSet};
 use crate::model::System;
 use crate::profile::{ProfileError, Profiles};
 use crate::sushy::{self, SushyConfig};

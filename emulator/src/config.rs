@@ -57,16 +57,6 @@ impl FeatureSet {
     }
 }
 
-/// How the libvirt backend carries out `UefiHttp`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum HttpBootMapping {
-    /// The firmware's own HTTP boot: a URI load option in the NVRAM.
-    Firmware,
-    /// sushy-tools' mapping: the image as a virtual CD (not available yet).
-    Vmedia,
-}
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {

@@ -43,8 +43,8 @@ use virt::enumutil::Enum;
 use virt::error::ErrorNumber;
 use virt::sys;
 
+use super::options::HttpBootMapping;
 use super::{Backend, BackendError, Completion, Result, Unsupported};
-use crate::config::HttpBootMapping;
 use crate::model::{
     Arch, BmcState, BootMode, BootTarget, Change, MediaImage, MediaSlot, MediaState, ResetType,
     System, SystemRef,
@@ -820,7 +820,7 @@ mod tests {
             profile: "generic".into(),
             uris: vec![DOWN.into(), "test:///default".into()],
             allow: Vec::new(),
-            http_boot: crate::config::HttpBootMapping::Firmware,
+            http_boot: HttpBootMapping::Firmware,
             graceful_timeout: std::time::Duration::from_secs(1),
             media: crate::backend::download::MediaOptions {
                 cache: std::env::temp_dir(),

@@ -22,8 +22,8 @@ use virt::sys;
 
 use super::domain::{self, Facts};
 use super::{firmware, media, nvram_dir, nvram_file, virt_err, xml, Inner};
+use crate::backend::options::HttpBootMapping;
 use crate::backend::{BackendError, Result};
-use crate::config::HttpBootMapping;
 use crate::model::{
     BmcState, BootMode, BootTarget, MediaImage, MediaSlot, MediaState, OverrideEnabled, PowerState,
     ResetType, TargetSource,
