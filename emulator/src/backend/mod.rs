@@ -10,6 +10,7 @@ pub mod fake;
 pub mod ironic;
 #[cfg(feature = "libvirt")]
 pub mod libvirt;
+pub mod machines;
 pub mod options;
 pub mod view;
 
