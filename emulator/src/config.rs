@@ -9,15 +9,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::model::{Arch, BmcState, BootMode, BootOverride, Nic, PowerState, SecureBoot, System};
+use crate::backend::machines::derived_mac;
+#[cfg(test)]
+pub use crate::backend::machines::test_system;
+pub use crate::backend::machines::{default_system, fake_systems};
+use crate::model::{Arch, BootMode, BootOverride, Nic, PowerState, System};
 use crate::profile::Profiles;
 use crate::storage::Disk;
-
-/// Namespace of the name-derived system UUIDs (stable across runs).
-const UUID_NAMESPACE: Uuid = Uuid::from_u128(0x5b0a_1e00_5e0a_4c1b_9d3e_7a11_0c0f_fee0);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -55,16 +55,6 @@ impl FeatureSet {
     pub fn full(self) -> bool {
         self == FeatureSet::Full
     }
-}
-
-/// How the libvirt backend carries out `UefiHttp`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum HttpBootMapping {
-    /// The firmware's own HTTP boot: a URI load option in the NVRAM.
-    Firmware,
-    /// sushy-tools' mapping: the image as a virtual CD (not available yet).
-    Vmedia,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -223,9 +213,7 @@ impl ConfigFile {
         profiles: &Profiles,
         default_profile: &str,
     ) -> Result<Vec<System>, ConfigError> {
-        let mut names = HashSet::new();
-        let mut ids = HashSet::new();
-        let mut macs = HashSet::new();
+        let mut seen = Seen::default();
         let mut out = Vec::with_capacity(self.systems.len());
         for (i, e) in self.systems.iter().enumerate() {
             let err = |key: &str, message: String| ConfigError::Invalid {
@@ -233,73 +221,9 @@ impl ConfigFile {
                 key: format!("systems[{i}].{key}"),
                 message,
             };
-            if e.name.is_empty() || e.name.contains('/') {
-                return Err(err(
-                    "name",
-                    format!("{:?} is not a usable name (non-empty, no '/')", e.name),
-                ));
-            }
-            if !names.insert(e.name.clone()) {
-                return Err(err("name", format!("{:?} is used twice", e.name)));
-            }
-            let mut sys = default_system(&e.name);
-            if let Some(u) = &e.uuid {
-                let u = Uuid::parse_str(u)
-                    .map_err(|x| err("uuid", format!("{u:?} is not a UUID: {x}")))?;
-                sys.uuid = u;
-                sys.id = u.hyphenated().to_string();
-            }
-            if !ids.insert(sys.id.clone()) {
-                return Err(err("uuid", format!("{} is used twice", sys.id)));
-            }
-            if let Some(a) = &e.arch {
-                sys.arch = parse_enum(a, Arch::parse, Arch::ALL, Arch::as_str)
-                    .map_err(|m| err("arch", m))?;
-            }
-            let mode = match &e.boot_mode {
-                Some(m) => parse_enum(m, BootMode::parse, BootMode::ALL, BootMode::as_str)
-                    .map_err(|x| err("boot_mode", x))?,
-                None if sys.arch.has_uefi() => BootMode::Uefi,
-                None => BootMode::Legacy,
-            };
-            if mode == BootMode::Uefi && !sys.arch.has_uefi() {
-                return Err(err(
-                    "boot_mode",
-                    format!(
-                        "{} machines have no UEFI firmware; use \"Legacy\"",
-                        sys.arch
-                    ),
-                ));
-            }
-            sys.bmc.boot = BootOverride::disabled(mode);
-            if !e.macs.is_empty() {
-                sys.nics.clear();
-                for (j, m) in e.macs.iter().enumerate() {
-                    let mac = normalize_mac(m).ok_or_else(|| {
-                        err(
-                            &format!("macs[{j}]"),
-                            format!("{m:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"),
-                        )
-                    })?;
-                    sys.nics.push(Nic { mac });
-                }
-            }
-            if e.macs.is_empty() {
-                // A derived MAC has 24 bits of the name's hash: in a large
-                // inventory two names can share one, so derive again.
-                sys.nics[0].mac = (0..)
-                    .map(|k| derived_mac(&sys.name, k))
-                    .find(|m| !macs.contains(m))
-                    .expect("a free MAC");
-            }
-            for (j, n) in sys.nics.iter().enumerate() {
-                if !macs.insert(n.mac.clone()) {
-                    return Err(err(
-                        &format!("macs[{j}]"),
-                        format!("{} is used by another system", n.mac),
-                    ));
-                }
-            }
+            let mut sys = identity(e, &err, &mut seen)?;
+            let mode = firmware(e, &mut sys, &err)?;
+            nics(e, &mut sys, &err, &mut seen.macs)?;
             sys.profile = match &e.profile {
                 Some(p) => {
                     profiles.get(p).map_err(|x| err("profile", x.to_string()))?;
@@ -307,43 +231,7 @@ impl ConfigFile {
                 }
                 None => default_profile.to_string(),
             };
-            if let Some(m) = e.memory_mib {
-                if m == 0 {
-                    return Err(err("memory_mib", "must be at least 1".into()));
-                }
-                sys.memory_mib = m;
-            }
-            if let Some(c) = e.cpus {
-                if c == 0 {
-                    return Err(err("cpus", "must be at least 1".into()));
-                }
-                sys.cpus = c;
-            }
-            if !e.disks.is_empty() {
-                sys.disks = e
-                    .disks
-                    .iter()
-                    .map(|d| Disk {
-                        name: d.name.clone(),
-                        capacity_bytes: d.capacity_gib << 30,
-                    })
-                    .collect();
-                sys.bmc.storage = crate::storage::StorageState::jbod(&sys.disks);
-            }
-            if let Some(sb) = e.secure_boot {
-                if sb && mode != BootMode::Uefi {
-                    return Err(err("secure_boot", "needs boot_mode = \"UEFI\"".into()));
-                }
-                sys.bmc.secure_boot.enable = sb;
-                sys.bmc.secure_boot.current_boot = sb;
-            }
-            if let Some(p) = &e.power {
-                sys.power = match p.as_str() {
-                    "On" => PowerState::On,
-                    "Off" => PowerState::Off,
-                    _ => return Err(err("power", format!("{p:?} is not one of: On, Off"))),
-                };
-            }
+            hardware(e, &mut sys, &err, mode)?;
             out.push(sys);
         }
         Ok(out)
@@ -383,69 +271,153 @@ pub fn normalize_mac(s: &str) -> Option<String> {
     Some(parts.join(":").to_ascii_lowercase())
 }
 
-/// The locally administered 52:54:00 MAC derived from `name` (attempt
-/// `k` > 0 when an earlier one is taken).
-fn derived_mac(name: &str, k: u32) -> String {
-    let h = if k == 0 {
-        Sha256::digest(name.as_bytes())
-    } else {
-        Sha256::digest(format!("{name}#{k}").as_bytes())
+/// What the entries so far took: names, Ids and MACs are each one
+/// system's.
+#[derive(Default)]
+struct Seen {
+    names: HashSet<String>,
+    ids: HashSet<String>,
+    macs: HashSet<String>,
+}
+
+/// An entry's error: `systems[i].<key>` in its file.
+type EntryErr<'a> = dyn Fn(&str, String) -> ConfigError + 'a;
+
+/// The machine an entry names, with its identity: the name (usable, not
+/// taken), the UUID and Id (given, or derived from the name; not taken).
+fn identity(e: &SystemEntry, err: &EntryErr, seen: &mut Seen) -> Result<System, ConfigError> {
+    if e.name.is_empty() || e.name.contains('/') {
+        return Err(err(
+            "name",
+            format!("{:?} is not a usable name (non-empty, no '/')", e.name),
+        ));
+    }
+    if !seen.names.insert(e.name.clone()) {
+        return Err(err("name", format!("{:?} is used twice", e.name)));
+    }
+    let mut sys = default_system(&e.name);
+    if let Some(u) = &e.uuid {
+        let u = Uuid::parse_str(u).map_err(|x| err("uuid", format!("{u:?} is not a UUID: {x}")))?;
+        sys.uuid = u;
+        sys.id = u.hyphenated().to_string();
+    }
+    if !seen.ids.insert(sys.id.clone()) {
+        return Err(err("uuid", format!("{} is used twice", sys.id)));
+    }
+    Ok(sys)
+}
+
+/// The architecture and the boot mode (UEFI where the architecture has
+/// it, unless the entry says; never UEFI where it has none).
+fn firmware(e: &SystemEntry, sys: &mut System, err: &EntryErr) -> Result<BootMode, ConfigError> {
+    if let Some(a) = &e.arch {
+        sys.arch =
+            parse_enum(a, Arch::parse, Arch::ALL, Arch::as_str).map_err(|m| err("arch", m))?;
+    }
+    let mode = match &e.boot_mode {
+        Some(m) => parse_enum(m, BootMode::parse, BootMode::ALL, BootMode::as_str)
+            .map_err(|x| err("boot_mode", x))?,
+        None if sys.arch.has_uefi() => BootMode::Uefi,
+        None => BootMode::Legacy,
     };
-    format!("52:54:00:{:02x}:{:02x}:{:02x}", h[0], h[1], h[2])
+    if mode == BootMode::Uefi && !sys.arch.has_uefi() {
+        return Err(err(
+            "boot_mode",
+            format!(
+                "{} machines have no UEFI firmware; use \"Legacy\"",
+                sys.arch
+            ),
+        ));
+    }
+    sys.bmc.boot = BootOverride::disabled(mode);
+    Ok(mode)
 }
 
-/// A UEFI x86_64 machine named `name`, with identity derived stably from the
-/// name (UUID v5, a locally administered 52:54:00 MAC), 4 GiB, 2 vCPUs and
-/// one 20 GiB disk, powered off.
-pub fn default_system(name: &str) -> System {
-    let uuid = Uuid::new_v5(&UUID_NAMESPACE, name.as_bytes());
-    let mut sys = System {
-        id: uuid.hyphenated().to_string(),
-        name: name.to_string(),
-        uuid,
-        arch: Arch::X86_64,
-        memory_mib: 4096,
-        cpus: 2,
-        disks: vec![Disk {
-            name: "disk0".into(),
-            capacity_bytes: 20 << 30,
-        }],
-        nics: vec![Nic {
-            mac: derived_mac(name, 0),
-        }],
-        power: PowerState::Off,
-        profile: "generic".into(),
-        bmc: BmcState::new(
-            BootMode::Uefi,
-            SecureBoot {
-                enable: false,
-                current_boot: false,
-                keys_enrolled: true,
-            },
-        ),
-    };
-    sys.bmc.storage = crate::storage::StorageState::jbod(&sys.disks);
-    sys
+/// The NICs: the entry's MACs, else one derived from the name (again
+/// while another system has it); each MAC one system's.
+fn nics(
+    e: &SystemEntry,
+    sys: &mut System,
+    err: &EntryErr,
+    macs: &mut HashSet<String>,
+) -> Result<(), ConfigError> {
+    if !e.macs.is_empty() {
+        sys.nics.clear();
+        for (j, m) in e.macs.iter().enumerate() {
+            let mac = normalize_mac(m).ok_or_else(|| {
+                err(
+                    &format!("macs[{j}]"),
+                    format!("{m:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"),
+                )
+            })?;
+            sys.nics.push(Nic { mac });
+        }
+    }
+    if e.macs.is_empty() {
+        // A derived MAC has 24 bits of the name's hash: in a large
+        // inventory two names can share one, so derive again.
+        sys.nics[0].mac = (0..)
+            .map(|k| derived_mac(&sys.name, k))
+            .find(|m| !macs.contains(m))
+            .expect("a free MAC");
+    }
+    for (j, n) in sys.nics.iter().enumerate() {
+        if !macs.insert(n.mac.clone()) {
+            return Err(err(
+                &format!("macs[{j}]"),
+                format!("{} is used by another system", n.mac),
+            ));
+        }
+    }
+    Ok(())
 }
 
-/// `n` default machines named `node-0` … `node-{n-1}`.
-pub fn fake_systems(n: usize) -> Vec<System> {
-    let mut macs = HashSet::new();
-    (0..n)
-        .map(|i| {
-            let mut sys = default_system(&format!("node-{i}"));
-            sys.nics[0].mac = (0..)
-                .map(|k| derived_mac(&sys.name, k))
-                .find(|m| macs.insert(m.clone()))
-                .expect("a free MAC");
-            sys
-        })
-        .collect()
-}
-
-#[cfg(test)]
-pub fn test_system(name: &str) -> System {
-    default_system(name)
+/// Memory, CPUs, disks (JBOD over them), Secure Boot (UEFI only) and the
+/// power at start, where the entry gives them.
+fn hardware(
+    e: &SystemEntry,
+    sys: &mut System,
+    err: &EntryErr,
+    mode: BootMode,
+) -> Result<(), ConfigError> {
+    if let Some(m) = e.memory_mib {
+        if m == 0 {
+            return Err(err("memory_mib", "must be at least 1".into()));
+        }
+        sys.memory_mib = m;
+    }
+    if let Some(c) = e.cpus {
+        if c == 0 {
+            return Err(err("cpus", "must be at least 1".into()));
+        }
+        sys.cpus = c;
+    }
+    if !e.disks.is_empty() {
+        sys.disks = e
+            .disks
+            .iter()
+            .map(|d| Disk {
+                name: d.name.clone(),
+                capacity_bytes: d.capacity_gib << 30,
+            })
+            .collect();
+        sys.bmc.storage = crate::storage::StorageState::jbod(&sys.disks);
+    }
+    if let Some(sb) = e.secure_boot {
+        if sb && mode != BootMode::Uefi {
+            return Err(err("secure_boot", "needs boot_mode = \"UEFI\"".into()));
+        }
+        sys.bmc.secure_boot.enable = sb;
+        sys.bmc.secure_boot.current_boot = sb;
+    }
+    if let Some(p) = &e.power {
+        sys.power = match p.as_str() {
+            "On" => PowerState::On,
+            "Off" => PowerState::Off,
+            _ => return Err(err("power", format!("{p:?} is not one of: On, Off"))),
+        };
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use crate::backend::view::{Member, View};
 use crate::backend::Backend;
 use crate::cli::{BackendChoice, Settings};
 use crate::faults::Faults;
+use crate::model::SystemRef;
 
 /// The service root UUID: stable for a given set of systems.
 fn service_uuid(settings: &Settings) -> Uuid {
@@ -150,48 +151,12 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
     // Each endpoint's core announces the changes of its own view.
     let backend = main.core.machines().clone();
     let refs = backend.systems().await?;
-    let mut groups: Vec<(String, SocketAddr, Vec<crate::model::SystemRef>)> = Vec::new();
     let mut taken = std::collections::HashSet::new();
-    for (key, e) in &plan.listed {
-        let mut members = Vec::new();
-        for (j, name) in e.systems.iter().enumerate() {
-            let r = backend
-                .find(name)
-                .await?
-                .with_context(|| format!("{key}.systems[{j}]: no system {name:?}"))?;
-            if !taken.insert(r.id.clone()) {
-                anyhow::bail!("{key}.systems[{j}]: {name:?} already has an endpoint");
-            }
-            members.push(r);
-        }
-        if members.is_empty() {
-            anyhow::bail!("{key}.systems: an endpoint serves at least one system");
-        }
-        groups.push((key.clone(), e.listen, members));
-    }
+    let mut groups = listed_groups(settings, &*backend, &mut taken).await?;
     if let Some(first) = plan.per_system {
-        let std::net::IpAddr::V4(v4) = first.ip() else {
-            anyhow::bail!("--endpoint-per-system: {first} is not an IPv4 address");
-        };
-        let mut n = u32::from(v4);
-        for r in refs.iter().filter(|r| !taken.contains(&r.id)) {
-            let addr = SocketAddr::new(std::net::Ipv4Addr::from(n).into(), first.port());
-            groups.push((
-                format!("--endpoint-per-system ({})", r.name),
-                addr,
-                vec![r.clone()],
-            ));
-            n = n
-                .checked_add(1)
-                .context("--endpoint-per-system: out of IPv4 addresses")?;
-        }
+        groups.extend(per_system_groups(first, &refs, &taken)?);
         taken.extend(refs.iter().map(|r| r.id.clone()));
     }
-    let member = |r: &crate::model::SystemRef, id: String| Member {
-        id,
-        inner: r.id.clone(),
-        name: r.name.clone(),
-    };
     let rest: Vec<Member> = refs
         .iter()
         .filter(|r| !taken.contains(&r.id))
@@ -212,50 +177,129 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         .collect();
     all[0].state.root_profile = root_profile_of(&main, &rest_refs).await?;
     for (key, listen, refs) in groups {
-        let one = match refs.as_slice() {
-            [one] => Some(backend.system(&one.id).await?),
-            _ => None,
-        };
-        let fixed = one.as_ref().and_then(|sys| main.profile(sys).ids.clone());
-        let members = refs
-            .iter()
-            .map(|r| {
-                let id = fixed.as_ref().map_or(r.id.clone(), |f| f.system.clone());
-                member(r, id)
-            })
-            .collect::<Vec<_>>();
-        let mut h = Sha256::new();
-        for r in &refs {
-            h.update(r.id.as_bytes());
-        }
-        let d = h.finalize();
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&d[..16]);
-        let mut state = AppState::new(
-            Arc::new(View::new(backend.clone(), members)),
-            auth_store(settings).with_context(|| key.clone())?,
-            settings.feature_set,
-            uuid::Builder::from_random_bytes(b).into_uuid(),
-        )
-        .with_profiles((*main.core.profiles).clone())
-        .with_faults(main.core.faults.clone())
-        .with_endpoint_systems(refs.iter().map(|r| r.name.clone()).collect());
-        state.core.power_off_disabled = main.core.power_off_disabled;
-        state.media_ip_family = main.media_ip_family;
-        main.core.faults.register(
-            refs.iter().map(|r| r.name.clone()).collect(),
-            state.auth.clone(),
-        );
-        state = match &one {
-            Some(sys) => state.serving_one(sys),
-            None => {
-                state.root_profile = root_profile_of(&main, &refs).await?;
-                state
-            }
-        };
+        let state = endpoint_state(settings, &main, &key, &refs).await?;
         all.push(Endpoint { listen, state });
     }
     Ok(all)
+}
+
+/// An endpoint's systems: where it listens and the key that names it.
+type Group = (String, SocketAddr, Vec<SystemRef>);
+
+/// A system of a view, under the Id the view gives it.
+fn member(r: &SystemRef, id: String) -> Member {
+    Member {
+        id,
+        inner: r.id.clone(),
+        name: r.name.clone(),
+    }
+}
+
+/// The `[[endpoints]]` listed, each system found by name or UUID and in
+/// one endpoint only (`taken`), none empty.
+async fn listed_groups(
+    settings: &Settings,
+    backend: &dyn Backend,
+    taken: &mut std::collections::HashSet<String>,
+) -> Result<Vec<Group>> {
+    let mut groups = Vec::new();
+    for (key, e) in &settings.endpoints.listed {
+        let mut members = Vec::new();
+        for (j, name) in e.systems.iter().enumerate() {
+            let r = backend
+                .find(name)
+                .await?
+                .with_context(|| format!("{key}.systems[{j}]: no system {name:?}"))?;
+            if !taken.insert(r.id.clone()) {
+                anyhow::bail!("{key}.systems[{j}]: {name:?} already has an endpoint");
+            }
+            members.push(r);
+        }
+        if members.is_empty() {
+            anyhow::bail!("{key}.systems: an endpoint serves at least one system");
+        }
+        groups.push((key.clone(), e.listen, members));
+    }
+    Ok(groups)
+}
+
+/// `--endpoint-per-system`: each system not `taken` on an endpoint of its
+/// own, at consecutive IPv4 addresses from `first`.
+fn per_system_groups(
+    first: SocketAddr,
+    refs: &[SystemRef],
+    taken: &std::collections::HashSet<String>,
+) -> Result<Vec<Group>> {
+    let std::net::IpAddr::V4(v4) = first.ip() else {
+        anyhow::bail!("--endpoint-per-system: {first} is not an IPv4 address");
+    };
+    let mut groups = Vec::new();
+    let mut n = u32::from(v4);
+    for r in refs.iter().filter(|r| !taken.contains(&r.id)) {
+        let addr = SocketAddr::new(std::net::Ipv4Addr::from(n).into(), first.port());
+        groups.push((
+            format!("--endpoint-per-system ({})", r.name),
+            addr,
+            vec![r.clone()],
+        ));
+        n = n
+            .checked_add(1)
+            .context("--endpoint-per-system: out of IPv4 addresses")?;
+    }
+    Ok(groups)
+}
+
+/// The state of an endpoint of its own: a view of its systems (under the
+/// profile's fixed Ids when it serves one system that has them), its own
+/// accounts, and a service UUID derived from its systems.
+async fn endpoint_state(
+    settings: &Settings,
+    main: &AppState,
+    key: &str,
+    refs: &[SystemRef],
+) -> Result<AppState> {
+    let backend = main.core.machines();
+    let one = match refs {
+        [one] => Some(backend.system(&one.id).await?),
+        _ => None,
+    };
+    let fixed = one.as_ref().and_then(|sys| main.profile(sys).ids.clone());
+    let members = refs
+        .iter()
+        .map(|r| {
+            let id = fixed.as_ref().map_or(r.id.clone(), |f| f.system.clone());
+            member(r, id)
+        })
+        .collect::<Vec<_>>();
+    let mut h = Sha256::new();
+    for r in refs {
+        h.update(r.id.as_bytes());
+    }
+    let d = h.finalize();
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    let mut state = AppState::new(
+        Arc::new(View::new(backend.clone(), members)),
+        auth_store(settings).with_context(|| key.to_string())?,
+        settings.feature_set,
+        uuid::Builder::from_random_bytes(b).into_uuid(),
+    )
+    .with_profiles((*main.core.profiles).clone())
+    .with_faults(main.core.faults.clone())
+    .with_endpoint_systems(refs.iter().map(|r| r.name.clone()).collect());
+    state.core.power_off_disabled = main.core.power_off_disabled;
+    state.media_ip_family = main.media_ip_family;
+    main.core.faults.register(
+        refs.iter().map(|r| r.name.clone()).collect(),
+        state.auth.clone(),
+    );
+    Ok(match &one {
+        Some(sys) => state.serving_one(sys),
+        None => {
+            state.root_profile = root_profile_of(main, refs).await?;
+            state
+        }
+    })
 }
 
 /// The profile a service with these systems speaks for at its root
@@ -349,6 +393,57 @@ fn announce(line: &str) {
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
+/// The admin endpoint, bound and announced: its own listener and, so that
+/// clients filling the Redfish listeners' cap cannot lock the operator
+/// out, connection slots of its own.
+fn admin(
+    listen: SocketAddr,
+    router: axum::Router,
+    settings: &Settings,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<impl std::future::Future<Output = Result<()>>> {
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let std_listener = std::net::TcpListener::bind(listen)
+        .with_context(|| format!("--admin-listen: cannot listen on {listen}"))?;
+    std_listener.set_nonblocking(true)?;
+    let addr = std_listener.local_addr()?;
+    tracing::info!("admin endpoint on {scheme}://{addr}/shoal/v1/");
+    announce(&format!("shoal-emulator admin on {scheme}://{addr}"));
+    let admin_limits = crate::serve::Limits {
+        max_connections: 64,
+        ..settings.limits
+    };
+    Ok(crate::serve::serve(
+        std_listener,
+        router,
+        tls,
+        admin_limits,
+        admin_limits.slots(),
+        stop,
+        None,
+    ))
+}
+
+/// A BMC's in-band IPMI socket in `dir` (named by its system's UUID),
+/// bound and announced.
+fn in_band(
+    dir: &Path,
+    name: &str,
+    bmc: Arc<crate::ipmi::Bmc>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<impl std::future::Future<Output = Result<()>>> {
+    let path = shoal_ipmi::inband::socket_path(dir, &bmc.uuid);
+    let listener = crate::ipmi::inband::bind(&path)
+        .with_context(|| format!("--ipmi-in-band-dir: cannot listen on {}", path.display()))?;
+    tracing::info!(system = %name, "in-band IPMI on unix:{}", path.display());
+    announce(&format!(
+        "shoal-emulator ipmi-in-band {name} on unix:{}",
+        path.display()
+    ));
+    Ok(crate::ipmi::inband::serve(listener, bmc, stop))
+}
+
 /// Runs the emulator until a shutdown signal: the main service root and
 /// each endpoint of its own.
 pub async fn run(settings: Settings) -> Result<()> {
@@ -434,28 +529,14 @@ pub async fn run(settings: Settings) -> Result<()> {
         ));
     }
     if let Some((listen, token)) = &settings.admin {
-        let std_listener = std::net::TcpListener::bind(listen)
-            .with_context(|| format!("--admin-listen: cannot listen on {listen}"))?;
-        std_listener.set_nonblocking(true)?;
-        let addr = std_listener.local_addr()?;
-        tracing::info!("admin endpoint on {scheme}://{addr}/shoal/v1/");
-        announce(&format!("shoal-emulator admin on {scheme}://{addr}"));
         let router = crate::admin::router(faults, backend.clone(), token);
-        // Slots of its own: clients filling the Redfish listeners' cap
-        // must not lock the operator out of the admin endpoint.
-        let admin_limits = crate::serve::Limits {
-            max_connections: 64,
-            ..settings.limits
-        };
-        servers.spawn(crate::serve::serve(
-            std_listener,
+        servers.spawn(admin(
+            *listen,
             router,
+            &settings,
             tls.clone(),
-            admin_limits,
-            admin_limits.slots(),
             stop_rx.clone(),
-            None,
-        ));
+        )?);
     }
     // IPMI lines come last: readers of the Redfish lines above (the
     // harness, scripts) see them as they always were.
@@ -471,20 +552,7 @@ pub async fn run(settings: Settings) -> Result<()> {
     }
     if let Some(dir) = &settings.ipmi.in_band_dir {
         for (name, bmc, _) in &bmcs {
-            let path = crate::ipmi::inband::socket_path(dir, &bmc.uuid);
-            let listener = crate::ipmi::inband::bind(&path).with_context(|| {
-                format!("--ipmi-in-band-dir: cannot listen on {}", path.display())
-            })?;
-            tracing::info!(system = %name, "in-band IPMI on unix:{}", path.display());
-            announce(&format!(
-                "shoal-emulator ipmi-in-band {name} on unix:{}",
-                path.display()
-            ));
-            servers.spawn(crate::ipmi::inband::serve(
-                listener,
-                bmc.clone(),
-                stop_rx.clone(),
-            ));
+            servers.spawn(in_band(dir, name, bmc.clone(), stop_rx.clone())?);
         }
     }
     tokio::spawn(async move {

@@ -10,7 +10,11 @@
 //!   no iSCSI boot);
 //! - the Chassis's `Oem.Hpe.Links.Devices` (the PCI devices by function);
 //! - the Manager's `Oem.Hpe.Links.SecurityService` with its security
-//!   dashboard and parameters.
+//!   dashboard and parameters (`security.rs`).
+
+mod security;
+
+pub use security::manager_links;
 
 use crate::api::State;
 use axum::extract::Path;
@@ -63,26 +67,7 @@ pub fn router() -> Router {
         )
         .route("/redfish/v1/Chassis/{id}/Devices", get(chassis_devices))
         .route("/redfish/v1/Chassis/{id}/Devices/{n}", get(chassis_device))
-        .route(
-            "/redfish/v1/Managers/{id}/SecurityService",
-            get(security_service),
-        )
-        .route(
-            "/redfish/v1/Managers/{id}/SecurityService/SecurityDashboard",
-            get(security_dashboard),
-        )
-        .route(
-            "/redfish/v1/Managers/{id}/SecurityService/HttpsCert",
-            get(https_cert),
-        )
-        .route(
-            "/redfish/v1/Managers/{id}/SecurityService/SecurityDashboard/SecurityParams",
-            get(security_params),
-        )
-        .route(
-            "/redfish/v1/Managers/{id}/SecurityService/SecurityDashboard/SecurityParams/{n}",
-            get(security_param),
-        )
+        .merge(security::router())
 }
 
 fn base(sys: &System) -> String {
@@ -469,152 +454,4 @@ async fn chassis_device(
         .find(|d| d["Id"] == json!(n))
         .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))?;
     Ok(Resource::plain(d, "GET"))
-}
-
-/// The Manager's `Oem.Hpe.Links.SecurityService`.
-pub fn manager_links(manager: &str, v: &mut Value) {
-    oem_hpe(v, "#HpeiLO.v2_8_0.HpeiLO")["Links"]["SecurityService"] =
-        link(&format!("/redfish/v1/Managers/{manager}/SecurityService/"));
-}
-
-/// iLO's security parameters as a lab server has them: the override
-/// switch off, the last firmware scan clean, the rest at their defaults.
-const SECURITY_PARAMS: &[(&str, &str, &str, &str)] = &[
-    (
-        "Security Override Switch",
-        "Ok",
-        "Off",
-        "The security override switch is off.",
-    ),
-    (
-        "Last Firmware Scan Result",
-        "Ok",
-        "Ok",
-        "The last firmware scan found no problem.",
-    ),
-    (
-        "IPMI/DCMI Over LAN",
-        "Risk",
-        "Enabled",
-        "IPMI/DCMI over LAN is enabled.",
-    ),
-    (
-        "Minimum Password Length",
-        "Ok",
-        "Ok",
-        "The minimum password length meets the recommendation.",
-    ),
-    (
-        "Require Login for iLO RBSU",
-        "Risk",
-        "Disabled",
-        "Login is not required for the iLO RBSU.",
-    ),
-];
-
-async fn security_service(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = uri.path().trim_end_matches('/').to_string();
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#HpeSecurityService.v2_3_1.HpeSecurityService",
-            "@odata.id": b,
-            "Id": "SecurityService",
-            "Name": "iLO Security Service",
-            "SecurityState": "Production",
-            "Links": {
-                "SecurityDashboard": link(&format!("{b}/SecurityDashboard/")),
-                "HttpsCert": link(&format!("{b}/HttpsCert/")),
-            },
-        }),
-        "GET",
-    ))
-}
-
-/// The iLO's HTTPS certificate resource (its details are the endpoint's
-/// own TLS set-up, which Shoal does not restate here).
-async fn https_cert(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#HpeHttpsCert.v2_0_0.HpeHttpsCert",
-            "@odata.id": uri.path().trim_end_matches('/'),
-            "Id": "HttpsCert",
-            "Name": "HTTPS Certificate",
-        }),
-        "GET",
-    ))
-}
-
-async fn security_dashboard(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = uri.path().trim_end_matches('/').to_string();
-    let risk = SECURITY_PARAMS.iter().any(|p| p.1 == "Risk");
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#HpeiLOSecurityDashboard.v1_0_0.HpeiLOSecurityDashboard",
-            "@odata.id": b,
-            "Id": "SecurityDashboard",
-            "Name": "iLO Security Dashboard",
-            "OverallSecurityStatus": if risk { "Risk" } else { "Ok" },
-            "ServerConfigurationLockStatus": "Disabled",
-            "SecurityParameters": link(&format!("{b}/SecurityParams/")),
-        }),
-        "GET",
-    ))
-}
-
-async fn security_params(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = uri.path().trim_end_matches('/').to_string();
-    let members = (0..SECURITY_PARAMS.len()).map(|n| format!("{b}/{n}"));
-    let mut v = collection(
-        "HpeiLOSecurityParamCollection",
-        &b,
-        "Security Parameters",
-        members,
-    );
-    v["@odata.type"] = json!("#HpeiLOSecurityParamCollection.HpeiLOSecurityParamCollection");
-    Ok(Resource::plain(v, "GET"))
-}
-
-async fn security_param(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    Path((_, n)): Path<(String, usize)>,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let &(name, status, state, description) = SECURITY_PARAMS
-        .get(n)
-        .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))?;
-    Ok(Resource::plain(
-        json!({
-            "@odata.type": "#HpeiLOSecurityParam.v1_1_0.HpeiLOSecurityParam",
-            "@odata.id": uri.path(),
-            "Id": n.to_string(),
-            "Name": name,
-            "SecurityStatus": status,
-            "State": state,
-            "Ignore": false,
-            "Description": description,
-        }),
-        "GET",
-    ))
 }

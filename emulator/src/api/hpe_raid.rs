@@ -186,6 +186,32 @@ fn bad(id: &'static str, args: &[&str], path: &str) -> ApiError {
 /// The staged changes a PUT body asks for, planned against what the
 /// controller will hold (every check before anything is staged).
 fn plan(sys: &System, body: &Map<String, Value>) -> Result<Vec<VolumeChange>, ApiError> {
+    let items = logical_drives(body)?;
+    // Planned on a copy that takes each change as it is staged.
+    let mut p = Planner {
+        sys,
+        s: sys.bmc.storage.clone(),
+        changes: Vec::new(),
+    };
+    for (i, item) in items.iter().enumerate() {
+        let o = item.as_object().ok_or_else(|| {
+            bad(
+                "PropertyValueTypeError",
+                &[&json::shown(item), &format!("LogicalDrives/{i}")],
+                &format!("LogicalDrives/{i}"),
+            )
+        })?;
+        match o.get("Actions") {
+            Some(actions) => p.delete(i, o, actions)?,
+            None => p.create(i, o)?,
+        }
+    }
+    Ok(p.changes)
+}
+
+/// The body's `LogicalDrives`, once its other properties passed (only
+/// `DataGuard`, with one of iLO's values).
+fn logical_drives(body: &Map<String, Value>) -> Result<&Vec<Value>, ApiError> {
     for k in body.keys() {
         if !["DataGuard", "LogicalDrives"].contains(&k.as_str()) && !k.starts_with("@odata.") {
             return Err(bad("PropertyUnknown", &[k], k));
@@ -202,157 +228,186 @@ fn plan(sys: &System, body: &Map<String, Value>) -> Result<Vec<VolumeChange>, Ap
             ))
         }
     }
-    let items = match body.get("LogicalDrives") {
-        Some(Value::Array(a)) => a,
-        Some(v) => {
-            return Err(bad(
-                "PropertyValueTypeError",
-                &[&json::shown(v), "LogicalDrives"],
-                "LogicalDrives",
-            ))
-        }
-        None => {
-            return Err(ApiError::bad(
-                Msg::new("PropertyMissing", &["LogicalDrives"]).about("LogicalDrives"),
-            ))
-        }
-    };
-    // Planned on a copy that takes each change as it is staged.
-    let mut s = sys.bmc.storage.clone();
-    let mut changes = Vec::new();
-    fn stage(s: &mut StorageState, c: VolumeChange, changes: &mut Vec<VolumeChange>) {
-        s.pending.push(c.clone());
-        changes.push(c);
+    match body.get("LogicalDrives") {
+        Some(Value::Array(a)) => Ok(a),
+        Some(v) => Err(bad(
+            "PropertyValueTypeError",
+            &[&json::shown(v), "LogicalDrives"],
+            "LogicalDrives",
+        )),
+        None => Err(ApiError::bad(
+            Msg::new("PropertyMissing", &["LogicalDrives"]).about("LogicalDrives"),
+        )),
     }
-    for (i, item) in items.iter().enumerate() {
-        let at = |k: &str| format!("LogicalDrives/{i}/{k}");
-        let o = item.as_object().ok_or_else(|| {
-            bad(
-                "PropertyValueTypeError",
-                &[&json::shown(item), &format!("LogicalDrives/{i}")],
-                &format!("LogicalDrives/{i}"),
-            )
-        })?;
-        if let Some(actions) = o.get("Actions") {
-            let delete = actions.as_array().is_some_and(|a| {
-                a.len() == 1 && a[0].get("Action") == Some(&json!("LogicalDriveDelete"))
-            });
-            if !delete {
-                return Err(bad(
-                    "PropertyValueNotInList",
-                    &[&json::shown(actions), &at("Actions")],
-                    &at("Actions"),
-                ));
-            }
-            let vuid = o
-                .get("VolumeUniqueIdentifier")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let v = projected(&s)
-                .into_iter()
-                .find(|v| v.raid_type != "None" && unique_id(sys, v) == vuid)
-                .ok_or_else(|| {
-                    bad(
-                        "PropertyValueNotInList",
-                        &[vuid, &at("VolumeUniqueIdentifier")],
-                        &at("VolumeUniqueIdentifier"),
-                    )
-                })?;
-            stage(&mut s, VolumeChange::Delete(v.id), &mut changes);
-            continue;
+}
+
+/// `LogicalDrives/{i}/{k}`, the path of an item's property.
+fn at(i: usize, k: &str) -> String {
+    format!("LogicalDrives/{i}/{k}")
+}
+
+/// A PUT's items planned one by one on a copy of the storage state that
+/// takes each change as it is staged.
+struct Planner<'a> {
+    sys: &'a System,
+    s: StorageState,
+    changes: Vec<VolumeChange>,
+}
+
+impl Planner<'_> {
+    fn stage(&mut self, c: VolumeChange) {
+        self.s.pending.push(c.clone());
+        self.changes.push(c);
+    }
+
+    /// An item with `Actions`: `LogicalDriveDelete` of the logical drive
+    /// its `VolumeUniqueIdentifier` names.
+    fn delete(
+        &mut self,
+        i: usize,
+        o: &Map<String, Value>,
+        actions: &Value,
+    ) -> Result<(), ApiError> {
+        let delete = actions.as_array().is_some_and(|a| {
+            a.len() == 1 && a[0].get("Action") == Some(&json!("LogicalDriveDelete"))
+        });
+        if !delete {
+            return Err(bad(
+                "PropertyValueNotInList",
+                &[&json::shown(actions), &at(i, "Actions")],
+                &at(i, "Actions"),
+            ));
         }
+        let vuid = o
+            .get("VolumeUniqueIdentifier")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let v = projected(&self.s)
+            .into_iter()
+            .find(|v| v.raid_type != "None" && unique_id(self.sys, v) == vuid)
+            .ok_or_else(|| {
+                bad(
+                    "PropertyValueNotInList",
+                    &[vuid, &at(i, "VolumeUniqueIdentifier")],
+                    &at(i, "VolumeUniqueIdentifier"),
+                )
+            })?;
+        self.stage(VolumeChange::Delete(v.id));
+        Ok(())
+    }
+
+    /// A new logical drive: its RAID level, capacity, name and drives; the
+    /// pass-through volumes of those drives go first.
+    fn create(&mut self, i: usize, o: &Map<String, Value>) -> Result<(), ApiError> {
+        let sys = self.sys;
         for k in o.keys() {
             if !["Raid", "CapacityGiB", "DataDrives", "LogicalDriveName"].contains(&k.as_str()) {
-                return Err(bad("PropertyUnknown", &[&at(k)], &at(k)));
+                return Err(bad("PropertyUnknown", &[&at(i, k)], &at(i, k)));
             }
         }
         let raid = o.get("Raid").and_then(Value::as_str).unwrap_or("");
-        let raid = raid_type(raid)
-            .ok_or_else(|| bad("PropertyValueNotInList", &[raid, &at("Raid")], &at("Raid")))?;
+        let raid = raid_type(raid).ok_or_else(|| {
+            bad(
+                "PropertyValueNotInList",
+                &[raid, &at(i, "Raid")],
+                &at(i, "Raid"),
+            )
+        })?;
         let capacity = match o.get("CapacityGiB").and_then(Value::as_i64) {
             None | Some(-1) => None,
             Some(g) if g > 0 => Some((g as u64) << 30),
             Some(g) => {
                 return Err(bad(
                     "PropertyValueOutOfRange",
-                    &[&g.to_string(), &at("CapacityGiB")],
-                    &at("CapacityGiB"),
+                    &[&g.to_string(), &at(i, "CapacityGiB")],
+                    &at(i, "CapacityGiB"),
                 ))
             }
         };
         let name = o.get("LogicalDriveName").and_then(Value::as_str);
-        // Unassigned drives: in no logical drive once the staged changes
-        // apply (a drive passed through counts as unassigned).
-        let volumes = projected(&s);
-        let unassigned = |d: &str| {
-            !volumes
-                .iter()
-                .any(|v| v.raid_type != "None" && v.drives.iter().any(|x| x == d))
-        };
-        let drives: Vec<String> = match o.get("DataDrives") {
-            Some(Value::Array(locs)) => locs
-                .iter()
-                .map(|l| {
-                    let loc = l.as_str().unwrap_or("");
-                    disk_at(sys, loc)
-                        .filter(|d| unassigned(d))
-                        .map(str::to_string)
-                        .ok_or_else(|| {
-                            bad(
-                                "PropertyValueNotInList",
-                                &[loc, &at("DataDrives")],
-                                &at("DataDrives"),
-                            )
-                        })
-                })
-                .collect::<Result<_, _>>()?,
-            Some(Value::Object(want)) => {
-                let n = want
-                    .get("DataDriveCount")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0) as usize;
-                let free: Vec<String> = sys
-                    .disks
-                    .iter()
-                    .map(|d| d.name.clone())
-                    .filter(|d| unassigned(d))
-                    .take(n)
-                    .collect();
-                if n == 0 || free.len() < n {
-                    return Err(bad(
-                        "PropertyValueOutOfRange",
-                        &[&n.to_string(), &at("DataDrives/DataDriveCount")],
-                        &at("DataDrives/DataDriveCount"),
-                    ));
-                }
-                free
-            }
-            _ => {
-                return Err(ApiError::bad(
-                    Msg::new("PropertyMissing", &[&at("DataDrives")]).about(&at("DataDrives")),
-                ))
-            }
-        };
-        // The pass-through volumes of those drives go first.
+        let volumes = projected(&self.s);
+        let drives = data_drives(sys, &volumes, i, o)?;
         for v in volumes
             .iter()
             .filter(|v| v.raid_type == "None" && v.drives.iter().any(|d| drives.contains(d)))
         {
-            stage(&mut s, VolumeChange::Delete(v.id.clone()), &mut changes);
+            self.stage(VolumeChange::Delete(v.id.clone()));
         }
-        let v = s
+        let v = self
+            .s
             .plan(&sys.disks, raid, &drives, capacity, name, true)
             .map_err(|e| {
                 tracing::info!(system = %sys.name, why = %e, "logical drive refused");
                 bad(
                     "PropertyValueConflict",
-                    &[&at("DataDrives"), &at("Raid")],
-                    &at("DataDrives"),
+                    &[&at(i, "DataDrives"), &at(i, "Raid")],
+                    &at(i, "DataDrives"),
                 )
             })?;
-        stage(&mut s, VolumeChange::Create(v), &mut changes);
+        self.stage(VolumeChange::Create(v));
+        Ok(())
     }
-    Ok(changes)
+}
+
+/// An item's `DataDrives`: locations (each an unassigned drive), or a
+/// `DataDriveCount` of the first unassigned drives. Unassigned: in no
+/// logical drive once the staged changes (`volumes`) apply; a drive
+/// passed through counts as unassigned.
+fn data_drives(
+    sys: &System,
+    volumes: &[Volume],
+    i: usize,
+    o: &Map<String, Value>,
+) -> Result<Vec<String>, ApiError> {
+    let unassigned = |d: &str| {
+        !volumes
+            .iter()
+            .any(|v| v.raid_type != "None" && v.drives.iter().any(|x| x == d))
+    };
+    Ok(match o.get("DataDrives") {
+        Some(Value::Array(locs)) => locs
+            .iter()
+            .map(|l| {
+                let loc = l.as_str().unwrap_or("");
+                disk_at(sys, loc)
+                    .filter(|d| unassigned(d))
+                    .map(str::to_string)
+                    .ok_or_else(|| {
+                        bad(
+                            "PropertyValueNotInList",
+                            &[loc, &at(i, "DataDrives")],
+                            &at(i, "DataDrives"),
+                        )
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(Value::Object(want)) => {
+            let n = want
+                .get("DataDriveCount")
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as usize;
+            let free: Vec<String> = sys
+                .disks
+                .iter()
+                .map(|d| d.name.clone())
+                .filter(|d| unassigned(d))
+                .take(n)
+                .collect();
+            if n == 0 || free.len() < n {
+                return Err(bad(
+                    "PropertyValueOutOfRange",
+                    &[&n.to_string(), &at(i, "DataDrives/DataDriveCount")],
+                    &at(i, "DataDrives/DataDriveCount"),
+                ));
+            }
+            free
+        }
+        _ => {
+            return Err(ApiError::bad(
+                Msg::new("PropertyMissing", &[&at(i, "DataDrives")]).about(&at(i, "DataDrives")),
+            ))
+        }
+    })
 }
 
 async fn put_settings(

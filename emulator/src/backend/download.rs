@@ -144,12 +144,48 @@ pub fn download(
         Some(p) => return Err(MediaError::Protocol(p).into()),
     }
     let url = &image.image;
-    let bad_image = || BackendError::from(MediaError::BadImage(url.clone()));
     if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(bad_image());
+        return Err(bad_image(url));
     }
-    // The device's VerifyCertificate over the service's default; its
-    // Certificates, when it has any, are the only roots.
+    let agent = agent(opts, image);
+    let resp = follow(&agent, opts, image)?;
+    let status = resp.status().as_u16();
+    match status {
+        200 => {}
+        401 | 403 => {
+            return Err(MediaError::Unauthorized {
+                url: url.clone(),
+                status,
+            }
+            .into())
+        }
+        _ => {
+            tracing::warn!(%url, status, "image server refused the download");
+            return Err(MediaError::Missing(url.clone()).into());
+        }
+    }
+    let total = receive(resp, opts, url, slot, keep)?;
+    tracing::info!(%url, bytes = total, kept = ?keep, "virtual media downloaded");
+    Ok(total)
+}
+
+fn bad_image(url: &str) -> BackendError {
+    BackendError::from(MediaError::BadImage(url.to_string()))
+}
+
+/// One answer for every way the image does not arrive: which it was
+/// (refused, timed out, refused by policy) would map the network. The
+/// cause is logged.
+fn unreachable(url: &str, why: String) -> BackendError {
+    tracing::warn!(%url, %why, "virtual media download failed");
+    BackendError::from(MediaError::Unreachable(url.to_string()))
+}
+
+/// The HTTP client for one image: its TLS verification (the device's
+/// VerifyCertificate over the service's default; its Certificates, when
+/// it has any, the only roots), the one timeout, no redirects or proxy of
+/// its own, and every address resolved through the policy.
+fn agent(opts: &MediaOptions, image: &MediaImage) -> ureq::Agent {
     let insecure = image.verify.map_or(opts.insecure, |v| !v);
     let mut tls = ureq::tls::TlsConfig::builder().disable_verification(insecure);
     if !insecure && !image.cas.is_empty() {
@@ -169,28 +205,33 @@ pub fn download(
         .tls_config(tls)
         .proxy(None)
         .build();
-    let agent = ureq::Agent::with_parts(
+    ureq::Agent::with_parts(
         config,
         ureq::unversioned::transport::DefaultConnector::new(),
         PolicyResolver(opts.addresses.clone()),
-    );
-    // One answer for every way the image does not arrive: which it was
-    // (refused, timed out, refused by policy) would map the network.
-    let unreachable = |why: String| {
-        tracing::warn!(%url, %why, "virtual media download failed");
-        BackendError::from(MediaError::Unreachable(url.clone()))
-    };
-    let first: ureq::http::Uri = url.parse().map_err(|_| bad_image())?;
+    )
+}
+
+/// The GET, redirects followed by hand (at most [`MAX_HOPS`], within the
+/// one deadline, credentials only to the first URL's origin): the first
+/// answer that is not a redirect.
+fn follow(
+    agent: &ureq::Agent,
+    opts: &MediaOptions,
+    image: &MediaImage,
+) -> Result<ureq::http::Response<ureq::Body>, BackendError> {
+    let url = &image.image;
+    let first: ureq::http::Uri = url.parse().map_err(|_| bad_image(url))?;
     let mut at = first.clone();
     let mut hops = 0;
     let deadline = std::time::Instant::now() + opts.timeout;
-    let resp = loop {
+    loop {
         hops += 1;
         if std::time::Instant::now() >= deadline {
-            return Err(unreachable(format!(
-                "{at}: out of time after {} redirects",
-                hops - 1
-            )));
+            return Err(unreachable(
+                url,
+                format!("{at}: out of time after {} redirects", hops - 1),
+            ));
         }
         // Each hop gets what is left of the one deadline, not a timeout
         // of its own.
@@ -201,10 +242,12 @@ pub fn download(
             let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
             req = req.header("Authorization", &format!("Basic {token}"));
         }
-        let resp = req.call().map_err(|e| unreachable(format!("{at}: {e}")))?;
+        let resp = req
+            .call()
+            .map_err(|e| unreachable(url, format!("{at}: {e}")))?;
         let status = resp.status().as_u16();
         if !matches!(status, 301 | 302 | 303 | 307 | 308) {
-            break resp;
+            return Ok(resp);
         }
         let next = resp
             .headers()
@@ -212,28 +255,28 @@ pub fn download(
             .and_then(|l| l.to_str().ok())
             .and_then(|l| redirect_target(&at, l))
             .filter(|u| matches!(u.scheme_str(), Some("http" | "https")))
-            .ok_or_else(|| unreachable(format!("{at}: {status} without a usable Location")))?;
+            .ok_or_else(|| unreachable(url, format!("{at}: {status} without a usable Location")))?;
         if hops >= MAX_HOPS {
-            return Err(unreachable(format!("more than {} redirects", MAX_HOPS - 1)));
+            return Err(unreachable(
+                url,
+                format!("more than {} redirects", MAX_HOPS - 1),
+            ));
         }
         tracing::debug!(from = %at, to = %next, status, "virtual media download redirected");
         at = next;
-    };
-    let status = resp.status().as_u16();
-    match status {
-        200 => {}
-        401 | 403 => {
-            return Err(MediaError::Unauthorized {
-                url: url.clone(),
-                status,
-            }
-            .into())
-        }
-        _ => {
-            tracing::warn!(%url, status, "image server refused the download");
-            return Err(MediaError::Missing(url.clone()).into());
-        }
     }
+}
+
+/// The body, streamed within the size limit into a temporary file beside
+/// `keep` (or nowhere), checked against the slot (a CD is ISO 9660), then
+/// renamed onto `keep`. The bytes received.
+fn receive(
+    resp: ureq::http::Response<ureq::Body>,
+    opts: &MediaOptions,
+    url: &str,
+    slot: MediaSlot,
+    keep: Option<&Path>,
+) -> Result<u64, BackendError> {
     let tmp = match keep.and_then(Path::parent) {
         Some(dir) => Some(
             tempfile::NamedTempFile::new_in(dir)
@@ -258,7 +301,7 @@ pub fn download(
             if e.to_string().contains("limit") {
                 BackendError::from(MediaError::TooLarge)
             } else {
-                unreachable(e.to_string())
+                unreachable(url, e.to_string())
             }
         })?;
         if n == 0 {
@@ -276,12 +319,11 @@ pub fn download(
         .map_err(|e| BackendError::Internal(e.to_string()))?;
     drop(out);
     if slot == MediaSlot::Cd && head.get(ISO_MAGIC_AT..ISO_MAGIC_AT + 5) != Some(b"CD001") {
-        return Err(bad_image());
+        return Err(bad_image(url));
     }
     if let (Some(tmp), Some(dest)) = (tmp, keep) {
         tmp.persist(dest)
             .map_err(|e| BackendError::Internal(e.error.to_string()))?;
     }
-    tracing::info!(%url, bytes = total, kept = ?keep, "virtual media downloaded");
     Ok(total)
 }

@@ -449,7 +449,7 @@ impl Backend for FakeBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::test_system;
+    use crate::backend::machines::test_system;
     use crate::model::OverrideEnabled;
 
     fn backend(delay_ms: u64) -> FakeBackend {

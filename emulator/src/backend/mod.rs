@@ -10,6 +10,8 @@ pub mod fake;
 pub mod ironic;
 #[cfg(feature = "libvirt")]
 pub mod libvirt;
+pub mod machines;
+pub mod options;
 pub mod view;
 
 use async_trait::async_trait;

@@ -121,7 +121,7 @@ impl Backend for View {
 mod tests {
     use super::*;
     use crate::backend::fake::{FakeBackend, FakeOptions};
-    use crate::config::fake_systems;
+    use crate::backend::machines::fake_systems;
 
     #[tokio::test]
     async fn a_view_shows_its_members_under_its_ids_only() {

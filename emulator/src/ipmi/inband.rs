@@ -20,7 +20,7 @@
 //! message that does not frame, or whose checksum is wrong, is dropped
 //! (QEMU answers its host with a timeout after 4 s).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -183,11 +183,6 @@ pub async fn answer(bmc: &Bmc, msg: &[u8]) -> Option<Vec<u8>> {
     out.extend_from_slice(&body);
     out.push(checksum(&out));
     Some(encode(&out, MSG_END))
-}
-
-/// The socket of the machine with this UUID in `dir`.
-pub fn socket_path(dir: &Path, uuid: &uuid::Uuid) -> PathBuf {
-    dir.join(format!("{}.sock", uuid.hyphenated()))
 }
 
 /// Listens on `path` (replacing a stale socket) for the machine's side.

@@ -60,7 +60,28 @@ impl Profile {
         Ok(p)
     }
 
+    /// Every key's value, section by section (the first problem is the
+    /// one reported), then the sources of its quirks.
     fn check(&self) -> Result<(), String> {
+        self.check_names()?;
+        self.check_boot()?;
+        self.check_insert_params()?;
+        if let Some(b) = &self.errors.busy {
+            if !(400..=599).contains(&b.status) {
+                return Err(format!(
+                    "errors.busy.status: {} is not an HTTP error status (400-599)",
+                    b.status
+                ));
+            }
+        }
+        self.check_https_boot()?;
+        self.check_vmedia_devices()?;
+        self.check_dell()?;
+        self.check_sources()
+    }
+
+    /// `name` and the fixed `[ids]`: usable in a URL.
+    fn check_names(&self) -> Result<(), String> {
         if self.name.is_empty()
             || !self
                 .name
@@ -87,6 +108,12 @@ impl Profile {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// `[boot]`: hidden targets, the settings object (its path and fields)
+    /// and an HttpBootUri it may carry.
+    fn check_boot(&self) -> Result<(), String> {
         for (i, t) in self.boot.hidden_targets.iter().enumerate() {
             if BootTarget::parse(t).is_none() {
                 return Err(format!(
@@ -129,6 +156,12 @@ impl Profile {
                     .into(),
             );
         }
+        Ok(())
+    }
+
+    /// `vmedia.insert_refuses` and `insert_requires`: InsertMedia's
+    /// parameters.
+    fn check_insert_params(&self) -> Result<(), String> {
         for (key, list) in [
             ("vmedia.insert_refuses", &self.vmedia.insert_refuses),
             ("vmedia.insert_requires", &self.vmedia.insert_requires),
@@ -142,14 +175,12 @@ impl Profile {
                 }
             }
         }
-        if let Some(b) = &self.errors.busy {
-            if !(400..=599).contains(&b.status) {
-                return Err(format!(
-                    "errors.busy.status: {} is not an HTTP error status (400-599)",
-                    b.status
-                ));
-            }
-        }
+        Ok(())
+    }
+
+    /// `[https_boot]`: iLO's TLS config path and the BIOS values HTTPS
+    /// boot needs.
+    fn check_https_boot(&self) -> Result<(), String> {
         if let Some(p) = &self.https_boot.hpe_tlsconfig {
             if !super::HPE_TLSCONFIG_PATHS.contains(&p.as_str()) {
                 return Err(format!(
@@ -169,6 +200,12 @@ impl Profile {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The virtual media devices: their Ids under the System or the Manager
+    /// (somewhere), and the System's media types.
+    fn check_vmedia_devices(&self) -> Result<(), String> {
         for (key, ids) in [
             ("vmedia.system_ids", &self.vmedia.system_ids),
             ("vmedia.manager_ids", &self.vmedia.manager_ids),
@@ -194,6 +231,12 @@ impl Profile {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `[dell]`: the import action, the registry prefix, the delays, and
+    /// the fixed Ids the Lifecycle Controller API needs.
+    fn check_dell(&self) -> Result<(), String> {
         if let Some(d) = &self.dell {
             let name = |s: &str| {
                 !s.is_empty()
@@ -234,7 +277,7 @@ impl Profile {
                 );
             }
         }
-        self.check_sources()
+        Ok(())
     }
 
     /// The quirks this profile has (keys of [`QUIRKS`]), in that order.

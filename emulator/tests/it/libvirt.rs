@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 use shoal_emulator::backend::libvirt::media::MediaOptions;
 use shoal_emulator::backend::libvirt::{LibvirtBackend, LibvirtOptions};
-use shoal_emulator::config::HttpBootMapping;
+use shoal_emulator::backend::options::HttpBootMapping;
 use shoal_emulator::netpolicy::AddressPolicy;
 use shoal_emulator::nvram::{boot as efiboot, Varstore};
 use virt::connect::Connect;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use serde_json::json;
 use shoal_emulator::backend::libvirt::{LibvirtBackend, LibvirtOptions};
-use shoal_emulator::config::HttpBootMapping;
+use shoal_emulator::backend::options::HttpBootMapping;
 
 use crate::common::{file_server, venv_program, Api, Spawned};
 use crate::vmlab::{host_ready, marker_image, Bench, SYSTEM_URI};

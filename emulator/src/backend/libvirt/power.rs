@@ -22,8 +22,8 @@ use virt::sys;
 
 use super::domain::{self, Facts};
 use super::{firmware, media, nvram_dir, nvram_file, virt_err, xml, Inner};
+use crate::backend::options::HttpBootMapping;
 use crate::backend::{BackendError, Result};
-use crate::config::HttpBootMapping;
 use crate::model::{
     BmcState, BootMode, BootTarget, MediaImage, MediaSlot, MediaState, OverrideEnabled, PowerState,
     ResetType, TargetSource,
@@ -230,7 +230,7 @@ impl Inner {
         // BMC of one system): a domain behind a shared endpoint has none.
         let socket = match (&self.opts.ipmi_in_band_dir, uuid::Uuid::parse_str(id)) {
             (Some(dir), Ok(u)) => {
-                Some(crate::ipmi::inband::socket_path(dir, &u)).filter(|p| p.exists())
+                Some(shoal_ipmi::inband::socket_path(dir, &u)).filter(|p| p.exists())
             }
             _ => None,
         };

@@ -1,0 +1,275 @@
+//! The keys whose values describe machines and their devices, each a
+//! Python list or dict of entries: `SUSHY_EMULATOR_FAKE_SYSTEMS` (the
+//! fake driver's systems), `SUSHY_EMULATOR_CHASSIS` and
+//! `SUSHY_EMULATOR_VMEDIA_DEVICES`; every field checked, an unknown one
+//! an error naming its path in the value.
+
+use uuid::Uuid;
+
+use super::key::Key;
+use super::literal::Py;
+use super::{ChassisEntry, FakeSystem};
+use crate::config::ConfigError;
+use crate::model::{BootMode, BootTarget};
+
+/// `SUSHY_EMULATOR_FAKE_SYSTEMS`: each entry with whether it asked for a
+/// notifier.
+pub(super) fn fake_system_list(k: &Key<'_>) -> Result<Vec<(FakeSystem, bool)>, ConfigError> {
+    k.list()?
+        .iter()
+        .enumerate()
+        .map(|(i, e)| fake_system(k, i, e))
+        .collect()
+}
+
+/// The fields sushy-tools' fake systems have.
+const FAKE_SYSTEM_FIELDS: &[&str] = &[
+    "uuid",
+    "name",
+    "power_state",
+    "external_notifier",
+    "nics",
+    "boot_device",
+    "boot_mode",
+    "secure_boot",
+    "boot_image",
+    "pending_power",
+];
+
+/// One entry of `SUSHY_EMULATOR_FAKE_SYSTEMS` (the `i`th), with whether
+/// it asked for a notifier.
+fn fake_system(k: &Key<'_>, i: usize, e: &Py) -> Result<(FakeSystem, bool), ConfigError> {
+    let Py::Dict(fields) = e else {
+        return Err(k.wrong(&format!("[{i}]"), "a dict", e));
+    };
+    let f = Entry { k, i, fields };
+    f.only_known_fields()?;
+    let uuid = f.string("uuid")?.ok_or_else(|| f.err("uuid", "required"))?;
+    let entry_uuid =
+        Uuid::parse_str(uuid).map_err(|_| f.err("uuid", format!("{uuid:?} is not a UUID")))?;
+    let name = f.string("name")?.ok_or_else(|| f.err("name", "required"))?;
+    let power_on = match f.string("power_state")? {
+        None | Some("Off") => false,
+        Some("On") => true,
+        Some(s) => {
+            return Err(f.err("power_state", format!("{s:?} is not one of: On, Off")));
+        }
+    };
+    let macs = f.nic_macs()?;
+    let boot_mode = match f.string("boot_mode")? {
+        None => None,
+        Some(s) => Some(
+            BootMode::parse(s)
+                .ok_or_else(|| f.err("boot_mode", format!("{s:?} is not one of: UEFI, Legacy")))?,
+        ),
+    };
+    let boot_device = f.boot_device()?;
+    let secure_boot = f.flag("secure_boot")?;
+    let notifier = f.flag("external_notifier")?.unwrap_or(false);
+    Ok((
+        FakeSystem {
+            entry_uuid,
+            name: name.to_string(),
+            power_on,
+            macs,
+            boot_mode,
+            boot_device,
+            secure_boot,
+        },
+        notifier,
+    ))
+}
+
+/// The fields of one fake system's dict, read with errors that name
+/// `KEY[i]["field"]`.
+struct Entry<'k, 'a> {
+    k: &'k Key<'a>,
+    i: usize,
+    fields: &'a [(Py, Py)],
+}
+
+impl<'a> Entry<'_, 'a> {
+    fn at(&self, f: &str) -> String {
+        format!("[{}][{f:?}]", self.i)
+    }
+
+    fn err(&self, f: &str, message: impl Into<String>) -> ConfigError {
+        self.k
+            .err(format!("{}{}", self.k.a.name, self.at(f)), message)
+    }
+
+    fn get(&self, f: &str) -> Option<&'a Py> {
+        self.fields
+            .iter()
+            .find(|(n, _)| *n == Py::Str(f.into()))
+            .map(|(_, v)| v)
+    }
+
+    fn string(&self, f: &str) -> Result<Option<&'a str>, ConfigError> {
+        match self.get(f) {
+            None | Some(Py::None) => Ok(None),
+            Some(Py::Str(s)) => Ok(Some(s)),
+            Some(v) => Err(self.k.wrong(&self.at(f), "a string", v)),
+        }
+    }
+
+    fn flag(&self, f: &str) -> Result<Option<bool>, ConfigError> {
+        match self.get(f) {
+            None | Some(Py::None) => Ok(None),
+            Some(Py::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.k.wrong(&self.at(f), "True or False", v)),
+        }
+    }
+
+    /// A field sushy-tools' fake systems do not have is an error.
+    fn only_known_fields(&self) -> Result<(), ConfigError> {
+        for (name, _) in self.fields {
+            let known = matches!(name, Py::Str(n) if FAKE_SYSTEM_FIELDS.contains(&n.as_str()));
+            if !known {
+                return Err(self.k.err(
+                    format!("{}[{}][{name}]", self.k.a.name, self.i),
+                    "not a field of sushy-tools' fake systems (uuid, name, power_state, \
+                     external_notifier, nics, boot_device, boot_mode, secure_boot, \
+                     boot_image, pending_power)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `nics`: the MAC of each (a dict with a `mac` string).
+    fn nic_macs(&self) -> Result<Vec<String>, ConfigError> {
+        let mut macs = Vec::new();
+        match self.get("nics") {
+            None | Some(Py::None) => {}
+            Some(Py::List(nics)) => {
+                for (j, n) in nics.iter().enumerate() {
+                    let mac = match n {
+                        Py::Dict(f) => f.iter().find(|(x, _)| *x == Py::Str("mac".into())),
+                        _ => None,
+                    };
+                    match mac {
+                        Some((_, Py::Str(m))) => macs.push(m.clone()),
+                        _ => {
+                            return Err(self.k.err(
+                                format!("{}[{}][\"nics\"][{j}]", self.k.a.name, self.i),
+                                "expected a dict with a \"mac\" string",
+                            ))
+                        }
+                    }
+                }
+            }
+            Some(v) => return Err(self.k.wrong(&self.at("nics"), "a list", v)),
+        }
+        Ok(macs)
+    }
+
+    /// `boot_device`: the devices sushy-tools' fake driver boots.
+    fn boot_device(&self) -> Result<Option<BootTarget>, ConfigError> {
+        let Some(s) = self.string("boot_device")? else {
+            return Ok(None);
+        };
+        BootTarget::parse(s)
+            .filter(|t| {
+                matches!(
+                    t,
+                    BootTarget::Pxe
+                        | BootTarget::Hdd
+                        | BootTarget::Cd
+                        | BootTarget::Floppy
+                        | BootTarget::UefiHttp
+                )
+            })
+            .map(Some)
+            .ok_or_else(|| {
+                self.err(
+                    "boot_device",
+                    format!("{s:?} is not one of: Pxe, Hdd, Cd, Floppy, UefiHttp"),
+                )
+            })
+    }
+}
+
+/// `SUSHY_EMULATOR_CHASSIS`: dicts of `Id`, `Name` and `UUID`, the UUIDs
+/// distinct (sushy-tools refuses to start otherwise); an empty list is
+/// sushy-tools' default Chassis, as there.
+pub(super) fn chassis_list(k: &Key<'_>) -> Result<Vec<ChassisEntry>, ConfigError> {
+    let mut out: Vec<ChassisEntry> = Vec::new();
+    for (i, e) in k.list()?.iter().enumerate() {
+        let at = |f: &str| format!("{}[{i}][{f:?}]", k.a.name);
+        let Py::Dict(fields) = e else {
+            return Err(k.wrong(&format!("[{i}]"), "a dict", e));
+        };
+        let get = |f: &str| -> Result<Option<String>, ConfigError> {
+            match fields.iter().find(|(n, _)| *n == Py::Str(f.into())) {
+                None => Ok(None),
+                Some((_, Py::Str(v))) => Ok(Some(v.clone())),
+                Some((_, v)) => Err(k.wrong(&format!("[{i}][{f:?}]"), "a string", v)),
+            }
+        };
+        let id = get("Id")?.ok_or_else(|| k.err(at("Id"), "required"))?;
+        let name = get("Name")?.unwrap_or_else(|| id.clone());
+        let uuid = get("UUID")?.ok_or_else(|| k.err(at("UUID"), "required"))?;
+        let uuid = Uuid::parse_str(&uuid)
+            .map_err(|_| k.err(at("UUID"), format!("{uuid:?} is not a UUID")))?;
+        for (n, _) in fields {
+            if !matches!(n, Py::Str(n) if matches!(n.as_str(), "Id" | "Name" | "UUID")) {
+                return Err(k.err(
+                    format!("{}[{i}][{n}]", k.a.name),
+                    "not a field of sushy-tools' chassis (Id, Name, UUID)",
+                ));
+            }
+        }
+        if out.iter().any(|c| c.uuid == uuid || c.id == id) {
+            return Err(k.err(
+                format!("{}[{i}]", k.a.name),
+                "another chassis has this Id or UUID",
+            ));
+        }
+        out.push(ChassisEntry { id, name, uuid });
+    }
+    if out.is_empty() {
+        out.push(ChassisEntry::sushy_default());
+    }
+    Ok(out)
+}
+
+/// `SUSHY_EMULATOR_VMEDIA_DEVICES`: Shoal's BMCs have sushy-tools' two
+/// default devices, a CD (`Cd`) and a removable disk (`Floppy`); a
+/// configuration may list those, not others.
+pub(super) fn vmedia_devices(k: &Key<'_>) -> Result<(), ConfigError> {
+    for (id, dev) in k.dict()? {
+        let Py::Str(id) = id else {
+            return Err(k.wrong("", "device Ids as keys", id));
+        };
+        let types = match dev {
+            Py::Dict(f) => f.iter().find(|(n, _)| *n == Py::Str("MediaTypes".into())),
+            _ => None,
+        };
+        let want: &[&str] = match id.as_str() {
+            "Cd" => &["CD", "DVD"],
+            "Floppy" => &["Floppy", "USBStick"],
+            _ => {
+                return Err(k.err(
+                    format!("{}[{id:?}]", k.a.name),
+                    "not served: Shoal's BMCs have two virtual media devices, `Cd` \
+                     (CD, DVD) and `Floppy` (Floppy, USBStick), as sushy-tools' default",
+                ))
+            }
+        };
+        let ok = match types {
+            None => true,
+            Some((_, Py::List(t) | Py::Tuple(t))) => t
+                .iter()
+                .all(|x| matches!(x, Py::Str(s) if want.contains(&s.as_str()))),
+            _ => false,
+        };
+        if !ok {
+            return Err(k.err(
+                format!("{}[{id:?}][\"MediaTypes\"]", k.a.name),
+                format!("Shoal's {id} takes {}", want.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
