@@ -20,6 +20,7 @@ mod api_query;
 mod api_resources;
 mod api_storage;
 mod binary;
+mod boot_routes;
 mod changes;
 mod common;
 mod drivers;

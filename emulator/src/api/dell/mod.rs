@@ -868,7 +868,8 @@ async fn import(
     let changed = plan.next.filter(|n| *n != now);
     if let Some(n) = changed {
         // ServerBoot.1#BootOnce and FirstBootDevice: the one boot
-        // decision; a device the server does not offer is a bad value.
+        // decision; a device the server does not offer, or BootOnce
+        // Disabled where it boots once only, is a bad value.
         let req = BootRequest {
             target: Some(match n.enabled {
                 OverrideEnabled::Disabled => BootTarget::None,
@@ -882,6 +883,11 @@ async fn import(
                 st.manager_id(sys).to_string(),
                 "ServerBoot.1#FirstBootDevice".into(),
                 t.to_string(),
+            )),
+            BootRefused::ContinuousNotOffered => refused(scp::ScpError::BadValue(
+                st.manager_id(sys).to_string(),
+                "ServerBoot.1#BootOnce".into(),
+                "Disabled".into(),
             )),
             other => crate::api::boot_rules::boot_refused(other, st.profile(sys)),
         })?;
