@@ -68,30 +68,6 @@ const ONE_TIME_DEVICES: &[&str] = &[
     "Floppy.iDRACVirtual.1-1",
 ];
 
-/// What the firmware boots for a one-time UEFI boot device (`None`: no
-/// such device; the normal boot order then). `enabled` says whether a
-/// BIOS attribute (`PxeDevNEnDis`, `HttpDev1EnDis`) is Enabled: a
-/// disabled PXE or HTTP device does not exist at boot.
-pub fn one_time_target(
-    dev: &str,
-    enabled: impl Fn(&str) -> bool,
-) -> Option<crate::model::BootTarget> {
-    use crate::model::BootTarget;
-    if let Some(n) = dev
-        .strip_prefix("NIC.PxeDevice.")
-        .and_then(|r| r.strip_suffix("-1"))
-    {
-        return enabled(&format!("PxeDev{n}EnDis")).then_some(BootTarget::Pxe);
-    }
-    match dev {
-        "NIC.HttpDevice.1-1" => enabled("HttpDev1EnDis").then_some(BootTarget::UefiHttp),
-        "Optical.iDRACVirtual.1-1" => Some(BootTarget::Cd),
-        "Floppy.iDRACVirtual.1-1" => Some(BootTarget::Floppy),
-        d if d.starts_with("RAID.") || d.starts_with("Disk.") => Some(BootTarget::Hdd),
-        _ => None,
-    }
-}
-
 pub const ATTRIBUTES: &[AttrDef] = &[
     AttrDef {
         name: "ProcTurboMode",

@@ -295,7 +295,7 @@ impl BmcState {
         if !uefi || attr(ONE_TIME_MODE) != Some(crate::bios::ONE_TIME_UEFI) {
             return None;
         }
-        crate::bios::one_time_target(attr("OneTimeUefiBootSeqDev")?, |name| {
+        one_time_target(attr("OneTimeUefiBootSeqDev")?, |name| {
             attr(name) == Some("Enabled")
         })
         .map(|t| (t, TargetSource::BiosOnce))
@@ -304,6 +304,26 @@ impl BmcState {
     /// The URI the firmware HTTP-boots at the next start.
     pub fn http_boot_uri_at_start(&self) -> Option<String> {
         http_boot_uri_at_start(&self.boot, &self.bios)
+    }
+}
+
+/// What the firmware boots for a one-time UEFI boot device (`None`: no
+/// such device; the normal boot order then). `enabled` says whether a
+/// BIOS attribute (`PxeDevNEnDis`, `HttpDev1EnDis`) is Enabled: a
+/// disabled PXE or HTTP device does not exist at boot.
+fn one_time_target(dev: &str, enabled: impl Fn(&str) -> bool) -> Option<BootTarget> {
+    if let Some(n) = dev
+        .strip_prefix("NIC.PxeDevice.")
+        .and_then(|r| r.strip_suffix("-1"))
+    {
+        return enabled(&format!("PxeDev{n}EnDis")).then_some(BootTarget::Pxe);
+    }
+    match dev {
+        "NIC.HttpDevice.1-1" => enabled("HttpDev1EnDis").then_some(BootTarget::UefiHttp),
+        "Optical.iDRACVirtual.1-1" => Some(BootTarget::Cd),
+        "Floppy.iDRACVirtual.1-1" => Some(BootTarget::Floppy),
+        d if d.starts_with("RAID.") || d.starts_with("Disk.") => Some(BootTarget::Hdd),
+        _ => None,
     }
 }
 
@@ -550,7 +570,7 @@ mod tests {
 
     #[test]
     fn one_time_devices_map_to_what_the_firmware_boots() {
-        use crate::bios::one_time_target;
+        use super::one_time_target;
         let on = |_: &str| true;
         let pxe2_off = |n: &str| n != "PxeDev2EnDis";
         assert_eq!(

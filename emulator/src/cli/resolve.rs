@@ -1,0 +1,357 @@
+//! How the command line, its `SHOAL_*` variables and the files it names
+//! (`--config` TOML, a sushy-tools configuration) become [`Settings`]:
+//! flags over the file, the file over defaults, every problem refused at
+//! start-up naming its key.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{BackendChoice, Cli, CliError, EndpointPlan, Settings};
+use crate::backend::fake::FakeOptions;
+use crate::config::{self, ConfigFile, FeatureSet};
+use crate::model::System;
+use crate::profile::Profiles;
+use crate::sushy::{self, SushyConfig};
+
+/// The enclosures of a service started as sushy-emulator with the full
+/// feature set: sushy-tools' chassis, every LED lit at start but those its
+/// configuration sets.
+fn enclosures(
+    sushy: Option<&SushyConfig>,
+    feature_set: FeatureSet,
+) -> Vec<(sushy::ChassisEntry, crate::model::IndicatorLed)> {
+    match sushy {
+        Some(c) if feature_set.full() => c
+            .chassis
+            .iter()
+            .map(|e| {
+                let led = c.indicator_leds.iter().find(|(u, _)| *u == e.uuid);
+                (
+                    e.clone(),
+                    led.map_or(crate::model::IndicatorLed::Lit, |(_, l)| *l),
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+impl Cli {
+    /// The sushy-tools configuration Shoal serves, if started as
+    /// sushy-emulator is: with one (`--sushy-config`, or a `--config`
+    /// ending in `.py` or `.conf`) or with `--fake`. Its notes are logged.
+    fn sushy(&self) -> Result<Option<(String, SushyConfig)>, CliError> {
+        if self.os_cloud.is_some() {
+            return Err(CliError::Unsupported(
+                "--os-cloud",
+                "Shoal has no OpenStack (Nova) backend: it serves libvirt domains or fake systems",
+            ));
+        }
+        let path = self.sushy_config.as_ref().or(self
+            .config
+            .as_ref()
+            .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("py" | "conf"))));
+        let (file, mut c) = match path {
+            Some(p) => (p.display().to_string(), sushy::load(p, self.fake)?),
+            // With a Shoal inventory (`--config x.toml`), `--fake` only
+            // names the fake backend, which serves that inventory: the
+            // file is applied whole (its systems, [auth], [tls], [ipmi]),
+            // never traded for sushy-tools' default system.
+            None if self.fake && self.config.is_none() => {
+                ("--fake".to_string(), sushy::parse("--fake", "", true)?)
+            }
+            None => return Ok(None),
+        };
+        if let sushy::Driver::Libvirt(uri) = &mut c.driver {
+            // sushy-emulator takes the URI from its environment over its
+            // configuration.
+            for var in ["SUSHY_EMULATOR_LIBVIRT_URL", "SUSHY_EMULATOR_LIBVIRT_URI"] {
+                if let Some(u) = std::env::var(var).ok().filter(|u| !u.is_empty()) {
+                    *uri = u;
+                }
+            }
+        }
+        for n in &c.notes {
+            tracing::warn!("{n}");
+        }
+        Ok(Some((file, c)))
+    }
+
+    pub fn settings(&self) -> Result<Settings, CliError> {
+        let sushy = self.sushy()?;
+        let (file, cfg) = match (&sushy, &self.config) {
+            (Some((f, c)), _) => (f.clone(), c.config_file()),
+            (None, Some(p)) => (p.display().to_string(), ConfigFile::load(p)?),
+            (None, None) => (String::new(), ConfigFile::default()),
+        };
+        let sushy = sushy.map(|(_, c)| c);
+        let sushy = sushy.as_ref();
+        let (profiles, profile) = self.profiles(&cfg, sushy.is_some())?;
+        let faults = cfg.faults.clone().unwrap_or_default();
+        faults
+            .check()
+            .map_err(|why| CliError::Faults(file.clone(), why))?;
+        let admin = match (self.admin_listen, &self.admin_token) {
+            (Some(_), Some(t)) if t.trim().is_empty() => return Err(CliError::EmptyAdminToken),
+            (Some(a), Some(t)) => Some((a, t.trim().to_string())),
+            _ => None,
+        };
+        let (libvirt_uris, ironic) = self.machines_source(&cfg, sushy)?;
+        let libvirt = !libvirt_uris.is_empty();
+        let running = match (libvirt, &ironic) {
+            (true, _) => "libvirt",
+            (false, Some(_)) => "Ironic",
+            (false, None) => "fake",
+        };
+        self.check_backend_flags(running)?;
+        let systems = match libvirt || ironic.is_some() {
+            true => Vec::new(),
+            false => self.inventory(&file, &cfg, sushy, &profiles, &profile)?,
+        };
+        let tls = match (&self.ssl_certificate, &self.ssl_key, &cfg.tls) {
+            (Some(c), Some(k), _) => Some((c.clone(), k.clone())),
+            (_, _, Some(t)) => Some((t.certificate.clone(), t.key.clone())),
+            _ => None,
+        };
+        let feature_set = self
+            .feature_set
+            .or(cfg.feature_set)
+            .unwrap_or(FeatureSet::Full);
+        let media_ip_family = self
+            .media_ip_family
+            .or(sushy.and_then(|c| c.media_ip_family));
+        let media = self.media_options(sushy, media_ip_family);
+        let fake = self.fake_options(&cfg, sushy, &media);
+        let backend = match ironic {
+            Some(cloud) => BackendChoice::Ironic { cloud, profile },
+            None if libvirt => self.libvirt_choice(sushy, profile, libvirt_uris, media),
+            None => BackendChoice::Fake,
+        };
+        Ok(Settings {
+            listen: SocketAddr::new(
+                self.interface
+                    .or(sushy.and_then(|c| c.listen_ip))
+                    .unwrap_or(IpAddr::from([127, 0, 0, 1])),
+                self.port
+                    .or(sushy.and_then(|c| c.listen_port))
+                    .unwrap_or(8000),
+            ),
+            limits: crate::serve::Limits {
+                max_connections: self.max_connections as usize,
+                header_timeout: Duration::from_secs(self.header_timeout_secs),
+            },
+            tls,
+            auth_file: self
+                .auth_file
+                .clone()
+                .or_else(|| cfg.auth.as_ref().map(|a| a.htpasswd.clone())),
+            feature_set,
+            fake,
+            systems,
+            backend,
+            profiles,
+            endpoints: EndpointPlan {
+                listed: cfg
+                    .endpoints
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (format!("{file}: endpoints[{i}]"), e.clone()))
+                    .collect(),
+                per_system: self.endpoint_per_system,
+            },
+            faults,
+            admin,
+            ipmi: self.ipmi_settings(&file, &cfg)?,
+            power_off_disabled: self.disable_power_off
+                || sushy.is_some_and(|c| c.disable_power_off),
+            enclosures: enclosures(sushy, feature_set),
+            media_ip_family,
+        })
+    }
+
+    /// The profiles (built in and `--profile-dir`) and the default one,
+    /// which must exist: `--profile`, else the file's, else `sushy-tools`
+    /// when started as sushy-emulator (its systems at sushy-tools' paths),
+    /// else `generic`.
+    fn profiles(&self, cfg: &ConfigFile, as_sushy: bool) -> Result<(Profiles, String), CliError> {
+        let profile_dir = self.profile_dir.as_ref().or(cfg.profile_dir.as_ref());
+        let profiles =
+            Profiles::load(profile_dir.map(PathBuf::as_path)).map_err(CliError::ProfileDir)?;
+        let neutral = if as_sushy { "sushy-tools" } else { "generic" };
+        let profile = self
+            .profile
+            .clone()
+            .or_else(|| cfg.profile.clone())
+            .unwrap_or_else(|| neutral.into());
+        profiles.get(&profile).map_err(CliError::Profile)?;
+        Ok((profiles, profile))
+    }
+
+    /// Where the machines come from: libvirt URIs (flags, else a sushy-tools
+    /// configuration's), else an Ironic cloud (`--ironic-cloud` over the
+    /// configuration's), loaded; neither: the fake backend. Each refused
+    /// with fake systems, and with each other.
+    fn machines_source(
+        &self,
+        cfg: &ConfigFile,
+        sushy: Option<&SushyConfig>,
+    ) -> Result<(Vec<String>, Option<crate::backend::ironic::cloud::Cloud>), CliError> {
+        let libvirt_uris = match (&self.libvirt_uris[..], sushy.map(|c| &c.driver)) {
+            ([], Some(sushy::Driver::Libvirt(uri))) => vec![uri.clone()],
+            (uris, _) => uris.to_vec(),
+        };
+        // sushy-emulator's --ironic-cloud wins over its configuration's.
+        let ironic = match (&self.ironic_cloud, sushy.map(|c| &c.driver)) {
+            (Some(c), _) | (None, Some(sushy::Driver::Ironic(c))) => Some(c.clone()),
+            _ => None,
+        };
+        let libvirt_uris = if ironic.is_some() && self.libvirt_uris.is_empty() {
+            Vec::new()
+        } else {
+            libvirt_uris
+        };
+        let libvirt = !libvirt_uris.is_empty();
+        let ironic = match ironic {
+            None => None,
+            Some(_) if libvirt => return Err(CliError::IronicAnd("--libvirt-uri")),
+            Some(_) if self.fake_systems.is_some() || !cfg.systems.is_empty() => {
+                return Err(CliError::IronicAnd("fake systems"))
+            }
+            Some(name) => Some(crate::backend::ironic::cloud::load(&name)?),
+        };
+        if libvirt && (self.fake_systems.is_some() || !cfg.systems.is_empty()) {
+            return Err(CliError::LibvirtAndFake);
+        }
+        Ok((libvirt_uris, ironic))
+    }
+
+    /// The fake backend's machines: the file's `[[systems]]` (a sushy-tools
+    /// configuration's fake systems, as many as it lets through, none an
+    /// empty collection as there), or `--fake-systems` default ones.
+    fn inventory(
+        &self,
+        file: &str,
+        cfg: &ConfigFile,
+        sushy: Option<&SushyConfig>,
+        profiles: &Profiles,
+        profile: &str,
+    ) -> Result<Vec<System>, CliError> {
+        Ok(match (cfg.systems.is_empty(), self.fake_systems) {
+            (false, Some(_)) => return Err(CliError::BothInventories),
+            _ if sushy.is_some() => {
+                let mut v = cfg.systems(file, profiles, profile)?;
+                sushy.iter().for_each(|c| c.apply(&mut v));
+                v
+            }
+            (false, None) => cfg.systems(file, profiles, profile)?,
+            (true, Some(0)) => return Err(CliError::NoSystems),
+            (true, n) => {
+                let mut v = config::fake_systems(n.unwrap_or(2));
+                for s in &mut v {
+                    s.profile = profile.to_string();
+                }
+                v
+            }
+        })
+    }
+
+    /// InsertMedia's download options.
+    fn media_options(
+        &self,
+        sushy: Option<&SushyConfig>,
+        family: Option<crate::netpolicy::IpFamily>,
+    ) -> crate::backend::download::MediaOptions {
+        crate::backend::download::MediaOptions {
+            cache: self.media_cache.clone(),
+            max_bytes: self.media_max_mib << 20,
+            timeout: Duration::from_secs(self.media_timeout_secs),
+            // sushy-tools verifies image servers only when told to.
+            insecure: self.media_insecure || sushy.is_some_and(|c| !c.vmedia_verify_ssl),
+            addresses: crate::netpolicy::AddressPolicy {
+                allow: self.media_allow_nets.clone(),
+                family,
+            },
+        }
+    }
+
+    /// The fake backend's options: delays (flags over the file), the state
+    /// file (`--state-file`, else sushy-tools' state folder for its fake
+    /// driver), and whether InsertMedia downloads.
+    fn fake_options(
+        &self,
+        cfg: &ConfigFile,
+        sushy: Option<&SushyConfig>,
+        media: &crate::backend::download::MediaOptions,
+    ) -> FakeOptions {
+        let (power_delay, media_delay) = cfg.fake_options();
+        FakeOptions {
+            power_delay: self
+                .power_delay_ms
+                .map(Duration::from_millis)
+                .unwrap_or(power_delay),
+            media_delay: self
+                .media_delay_ms
+                .map(Duration::from_millis)
+                .unwrap_or(media_delay),
+            state_file: self.state_file.clone().or_else(|| {
+                sushy
+                    .filter(|c| matches!(c.driver, sushy::Driver::Fake(_)))
+                    .map(|c| c.state_dir.join(sushy::STATE_FILE))
+            }),
+            fetch_media: self.fake_fetch_media.then(|| media.clone()),
+        }
+    }
+
+    /// The libvirt backend with its options (the allowed domains and the
+    /// media pool from a sushy-tools configuration unless flags say).
+    fn libvirt_choice(
+        &self,
+        sushy: Option<&SushyConfig>,
+        profile: String,
+        uris: Vec<String>,
+        media: crate::backend::download::MediaOptions,
+    ) -> BackendChoice {
+        BackendChoice::Libvirt {
+            profile,
+            uris,
+            allow: match sushy {
+                Some(c) if self.libvirt_domains.is_empty() => c.allowed.clone(),
+                _ => self.libvirt_domains.clone(),
+            },
+            http_boot: self.http_boot,
+            graceful_timeout: Duration::from_secs(self.graceful_timeout_secs),
+            media,
+            media_pool: self
+                .libvirt_media_pool
+                .clone()
+                .or_else(|| sushy.and_then(|c| c.storage_pool.clone()))
+                .unwrap_or_else(|| "default".into()),
+        }
+    }
+
+    /// Refuses a flag of another backend than the one that runs (it would
+    /// be dropped); flags with a default value are not told apart from it.
+    fn check_backend_flags(&self, running: &'static str) -> Result<(), CliError> {
+        let given = [
+            (
+                "--libvirt-domain",
+                "libvirt",
+                !self.libvirt_domains.is_empty(),
+            ),
+            (
+                "--libvirt-media-pool",
+                "libvirt",
+                self.libvirt_media_pool.is_some(),
+            ),
+            ("--power-delay-ms", "fake", self.power_delay_ms.is_some()),
+            ("--media-delay-ms", "fake", self.media_delay_ms.is_some()),
+            ("--state-file", "fake", self.state_file.is_some()),
+            ("--fake-fetch-media", "fake", self.fake_fetch_media),
+        ];
+        match given.into_iter().find(|(_, b, set)| *set && *b != running) {
+            Some((flag, backend, _)) => Err(CliError::OtherBackend(flag, backend, running)),
+            None => Ok(()),
+        }
+    }
+}
