@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -255,12 +256,13 @@ fn differences(before: &System, after: &System, power: bool) -> Vec<What> {
     out
 }
 
-/// The last snapshot of a system and its change count: odd while a
-/// change is under way.
+/// The last snapshot of a system, how many changes began or ended since
+/// it was first seen, and how many are under way.
 #[derive(Default)]
 struct Seen {
     last: Option<System>,
     generation: u64,
+    in_flight: u32,
 }
 
 /// What an [`Announced`] backend keeps, shared with the background work
@@ -268,9 +270,27 @@ struct Seen {
 struct Tracker {
     changes: Arc<Changes>,
     seen: Mutex<HashMap<String, Seen>>,
+    /// Whether `seen` holds snapshots (someone listened since it was last
+    /// emptied).
+    tracking: AtomicBool,
 }
 
 impl Tracker {
+    /// Whether anyone takes the records: a subscriber, or the log at
+    /// debug level. While nobody does, nothing is compared or kept (a
+    /// change costs no extra read), and what was kept is dropped: when
+    /// someone listens again, records start from what is seen then,
+    /// never from a snapshot that missed changes meanwhile.
+    fn listening(&self) -> bool {
+        let on = self.changes.tx.receiver_count() > 0 || tracing::enabled!(tracing::Level::DEBUG);
+        if on {
+            self.tracking.store(true, Ordering::Relaxed);
+        } else if self.tracking.swap(false, Ordering::Relaxed) {
+            lock(&self.seen).clear();
+        }
+        on
+    }
+
     fn generation(&self, id: &str) -> u64 {
         lock(&self.seen).get(id).map_or(0, |s| s.generation)
     }
@@ -281,7 +301,7 @@ impl Tracker {
     fn observed(&self, now: &System, generation: u64) {
         let mut seen = lock(&self.seen);
         let entry = seen.entry(now.id.clone()).or_default();
-        if entry.generation != generation || generation % 2 == 1 {
+        if entry.generation != generation || entry.in_flight > 0 {
             return;
         }
         if let Some(last) = entry.last.replace(now.clone()) {
@@ -294,6 +314,7 @@ impl Tracker {
         let mut seen = lock(&self.seen);
         let entry = seen.entry(id.to_string()).or_default();
         entry.generation += 1;
+        entry.in_flight += 1;
         entry.last.clone()
     }
 
@@ -311,6 +332,8 @@ impl Tracker {
         let mut seen = lock(&self.seen);
         let entry = seen.entry(id.to_string()).or_default();
         entry.generation += 1;
+        // Saturating: what was kept may have been dropped meanwhile.
+        entry.in_flight = entry.in_flight.saturating_sub(1);
         let Some(after) = after else {
             entry.last = None;
             return;
@@ -342,6 +365,7 @@ impl Announced {
             tracker: Arc::new(Tracker {
                 changes,
                 seen: Mutex::default(),
+                tracking: AtomicBool::new(false),
             }),
         }
     }
@@ -351,12 +375,17 @@ impl Announced {
         &self.inner
     }
 
-    /// The snapshot before a change of `id` (read when none was seen).
-    async fn begin(&self, id: &str) -> Option<System> {
-        match self.tracker.begin(id) {
+    /// A change of `id` begins: `None` while nobody listens (nothing is
+    /// tracked), else the snapshot before it (read when none was seen;
+    /// `None` inside when it cannot be read).
+    async fn begin(&self, id: &str) -> Option<Option<System>> {
+        if !self.tracker.listening() {
+            return None;
+        }
+        Some(match self.tracker.begin(id) {
             Some(s) => Some(s),
             None => self.inner.system(id).await.ok(),
-        }
+        })
     }
 }
 
@@ -388,6 +417,9 @@ impl Backend for Announced {
     }
 
     async fn system(&self, id: &str) -> Result<System> {
+        if !self.tracker.listening() {
+            return self.inner.system(id).await;
+        }
         let generation = self.tracker.generation(id);
         let sys = self.inner.system(id).await?;
         self.tracker.observed(&sys, generation);
@@ -396,28 +428,35 @@ impl Backend for Announced {
 
     async fn reset(&self, id: &str, reset: ResetType) -> Result<()> {
         let cause = current_cause();
-        let before = self.begin(id).await;
+        let tracked = self.begin(id).await;
         let done = self.inner.reset(id, reset).await;
-        read_back(&self.inner, &self.tracker, id, before, &cause, true).await;
+        if let Some(before) = tracked {
+            read_back(&self.inner, &self.tracker, id, before, &cause, true).await;
+        }
         done
     }
 
     async fn apply(&self, id: &str, changes: Vec<Change>) -> Result<System> {
         let cause = current_cause();
-        let before = self.begin(id).await;
+        let tracked = self.begin(id).await;
         let after = self.inner.apply(id, changes).await;
-        match &after {
-            Ok(a) => self.tracker.end(id, before, Some(a), &cause, false),
-            // Refused: nothing changed, nothing to announce.
-            Err(_) => self.tracker.end(id, None, before.as_ref(), &cause, false),
+        if let Some(before) = tracked {
+            match &after {
+                Ok(a) => self.tracker.end(id, before, Some(a), &cause, false),
+                // Refused: nothing changed, nothing to announce.
+                Err(_) => self.tracker.end(id, None, before.as_ref(), &cause, false),
+            }
         }
         after
     }
 
     async fn insert_media(&self, id: &str, slot: MediaSlot, img: MediaImage) -> Result<Completion> {
         let cause = current_cause();
-        let before = self.begin(id).await;
+        let tracked = self.begin(id).await;
         let started = self.inner.insert_media(id, slot, img).await;
+        let Some(before) = tracked else {
+            return started;
+        };
         match started {
             Ok(Completion::Running(work)) => {
                 // The device changes when the download ends, in the task
@@ -447,5 +486,99 @@ impl Backend for Announced {
 
     async fn flush(&self) -> Result<()> {
         self.inner.flush().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::fake::FakeBackend;
+    use crate::backend::machines::fake_systems;
+    use crate::model::{IndicatorLed, SystemSettings};
+
+    fn announced() -> (Announced, Arc<Changes>, String) {
+        let systems = fake_systems(1);
+        let id = systems[0].id.clone();
+        let fake: Arc<dyn Backend> =
+            Arc::new(FakeBackend::new(systems, Default::default()).unwrap());
+        let changes = Arc::new(Changes::default());
+        (Announced::new(fake.clone(), changes.clone()), changes, id)
+    }
+
+    fn lit() -> Vec<Change> {
+        vec![Change::Settings(SystemSettings {
+            indicator: Some(IndicatorLed::Lit),
+            ..Default::default()
+        })]
+    }
+
+    #[tokio::test]
+    async fn unheard_changes_are_neither_kept_nor_told_later_as_the_machines() {
+        let (b, changes, id) = announced();
+        // Nobody listens: the change goes through, nothing is kept.
+        b.apply(&id, lit()).await.unwrap();
+        assert!(lock(&b.tracker.seen).is_empty());
+        let mut rx = changes.subscribe();
+        // The first look after subscribing is where records start from.
+        b.system(&id).await.unwrap();
+        assert!(
+            rx.try_recv().is_err(),
+            "the earlier change is not the machine's"
+        );
+        let off = vec![Change::Settings(SystemSettings {
+            indicator: Some(IndicatorLed::Off),
+            ..Default::default()
+        })];
+        with_cause(Cause::Bmc("test".into()), b.apply(&id, off))
+            .await
+            .unwrap();
+        let r = rx.try_recv().unwrap();
+        assert_eq!(r.cause, Cause::Bmc("test".into()));
+        assert_eq!(
+            r.what,
+            What::Indicator {
+                before: IndicatorLed::Lit,
+                after: IndicatorLed::Off
+            }
+        );
+        assert!(rx.try_recv().is_err(), "one record per change");
+    }
+
+    #[tokio::test]
+    async fn a_read_that_a_change_overlaps_announces_nothing() {
+        let (b, changes, id) = announced();
+        let mut rx = changes.subscribe();
+        // A read begun before a change, ending after it with the old state.
+        let stale = b.system(&id).await.unwrap();
+        let generation = b.tracker.generation(&id);
+        let new = b.apply(&id, lit()).await.unwrap();
+        assert!(matches!(
+            rx.try_recv().unwrap().what,
+            What::Indicator { .. }
+        ));
+        b.tracker.observed(&stale, generation);
+        assert!(
+            rx.try_recv().is_err(),
+            "the stale read is not a change back"
+        );
+        // A read while a change is under way, seeing it already.
+        let off = SystemSettings {
+            indicator: Some(IndicatorLed::Off),
+            ..Default::default()
+        };
+        let before = b.tracker.begin(&id);
+        let after = b
+            .inner
+            .apply(&id, vec![Change::Settings(off)])
+            .await
+            .unwrap();
+        b.tracker.observed(&after, b.tracker.generation(&id));
+        assert!(rx.try_recv().is_err(), "not the machine's doing");
+        b.tracker
+            .end(&id, before, Some(&after), &Cause::Bmc("t".into()), false);
+        let r = rx.try_recv().unwrap();
+        assert_eq!(r.cause, Cause::Bmc("t".into()));
+        assert!(rx.try_recv().is_err(), "told once");
+        assert_ne!(new, after);
     }
 }

@@ -221,7 +221,9 @@ async fn a_guest_that_powers_itself_off_is_recorded_as_the_machines_doing() {
     let api = api(&["self-off-vm"]);
     let sys = format!("/redfish/v1/Systems/{id}");
     api.reset(&sys, "On").await;
+    // Listening from here: the BMC sees the machine on.
     let mut rx = api.state.core.changes.subscribe();
+    assert_eq!(api.get(&sys).await.body["PowerState"], "On");
     hv.0.lookup_domain_by_uuid_string(&id)
         .unwrap()
         .shutdown()
