@@ -139,6 +139,20 @@ fn algorithm_record(kind: u8, alg: u8) -> [u8; 8] {
     [kind, 0, 0, 8, alg, 0, 0, 0]
 }
 
+/// A RAKP message's tag and the BMC's session Id it names.
+fn rakp_header(req: &[u8]) -> Option<(u8, u32)> {
+    let tag = *req.first()?;
+    Some((tag, u32::from_le_bytes(req.get(4..8)?.try_into().ok()?)))
+}
+
+/// How every setup answer but Open Session's success starts: the tag,
+/// the status, two reserved bytes, the console's session Id.
+fn answer_head(tag: u8, status: u8, console_sid: u32) -> Vec<u8> {
+    let mut r = vec![tag, status, 0, 0];
+    r.extend_from_slice(&console_sid.to_le_bytes());
+    r
+}
+
 impl Sessions {
     /// Drops idle established sessions and stale setups (a user's
     /// challenge never answered is a failed login); the established ones
@@ -228,11 +242,7 @@ impl Sessions {
             let tag = req.first().copied()?;
             return Some(vec![tag, status::ILLEGAL_PARAMETER, 0, 0, 0, 0, 0, 0]);
         };
-        let fail = |code: u8| {
-            let mut r = vec![p.tag, code, 0, 0];
-            r.extend_from_slice(&p.console_sid.to_le_bytes());
-            Some(r)
-        };
+        let fail = |code: u8| Some(answer_head(p.tag, code, p.console_sid));
         if p.max_priv > Privilege::Oem as u8 {
             return fail(status::INVALID_ROLE);
         }
@@ -301,13 +311,8 @@ impl Sessions {
         now: Instant,
         policy: &LockoutPolicy,
     ) -> Option<Vec<u8>> {
-        let tag = *req.first()?;
-        let bmc_sid = u32::from_le_bytes(req.get(4..8)?.try_into().ok()?);
-        let fail = |code: u8, console_sid: u32| {
-            let mut r = vec![tag, code, 0, 0];
-            r.extend_from_slice(&console_sid.to_le_bytes());
-            Some(r)
-        };
+        let (tag, bmc_sid) = rakp_header(req)?;
+        let fail = |code: u8, console_sid: u32| Some(answer_head(tag, code, console_sid));
         let Some(pending) = self.pending.get(&bmc_sid) else {
             return fail(status::INVALID_SESSION_ID, 0);
         };
@@ -389,8 +394,7 @@ impl Sessions {
             user,
             epoch,
         };
-        let mut r = vec![tag, 0, 0, 0];
-        r.extend_from_slice(&console_sid.to_le_bytes());
+        let mut r = answer_head(tag, 0, console_sid);
         r.extend_from_slice(&rc);
         r.extend_from_slice(guid);
         r.extend_from_slice(&code);
@@ -407,17 +411,12 @@ impl Sessions {
         now: Instant,
         policy: &LockoutPolicy,
     ) -> Option<Vec<u8>> {
-        let tag = *req.first()?;
-        let bmc_sid = u32::from_le_bytes(req.get(4..8)?.try_into().ok()?);
+        let (tag, bmc_sid) = rakp_header(req)?;
         if let Some(a) = self.active.get(&bmc_sid) {
             // RAKP 4 was lost: the same answer again.
             return a.rakp4.clone();
         }
-        let fail = |code: u8, console_sid: u32| {
-            let mut r = vec![tag, code, 0, 0];
-            r.extend_from_slice(&console_sid.to_le_bytes());
-            Some(r)
-        };
+        let fail = |code: u8, console_sid: u32| Some(answer_head(tag, code, console_sid));
         let Some(pending) = self.pending.remove(&bmc_sid) else {
             return fail(status::INVALID_SESSION_ID, 0);
         };
@@ -470,8 +469,7 @@ impl Sessions {
         let sik = suite.auth.hmac(&key, &[&rm, &rc, &role_name, &name]);
         let mut icv = suite.auth.hmac(&sik, &[&rm, &bmc_sid.to_le_bytes(), guid]);
         icv.truncate(suite.auth.icv_len());
-        let mut r = vec![tag, 0, 0, 0];
-        r.extend_from_slice(&console_sid.to_le_bytes());
+        let mut r = answer_head(tag, 0, console_sid);
         r.extend_from_slice(&icv);
         let keys = if suite.auth == Auth::None {
             Keys::derive(suite, &[])
