@@ -36,6 +36,7 @@ mod gate;
 mod sessions;
 mod verify;
 
+use crate::bmc::{lock, read, write};
 use gate::BcryptGate;
 pub use gate::BCRYPT_QUEUE;
 
@@ -333,15 +334,15 @@ impl AuthStore {
     }
 
     fn read_accounts(&self) -> std::sync::RwLockReadGuard<'_, Vec<Account>> {
-        self.accounts.read().unwrap_or_else(|p| p.into_inner())
+        read(&self.accounts)
     }
 
     fn write_accounts(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Account>> {
-        self.accounts.write().unwrap_or_else(|p| p.into_inner())
+        write(&self.accounts)
     }
 
     fn lock_sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
-        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.sessions)
     }
 }
 

@@ -22,6 +22,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::auth::AuthStore;
+use crate::bmc::lock;
 
 mod rules;
 #[cfg(test)]
@@ -99,7 +100,7 @@ impl Faults {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.state)
     }
 
     /// Whether anything is injected at all (the fast path's one load).
@@ -156,16 +157,13 @@ impl Faults {
 
     /// Registers a service's session store and the systems it serves.
     pub fn register(&self, systems: Vec<String>, auth: Arc<AuthStore>) {
-        self.services
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Service { systems, auth });
+        lock(&self.services).push(Service { systems, auth });
     }
 
     /// Drops the sessions of the services that serve any of `systems`
     /// (all services when empty); returns how many were dropped.
     pub fn expire_sessions(&self, systems: &[String]) -> usize {
-        let services = self.services.lock().unwrap_or_else(|p| p.into_inner());
+        let services = lock(&self.services);
         services
             .iter()
             .filter(|s| systems.is_empty() || s.systems.iter().any(|n| systems.contains(n)))

@@ -76,6 +76,16 @@ impl EmulatorProcess {
         })
     }
 
+    /// The address of its plain-HTTP listener (an error when its URL is
+    /// not `http://`).
+    pub fn http_addr(&self) -> Result<std::net::SocketAddr> {
+        let addr = self
+            .url
+            .strip_prefix("http://")
+            .with_context(|| format!("{} is not plain HTTP", self.url))?;
+        Ok(addr.parse()?)
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -25,6 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
+use crate::lock;
 use range::Answer;
 
 struct Server {
@@ -87,7 +88,7 @@ async fn handle(State(s): State<Arc<Server>>, req: Request) -> Response {
     } else {
         (StatusCode::METHOD_NOT_ALLOWED.into_response(), 0)
     };
-    let mut log = s.log.lock().unwrap_or_else(|p| p.into_inner());
+    let mut log = lock(&s.log);
     let tls = tls.unwrap_or_default();
     let _ = writeln!(
         log,
@@ -106,7 +107,7 @@ async fn heartbeat(s: &Server, body: Body) -> Response {
         Err(e) if too_long(&e) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
         Err(_) => return StatusCode::BAD_REQUEST.into_response(),
     };
-    let mut log = s.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
+    let mut log = lock(&s.heartbeats);
     match log.append(&body) {
         Ok(()) => StatusCode::NO_CONTENT,
         Err(heartbeat::Refused::TooLong) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -317,7 +318,7 @@ pub async fn serve_tls(
         let (app, acceptor, log) = (app.clone(), acceptor.clone(), log.clone());
         tokio::spawn(async move {
             let failed = |reason: String| {
-                let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+                let mut log = lock(&log);
                 let _ = writeln!(log, "TLS-HANDSHAKE-FAILED {} {reason}", peer.ip());
                 let _ = log.flush();
             };

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::lock;
 use anyhow::{anyhow, bail, Context, Result};
 
 pub use layout::{deploy_args, render, Agent, Layout};
@@ -102,7 +103,7 @@ static RUNNING: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
 /// Stops every Ironic this process started and has not stopped yet (their
 /// process groups: TERM, then KILL).
 pub fn stop_all() {
-    let groups = std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|p| p.into_inner()));
+    let groups = std::mem::take(&mut *lock(&RUNNING));
     for g in &groups {
         // SAFETY: kill(2) takes two integers and touches none of this
         // process's memory. Each group is one `Ironic::start` made
@@ -190,10 +191,7 @@ impl Ironic {
             .process_group(0)
             .spawn()
             .context("starting ironic")?;
-        RUNNING
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(child.id() as i32);
+        lock(&RUNNING).push(child.id() as i32);
         let mut ironic = Ironic {
             child,
             api: format!("http://127.0.0.1:{}", layout.api_port),
@@ -331,10 +329,7 @@ impl Drop for Ironic {
     fn drop(&mut self) {
         // SIGTERM to the group first: the service stops its workers.
         let pgid = self.child.id() as i32;
-        RUNNING
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|g| *g != pgid);
+        lock(&RUNNING).retain(|g| *g != pgid);
         // SAFETY: kill(2) takes two integers and touches none of this
         // process's memory. `pgid` is the group `start` made with the child
         // as its leader (`process_group(0)`), and the child is not reaped

@@ -28,3 +28,10 @@ pub mod petitboot;
 pub mod runner;
 pub mod scenario;
 pub mod tls;
+
+/// Locks `m`, taking over a lock whose holder panicked: what each of the
+/// harness's mutexes guards (a process table, a log, a peer) stays whole
+/// at every step, so one failed thread does not take the others down.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

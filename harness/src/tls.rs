@@ -10,6 +10,7 @@
 use std::net::IpAddr;
 use std::path::Path;
 
+use crate::lock;
 use anyhow::{Context, Result};
 use openssl::asn1::Asn1Time;
 use openssl::bn::{BigNum, MsbOption};
@@ -170,7 +171,7 @@ pub struct RunCas {
 pub fn run_cas() -> Result<&'static RunCas> {
     static CAS: std::sync::OnceLock<RunCas> = std::sync::OnceLock::new();
     static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = MAKING.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = lock(&MAKING);
     if let Some(c) = CAS.get() {
         return Ok(c);
     }

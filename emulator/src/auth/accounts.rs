@@ -12,6 +12,7 @@ use super::{
     new_account, Account, AccountChange, AuthError, AuthStore, Role, MAX_ACCOUNTS,
     MAX_PASSWORD_LEN, MAX_USERNAME_LEN, MIN_PASSWORD_LEN,
 };
+use crate::bmc::lock;
 
 impl AuthStore {
     /// Loads `user:hash` lines; only bcrypt (`$2a$`, `$2b$`, `$2y$`) is accepted.
@@ -164,10 +165,7 @@ impl AuthStore {
             self.drop_sessions_of(&old.username, by_session);
         }
         if a.hash != old.hash {
-            self.verified
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|_, h| *h != old.hash);
+            lock(&self.verified).retain(|_, h| *h != old.hash);
         }
         Ok(a)
     }
@@ -185,10 +183,7 @@ impl AuthStore {
         let gone = accounts.remove(i);
         drop(accounts);
         self.drop_sessions_of(&gone.username, None);
-        self.verified
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|_, h| *h != gone.hash);
+        lock(&self.verified).retain(|_, h| *h != gone.hash);
         Ok(())
     }
 }

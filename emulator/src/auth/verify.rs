@@ -15,6 +15,7 @@ use super::{
     Account, AuthError, AuthStore, LockoutPolicy, Principal, MAX_LOGIN_PASSWORD_LEN,
     MAX_USERNAME_LEN,
 };
+use crate::bmc::lock;
 
 fn cache_key(user: &str, pass: &str) -> [u8; 32] {
     let mut h = Sha256::new();
@@ -63,12 +64,7 @@ impl AuthStore {
             return Err(AuthError::BadCredentials);
         }
         let key = cache_key(user, pass);
-        let cached = self
-            .verified
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)
-            .cloned();
+        let cached = lock(&self.verified).get(&key).cloned();
         let policy = self.lockout_policy();
         // Under the accounts' lock: the account as it is now, and for an
         // uncached check a slot of the lockout budget, taken before bcrypt
@@ -114,10 +110,7 @@ impl AuthStore {
                 return Err(AuthError::BadCredentials);
             }
         }
-        self.verified
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, account.hash.clone());
+        lock(&self.verified).insert(key, account.hash.clone());
         Ok(Principal {
             username: Some(account.username),
             role: account.role,
@@ -179,12 +172,12 @@ impl AuthStore {
     // ---- lockout policy ----
 
     pub fn lockout_policy(&self) -> LockoutPolicy {
-        *self.lockout.lock().unwrap_or_else(|p| p.into_inner())
+        *lock(&self.lockout)
     }
 
     /// Replaces the policy; accounts already locked stay locked until
     /// their time is up (or an administrator unlocks them).
     pub fn set_lockout_policy(&self, p: LockoutPolicy) {
-        *self.lockout.lock().unwrap_or_else(|p| p.into_inner()) = p;
+        *lock(&self.lockout) = p;
     }
 }

@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::{Backend, BackendError, Completion, Result};
+use crate::bmc::lock;
 use crate::model::{
     BootMode, BootTarget, Change, MediaImage, MediaSlot, MediaState, PowerState, ResetType, System,
     SystemRef,
@@ -293,12 +294,6 @@ impl FakeBackend {
             Ok(m.sys.clone())
         })
     }
-}
-
-fn lock(m: &Mutex<Machine>) -> MutexGuard<'_, Machine> {
-    // A panic while holding the lock cannot leave a Machine half-updated in
-    // a way later requests could not serve, so poisoning is not fatal.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn restore(sys: &mut System, old: &System) {

@@ -27,7 +27,7 @@ mod power;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 pub use boot::{offered_targets, BootRefused, BootRequest};
@@ -43,6 +43,16 @@ use crate::profile::{self, Profile, Profiles};
 /// never takes the BMC down with it.
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Reads `l`, taking over a lock whose writer panicked (as [`lock`]).
+pub fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Writes `l`, taking over a lock whose writer panicked (as [`lock`]).
+pub fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Per-resource async locks serialising read-check-write sequences, keyed

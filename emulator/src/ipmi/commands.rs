@@ -13,6 +13,7 @@ use super::users::{Privilege, SetError};
 use super::Bmc;
 use super::{boot_options, config, inventory, watchdog};
 use crate::backend::BackendError;
+use crate::bmc::{read, write};
 use crate::model::{
     BootOverride, Change, IndicatorLed, PowerRestorePolicy, PowerState, ResetType, SystemSettings,
 };
@@ -302,7 +303,7 @@ fn user_access(bmc: &Bmc, data: &[u8]) -> Reply {
     if !matches!(ch & 0x0f, 0x01 | 0x0e) || id == 0 || id as usize > super::users::MAX_USERS {
         return err(cc::INVALID_FIELD);
     }
-    let users = bmc.users.read().unwrap_or_else(|p| p.into_inner());
+    let users = read(&bmc.users);
     let enabled = users.enabled() as u8;
     let (status, access) = match users.by_id(id) {
         // Enabled or disabled (by Set User Password); link authentication
@@ -331,12 +332,7 @@ fn user_name(bmc: &Bmc, data: &[u8]) -> Reply {
         return err(cc::INVALID_FIELD);
     }
     let mut name = [0u8; 16];
-    if let Some(s) = bmc
-        .users
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .by_id(id)
-    {
+    if let Some(s) = read(&bmc.users).by_id(id) {
         name[..s.name.len()].copy_from_slice(&s.name);
     }
     ok(name.to_vec())
@@ -362,12 +358,7 @@ fn set_user_access(bmc: &Bmc, data: &[u8]) -> Reply {
         return err(cc::INVALID_FIELD);
     }
     let messaging = (ch_flags & 0x80 != 0).then_some(ch_flags & 0x10 != 0);
-    set_result(
-        bmc.users
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .set_access(id, limit, messaging),
-    )
+    set_result(write(&bmc.users).set_access(id, limit, messaging))
 }
 
 /// Set User Name: the user ID, then 16 bytes of name.
@@ -378,12 +369,7 @@ fn set_user_name(bmc: &Bmc, data: &[u8]) -> Reply {
     if name.len() != 16 {
         return err(cc::BAD_LENGTH);
     }
-    set_result(
-        bmc.users
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .set_name(id & 0x3f, name),
-    )
+    set_result(write(&bmc.users).set_name(id & 0x3f, name))
 }
 
 /// Set User Password: the user ID (bit 7: a 20-byte password), the
@@ -399,12 +385,7 @@ fn set_user_password(bmc: &Bmc, data: &[u8]) -> Reply {
     {
         return err(cc::BAD_LENGTH);
     }
-    set_result(
-        bmc.users
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .set_password(id & 0x3f, op, password),
-    )
+    set_result(write(&bmc.users).set_password(id & 0x3f, op, password))
 }
 
 async fn chassis_status(bmc: &Bmc, data: &[u8]) -> Reply {

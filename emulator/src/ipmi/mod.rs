@@ -54,7 +54,7 @@ use tokio::net::UdpSocket;
 use crate::auth::AuthStore;
 use crate::backend::BackendError;
 use crate::bmc::changes::{with_cause, Cause};
-use crate::bmc::Core;
+use crate::bmc::{lock, read, Core};
 use crate::model::{BootOverride, Change, IndicatorLed, SystemSettings};
 use crate::profile::Profile;
 use channel::{auth_capabilities, cipher_suites, session_challenge};
@@ -118,10 +118,6 @@ pub struct Bmc {
     sol: Mutex<Option<sol::Active>>,
     /// The socket BMC-initiated packets (SOL) leave by.
     outbound: std::sync::OnceLock<Arc<UdpSocket>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Bmc {
@@ -346,73 +342,16 @@ impl Bmc {
         }
     }
 
+    /// An RMCP+ packet: a session setup payload outside a session, else
+    /// a payload of an established session once admitted into it.
     async fn handle_v20(self: &Arc<Self>, p: wire::V20<'_>, peer: SocketAddr) -> Option<Vec<u8>> {
         let now = Instant::now();
-        let plain = |pt: u8, body: Vec<u8>| wire::build_v20(pt, false, 0, 0, &body, None);
         if p.session_id == 0 {
-            if p.authenticated || p.encrypted {
-                return None;
-            }
-            return match p.payload_type {
-                payload::OPEN_SESSION_REQUEST => {
-                    let policy = self.auth.lockout_policy();
-                    let r = lock(&self.sessions).open(
-                        p.payload,
-                        self.cipher_suite_zero,
-                        now,
-                        &policy,
-                    )?;
-                    Some(plain(payload::OPEN_SESSION_RESPONSE, r))
-                }
-                payload::RAKP1 => {
-                    let r = {
-                        let users = self.users.read().unwrap_or_else(|p| p.into_inner());
-                        let policy = self.auth.lockout_policy();
-                        lock(&self.sessions).rakp1(p.payload, &users, &self.guid, now, &policy)?
-                    };
-                    Some(plain(payload::RAKP2, r))
-                }
-                payload::RAKP3 => {
-                    let policy = self.auth.lockout_policy();
-                    let r = lock(&self.sessions).rakp3(p.payload, &self.guid, now, &policy)?;
-                    Some(plain(payload::RAKP4, r))
-                }
-                payload::IPMI => {
-                    let req = wire::parse_request(p.payload).ok()?;
-                    let (code, data) = self.outside_session(&req).await?;
-                    Some(plain(
-                        payload::IPMI,
-                        wire::build_response(&req, code, &data),
-                    ))
-                }
-                _ => None,
-            };
+            return self.session_setup(&p, now).await;
         }
-        // In a session: integrity, then the sequence window, then the
-        // payload decrypted.
-        let user;
-        let (keys, console_sid, privilege, user_max) = {
-            let mut s = lock(&self.sessions);
-            let a = s.get_mut(p.session_id)?;
-            let keys = a.keys.clone();
-            if !session::protection_ok(&keys.suite, p.authenticated, p.encrypted) {
-                return None;
-            }
-            if p.authenticated {
-                let (covered, code) = p.integrity_parts(keys.suite.integrity.code_len()).ok()?;
-                if !crypto::ct_eq(&keys.suite.integrity.code(&keys.k1, covered), code) {
-                    return None;
-                }
-            }
-            let out = (keys, a.console_sid, a.privilege, a.max);
-            user = Some(String::from_utf8_lossy(&a.user.name).into_owned());
-            if !s.accept_seq(p.session_id, p.seq, now) {
-                return None;
-            }
-            out
-        };
+        let a = lock(&self.sessions).get_mut(p.session_id)?.admit(&p, now)?;
         let body = if p.encrypted {
-            keys.decrypt(p.payload)?
+            a.keys.decrypt(p.payload)?
         } else {
             p.payload.to_vec()
         };
@@ -420,8 +359,8 @@ impl Bmc {
             // To the session's SOL task, which answers.
             let inbound = lock(&self.sol)
                 .as_ref()
-                .filter(|a| a.bmc_sid == p.session_id)
-                .map(|a| a.inbound.clone());
+                .filter(|s| s.bmc_sid == p.session_id)
+                .map(|s| s.inbound.clone());
             if let Some(tx) = inbound {
                 let _ = tx.try_send(body);
             }
@@ -431,59 +370,103 @@ impl Bmc {
             return None;
         }
         let req = wire::parse_request(&body).ok()?;
-        // A retransmission of the last request: the same answer again, or
-        // none while the first is still being carried out (never twice).
-        let cached = {
-            let mut s = lock(&self.sessions);
-            let a = s.get_mut(p.session_id)?;
-            match &a.last {
-                Some((q, done)) if *q == body => Some(done.clone()),
-                _ => {
-                    a.last = Some((body.clone(), None));
-                    None
-                }
+        let response = self
+            .answer_once(p.session_id, &a, &body, &req, peer)
+            .await?;
+        self.seal_answer(p.session_id, &a, &req, &response)
+    }
+
+    /// A payload outside a session: Open Session, RAKP 1 and 3, and the
+    /// few commands served before a session; unprotected both ways.
+    async fn session_setup(&self, p: &wire::V20<'_>, now: Instant) -> Option<Vec<u8>> {
+        if p.authenticated || p.encrypted {
+            return None;
+        }
+        let policy = self.auth.lockout_policy();
+        let (pt, r) = match p.payload_type {
+            payload::OPEN_SESSION_REQUEST => {
+                let zero = self.cipher_suite_zero;
+                let r = lock(&self.sessions).open(p.payload, zero, now, &policy)?;
+                (payload::OPEN_SESSION_RESPONSE, r)
             }
-        };
-        let response = match cached {
-            Some(Some(r)) => r,
-            Some(None) => return None,
-            None => {
-                let cause = Cause::Ipmi {
-                    netfn: req.netfn,
-                    cmd: req.cmd,
-                    user,
-                };
-                let (code, data) = with_cause(
-                    cause,
-                    self.in_session(p.session_id, privilege, user_max, &req, peer),
-                )
-                .await;
-                let r = wire::build_response(&req, code, &data);
-                if let Some(a) = lock(&self.sessions).get_mut(p.session_id) {
-                    if a.last.as_ref().is_some_and(|(q, _)| *q == body) {
-                        a.last = Some((body.clone(), Some(r.clone())));
-                    }
-                }
-                r
+            payload::RAKP1 => {
+                let users = read(&self.users);
+                let r = lock(&self.sessions).rakp1(p.payload, &users, &self.guid, now, &policy)?;
+                (payload::RAKP2, r)
             }
+            payload::RAKP3 => {
+                let r = lock(&self.sessions).rakp3(p.payload, &self.guid, now, &policy)?;
+                (payload::RAKP4, r)
+            }
+            payload::IPMI => {
+                let req = wire::parse_request(p.payload).ok()?;
+                let (code, data) = self.outside_session(&req).await?;
+                (payload::IPMI, wire::build_response(&req, code, &data))
+            }
+            _ => return None,
         };
-        // The answer takes the session's next number; a Close Session of
-        // this very session ends it after that.
+        Some(wire::build_v20(pt, false, 0, 0, &r, None))
+    }
+
+    /// The answer to request `req` of session `sid` (`body` as it came),
+    /// carried out once: a retransmission of the session's last request
+    /// gets the same answer again, or none while the first is still
+    /// being carried out.
+    async fn answer_once(
+        self: &Arc<Self>,
+        sid: u32,
+        a: &session::Admitted,
+        body: &[u8],
+        req: &wire::Request<'_>,
+        peer: SocketAddr,
+    ) -> Option<Vec<u8>> {
+        if let Some(done) = lock(&self.sessions).get_mut(sid)?.recall(body) {
+            return done;
+        }
+        let cause = Cause::Ipmi {
+            netfn: req.netfn,
+            cmd: req.cmd,
+            user: Some(a.user.clone()),
+        };
+        let run = self.in_session(sid, a.privilege, a.max, req, peer);
+        let (code, data) = with_cause(cause, run).await;
+        let r = wire::build_response(req, code, &data);
+        if let Some(s) = lock(&self.sessions).get_mut(sid) {
+            s.remember(body, &r);
+        }
+        Some(r)
+    }
+
+    /// `response` to `req` sealed with session `sid`'s next number; a
+    /// Close Session of this very session ends it after that.
+    fn seal_answer(
+        &self,
+        sid: u32,
+        a: &session::Admitted,
+        req: &wire::Request<'_>,
+        response: &[u8],
+    ) -> Option<Vec<u8>> {
         let closing = (req.netfn, req.cmd) == (netfn::APP, 0x3c)
-            && req.data.get(..4) == Some(&p.session_id.to_le_bytes()[..])
+            && req.data.get(..4) == Some(&sid.to_le_bytes()[..])
             && response.get(6) == Some(&cc::OK);
         let seq = {
             let mut s = lock(&self.sessions);
-            let seq = s.get_mut(p.session_id)?.next_out_seq();
+            let seq = s.get_mut(sid)?.next_out_seq();
             if closing {
-                s.close(p.session_id);
+                s.close(sid);
             }
             seq
         };
         if closing {
-            self.end_sol_of(p.session_id);
+            self.end_sol_of(sid);
         }
-        Some(seal_with(&keys, console_sid, seq, payload::IPMI, &response))
+        Some(seal_with(
+            &a.keys,
+            a.console_sid,
+            seq,
+            payload::IPMI,
+            response,
+        ))
     }
 
     /// A command inside a session: the session commands here, the rest

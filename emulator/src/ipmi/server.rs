@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 use tokio::sync::{watch, Semaphore};
 
-use super::{lock, wire, Bmc};
+use super::{wire, Bmc};
 use crate::bmc::changes::{with_cause, Cause};
+use crate::bmc::lock;
 
 /// Datagrams handled at once per socket; more are dropped, as a busy
 /// BMC drops them (clients retransmit).

@@ -1,5 +1,6 @@
-//! RMCP+ sessions of one BMC: Open Session, RAKP 1 to 4, the inbound
-//! sequence-number window, idle timeout, Close Session and the bounds
+//! RMCP+ sessions of one BMC: Open Session, RAKP 1 to 4, the table of
+//! established sessions (each in `established`: its sequence-number
+//! window and retransmissions), idle timeout, Close Session and the bounds
 //! that keep a flood of half-open sessions, or one account's sessions,
 //! from exhausting the BMC; the accounts' lockout at RAKP 3.
 //!
@@ -13,10 +14,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::crypto::{ct_eq, Auth, Conf, Integrity, Keys, Suite, SUITES, SUITE_ZERO};
+use super::crypto::{ct_eq, Auth, Keys, Suite, SUITES, SUITE_ZERO};
 use super::lockout::Lockouts;
 use super::users::{Privilege, User, Users};
 use crate::auth::LockoutPolicy;
+
+mod established;
+pub use established::{Active, Admitted};
 
 /// An established session left idle this long is closed (the IPMI
 /// default session inactivity timeout).
@@ -32,8 +36,6 @@ pub const MAX_SESSIONS_PER_USER: usize = 8;
 pub const ADMIN_RESERVED_SESSIONS: usize = 4;
 /// Sessions in setup per BMC; one more evicts the oldest of them.
 pub const MAX_PENDING: usize = 64;
-/// How far around the highest sequence number seen a packet may be.
-const WINDOW: u32 = 16;
 
 /// RMCP+ status codes (IPMI v2.0 table 13-15).
 pub mod status {
@@ -72,71 +74,6 @@ struct Pending {
     console_sid: u32,
     suite: Suite,
     setup: Setup,
-}
-
-/// An established session.
-#[derive(Debug, Clone)]
-pub struct Active {
-    pub console_sid: u32,
-    pub keys: Keys,
-    pub user: User,
-    /// The most the session may raise itself to (RAKP 1's role).
-    pub max: Privilege,
-    /// The privilege the session operates at now.
-    pub privilege: Privilege,
-    pub last_seen: Instant,
-    window: Window,
-    out_seq: u32,
-    /// RAKP 4 as sent, for a console that repeats RAKP 3 because it
-    /// lost it; dropped with the first packet of the session.
-    rakp4: Option<Vec<u8>>,
-    /// The last request and its response (`None` while it is carried
-    /// out), for a retransmitted request: answered again, never carried
-    /// out twice.
-    pub last: Option<(Vec<u8>, Option<Vec<u8>>)>,
-}
-
-impl Active {
-    /// The next outbound session sequence number: 1, 2, ... (never 0).
-    pub fn next_out_seq(&mut self) -> u32 {
-        self.out_seq = self.out_seq.wrapping_add(1).max(1);
-        self.out_seq
-    }
-}
-
-/// The inbound sequence numbers seen: the highest and a bitmap below it.
-#[derive(Debug, Clone, Default)]
-struct Window {
-    highest: u32,
-    seen: u32,
-}
-
-impl Window {
-    /// Accepts `seq` once: the first packet sets the base (clients start
-    /// anywhere: pyghmi at 1, ipmitool at 3 or more); later ones must be
-    /// within the window around the highest, and unseen.
-    fn accept(&mut self, seq: u32) -> bool {
-        if seq == 0 {
-            return false;
-        }
-        if self.highest == 0 {
-            self.highest = seq;
-            self.seen = 1;
-            return true;
-        }
-        let ahead = seq.wrapping_sub(self.highest);
-        if ahead != 0 && ahead <= WINDOW {
-            self.seen = (self.seen << ahead) | 1;
-            self.highest = seq;
-            return true;
-        }
-        let behind = self.highest.wrapping_sub(seq);
-        if behind < WINDOW && self.seen & (1 << behind) == 0 {
-            self.seen |= 1 << behind;
-            return true;
-        }
-        false
-    }
 }
 
 /// The sessions of one BMC.
@@ -200,6 +137,20 @@ fn parse_proposal(p: &[u8]) -> Option<Proposal> {
 
 fn algorithm_record(kind: u8, alg: u8) -> [u8; 8] {
     [kind, 0, 0, 8, alg, 0, 0, 0]
+}
+
+/// A RAKP message's tag and the BMC's session Id it names.
+fn rakp_header(req: &[u8]) -> Option<(u8, u32)> {
+    let tag = *req.first()?;
+    Some((tag, u32::from_le_bytes(req.get(4..8)?.try_into().ok()?)))
+}
+
+/// How every setup answer but Open Session's success starts: the tag,
+/// the status, two reserved bytes, the console's session Id.
+fn answer_head(tag: u8, status: u8, console_sid: u32) -> Vec<u8> {
+    let mut r = vec![tag, status, 0, 0];
+    r.extend_from_slice(&console_sid.to_le_bytes());
+    r
 }
 
 impl Sessions {
@@ -291,11 +242,7 @@ impl Sessions {
             let tag = req.first().copied()?;
             return Some(vec![tag, status::ILLEGAL_PARAMETER, 0, 0, 0, 0, 0, 0]);
         };
-        let fail = |code: u8| {
-            let mut r = vec![p.tag, code, 0, 0];
-            r.extend_from_slice(&p.console_sid.to_le_bytes());
-            Some(r)
-        };
+        let fail = |code: u8| Some(answer_head(p.tag, code, p.console_sid));
         if p.max_priv > Privilege::Oem as u8 {
             return fail(status::INVALID_ROLE);
         }
@@ -364,13 +311,8 @@ impl Sessions {
         now: Instant,
         policy: &LockoutPolicy,
     ) -> Option<Vec<u8>> {
-        let tag = *req.first()?;
-        let bmc_sid = u32::from_le_bytes(req.get(4..8)?.try_into().ok()?);
-        let fail = |code: u8, console_sid: u32| {
-            let mut r = vec![tag, code, 0, 0];
-            r.extend_from_slice(&console_sid.to_le_bytes());
-            Some(r)
-        };
+        let (tag, bmc_sid) = rakp_header(req)?;
+        let fail = |code: u8, console_sid: u32| Some(answer_head(tag, code, console_sid));
         let Some(pending) = self.pending.get(&bmc_sid) else {
             return fail(status::INVALID_SESSION_ID, 0);
         };
@@ -452,8 +394,7 @@ impl Sessions {
             user,
             epoch,
         };
-        let mut r = vec![tag, 0, 0, 0];
-        r.extend_from_slice(&console_sid.to_le_bytes());
+        let mut r = answer_head(tag, 0, console_sid);
         r.extend_from_slice(&rc);
         r.extend_from_slice(guid);
         r.extend_from_slice(&code);
@@ -470,17 +411,12 @@ impl Sessions {
         now: Instant,
         policy: &LockoutPolicy,
     ) -> Option<Vec<u8>> {
-        let tag = *req.first()?;
-        let bmc_sid = u32::from_le_bytes(req.get(4..8)?.try_into().ok()?);
+        let (tag, bmc_sid) = rakp_header(req)?;
         if let Some(a) = self.active.get(&bmc_sid) {
             // RAKP 4 was lost: the same answer again.
             return a.rakp4.clone();
         }
-        let fail = |code: u8, console_sid: u32| {
-            let mut r = vec![tag, code, 0, 0];
-            r.extend_from_slice(&console_sid.to_le_bytes());
-            Some(r)
-        };
+        let fail = |code: u8, console_sid: u32| Some(answer_head(tag, code, console_sid));
         let Some(pending) = self.pending.remove(&bmc_sid) else {
             return fail(status::INVALID_SESSION_ID, 0);
         };
@@ -533,29 +469,15 @@ impl Sessions {
         let sik = suite.auth.hmac(&key, &[&rm, &rc, &role_name, &name]);
         let mut icv = suite.auth.hmac(&sik, &[&rm, &bmc_sid.to_le_bytes(), guid]);
         icv.truncate(suite.auth.icv_len());
-        let mut r = vec![tag, 0, 0, 0];
-        r.extend_from_slice(&console_sid.to_le_bytes());
+        let mut r = answer_head(tag, 0, console_sid);
         r.extend_from_slice(&icv);
         let keys = if suite.auth == Auth::None {
             Keys::derive(suite, &[])
         } else {
             Keys::derive(suite, &sik)
         };
-        self.active.insert(
-            bmc_sid,
-            Active {
-                console_sid,
-                keys,
-                user,
-                max,
-                privilege: max.min(Privilege::User),
-                last_seen: now,
-                window: Window::default(),
-                out_seq: 0,
-                rakp4: Some(r.clone()),
-                last: None,
-            },
-        );
+        let active = Active::new(console_sid, keys, user, max, now, r.clone());
+        self.active.insert(bmc_sid, active);
         Some(r)
     }
 
@@ -568,27 +490,6 @@ impl Sessions {
             );
         }
     }
-
-    /// Checks an in-session packet's sequence number; `false` drops it.
-    pub fn accept_seq(&mut self, bmc_sid: u32, seq: u32, now: Instant) -> bool {
-        let Some(a) = self.active.get_mut(&bmc_sid) else {
-            return false;
-        };
-        if !a.window.accept(seq) {
-            return false;
-        }
-        a.last_seen = now;
-        a.rakp4 = None;
-        true
-    }
-}
-
-/// Whether a packet's protection matches what the session's suite
-/// requires: integrity when the suite has it, encryption likewise.
-pub fn protection_ok(suite: &Suite, authenticated: bool, encrypted: bool) -> bool {
-    let needs_auth = suite.integrity != Integrity::None;
-    let needs_conf = suite.conf != Conf::None;
-    authenticated == needs_auth && encrypted == needs_conf
 }
 
 #[cfg(test)]
@@ -599,20 +500,6 @@ mod tests {
         fn open_now(&mut self, req: &[u8], zero: bool, now: Instant) -> Option<Vec<u8>> {
             self.open(req, zero, now, &LockoutPolicy::default())
         }
-    }
-
-    #[test]
-    fn the_window_takes_each_number_once_and_refuses_stale_ones() {
-        let mut w = Window::default();
-        assert!(!w.accept(0));
-        assert!(w.accept(5), "any first number is the base");
-        assert!(!w.accept(5), "a replay");
-        assert!(w.accept(7));
-        assert!(w.accept(6), "late but unseen");
-        assert!(!w.accept(6));
-        assert!(w.accept(7 + WINDOW));
-        assert!(!w.accept(7 + 2 * WINDOW + 1), "too far ahead");
-        assert!(!w.accept(1), "too far behind");
     }
 
     #[test]

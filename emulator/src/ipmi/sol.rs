@@ -18,8 +18,9 @@ use tokio::sync::{broadcast, mpsc};
 use super::commands::cc;
 use super::users::Privilege;
 use super::wire::payload;
-use super::{lock, Bmc};
+use super::Bmc;
 use crate::backend::SerialConsole;
+use crate::bmc::lock;
 
 /// Characters per packet, both ways (Activate Payload announces it).
 pub const CHUNK: usize = 200;

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
 use super::{DellLc, VendorMessage};
+use crate::bmc::lock;
 
 /// Dell's messages (EEMI registry: Id, severity, text, resolution), as
 /// iDRAC 9's registry words them.
@@ -53,7 +54,7 @@ impl DellLc {
         type Table = HashMap<(String, &'static str), &'static VendorMessage>;
         static MADE: LazyLock<Mutex<Table>> = LazyLock::new(Mutex::default);
         let &(id, severity, text, resolution) = MESSAGES.iter().find(|m| m.0 == id)?;
-        let mut made = MADE.lock().unwrap_or_else(|p| p.into_inner());
+        let mut made = lock(&MADE);
         let m = made.entry((self.registry.clone(), id)).or_insert_with(|| {
             Box::leak(Box::new(VendorMessage {
                 id: format!("{}.{id}", self.registry),

@@ -21,6 +21,7 @@ use super::services::{fake_systems_conf, gunicorn, Daemon};
 use super::Options;
 use crate::emulator::{rss_kib, EmulatorProcess};
 use crate::ironic::{Ironic, Layout};
+use crate::lock;
 
 /// The profiles the fleet's BMCs cycle through.
 const PROFILES: &[&str] = &["generic", "idrac9", "ilo5", "supermicro-x12", "lenovo-xcc"];
@@ -50,7 +51,7 @@ fn stop_on_signal(ns: String) {
         rt.block_on(crate::lab::interrupted());
         eprintln!("interrupted: stopping the fleet's Ironic, sushy-tools and namespace");
         crate::ironic::stop_all();
-        if let Some(pid) = *GUNICORN.lock().unwrap_or_else(|p| p.into_inner()) {
+        if let Some(pid) = *lock(&GUNICORN) {
             // SAFETY: kill(2) on the pid of a child of this process.
             unsafe { libc::kill(pid as i32, libc::SIGTERM) };
         }
@@ -399,9 +400,9 @@ pub fn run(opts: &Options, ironic_venv: &Path, n: usize) -> Result<String> {
         let sushy_dir = dir.join("sushy-tools");
         std::fs::create_dir_all(&sushy_dir)?;
         let (daemon, nodes) = sushy_tools(venv, &ns.0, &sushy_dir, n)?;
-        *GUNICORN.lock().unwrap_or_else(|p| p.into_inner()) = Some(daemon.pid());
+        *lock(&GUNICORN) = Some(daemon.pid());
         let theirs = drive(&ns.0, ironic_venv, &sushy_dir, &nodes, daemon.pid());
-        *GUNICORN.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *lock(&GUNICORN) = None;
         drop(daemon);
         // sushy-tools' run failing is a figure of the report too; Shoal's
         // line stays.

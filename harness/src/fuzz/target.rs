@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use base64::Engine;
 use serde_json::Value;
 
@@ -106,11 +106,7 @@ fn start(opts: &Options, target: Target, dir: &Path, n: usize) -> Result<Service
         .env("RUST_LOG", "warn");
     let log = dir.join(format!("emulator-{n}.log"));
     let emu = EmulatorProcess::spawn(cmd, &log)?;
-    let addr: SocketAddr = emu
-        .url
-        .strip_prefix("http://")
-        .with_context(|| format!("{} is not plain HTTP", emu.url))?
-        .parse()?;
+    let addr = emu.http_addr()?;
     Ok(Service { emu, addr })
 }
 

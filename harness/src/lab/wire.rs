@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::lock;
 use anyhow::{bail, Context, Result};
 
 /// The largest frame carried (a jumbo frame and its headers).
@@ -87,7 +88,7 @@ fn readable(fd: &impl AsRawFd) -> bool {
 
 /// Forgets `stream` as the peer, unless a newer connection replaced it.
 fn forget(peer: &Peer, stream: &Arc<UnixStream>) {
-    let mut p = peer.lock().unwrap_or_else(|e| e.into_inner());
+    let mut p = lock(peer);
     if p.as_ref().is_some_and(|s| Arc::ptr_eq(s, stream)) {
         *p = None;
     }
@@ -105,7 +106,7 @@ fn to_qemu(dev: &File, peer: &Peer, stop: &AtomicBool) {
         };
         // The stream is taken out of the lock: a write holds neither the
         // other thread nor a new connection.
-        let stream = peer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let stream = lock(peer).clone();
         let Some(stream) = stream else {
             continue;
         };
@@ -158,7 +159,7 @@ fn from_qemu(listener: &UnixListener, dev: &File, peer: &Peer, stop: &AtomicBool
             continue;
         }
         let stream = Arc::new(stream);
-        *peer.lock().unwrap_or_else(|e| e.into_inner()) = Some(stream.clone());
+        *lock(peer) = Some(stream.clone());
         let mut len = [0u8; 4];
         loop {
             if !matches!(read_full(&stream, &mut len, stop), Ok(true)) {

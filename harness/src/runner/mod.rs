@@ -38,6 +38,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Result};
 
 use crate::lab::Lab;
+use crate::lock;
 use crate::scenario::{Driver, Scenario};
 pub use options::Options;
 use platform::platform_stop;
@@ -165,10 +166,7 @@ pub fn run(scenarios: &[Scenario], opts: &Options) -> Result<Vec<CaseResult>> {
                 while let Some((i, s, d)) = queue.lock().ok().and_then(|mut q| q.next()) {
                     let r = run_numbered(&lab, opts, s, d, (i, total));
                     // Poisoned only by a panic in `push`: the results are whole.
-                    results
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push((i, r));
+                    lock(&results).push((i, r));
                 }
             });
         }

@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{Backend, BackendError, Completion, Result, Unsupported};
+use crate::bmc::lock;
 use crate::model::{
     Arch, BmcState, BootMode, BootOverride, BootTarget, Change, MediaImage, MediaSlot, MediaState,
     Nic, OverrideEnabled, PowerState, ResetType, SecureBoot, System, SystemRef,
@@ -221,7 +222,7 @@ impl IronicBackend {
             _ => OverrideEnabled::Once,
         };
         let bmc = {
-            let mut all = self.inner.bmc.lock().unwrap_or_else(|p| p.into_inner());
+            let mut all = lock(&self.inner.bmc);
             let b = all.entry(uuid.clone()).or_insert_with(|| {
                 BmcState::new(
                     mode,
@@ -485,7 +486,7 @@ impl Backend for IronicBackend {
             }
         }
         if !local.is_empty() {
-            let mut all = self.inner.bmc.lock().unwrap_or_else(|p| p.into_inner());
+            let mut all = lock(&self.inner.bmc);
             if let Some(b) = all.get_mut(&uuid) {
                 for c in local {
                     b.apply(c);
@@ -520,7 +521,7 @@ impl Backend for IronicBackend {
         let this = self.clone();
         Ok(Completion::Running(Box::pin(async move {
             this.settle(&uuid, "inserting virtual media").await?;
-            let mut all = this.inner.bmc.lock().unwrap_or_else(|p| p.into_inner());
+            let mut all = lock(&this.inner.bmc);
             if let Some(b) = all.get_mut(&uuid) {
                 b.apply(Change::Media(slot, MediaState::from(&img)));
             }

@@ -27,6 +27,7 @@ use virt::sys;
 
 use super::{virt_err, xml, Inner};
 use crate::backend::{Result, SerialConsole};
+use crate::bmc::lock;
 
 /// How often a pump looks whether its domain runs, and whether anyone
 /// still listens.
@@ -60,7 +61,7 @@ pub(super) fn streamable(d: &xml::Element) -> bool {
 
 /// A listener on domain `id`'s console: the running pump's, or a new one.
 pub(super) fn attach(inner: &Arc<Inner>, id: &str, rt: Handle) -> Result<SerialConsole> {
-    let mut map = inner.consoles.map.lock().unwrap_or_else(|p| p.into_inner());
+    let mut map = lock(&inner.consoles.map);
     if let Some(p) = map.get(id) {
         return Ok(SerialConsole {
             output: p.output.subscribe(),
@@ -98,7 +99,7 @@ fn run(
         {
             // Decided under the map's lock, where `attach` subscribes: a
             // listener either finds this pump alive or starts another.
-            let mut map = inner.consoles.map.lock().unwrap_or_else(|p| p.into_inner());
+            let mut map = lock(&inner.consoles.map);
             if pump.output.receiver_count() == 0 {
                 if map.get(&id).is_some_and(|p| Arc::ptr_eq(p, &pump)) {
                     map.remove(&id);
@@ -120,7 +121,7 @@ fn run(
                 // The domain is gone: so is its console. Its listeners see
                 // the channel close.
                 tracing::info!(domain = %id, "console ended: the domain is gone");
-                let mut map = inner.consoles.map.lock().unwrap_or_else(|p| p.into_inner());
+                let mut map = lock(&inner.consoles.map);
                 if map.get(&id).is_some_and(|p| Arc::ptr_eq(p, &pump)) {
                     map.remove(&id);
                 }

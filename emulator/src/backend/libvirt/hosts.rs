@@ -13,6 +13,7 @@ use virt::sys;
 
 use super::{bump, virt_err, Inner};
 use crate::backend::{BackendError, Result};
+use crate::bmc::lock;
 use crate::model::SystemRef;
 
 pub(super) struct Conn {
@@ -36,9 +37,9 @@ impl Inner {
         f: impl FnOnce(&Connect) -> std::result::Result<T, virt::error::Error>,
     ) -> Result<T> {
         let c = &self.conns[i];
-        let mut guard = c.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = lock(&c.conn);
         if guard.as_ref().map(|c| c.is_alive().unwrap_or(false)) != Some(true) {
-            let mut retry_at = c.retry_at.lock().unwrap_or_else(|p| p.into_inner());
+            let mut retry_at = lock(&c.retry_at);
             let now = std::time::Instant::now();
             if retry_at.is_some_and(|t| now < t) {
                 return Err(BackendError::Unavailable(format!(
@@ -78,7 +79,7 @@ impl Inner {
     }
 
     pub(super) fn homes(&self) -> std::sync::MutexGuard<'_, HashMap<String, (usize, String)>> {
-        self.homes.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.homes)
     }
 
     /// Notes that connection `i` serves this domain.

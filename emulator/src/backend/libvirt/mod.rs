@@ -46,6 +46,7 @@ use virt::sys;
 
 use super::options::HttpBootMapping;
 use super::{Backend, BackendError, Completion, Result, Unsupported};
+use crate::bmc::lock;
 use crate::model::{
     Arch, BmcState, BootMode, BootTarget, Change, MediaImage, MediaSlot, MediaState, ResetType,
     System, SystemRef,
@@ -262,12 +263,7 @@ impl LibvirtBackend {
 
 impl Inner {
     fn lock(&self, id: &str) -> Arc<Mutex<()>> {
-        self.locks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(id.to_string())
-            .or_default()
-            .clone()
+        lock(&self.locks).entry(id.to_string()).or_default().clone()
     }
 
     /// The persistent definition, parsed, with Shoal's state: one libvirt
@@ -277,10 +273,7 @@ impl Inner {
         let text = dom
             .xml_desc(sys::VIR_DOMAIN_XML_INACTIVE)
             .map_err(virt_err)?;
-        let cached = self
-            .parsed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        let cached = lock(&self.parsed)
             .get(id)
             .filter(|p| p.text == text)
             .cloned();
@@ -300,7 +293,7 @@ impl Inner {
                 // disks do; new disks meet a controller in JBOD mode.
                 s.storage = std::mem::take(&mut s.storage).over(&f.disks);
                 let p = Arc::new(Parsed { text, d, f, s });
-                let mut cache = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+                let mut cache = lock(&self.parsed);
                 if cache.len() >= PARSED_MAX && !cache.contains_key(id) {
                     // Domains come and go: an old entry makes room.
                     if let Some(k) = cache.keys().next().cloned() {
@@ -390,8 +383,8 @@ impl Inner {
         if changes.is_empty() {
             return self.system(id);
         }
-        let lock = self.lock(id);
-        let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let domain = self.lock(id);
+        let _g = lock(&domain);
         let (conn, dom) = self.domain(id)?;
         let (mut d, f, mut s) = self.read(id, &dom)?;
         let remote = Some(self.conns[conn].uri.as_str()).filter(|_| self.conns[conn].remote);

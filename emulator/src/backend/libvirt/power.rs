@@ -24,6 +24,7 @@ use super::domain::{self, Facts};
 use super::{firmware, media, nvram_dir, nvram_file, virt_err, xml, Inner};
 use crate::backend::options::HttpBootMapping;
 use crate::backend::{BackendError, Result};
+use crate::bmc::lock;
 use crate::model::{
     BmcState, BootMode, BootTarget, MediaImage, MediaSlot, MediaState, OverrideEnabled, PowerState,
     ResetType, TargetSource,
@@ -298,8 +299,8 @@ impl Inner {
     }
 
     pub(super) fn reset(&self, id: &str, reset: ResetType) -> Result<()> {
-        let lock = self.lock(id);
-        let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let domain = self.lock(id);
+        let _g = lock(&domain);
         let (conn, dom) = self.domain(id)?;
         let on = Self::power(&dom)? != PowerState::Off;
         use ResetType as R;

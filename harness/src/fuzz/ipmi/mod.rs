@@ -91,11 +91,7 @@ fn start(opts: &Options, dir: &Path, n: usize) -> Result<Service> {
     .env("RUST_LOG", "warn");
     let log = dir.join(format!("emulator-{n}.log"));
     let emu = EmulatorProcess::spawn(cmd, &log)?;
-    let http: SocketAddr = emu
-        .url
-        .strip_prefix("http://")
-        .with_context(|| format!("{} is not plain HTTP", emu.url))?
-        .parse()?;
+    let http = emu.http_addr()?;
     short_lockout(http, opts.timeout)?;
     let bmc: SocketAddr = ([127, 0, 0, 1], port).into();
     let deadline = Instant::now() + Duration::from_secs(20);
