@@ -36,7 +36,7 @@ mod gate;
 mod sessions;
 mod verify;
 
-use crate::bmc::{lock, read, write};
+use crate::sync::{lock, read, write};
 use gate::BcryptGate;
 pub use gate::BCRYPT_QUEUE;
 

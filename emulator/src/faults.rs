@@ -22,7 +22,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::auth::AuthStore;
-use crate::bmc::lock;
+use crate::sync::lock;
 
 mod rules;
 #[cfg(test)]

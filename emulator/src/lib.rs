@@ -22,6 +22,7 @@ pub mod serve;
 pub mod server;
 pub mod storage;
 pub mod sushy;
+pub mod sync;
 pub mod timefmt;
 
 pub use api::{app, AppState};

@@ -12,7 +12,7 @@ use super::{
     new_account, Account, AccountChange, AuthError, AuthStore, Role, MAX_ACCOUNTS,
     MAX_PASSWORD_LEN, MAX_USERNAME_LEN, MIN_PASSWORD_LEN,
 };
-use crate::bmc::lock;
+use crate::sync::lock;
 
 impl AuthStore {
     /// Loads `user:hash` lines; only bcrypt (`$2a$`, `$2b$`, `$2y$`) is accepted.

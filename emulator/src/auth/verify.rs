@@ -15,7 +15,7 @@ use super::{
     Account, AuthError, AuthStore, LockoutPolicy, Principal, MAX_LOGIN_PASSWORD_LEN,
     MAX_USERNAME_LEN,
 };
-use crate::bmc::lock;
+use crate::sync::lock;
 
 fn cache_key(user: &str, pass: &str) -> [u8; 32] {
     let mut h = Sha256::new();

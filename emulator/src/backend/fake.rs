@@ -17,11 +17,11 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use super::{Backend, BackendError, Completion, Result};
-use crate::bmc::lock;
 use crate::model::{
     BootMode, BootTarget, Change, MediaImage, MediaSlot, MediaState, PowerState, ResetType, System,
     SystemRef,
 };
+use crate::sync::lock;
 
 /// Timing knobs, so that clients' polling code is exercised.
 #[derive(Debug, Clone, Default)]

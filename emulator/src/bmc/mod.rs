@@ -27,9 +27,10 @@ mod power;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use crate::sync::lock;
 pub use boot::{offered_targets, BootRefused, BootRequest};
 pub use power::{PowerClock, PowerError};
 
@@ -37,23 +38,6 @@ use crate::backend::{Backend, BackendError};
 use crate::faults::Faults;
 use crate::model::System;
 use crate::profile::{self, Profile, Profiles};
-
-/// Locks `m`, taking over a lock whose holder panicked: the data it
-/// guards stays consistent at every await-free step, so a panic elsewhere
-/// never takes the BMC down with it.
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Reads `l`, taking over a lock whose writer panicked (as [`lock`]).
-pub fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    l.read().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Writes `l`, taking over a lock whose writer panicked (as [`lock`]).
-pub fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    l.write().unwrap_or_else(|p| p.into_inner())
-}
 
 /// Per-resource async locks serialising read-check-write sequences, keyed
 /// by system Id (accounts use `account:ID`). Only locks someone holds or

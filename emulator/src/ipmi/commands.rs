@@ -13,10 +13,10 @@ use super::users::{Privilege, SetError};
 use super::Bmc;
 use super::{boot_options, config, inventory, watchdog};
 use crate::backend::BackendError;
-use crate::bmc::{read, write};
 use crate::model::{
     BootOverride, Change, IndicatorLed, PowerRestorePolicy, PowerState, ResetType, SystemSettings,
 };
+use crate::sync::{read, write};
 
 /// Network functions.
 pub mod netfn {

@@ -10,7 +10,7 @@ use tokio::sync::{watch, Semaphore};
 
 use super::{wire, Bmc};
 use crate::bmc::changes::{with_cause, Cause};
-use crate::bmc::lock;
+use crate::sync::lock;
 
 /// Datagrams handled at once per socket; more are dropped, as a busy
 /// BMC drops them (clients retransmit).

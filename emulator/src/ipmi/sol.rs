@@ -20,7 +20,7 @@ use super::users::Privilege;
 use super::wire::payload;
 use super::Bmc;
 use crate::backend::SerialConsole;
-use crate::bmc::lock;
+use crate::sync::lock;
 
 /// Characters per packet, both ways (Activate Payload announces it).
 pub const CHUNK: usize = 200;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
 use super::{DellLc, VendorMessage};
-use crate::bmc::lock;
+use crate::sync::lock;
 
 /// Dell's messages (EEMI registry: Id, severity, text, resolution), as
 /// iDRAC 9's registry words them.

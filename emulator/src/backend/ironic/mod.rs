@@ -28,11 +28,11 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{Backend, BackendError, Completion, Result, Unsupported};
-use crate::bmc::lock;
 use crate::model::{
     Arch, BmcState, BootMode, BootOverride, BootTarget, Change, MediaImage, MediaSlot, MediaState,
     Nic, OverrideEnabled, PowerState, ResetType, SecureBoot, System, SystemRef,
 };
+use crate::sync::lock;
 use client::Client;
 
 /// How long a change waits for Ironic's conductor to finish it.

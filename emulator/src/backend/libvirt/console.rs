@@ -27,7 +27,7 @@ use virt::sys;
 
 use super::{virt_err, xml, Inner};
 use crate::backend::{Result, SerialConsole};
-use crate::bmc::lock;
+use crate::sync::lock;
 
 /// How often a pump looks whether its domain runs, and whether anyone
 /// still listens.

@@ -13,8 +13,8 @@ use virt::sys;
 
 use super::{bump, virt_err, Inner};
 use crate::backend::{BackendError, Result};
-use crate::bmc::lock;
 use crate::model::SystemRef;
+use crate::sync::lock;
 
 pub(super) struct Conn {
     pub(super) uri: String,

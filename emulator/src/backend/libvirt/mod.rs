@@ -46,11 +46,11 @@ use virt::sys;
 
 use super::options::HttpBootMapping;
 use super::{Backend, BackendError, Completion, Result, Unsupported};
-use crate::bmc::lock;
 use crate::model::{
     Arch, BmcState, BootMode, BootTarget, Change, MediaImage, MediaSlot, MediaState, ResetType,
     System, SystemRef,
 };
+use crate::sync::lock;
 use domain::Facts;
 use hosts::Conn;
 

@@ -24,12 +24,12 @@ use super::domain::{self, Facts};
 use super::{firmware, media, nvram_dir, nvram_file, virt_err, xml, Inner};
 use crate::backend::options::HttpBootMapping;
 use crate::backend::{BackendError, Result};
-use crate::bmc::lock;
 use crate::model::{
     BmcState, BootMode, BootTarget, MediaImage, MediaSlot, MediaState, OverrideEnabled, PowerState,
     ResetType, TargetSource,
 };
 use crate::nvram::{boot as efiboot, tls, Varstore};
+use crate::sync::lock;
 
 impl Inner {
     pub(super) fn power(dom: &Domain) -> Result<PowerState> {
