@@ -189,7 +189,7 @@ pub(super) fn restart_bmc(st: &AppState, sys: &System, down: Duration, settle: D
         tokio::time::sleep(RESET_GRACE).await;
         if st.fixed.is_some() {
             st.auth.drop_all_sessions();
-            st.lc.not_ready_for(down + settle);
+            st.jobs.not_ready_for(down + settle);
             st.downtime.until(tokio::time::Instant::now() + down);
         } else {
             st.core.faults.outage(vec![name], down.as_secs());

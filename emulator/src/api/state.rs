@@ -51,8 +51,9 @@ pub struct AppState {
     /// On an iDRAC's endpoint: its one server's service tag, which the
     /// service root shows (fixed by the system's UUID and profile).
     pub service_tag: Option<Arc<str>>,
-    /// A Dell BMC's job queue and LC readiness (`api/dell`).
-    pub lc: Arc<super::dell::Lc>,
+    /// The BMC's job queue and whether its job service is ready (shown
+    /// by Dell's Lifecycle Controller API, `api/dell`).
+    pub jobs: Arc<crate::bmc::jobs::Jobs>,
     /// Takes this service's listener down while its BMC resets.
     pub downtime: Arc<crate::serve::Downtime>,
     /// Where this service is reached (`ManagerNetworkProtocol`).
@@ -62,7 +63,7 @@ pub struct AppState {
     pub media_verifies: bool,
     /// Chassis that enclose the systems' own (sushy-tools' chassis when
     /// started as sushy-emulator; `api/enclosure`).
-    pub enclosures: Arc<Vec<super::enclosure::Enclosure>>,
+    pub enclosures: Arc<Vec<crate::model::Enclosure>>,
     /// The only IP family image URLs may name (`--media-ip-family`).
     pub media_ip_family: Option<crate::netpolicy::IpFamily>,
 }
@@ -96,7 +97,7 @@ impl AppState {
             fixed: None,
             root_profile: profile::generic(),
             service_tag: None,
-            lc: Arc::default(),
+            jobs: Arc::default(),
             downtime: Arc::default(),
             ports: Arc::default(),
             enclosures: Arc::default(),

@@ -16,7 +16,6 @@
 //! Dell's messages follow the Base message that says the same, as the
 //! profiles' vendor messages do.
 
-mod jobs;
 pub mod raid;
 mod scp;
 
@@ -40,7 +39,7 @@ use crate::model::{BootTarget, Change, OverrideEnabled, PowerState, System};
 use crate::profile::{DellLc, Profile};
 use crate::timefmt::rfc3339;
 
-pub use jobs::{Job, JobState, Lc};
+pub use crate::bmc::jobs::{Job, JobState};
 
 const IMPORT: &str = "ImportSystemConfiguration";
 const DELETE_QUEUE: &str = "DeleteJobQueue";
@@ -156,7 +155,7 @@ pub(in crate::api) fn bios_jobs(st: &AppState, sys: &System) -> bool {
 /// A BIOS change may not be staged while a BIOS job waits (the pending
 /// values are committed to it).
 pub(in crate::api) fn check_bios_job(st: &AppState, sys: &System) -> Result<(), ApiError> {
-    if bios_jobs(st, sys) && st.lc.busy(&sys.id, BIOS_JOB) {
+    if bios_jobs(st, sys) && st.jobs.busy(&sys.id, BIOS_JOB) {
         return Err(ApiError::Conflict(format!(
             "{} has a BIOS configuration job scheduled",
             sys.name
@@ -169,9 +168,9 @@ pub(in crate::api) fn check_bios_job(st: &AppState, sys: &System) -> Result<(), 
 /// attributes were released to it); the job's `JID_`.
 pub(in crate::api) fn schedule_bios_job(st: &AppState, sys: &System) -> String {
     let job = st
-        .lc
+        .jobs
         .create(&sys.id, BIOS_JOB_NAME, BIOS_JOB, JobState::Scheduled);
-    st.lc.update(
+    st.jobs.update(
         &job.id,
         JobState::Scheduled,
         "JCP001",
@@ -224,7 +223,7 @@ where
 {
     loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        match st.lc.get(jid) {
+        match st.jobs.get(jid) {
             Some(j) if !j.state.finished() => {}
             _ => return false,
         }
@@ -239,7 +238,7 @@ where
 
 /// Job `jid` completed, with Dell's message `msg`.
 fn complete(st: &AppState, jid: &str, msg: &'static str) {
-    st.lc.update(
+    st.jobs.update(
         jid,
         JobState::Completed,
         msg,
@@ -256,8 +255,8 @@ async fn delete_jobs(st: &AppState, id: &str, one: Option<&str>) -> Result<usize
     let locked = st.locked(id).await?;
     let sys = &locked.sys;
     let gone = match one {
-        Some(jid) => st.lc.delete(id, jid).into_iter().collect(),
-        None => st.lc.clear(id),
+        Some(jid) => st.jobs.delete(id, jid).into_iter().collect(),
+        None => st.jobs.clear(id),
     };
     let mut changes = Vec::new();
     for j in gone.iter().filter(|j| !j.state.finished()) {
@@ -470,7 +469,7 @@ async fn job_list(
     lc_of(&st, &sys, &uri)?;
     let base = uri.path().to_string();
     let members = st
-        .lc
+        .jobs
         .of(&sys.id)
         .into_iter()
         .map(|j| format!("{base}/{}", j.id));
@@ -481,7 +480,7 @@ async fn job_list(
 }
 
 fn job_of(st: &AppState, sys: &System, jid: &str, uri: &Uri) -> Result<Job, ApiError> {
-    st.lc
+    st.jobs
         .get(jid)
         .filter(|j| j.system == sys.id)
         .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
@@ -615,7 +614,7 @@ async fn api_status(
     if let Some(b) = &body.0 {
         json::action_known(b, &[], API_STATUS)?;
     }
-    let ready = st.lc.ready();
+    let ready = st.jobs.ready();
     let word = |r: bool| if r { "Ready" } else { "NotReady" };
     // After a reset the LC reloads what it knows of the server.
     let lc = if ready { "Ready" } else { "ReloadingData" };
@@ -804,7 +803,7 @@ async fn import(
             &[IMPORT, "ImportBuffer"],
         ))
     })?;
-    if !st.lc.ready() {
+    if !st.jobs.ready() {
         return Err(ApiError::Status(
             StatusCode::SERVICE_UNAVAILABLE,
             vec![
@@ -816,7 +815,7 @@ async fn import(
     // LC068: an import runs, a configuration job waits, or attributes
     // are staged without one.
     let staged = sys.bmc.bios.held && !sys.bmc.bios.pending.is_empty();
-    if st.lc.busy(&sys.id, "ImportConfiguration") || st.lc.busy(&sys.id, BIOS_JOB) || staged {
+    if st.jobs.busy(&sys.id, "ImportConfiguration") || st.jobs.busy(&sys.id, BIOS_JOB) || staged {
         return Err(ApiError::BadRequest(vec![
             Msg::new("ResourceInUse", &[]),
             dell_msg(d, "LC068", &[]),
@@ -911,7 +910,7 @@ async fn import(
     if !changes.is_empty() {
         st.core.backend.apply(&sys.id, changes).await?;
     }
-    let job = st.lc.create(
+    let job = st.jobs.create(
         &sys.id,
         "Configure: Import Server Configuration Profile",
         "ImportConfiguration",
@@ -976,7 +975,7 @@ async fn apply_import_bios(st: &AppState, id: &str, jid: &str, p: &ImportPower) 
         if let Err(e) = st.core.backend.reset(id, r).await {
             tracing::warn!(system = %id, job = %jid, error = %e, "SCP import: the host did not restart");
             let msg = "SYS067";
-            st.lc
+            st.jobs
                 .update(jid, JobState::Failed, msg, crate::profile::dell::text(msg));
             return;
         }

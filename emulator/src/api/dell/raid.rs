@@ -221,7 +221,7 @@ fn conversion(
 
 /// The LC takes no configuration while it reloads after a reset.
 fn lc_ready(st: &AppState, d: &DellLc) -> Result<(), ApiError> {
-    if st.lc.ready() {
+    if st.jobs.ready() {
         return Ok(());
     }
     Err(ApiError::Status(
@@ -275,7 +275,7 @@ async fn action(
             "STOR009",
         ));
     }
-    if st.lc.busy(&sys.id, REAL_TIME) || st.lc.busy(&sys.id, STAGED) {
+    if st.jobs.busy(&sys.id, REAL_TIME) || st.jobs.busy(&sys.id, STAGED) {
         return Err(refused(d, Msg::new("ResourceInUse", &[]), "STOR023"));
     }
     conversion(sys, action, &drives).map_err(|e| {
@@ -287,7 +287,7 @@ async fn action(
         )
     })?;
     let job = st
-        .lc
+        .jobs
         .create(&sys.id, JOB_NAME, REAL_TIME, JobState::Running);
     tracing::info!(system = %sys.name, job = %job.id, ?drives, "{action}");
     let location = job_uri(&st, sys, &job.id);
@@ -304,7 +304,7 @@ async fn action(
                 (JobState::Failed, "STOR009")
             }
         };
-        st2.lc
+        st2.jobs
             .update(&jid, state, msg, crate::profile::dell::text(msg));
     }));
     Ok(super::job_accepted(&location))
@@ -437,7 +437,7 @@ async fn patch_settings(
     let mode = mode_of(&body)?;
     check_apply_time(&body)?;
     lc_ready(&st, d)?;
-    if st.lc.busy(&sys.id, REAL_TIME) || st.lc.busy(&sys.id, STAGED) {
+    if st.jobs.busy(&sys.id, REAL_TIME) || st.jobs.busy(&sys.id, STAGED) {
         return Err(refused(d, Msg::new("ResourceInUse", &[]), "STOR023"));
     }
     let s = &sys.bmc.storage;
@@ -459,8 +459,10 @@ async fn patch_settings(
             }],
         )
         .await?;
-    let job = st.lc.create(&sys.id, JOB_NAME, STAGED, JobState::Scheduled);
-    st.lc.update(
+    let job = st
+        .jobs
+        .create(&sys.id, JOB_NAME, STAGED, JobState::Scheduled);
+    st.jobs.update(
         &job.id,
         JobState::Scheduled,
         "JCP001",

@@ -1,19 +1,23 @@
-//! The Lifecycle Controller's side of a Dell BMC: its job queue (what
-//! `Managers/{id}/Jobs` lists and `DellJobService.DeleteJobQueue`
-//! clears) and whether the LC is ready (`GetRemoteServicesAPIStatus`),
-//! which it is not for a while after an iDRAC reset.
+//! A BMC's job queue: the configuration jobs it runs or holds for its
+//! host's next start, and whether the service that runs them is ready,
+//! which it is not for a while after the BMC resets. The Redfish
+//! front-end shows them (Dell's Lifecycle Controller: `Managers/{id}/Jobs`,
+//! `DellJobService.DeleteJobQueue`, `GetRemoteServicesAPIStatus`, and the
+//! jobs' Tasks).
 //!
 //! Bounds: the newest [`KEEP`] jobs are kept, finished or not; a job Id
 //! is never given twice in a process.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+
+use super::lock;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Jobs kept per service, the oldest dropped first.
 pub const KEEP: usize = 64;
 
-/// Dell's `JobState`.
+/// A job's state (the words are Dell's `JobState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobState {
     Scheduled,
@@ -55,22 +59,22 @@ pub struct Job {
     pub end: Option<SystemTime>,
 }
 
-/// A Dell BMC's job queue and LC readiness.
-pub struct Lc {
+/// A BMC's job queue and whether its job service is ready.
+pub struct Jobs {
     jobs: Mutex<Vec<Job>>,
     /// Job Ids count up from the service's start time.
     next: AtomicU64,
-    /// The LC is not ready until then (an iDRAC reset).
+    /// The job service is not ready until then (a BMC reset).
     not_ready_until: Mutex<Option<Instant>>,
 }
 
-impl Default for Lc {
+impl Default for Jobs {
     fn default() -> Self {
         let ms = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .unwrap_or_default()
             .as_millis() as u64;
-        Lc {
+        Jobs {
             jobs: Mutex::default(),
             next: AtomicU64::new(ms / 10 % 1_000_000_000_000),
             not_ready_until: Mutex::default(),
@@ -78,11 +82,7 @@ impl Default for Lc {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Lc {
+impl Jobs {
     /// Queues a new job in `state` and returns it.
     pub fn create(
         &self,
@@ -164,7 +164,7 @@ impl Lc {
             .any(|j| j.system == system && j.job_type == job_type && !j.state.finished())
     }
 
-    /// The LC is not ready for `d` from now.
+    /// The job service is not ready for `d` from now.
     pub fn not_ready_for(&self, d: Duration) {
         *lock(&self.not_ready_until) = Some(Instant::now() + d);
     }
@@ -180,7 +180,7 @@ mod tests {
 
     #[test]
     fn ids_are_unique_dell_job_ids_and_the_queue_is_bounded() {
-        let lc = Lc::default();
+        let lc = Jobs::default();
         let ids: Vec<String> = (0..KEEP + 10)
             .map(|_| {
                 lc.create(
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn jobs_finish_delete_and_clear_per_system() {
-        let lc = Lc::default();
+        let lc = Jobs::default();
         let a = lc.create("a", "n", "ImportConfiguration", JobState::Running);
         let b = lc.create("b", "n", "ImportConfiguration", JobState::Running);
         assert!(lc.busy("a", "ImportConfiguration"));
