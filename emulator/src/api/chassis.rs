@@ -82,9 +82,7 @@ fn chassis_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     if st.features.full() {
         v["NetworkAdapters"] = link(&format!("{base}/NetworkAdapters"));
     }
-    if profile.hpe.is_some() {
-        super::hpe_inventory::chassis_links(st.chassis_id(sys), &mut v);
-    }
+    super::vendor::chassis_parts(st, sys, profile, &mut v);
     v
 }
 

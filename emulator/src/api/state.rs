@@ -16,7 +16,6 @@ use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTRO
 use uuid::Uuid;
 
 use super::render_cache::RenderCache;
-use super::systems;
 use crate::api::error::ApiError;
 use crate::api::task_store::Tasks;
 use crate::auth::AuthStore;
@@ -126,7 +125,7 @@ impl AppState {
             self.fixed = Some(Arc::new(ids.clone()));
         }
         self.root_profile = p;
-        self.service_tag = p.dell.as_ref().map(|_| systems::sku(sys, p).into());
+        self.service_tag = super::vendor::service_tag(sys, p);
         self
     }
 

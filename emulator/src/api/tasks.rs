@@ -48,7 +48,7 @@ async fn service() -> Resource {
 }
 
 async fn list(State(st): State<AppState>) -> Resource {
-    // A Dell BMC's jobs are Tasks too.
+    // The BMC's jobs are Tasks too.
     let jobs = st.jobs.all().into_iter().map(|j| j.id);
     let members = st
         .tasks
@@ -90,7 +90,7 @@ fn task_json(t: &Task) -> serde_json::Value {
 
 async fn task(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     if let Some(job) = st.jobs.get(&id) {
-        return super::dell::task_response(&st, &job).await;
+        return super::vendor::job_task(&st, &job).await;
     }
     let t = st
         .tasks

@@ -35,7 +35,7 @@ use crate::api::storage::Names;
 use crate::api::{link, AppState, Sys, SysId};
 use crate::model::{Change, System};
 use crate::profile::DellLc;
-use crate::storage::{ControllerMode, VolumeChange, VolumeError};
+use crate::storage::{ControllerMode, DriveUse, VolumeChange, VolumeError};
 
 const TO_RAID: &str = "ConvertToRAID";
 const TO_NON_RAID: &str = "ConvertToNonRAID";
@@ -79,7 +79,7 @@ fn raid_of(st: &AppState, sys: &System, uri: &Uri) -> Result<&'static DellLc, Ap
 }
 
 /// The System's `Links.Oem.Dell.DellRaidService`.
-pub fn system_parts(st: &AppState, sys: &System, v: &mut Value) {
+pub(in crate::api) fn system_parts(st: &AppState, sys: &System, v: &mut Value) {
     if st.profile(sys).dell.is_some() && st.fixed.is_some() {
         v["Links"]["Oem"] = json!({
             "Dell": {
@@ -92,7 +92,16 @@ pub fn system_parts(st: &AppState, sys: &System, v: &mut Value) {
 
 /// The Storage's embedded `StorageControllers` (what sushy's Dell
 /// extension reads to find RAID controllers).
-pub(in crate::api) fn storage_parts(names: &Names, raid: &[&str], v: &mut Value) {
+pub(in crate::api) fn storage_parts(
+    st: &AppState,
+    sys: &System,
+    names: &Names,
+    raid: &[&str],
+    v: &mut Value,
+) {
+    if st.profile(sys).dell.is_none() {
+        return;
+    }
     v["StorageControllers"] = json!([{
         "@odata.id": format!("{}#/StorageControllers/0", names.storage()),
         "MemberId": "0",
@@ -105,9 +114,38 @@ pub(in crate::api) fn storage_parts(names: &Names, raid: &[&str], v: &mut Value)
     v["StorageControllers@odata.count"] = json!(1);
 }
 
+/// A drive's `Oem.Dell.DellPhysicalDisk`: its `RaidStatus` (drive `id`,
+/// the machine's disk `disk`).
+pub(in crate::api) fn drive_parts(
+    st: &AppState,
+    sys: &System,
+    id: &str,
+    disk: &str,
+    v: &mut Value,
+) {
+    if st.profile(sys).dell.is_none() {
+        return;
+    }
+    let status = match sys.bmc.storage.drive_use(disk) {
+        DriveUse::NonRaid(_) => "NonRAID",
+        DriveUse::Ready => "Ready",
+        DriveUse::Online(_) => "Online",
+    };
+    v["Oem"] = json!({ "Dell": {
+        "@odata.type": "#DellOem.v1_3_0.DellOemResources",
+        "DellPhysicalDisk": {
+        "@odata.type": "#DellPhysicalDisk.v1_6_0.DellPhysicalDisk",
+        "Id": id,
+        "RaidStatus": status,
+    }}});
+}
+
 /// The PERC's name, its `ControllerMode`, and the settings object that
 /// changes it where the backend keeps the change.
 pub(in crate::api) fn controller_parts(st: &AppState, sys: &System, names: &Names, v: &mut Value) {
+    if st.profile(sys).dell.is_none() {
+        return;
+    }
     v["Name"] = json!(PERC_MODEL);
     v["Model"] = json!(PERC_MODEL);
     v["Manufacturer"] = json!("DELL");
@@ -307,7 +345,7 @@ async fn action(
         st2.jobs
             .update(&jid, state, msg, crate::profile::dell::text(msg));
     }));
-    Ok(super::job_accepted(&location))
+    Ok(super::jobs::job_accepted(&location))
 }
 
 /// A conversion job's end: the drives change, planned again under the
@@ -470,13 +508,13 @@ async fn patch_settings(
     );
     tracing::info!(system = %sys.name, job = %job.id, mode = mode.as_str(), "controller mode staged");
     drop(locked);
-    tokio::spawn(super::watch_job(
+    tokio::spawn(super::jobs::watch_job(
         st.clone(),
         id,
         job.id.clone(),
         move |s: &System| !s.bmc.storage.pending.contains(&change),
     ));
-    Ok(super::job_accepted(&super::task_uri(&job.id)))
+    Ok(super::jobs::job_accepted(&super::jobs::task_uri(&job.id)))
 }
 
 #[cfg(test)]
