@@ -19,7 +19,8 @@ use crate::api::json::{self, JsonObject};
 use crate::api::{AppState, State, SysId};
 use crate::bmc::changes::{with_cause, Cause};
 use crate::bmc::{BootRefused, BootRequest};
-use crate::model::{BootTarget, Change, OverrideEnabled, PowerState};
+use crate::model::{BootTarget, Change, OverrideEnabled, PowerState, System};
+use crate::profile::DellLc;
 
 use super::jobs::{complete, until_applied, BIOS_JOB};
 use super::{dell_msg, lc_of, scp, JobState};
@@ -109,22 +110,20 @@ fn class_of(fqdd: &str) -> String {
     fqdd.split('.').next().unwrap_or("").to_ascii_uppercase()
 }
 
-pub(super) async fn import(
-    State(st): State<AppState>,
-    SysId(id): SysId,
-    Path((_, action)): Path<(String, String)>,
-    uri: Uri,
-    JsonObject(body): JsonObject,
-) -> Result<Response, ApiError> {
-    let locked = st.locked(&id).await?;
-    let sys = &locked.sys;
-    // The action's name is the profile's (checked before the body is read).
-    let d = lc_of(&st, sys, &uri)?;
-    if action != d.import_action {
-        return Err(ApiError::NotFound(uri.path().to_string()));
-    }
+/// An import's parameters, checked: the component classes it may touch,
+/// the profile, and what it does with the host.
+struct ImportRequest<'a> {
+    targets: Vec<String>,
+    buffer: &'a str,
+    shutdown: String,
+    host_off: bool,
+}
+
+/// Checks the action's parameters (names, allowed values, `TimeToWait`,
+/// `ShareParameters`, `ImportBuffer`), in the order the iDRAC refuses them.
+fn check_request(body: &Map<String, Value>) -> Result<ImportRequest<'_>, ApiError> {
     json::action_known(
-        &body,
+        body,
         &[
             "ShareParameters",
             "ImportBuffer",
@@ -142,7 +141,7 @@ pub(super) async fn import(
         ("HostPowerState", HOST_POWER_STATES),
         ("EndHostPowerState", HOST_POWER_STATES),
     ] {
-        if let Some(v) = json::action_str(&body, param, IMPORT)? {
+        if let Some(v) = json::action_str(body, param, IMPORT)? {
             if !allowed.contains(&v) {
                 return Err(ApiError::bad(Msg::new(
                     "ActionParameterValueNotInList",
@@ -159,13 +158,28 @@ pub(super) async fn import(
             )));
         }
     }
-    let targets = targets(&body)?;
-    let buffer = json::action_str(&body, "ImportBuffer", IMPORT)?.ok_or_else(|| {
+    let targets = targets(body)?;
+    let buffer = json::action_str(body, "ImportBuffer", IMPORT)?.ok_or_else(|| {
         ApiError::bad(Msg::new(
             "ActionParameterMissing",
             &[IMPORT, "ImportBuffer"],
         ))
     })?;
+    Ok(ImportRequest {
+        targets,
+        buffer,
+        shutdown: json::action_str(body, "ShutdownType", IMPORT)?
+            .unwrap_or("Graceful")
+            .to_string(),
+        host_off: json::action_str(body, "HostPowerState", IMPORT)? == Some("Off")
+            || json::action_str(body, "EndHostPowerState", IMPORT)? == Some("Off"),
+    })
+}
+
+/// The LC takes an import now: it is ready (SYS518 otherwise), and no
+/// import runs, no configuration job waits and no attributes are staged
+/// without one (LC068).
+fn check_lc(st: &AppState, sys: &System, d: &DellLc) -> Result<(), ApiError> {
     if !st.jobs.ready() {
         return Err(ApiError::Status(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -175,8 +189,6 @@ pub(super) async fn import(
             ],
         ));
     }
-    // LC068: an import runs, a configuration job waits, or attributes
-    // are staged without one.
     let staged = sys.bmc.bios.held && !sys.bmc.bios.pending.is_empty();
     if st.jobs.busy(&sys.id, "ImportConfiguration") || st.jobs.busy(&sys.id, BIOS_JOB) || staged {
         return Err(ApiError::BadRequest(vec![
@@ -184,92 +196,182 @@ pub(super) async fn import(
             dell_msg(d, "LC068", &[]),
         ]));
     }
-    let refused = |e: scp::ScpError| {
-        tracing::info!(system = %sys.name, why = %e, "SCP import refused");
-        let line;
-        let m = match &e {
-            scp::ScpError::NoRoot => dell_msg(d, "SYS062", &[]),
-            scp::ScpError::NotClosed(_) => dell_msg(d, "SYS063", &[]),
-            scp::ScpError::Invalid(n, _) => {
-                line = n.to_string();
-                dell_msg(d, "SYS064", &[&line])
-            }
-            scp::ScpError::Malformed(_) => dell_msg(d, "SYS064", &["1"]),
-            scp::ScpError::Json(_) => dell_msg(d, "SYS405", &[]),
-            scp::ScpError::UnknownComponent(_) => dell_msg(d, "SYS076", &[]),
-            scp::ScpError::UnknownAttribute(..) | scp::ScpError::BadValue(..) => {
-                dell_msg(d, "SYS067", &[])
-            }
-        };
-        ApiError::BadRequest(vec![
-            Msg::new("ActionParameterValueError", &["ImportBuffer", IMPORT]),
-            m,
-        ])
+    Ok(())
+}
+
+/// A profile refused: the Base message, then Dell's that says why.
+fn refused(sys: &System, d: &DellLc, e: scp::ScpError) -> ApiError {
+    tracing::info!(system = %sys.name, why = %e, "SCP import refused");
+    let line;
+    let m = match &e {
+        scp::ScpError::NoRoot => dell_msg(d, "SYS062", &[]),
+        scp::ScpError::NotClosed(_) => dell_msg(d, "SYS063", &[]),
+        scp::ScpError::Invalid(n, _) => {
+            line = n.to_string();
+            dell_msg(d, "SYS064", &[&line])
+        }
+        scp::ScpError::Malformed(_) => dell_msg(d, "SYS064", &["1"]),
+        scp::ScpError::Json(_) => dell_msg(d, "SYS405", &[]),
+        scp::ScpError::UnknownComponent(_) => dell_msg(d, "SYS076", &[]),
+        scp::ScpError::UnknownAttribute(..) | scp::ScpError::BadValue(..) => {
+            dell_msg(d, "SYS067", &[])
+        }
     };
-    let components = scp::parse(buffer).map_err(refused)?;
-    let all = targets.iter().any(|t| t == "ALL");
-    let chosen: Vec<scp::Component> = components
-        .into_iter()
-        .filter(|c| all || targets.contains(&class_of(&c.fqdd)))
-        .collect();
-    let now = scp::NextBoot {
+    ApiError::BadRequest(vec![
+        Msg::new("ActionParameterValueError", &["ImportBuffer", IMPORT]),
+        m,
+    ])
+}
+
+/// The one-time boot `sys` has now, as a profile's `ServerBoot.1` says it.
+fn next_boot(sys: &System) -> scp::NextBoot {
+    scp::NextBoot {
         target: sys.bmc.boot.target,
         enabled: sys.bmc.boot.enabled,
-    };
-    let plan = scp::plan(&chosen, st.manager_id(sys), now).map_err(refused)?;
+    }
+}
+
+/// Parses the profile, keeps the components of the classes asked for and
+/// plans what they change; every BIOS value is checked against the
+/// registry.
+fn plan_import(
+    st: &AppState,
+    sys: &System,
+    d: &DellLc,
+    req: &ImportRequest,
+) -> Result<scp::Plan, ApiError> {
+    let components = scp::parse(req.buffer).map_err(|e| refused(sys, d, e))?;
+    let all = req.targets.iter().any(|t| t == "ALL");
+    let chosen: Vec<scp::Component> = components
+        .into_iter()
+        .filter(|c| all || req.targets.contains(&class_of(&c.fqdd)))
+        .collect();
+    let plan =
+        scp::plan(&chosen, st.manager_id(sys), next_boot(sys)).map_err(|e| refused(sys, d, e))?;
     for (name, value) in &plan.bios {
         if crate::api::bios_registry::validate(name, value).is_err() {
-            return Err(refused(scp::ScpError::BadValue(
-                scp::BIOS.into(),
-                name.clone(),
-                json::shown(value),
-            )));
+            return Err(refused(
+                sys,
+                d,
+                scp::ScpError::BadValue(scp::BIOS.into(), name.clone(), json::shown(value)),
+            ));
         }
     }
-    let mut changes = Vec::new();
-    let changed = plan.next.filter(|n| *n != now);
-    if let Some(n) = changed {
-        // ServerBoot.1#BootOnce and FirstBootDevice: the one boot
-        // decision; a device the server does not offer, or BootOnce
-        // Disabled where it boots once only, is a bad value.
-        let req = BootRequest {
-            target: Some(match n.enabled {
-                OverrideEnabled::Disabled => BootTarget::None,
-                _ => n.target,
-            }),
-            enabled: Some(n.enabled),
-            ..BootRequest::default()
-        };
-        let boot = st.core.decide_boot(sys, &req).map_err(|e| match e {
-            BootRefused::TargetNotOffered(t) => refused(scp::ScpError::BadValue(
-                st.manager_id(sys).to_string(),
-                "ServerBoot.1#FirstBootDevice".into(),
-                t.to_string(),
-            )),
-            BootRefused::ContinuousNotOffered => refused(scp::ScpError::BadValue(
-                st.manager_id(sys).to_string(),
-                "ServerBoot.1#BootOnce".into(),
-                "Disabled".into(),
-            )),
-            other => crate::api::boot_rules::boot_refused(other, st.profile(sys)),
-        })?;
-        changes.push(Change::Boot(boot));
-    }
-    // BIOS values the machine would not have after its next start: staged
-    // as a configuration job stages them, applied by the reboot the
-    // import makes (or waits for, with NoReboot).
+    Ok(plan)
+}
+
+/// The boot change a profile's `ServerBoot.1#BootOnce` and
+/// `FirstBootDevice` ask for, where they change the one-time boot: the
+/// one boot decision. A device the server does not offer, or BootOnce
+/// Disabled where it boots once only, is a bad value.
+fn boot_change(
+    st: &AppState,
+    sys: &System,
+    d: &DellLc,
+    next: Option<scp::NextBoot>,
+) -> Result<Option<(scp::NextBoot, Change)>, ApiError> {
+    let Some(n) = next.filter(|n| *n != next_boot(sys)) else {
+        return Ok(None);
+    };
+    let req = BootRequest {
+        target: Some(match n.enabled {
+            OverrideEnabled::Disabled => BootTarget::None,
+            _ => n.target,
+        }),
+        enabled: Some(n.enabled),
+        ..BootRequest::default()
+    };
+    let bad = |attr: &str, value: String| {
+        let e = scp::ScpError::BadValue(st.manager_id(sys).to_string(), attr.into(), value);
+        refused(sys, d, e)
+    };
+    let boot = st.core.decide_boot(sys, &req).map_err(|e| match e {
+        BootRefused::TargetNotOffered(t) => bad("ServerBoot.1#FirstBootDevice", t.to_string()),
+        BootRefused::ContinuousNotOffered => bad("ServerBoot.1#BootOnce", "Disabled".into()),
+        other => crate::api::boot_rules::boot_refused(other, st.profile(sys)),
+    })?;
+    Ok(Some((n, Change::Boot(boot))))
+}
+
+/// BIOS values the machine would not have after its next start: staged
+/// as a configuration job stages them (pushed onto `changes`), applied by
+/// the reboot the import makes (or waits for, with NoReboot).
+fn bios_staging(
+    sys: &System,
+    planned: BTreeMap<String, Value>,
+    changes: &mut Vec<Change>,
+) -> BTreeMap<String, Value> {
     let bios = &sys.bmc.bios;
-    let bios_changes: BTreeMap<String, Value> = plan
-        .bios
+    let staged: BTreeMap<String, Value> = planned
         .into_iter()
         .filter(|(k, v)| bios.pending.get(k).or_else(|| bios.current.get(k)) != Some(v))
         .collect();
-    if !bios_changes.is_empty() {
+    if !staged.is_empty() {
         let mut pending = bios.pending.clone();
-        pending.extend(bios_changes.clone());
+        pending.extend(staged.clone());
         changes.push(Change::BiosPending(pending));
         changes.push(Change::BiosHold(false));
     }
+    staged
+}
+
+/// Runs job `jid` of system `id` to its end after the profile's import
+/// time: through a reboot that applies staged BIOS values (`reboot`), or
+/// at once, saying whether `something` changed.
+fn run_job(
+    st: &AppState,
+    d: &DellLc,
+    id: &str,
+    jid: &str,
+    reboot: Option<ImportPower>,
+    something: bool,
+) {
+    let (st, id, jid, secs) = (st.clone(), id.to_string(), jid.to_string(), d.import_secs);
+    let job_cause = Cause::Bmc(format!("Dell job {jid}"));
+    tokio::spawn(with_cause(job_cause, async move {
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        if let Some(power) = reboot {
+            apply_import_bios(&st, &id, &jid, &power).await;
+            return;
+        }
+        complete(&st, &jid, if something { "SYS053" } else { "SYS069" });
+    }));
+}
+
+/// 202 for a started import, its job's Task in `Location`.
+fn import_accepted(jid: &str) -> Response {
+    let mut r = StatusCode::ACCEPTED.into_response();
+    if let Ok(h) = HeaderValue::from_str(&format!("/redfish/v1/TaskService/Tasks/{jid}")) {
+        r.headers_mut().insert(header::LOCATION, h);
+    }
+    r.headers_mut()
+        .insert("OData-Version", HeaderValue::from_static("4.0"));
+    r
+}
+
+pub(super) async fn import(
+    State(st): State<AppState>,
+    SysId(id): SysId,
+    Path((_, action)): Path<(String, String)>,
+    uri: Uri,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let locked = st.locked(&id).await?;
+    let sys = &locked.sys;
+    // The action's name is the profile's (checked before the body is read).
+    let d = lc_of(&st, sys, &uri)?;
+    if action != d.import_action {
+        return Err(ApiError::NotFound(uri.path().to_string()));
+    }
+    let req = check_request(&body)?;
+    check_lc(&st, sys, d)?;
+    let plan = plan_import(&st, sys, d, &req)?;
+    let mut changes = Vec::new();
+    let changed = boot_change(&st, sys, d, plan.next)?.map(|(n, c)| {
+        changes.push(c);
+        n
+    });
+    let bios_changes = bios_staging(sys, plan.bios, &mut changes);
     if !changes.is_empty() {
         st.core.backend.apply(&sys.id, changes).await?;
     }
@@ -281,33 +383,15 @@ pub(super) async fn import(
     );
     tracing::info!(system = %sys.name, job = %job.id, next = ?changed, bios = ?bios_changes, "SCP import");
     let power = ImportPower {
-        shutdown: json::action_str(&body, "ShutdownType", IMPORT)?
-            .unwrap_or("Graceful")
-            .to_string(),
-        host_off: json::action_str(&body, "HostPowerState", IMPORT)? == Some("Off")
-            || json::action_str(&body, "EndHostPowerState", IMPORT)? == Some("Off"),
+        shutdown: req.shutdown,
+        host_off: req.host_off,
         was_on: sys.power != PowerState::Off,
     };
     let something = changed.is_some() || !bios_changes.is_empty();
-    let reboot = !bios_changes.is_empty();
+    let reboot = (!bios_changes.is_empty()).then_some(power);
     drop(locked);
-    let (st2, id, jid, secs) = (st.clone(), id.clone(), job.id.clone(), d.import_secs);
-    let job_cause = Cause::Bmc(format!("Dell job {jid}"));
-    tokio::spawn(with_cause(job_cause, async move {
-        tokio::time::sleep(Duration::from_secs(secs)).await;
-        if reboot {
-            apply_import_bios(&st2, &id, &jid, &power).await;
-            return;
-        }
-        complete(&st2, &jid, if something { "SYS053" } else { "SYS069" });
-    }));
-    let mut r = StatusCode::ACCEPTED.into_response();
-    if let Ok(h) = HeaderValue::from_str(&format!("/redfish/v1/TaskService/Tasks/{}", job.id)) {
-        r.headers_mut().insert(header::LOCATION, h);
-    }
-    r.headers_mut()
-        .insert("OData-Version", HeaderValue::from_static("4.0"));
-    Ok(r)
+    run_job(&st, d, &id, &job.id, reboot, something);
+    Ok(import_accepted(&job.id))
 }
 
 /// How an import with BIOS changes treats the host: `ShutdownType`
