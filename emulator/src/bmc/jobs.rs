@@ -10,9 +10,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
 
 use super::lock;
-use std::time::{Duration, Instant, SystemTime};
 
 /// Jobs kept per service, the oldest dropped first.
 pub const KEEP: usize = 64;
