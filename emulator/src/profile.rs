@@ -13,14 +13,13 @@
 //! Profiles are loaded once at start-up and live for the whole process
 //! (`&'static`), so a system's profile is a plain reference.
 //!
-//! This module holds the profile's data types and the hooks over them;
-//! `check` validates a file (`Profile::parse`, the quirks and their
+//! This module holds the profile's data types; `behaviour` the hooks over
+//! them (what a handler asks of a profile); `check` validates a file (`Profile::parse`, the quirks and their
 //! sources), `load` holds the built-in profiles and `Profiles`.
 
 use serde::Deserialize;
 
-use crate::model::{BootTarget, OverrideEnabled};
-
+mod behaviour;
 mod check;
 pub mod dell;
 mod load;
@@ -573,36 +572,4 @@ pub struct IpmiIdentity {
 
 fn default_vendor() -> String {
     "Shoal".into()
-}
-
-impl Profile {
-    pub fn offers(&self, target: BootTarget) -> bool {
-        !self
-            .boot
-            .hidden_targets
-            .iter()
-            .any(|t| t == target.as_str())
-    }
-
-    /// The override frequencies this BMC offers.
-    pub fn enabled_values(&self) -> Vec<&'static str> {
-        OverrideEnabled::ALL
-            .iter()
-            .filter(|e| self.boot.continuous || **e != OverrideEnabled::Continuous)
-            .map(|e| e.as_str())
-            .collect()
-    }
-
-    /// The settings object's path under the System, if there is one.
-    pub fn settings_path(&self) -> Option<&str> {
-        self.boot.settings.as_ref().map(|s| s.path.as_str())
-    }
-
-    /// Whether `field` (a Boot property) belongs to the settings object.
-    pub fn in_settings(&self, field: &str) -> bool {
-        self.boot
-            .settings
-            .as_ref()
-            .is_some_and(|s| s.fields.iter().any(|f| f == field))
-    }
 }

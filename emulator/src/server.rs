@@ -94,7 +94,7 @@ pub fn state(settings: &Settings) -> Result<AppState> {
             .enclosures
             .iter()
             .map(|(e, led)| {
-                crate::api::enclosure::Enclosure::new(e.id.clone(), e.name.clone(), e.uuid, *led)
+                crate::model::Enclosure::new(e.id.clone(), e.name.clone(), e.uuid, *led)
             })
             .collect(),
     );

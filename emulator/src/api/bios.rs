@@ -29,15 +29,6 @@ pub fn router() -> Router {
             "/redfish/v1/Systems/{id}/Bios/Actions/Bios.ResetBios",
             post(reset_bios),
         )
-        .route(
-            "/redfish/v1/Systems/{id}/Bios/baseconfigs",
-            get(base_configs),
-        )
-        .route("/redfish/v1/Systems/{id}/Bios/boot", get(boot_settings))
-        .route(
-            "/redfish/v1/Systems/{id}/Bios/BiosRegistry",
-            get(dell_registry),
-        )
 }
 
 /// The apply times `@Redfish.Settings` advertises for `Bios/Settings`
@@ -88,8 +79,8 @@ fn check_apply_time(apply: &Value, supported: &[&str]) -> Vec<Msg> {
 /// own), where proliantutils reads the pending `BootMode`; elsewhere only
 /// what is staged.
 fn settings_json(sys: &System, profile: &Profile) -> Value {
-    let attributes = match profile.hpe {
-        Some(_) => {
+    let attributes = match profile.bios_settings_show_next_start() {
+        true => {
             let mut all = sys.bmc.bios.current.clone();
             all.extend(sys.bmc.bios.pending.clone());
             for (k, v) in machine_attributes(sys) {
@@ -97,7 +88,7 @@ fn settings_json(sys: &System, profile: &Profile) -> Value {
             }
             json!(all)
         }
-        None => json!(sys.bmc.bios.pending),
+        false => json!(sys.bmc.bios.pending),
     };
     json!({
         "@odata.type": "#Bios.v1_2_0.Bios",
@@ -133,117 +124,8 @@ async fn bios(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource, Api
             "#Bios.ResetBios": { "target": format!("{base}/Actions/Bios.ResetBios") },
         },
     });
-    // HPE's HTTPS boot CAs: where proliantutils finds them.
-    if let Some(tls) = super::hpe_tls::config_uri(&st, &sys) {
-        body["Oem"] = json!({ "Hpe": { "Links": { "TlsConfig": link(&tls) } } });
-    }
-    if profile.hpe.is_some() {
-        // iLO's BIOS says the boot mode the machine has (proliantutils
-        // reads it before it enrolls a CA).
-        for (k, v) in machine_attributes(&sys) {
-            body["Attributes"][k] = json!(v);
-        }
-        // What became of the settings the last start applied: they were
-        // checked when staged, so each start applies them all.
-        body["@Redfish.Settings"]["Messages"] = match sys.bmc.last_boot {
-            Some(_) => json!([crate::registry::message("Success", &[], &[])]),
-            None => json!([]),
-        };
-        body["Oem"]["Hpe"]["Links"]["BaseConfigs"] = link(&format!("{base}/baseconfigs"));
-        body["Oem"]["Hpe"]["Links"]["Boot"] = link(&format!("{base}/boot"));
-        super::hpe_inventory::bios_links(&sys, &mut body);
-    }
+    super::vendor::bios_parts(&st, &sys, profile, &mut body);
     Ok(Resource::new(body, profile, "GET"))
-}
-
-/// An iDRAC serves the BIOS attribute registry below the Bios resource
-/// as well (`Bios/BiosRegistry`, where Dell's scripts and Ansible modules
-/// read it): the same registry as `/redfish/v1/Registries` holds.
-async fn dell_registry(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: axum::http::Uri,
-) -> Result<Resource, ApiError> {
-    if st.profile(&sys).dell.is_none() {
-        return Err(ApiError::NotFound(uri.path().to_string()));
-    }
-    let uri = format!("/redfish/v1/Systems/{}/Bios/BiosRegistry", sys.id);
-    Ok(Resource::new(
-        super::bios_registry::registry_document(&uri),
-        crate::profile::generic(),
-        "GET",
-    ))
-}
-
-/// iLO's BIOS base configurations: the factory defaults, which
-/// proliantutils reads (`get_default_bios_settings`) and POSTs back to the
-/// settings object to reset the BIOS.
-async fn base_configs(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: axum::http::Uri,
-) -> Result<Resource, ApiError> {
-    let profile = st.profile(&sys);
-    if profile.hpe.is_none() {
-        return Err(ApiError::NotFound(uri.path().to_string()));
-    }
-    Ok(Resource::new(
-        json!({
-            "@odata.type": "#HpeBaseConfigs.v2_0_0.HpeBaseConfigs",
-            "@odata.id": uri.path(),
-            "Id": "baseconfigs",
-            "Name": "BIOS Default Settings",
-            "BaseConfigs": [{ "default": crate::bios::defaults() }],
-        }),
-        profile,
-        "GET",
-    ))
-}
-
-/// iLO's UEFI boot settings (`HpeServerBootSettings`): the boot sources
-/// the machine has (its disks, each NIC's PXE and HTTP(S) over IPv4, iLO's
-/// virtual USB key and CD) by iLO's structured boot strings, and the
-/// persistent order (disks first, as the machine boots without an
-/// override), where proliantutils reads the persistent boot device.
-async fn boot_settings(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: axum::http::Uri,
-) -> Result<Resource, ApiError> {
-    let profile = st.profile(&sys);
-    if profile.hpe.is_none() || !sys.uefi() {
-        return Err(ApiError::NotFound(uri.path().to_string()));
-    }
-    // The machine's boot sources (its `BootOptions`), by iLO's names.
-    let sources: Vec<Value> = super::boot_options::sources(&sys)
-        .into_iter()
-        .map(|s| {
-            json!({
-                "BootOptionNumber": s.reference.trim_start_matches("Boot"),
-                "StructuredBootString": s.structured,
-                "BootString": s.hpe_string,
-                "UEFIDevicePath": s.device_path,
-                "CorrelatableID": s.device_path.split("/MAC").next().unwrap_or(&s.device_path),
-            })
-        })
-        .collect();
-    let order: Vec<Value> = sources
-        .iter()
-        .map(|s| s["StructuredBootString"].clone())
-        .collect();
-    Ok(Resource::new(
-        json!({
-            "@odata.type": "#HpeServerBootSettings.v2_0_0.HpeServerBootSettings",
-            "@odata.id": uri.path(),
-            "Id": "boot",
-            "Name": "Boot Order Current Settings",
-            "BootSources": sources,
-            "PersistentBootConfigOrder": order,
-            "DefaultBootOrder": ["Floppy", "Cd", "Usb", "EmbeddedStorage", "PcieSlotStorage", "EmbeddedFlexLOM", "PcieSlotNic", "UefiShell"],
-        }),
-        profile,
-        "GET",
-    ))
 }
 
 /// The attributes iLO's BIOS shows of the machine itself: `BootMode`
@@ -252,7 +134,7 @@ async fn boot_settings(
 /// refused (`validate`).
 pub(super) const MACHINE_ATTRIBUTES: &[&str] = &["BootMode", "UefiOptimizedBoot"];
 
-fn machine_attributes(sys: &System) -> [(&'static str, &'static str); 2] {
+pub(super) fn machine_attributes(sys: &System) -> [(&'static str, &'static str); 2] {
     let uefi = sys.uefi();
     [
         ("BootMode", if uefi { "Uefi" } else { "LegacyBios" }),
@@ -266,7 +148,7 @@ fn machine_attributes(sys: &System) -> [(&'static str, &'static str); 2] {
 /// The methods `Bios/Settings` takes: iLO's takes a POST too (proliantutils
 /// POSTs `UrlBootFile` there).
 fn settings_allow(st: &AppState, sys: &System) -> &'static str {
-    if st.profile(sys).hpe.is_some() {
+    if st.profile(sys).bios_settings_take_post() {
         "GET, PATCH, POST"
     } else {
         "GET, PATCH"
@@ -285,13 +167,13 @@ async fn settings(State(st): State<AppState>, Sys(sys): Sys) -> Result<Resource,
 /// iLO's POST to the settings object: the same as a PATCH.
 async fn post_settings(st: State<AppState>, req: SysPatch) -> Result<Response, ApiError> {
     let sys = st.core.backend.system(&req.id).await?;
-    if st.profile(&sys).hpe.is_none() {
+    if !st.profile(&sys).bios_settings_take_post() {
         return Err(ApiError::MethodNotAllowed);
     }
     patch_settings(st, req).await
 }
 
-/// On an iDRAC the staged attributes wait for a configuration job: with
+/// Where staged attributes wait for a configuration job (an iDRAC's): with
 /// `@Redfish.SettingsApplyTime` one is scheduled (202, its Task in
 /// `Location`), without it they stay held until a job is created.
 async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Response, ApiError> {
@@ -327,19 +209,18 @@ async fn patch_settings(State(st): State<AppState>, req: SysPatch) -> Result<Res
     if !errors.is_empty() {
         return Err(ApiError::BadRequest(errors));
     }
-    let dell = super::dell::bios_jobs(&st, sys);
-    super::dell::check_bios_job(&st, sys)?;
+    let held = super::vendor::bios_waits_for_job(&st, sys);
+    super::vendor::check_bios_job(&st, sys)?;
     let mut pending: BTreeMap<String, Value> = sys.bmc.bios.pending.clone();
     pending.extend(attrs);
     let mut changes = vec![Change::BiosPending(pending)];
-    if dell {
+    if held {
         changes.push(Change::BiosHold(apply.is_none()));
     }
     let sys = st.core.backend.apply(&sys.id, changes).await?;
     tracing::info!(system = %sys.name, pending = ?sys.bmc.bios.pending, "BIOS settings staged");
-    if dell && apply.is_some() {
-        let jid = super::dell::schedule_bios_job(&st, &sys);
-        return Ok(super::dell::job_accepted(&super::dell::task_uri(&jid)));
+    if held && apply.is_some() {
+        return Ok(super::vendor::bios_job_scheduled(&st, &sys));
     }
     Ok(Resource::new(
         settings_json(&sys, profile),

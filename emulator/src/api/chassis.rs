@@ -41,7 +41,7 @@ async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
             st.fixed.as_ref().map_or(&s.id, |f| &f.chassis)
         )
     });
-    let members = st.enclosures.iter().map(|e| e.path()).chain(own);
+    let members = st.enclosures.iter().map(enclosure::path).chain(own);
     Ok(Resource::plain(
         collection(
             "ChassisCollection",
@@ -77,14 +77,12 @@ fn chassis_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         },
     });
     if let Some(e) = st.enclosures.first() {
-        v["Links"]["ContainedBy"] = link(&e.path());
+        v["Links"]["ContainedBy"] = link(&enclosure::path(e));
     }
     if st.features.full() {
         v["NetworkAdapters"] = link(&format!("{base}/NetworkAdapters"));
     }
-    if profile.hpe.is_some() {
-        super::hpe_inventory::chassis_links(st.chassis_id(sys), &mut v);
-    }
+    super::vendor::chassis_parts(st, sys, profile, &mut v);
     v
 }
 

@@ -9,8 +9,6 @@
 //! the enclosure's own, kept in memory (sushy-tools' is too); its Thermal
 //! reads a CPU temperature per system and the intake's.
 
-use std::sync::Mutex;
-
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method};
@@ -23,39 +21,13 @@ use super::patch::SysPatch;
 use super::state::{endpoint_state, id_segment, renamed, Sys};
 use super::{link, AppState};
 use crate::api::error::ApiError;
+pub use crate::model::Enclosure;
 use crate::model::{IndicatorLed, PowerState, System, SystemRef};
 
-/// One enclosure, as configured.
-#[derive(Debug)]
-pub struct Enclosure {
-    pub id: String,
-    pub name: String,
-    pub uuid: Uuid,
-    led: Mutex<IndicatorLed>,
-}
-
-impl Enclosure {
-    pub fn new(id: String, name: String, uuid: Uuid, led: IndicatorLed) -> Self {
-        Enclosure {
-            id,
-            name,
-            uuid,
-            led: Mutex::new(led),
-        }
-    }
-
-    /// Where it is served: under its UUID, as sushy-tools serves it.
-    pub fn path(&self) -> String {
-        format!("/redfish/v1/Chassis/{}", self.uuid)
-    }
-
-    pub fn led(&self) -> IndicatorLed {
-        *self.led.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn set_led(&self, led: IndicatorLed) {
-        *self.led.lock().unwrap_or_else(|p| p.into_inner()) = led;
-    }
+/// Where an enclosure is served: under its UUID, as sushy-tools serves
+/// it.
+pub fn path(e: &Enclosure) -> String {
+    format!("/redfish/v1/Chassis/{}", e.uuid)
 }
 
 /// What a `{id}` segment names among the enclosures.
@@ -173,7 +145,7 @@ pub fn render(st: &AppState, index: usize, held: &[SystemRef]) -> Value {
         .map(|s| link(&format!("/redfish/v1/Managers/{}", s.id)))
         .collect();
     let led = e.led();
-    let base = e.path();
+    let base = path(e);
     json!({
         "@odata.type": "#Chassis.v1_25_0.Chassis",
         "@odata.id": base,
@@ -206,7 +178,7 @@ pub fn render(st: &AppState, index: usize, held: &[SystemRef]) -> Value {
 /// (`held`), then the intake's, and its two fans.
 pub fn thermal(st: &AppState, index: usize, held: &[System]) -> Value {
     let e = &st.enclosures[index];
-    let base = format!("{}/Thermal", e.path());
+    let base = format!("{}/Thermal", path(e));
     let system = |s: &System| link(&format!("/redfish/v1/Systems/{}", s.id));
     let mut temps: Vec<Value> = held
         .iter()
@@ -226,7 +198,7 @@ pub fn thermal(st: &AppState, index: usize, held: &[System]) -> Value {
             )
         })
         .collect();
-    let everything: Vec<Value> = std::iter::once(link(&e.path()))
+    let everything: Vec<Value> = std::iter::once(link(&path(e)))
         .chain(held.iter().map(system))
         .collect();
     temps.push(member(

@@ -101,10 +101,7 @@ fn manager_state(st: &AppState, sys: &System, profile: &Profile) -> Value {
     if let Some(oem) = &profile.oem.manager {
         v["Oem"] = json!(oem);
     }
-    super::dell::manager_parts(st, sys, profile, &mut v);
-    if profile.hpe.is_some() {
-        super::hpe_inventory::manager_links(st.manager_id(sys), &mut v);
-    }
+    super::vendor::manager_parts(st, sys, profile, &mut v);
     v
 }
 
@@ -171,9 +168,8 @@ async fn reset(
             &[kind, "ResetType", RESET],
         )));
     }
-    let dell = st.profile(&sys).dell.as_ref();
-    let down = Duration::from_secs(dell.map_or(RESET_DOWN_SECS, |d| d.reset_down_secs));
-    let settle = Duration::from_secs(dell.map_or(0, |d| d.lc_settle_secs));
+    let (down, settle) = super::vendor::bmc_reset_times(st.profile(&sys))
+        .unwrap_or((Duration::from_secs(RESET_DOWN_SECS), Duration::ZERO));
     tracing::info!(system = %sys.name, reset = kind, ?down, "BMC reset");
     restart_bmc(&st, &sys, down, settle);
     Ok(json::no_content())
@@ -189,7 +185,7 @@ pub(super) fn restart_bmc(st: &AppState, sys: &System, down: Duration, settle: D
         tokio::time::sleep(RESET_GRACE).await;
         if st.fixed.is_some() {
             st.auth.drop_all_sessions();
-            st.lc.not_ready_for(down + settle);
+            st.jobs.not_ready_for(down + settle);
             st.downtime.until(tokio::time::Instant::now() + down);
         } else {
             st.core.faults.outage(vec![name], down.as_secs());
@@ -201,13 +197,7 @@ pub(super) fn restart_bmc(st: &AppState, sys: &System, down: Duration, settle: D
 /// `idrac-<service tag>`, HPE's `ILO<serial number>`, else the system's
 /// name with `-bmc`.
 fn host_name(sys: &System, profile: &Profile) -> String {
-    if profile.dell.is_some() {
-        format!("idrac-{}", super::systems::sku(sys, profile))
-    } else if profile.hpe.is_some() {
-        format!("ILO{}", super::systems::serial(sys))
-    } else {
-        format!("{}-bmc", sys.name)
-    }
+    super::vendor::bmc_host_name(sys, profile).unwrap_or_else(|| format!("{}-bmc", sys.name))
 }
 
 /// `ManagerNetworkProtocol`: what the BMC really serves. Redfish over

@@ -81,10 +81,7 @@ async fn injected_error(
         Some(id) => {
             msgs.push(by_status);
             // A vendor message, under the registry of the system's vendor.
-            match profile
-                .and_then(|p| p.dell.as_ref())
-                .and_then(|d| d.message(id))
-            {
+            match profile.and_then(|p| p.vendor_message(id)) {
                 Some(m) => msgs.push(Msg::vendor_with(m, &[])),
                 None => tracing::warn!(
                     message_id = id,

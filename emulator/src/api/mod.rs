@@ -20,9 +20,6 @@ pub mod enclosure;
 pub mod error;
 mod guard;
 mod hpe;
-mod hpe_inventory;
-mod hpe_raid;
-mod hpe_tls;
 pub(crate) mod input;
 pub mod json;
 mod managers;
@@ -41,6 +38,7 @@ mod system_parts;
 mod systems;
 pub mod task_store;
 mod tasks;
+mod vendor;
 mod vmedia;
 mod vmedia_certs;
 
@@ -73,7 +71,8 @@ fn routes(f: crate::config::FeatureSet) -> Router {
             .merge(accounts::router())
             .merge(tasks::router())
             .merge(metadata::router())
-            .merge(dell::router());
+            .merge(dell::router(f))
+            .merge(hpe::router(f));
         if f.vmedia() {
             r = r.merge(vmedia::router()).merge(vmedia_certs::router());
         }
@@ -83,10 +82,6 @@ fn routes(f: crate::config::FeatureSet) -> Router {
                 .merge(secure_boot::router())
                 .merge(boot_certs::router())
                 .merge(boot_options::router())
-                .merge(hpe_tls::router())
-                .merge(hpe::router())
-                .merge(hpe_inventory::router())
-                .merge(hpe_raid::router())
                 .merge(system_parts::router())
                 .merge(network_adapters::router())
                 .merge(storage::router());

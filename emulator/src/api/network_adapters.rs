@@ -118,7 +118,7 @@ async fn adapter(
     let functions: Vec<Value> = (1..=count)
         .map(|n| link(&format!("{b}/NetworkDeviceFunctions/{}", names.function(n))))
         .collect();
-    let dell = st.profile(&sys).dell.is_some();
+    let manufacturer = super::vendor::adapter_manufacturer(st.profile(&sys)).unwrap_or("Broadcom");
     Ok(Resource::plain(
         json!({
             "@odata.type": "#NetworkAdapter.v1_9_0.NetworkAdapter",
@@ -126,7 +126,7 @@ async fn adapter(
             "Id": id,
             "Name": "Network Adapter",
             "Description": "Integrated NIC",
-            "Manufacturer": if dell { "Broadcom Inc. and subsidiaries" } else { "Broadcom" },
+            "Manufacturer": manufacturer,
             "Model": format!("NetXtreme BCM5720 Gigabit Ethernet ({count} ports)"),
             "PartNumber": "BCM95720",
             "SerialNumber": format!("{}N", super::systems::serial(&sys)),
@@ -240,12 +240,9 @@ async fn member(
         }
     };
     let mut body = body;
-    if kind == "NetworkDeviceFunctions" && st.profile(&sys).dell.is_some() {
-        // What a captured iDRAC 9 shows beside the links (deprecated
-        // since, read by Dell's older scripts).
+    if kind == "NetworkDeviceFunctions" {
         let port = link(&format!("{adapter}/NetworkPorts/{}", names.port(n)));
-        body["PhysicalPortAssignment"] = port.clone();
-        body["AssignablePhysicalPorts"] = json!([port]);
+        super::vendor::function_parts(st.profile(&sys), port, &mut body);
     }
     body["@odata.id"] = json!(format!("{adapter}/{kind}/{member}"));
     body["Id"] = json!(member);

@@ -72,7 +72,7 @@ async fn service_root(State(st): State<AppState>) -> Resource {
     });
     // iLO's links end in `/`; proliantutils joins `1` onto them
     // (`urljoin(Systems, "1")`), which without it would drop `Systems`.
-    let slash = if st.root_profile.hpe.is_some() {
+    let slash = if st.root_profile.collection_links_end_in_slash() {
         "/"
     } else {
         ""
@@ -80,36 +80,11 @@ async fn service_root(State(st): State<AppState>) -> Resource {
     for (name, uri) in top_level(&st) {
         body[name] = link(&format!("{uri}{slash}"));
     }
-    // iLO's root says which iLO it is (`Oem.Hpe.Manager[0].ManagerType`,
-    // `Moniker.PRODGEN`): HPE's iLOrest reads the generation there before
-    // it logs in.
-    if st.root_profile.hpe.is_some() {
-        let fw = &st.root_profile.bmc_firmware_version;
-        let (kind, version) = fw.split_once(" v").unwrap_or((fw.as_str(), ""));
-        body["Oem"] = json!({ "Hpe": {
-            "@odata.type": "#HpeiLOServiceExt.v2_3_0.HpeiLOServiceExt",
-            "Manager": [{
-                "ManagerType": kind,
-                "ManagerFirmwareVersion": version,
-                "Status": { "Health": "OK" },
-            }],
-            "Moniker": {
-                "PRODGEN": kind,
-                "PRODABR": "iLO",
-                "PRODFAM": "Integrated Lights-Out",
-                "VENDABR": "HPE",
-                "VENDNAM": "Hewlett Packard Enterprise",
-            },
-        }});
-    }
-    // An iDRAC's root names its server by service tag (Dell's tools
-    // identify the machine there before anything else).
-    if let Some(tag) = st.service_tag.as_deref() {
-        body["Oem"] = json!({ "Dell": {
-            "@odata.type": "#DellServiceRoot.v1_0_0.DellServiceRoot",
-            "IsBranded": 0,
-            "ServiceTag": tag,
-        }});
+    // The vendor's own: an iLO's generation (HPE's iLOrest reads it
+    // before it logs in), an iDRAC's service tag (Dell's tools identify
+    // the machine there before anything else).
+    if let Some(oem) = super::vendor::root_oem(&st) {
+        body["Oem"] = oem;
     }
     Resource::new(body, crate::profile::generic(), "GET")
 }

@@ -16,7 +16,6 @@ use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTRO
 use uuid::Uuid;
 
 use super::render_cache::RenderCache;
-use super::systems;
 use crate::api::error::ApiError;
 use crate::api::task_store::Tasks;
 use crate::auth::AuthStore;
@@ -51,8 +50,9 @@ pub struct AppState {
     /// On an iDRAC's endpoint: its one server's service tag, which the
     /// service root shows (fixed by the system's UUID and profile).
     pub service_tag: Option<Arc<str>>,
-    /// A Dell BMC's job queue and LC readiness (`api/dell`).
-    pub lc: Arc<super::dell::Lc>,
+    /// The BMC's job queue and whether its job service is ready (shown
+    /// by Dell's Lifecycle Controller API, `api/dell`).
+    pub jobs: Arc<crate::bmc::jobs::Jobs>,
     /// Takes this service's listener down while its BMC resets.
     pub downtime: Arc<crate::serve::Downtime>,
     /// Where this service is reached (`ManagerNetworkProtocol`).
@@ -62,7 +62,7 @@ pub struct AppState {
     pub media_verifies: bool,
     /// Chassis that enclose the systems' own (sushy-tools' chassis when
     /// started as sushy-emulator; `api/enclosure`).
-    pub enclosures: Arc<Vec<super::enclosure::Enclosure>>,
+    pub enclosures: Arc<Vec<crate::model::Enclosure>>,
     /// The only IP family image URLs may name (`--media-ip-family`).
     pub media_ip_family: Option<crate::netpolicy::IpFamily>,
 }
@@ -96,7 +96,7 @@ impl AppState {
             fixed: None,
             root_profile: profile::generic(),
             service_tag: None,
-            lc: Arc::default(),
+            jobs: Arc::default(),
             downtime: Arc::default(),
             ports: Arc::default(),
             enclosures: Arc::default(),
@@ -125,7 +125,7 @@ impl AppState {
             self.fixed = Some(Arc::new(ids.clone()));
         }
         self.root_profile = p;
-        self.service_tag = p.dell.as_ref().map(|_| systems::sku(sys, p).into());
+        self.service_tag = super::vendor::service_tag(sys, p);
         self
     }
 

@@ -19,7 +19,7 @@ use super::{collection, link, AppState, Sys};
 use crate::api::error::ApiError;
 use crate::model::System;
 use crate::profile::StorageIds;
-use crate::storage::{DriveUse, Volume, VolumeChange, RAID_TYPES};
+use crate::storage::{Volume, VolumeChange, RAID_TYPES};
 
 pub fn router() -> Router {
     Router::new()
@@ -186,9 +186,7 @@ async fn storage(
         "Controllers": link(&format!("{b}/Controllers")),
         "Status": OK(),
     });
-    if st.profile(&sys).dell.is_some() {
-        super::dell::raid::storage_parts(&names, raid_types(&st, &sys), &mut v);
-    }
+    super::vendor::storage_parts(&st, &sys, &names, raid_types(&st, &sys), &mut v);
     Ok(Resource::plain(v, "GET"))
 }
 
@@ -235,9 +233,7 @@ async fn controller(
         "SupportedDeviceProtocols": ["SATA"],
         "Status": OK(),
     });
-    if st.profile(&sys).dell.is_some() {
-        super::dell::raid::controller_parts(&st, &sys, &names, &mut v);
-    }
+    super::vendor::controller_parts(&st, &sys, &names, &mut v);
     Ok(Resource::plain(v, "GET"))
 }
 
@@ -274,20 +270,7 @@ async fn drive(
         "Links": { "Volumes": volumes },
         "Status": OK(),
     });
-    if st.profile(&sys).dell.is_some() {
-        let status = match sys.bmc.storage.drive_use(&d.name) {
-            DriveUse::NonRaid(_) => "NonRAID",
-            DriveUse::Ready => "Ready",
-            DriveUse::Online(_) => "Online",
-        };
-        v["Oem"] = json!({ "Dell": {
-            "@odata.type": "#DellOem.v1_3_0.DellOemResources",
-            "DellPhysicalDisk": {
-            "@odata.type": "#DellPhysicalDisk.v1_6_0.DellPhysicalDisk",
-            "Id": drive,
-            "RaidStatus": status,
-        }}});
-    }
+    super::vendor::drive_parts(&st, &sys, &drive, &d.name, &mut v);
     Ok(Resource::plain(v, "GET"))
 }
 

@@ -146,8 +146,7 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
     if let Some(oem) = &profile.oem.system {
         v["Oem"] = json!(oem);
     }
-    super::hpe::system_parts(sys, profile, super::hpe::post_state(st, sys), &mut v);
-    super::dell::raid::system_parts(st, sys, &mut v);
+    super::vendor::system_parts(st, sys, profile, &mut v);
     if v["BootProgress"]["LastStateTime"].is_null() {
         if let Some(bp) = v["BootProgress"].as_object_mut() {
             bp.remove("LastStateTime");
@@ -260,10 +259,10 @@ async fn get_system(State(st): State<AppState>, Sys(sys): Sys) -> Rendered {
 /// The System resource, as JSON and as sent, from the render cache when
 /// `sys` has not changed since it was last rendered.
 fn system_view(st: &AppState, sys: &System) -> Arc<SystemView> {
-    // HPE's PostState moves with time after a start: it is part of what
-    // the rendering is a function of.
-    let post = super::hpe::post_state(st, sys).map_or(0, |p| p as u8 + 1);
-    st.renders.get_or_render(sys, post, || {
+    // What moves with time after a start (iLO's PostState) is part of
+    // what the rendering is a function of.
+    let clock = super::vendor::system_clock(st, sys);
+    st.renders.get_or_render(sys, clock, || {
         let profile = st.profile(sys);
         let res = Resource::new(system_json(st, sys, profile), profile, "GET, PATCH");
         let rendered = res.render();

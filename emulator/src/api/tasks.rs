@@ -48,8 +48,8 @@ async fn service() -> Resource {
 }
 
 async fn list(State(st): State<AppState>) -> Resource {
-    // A Dell BMC's jobs are Tasks too.
-    let jobs = st.lc.all().into_iter().map(|j| j.id);
+    // The BMC's jobs are Tasks too.
+    let jobs = st.jobs.all().into_iter().map(|j| j.id);
     let members = st
         .tasks
         .list()
@@ -89,8 +89,8 @@ fn task_json(t: &Task) -> serde_json::Value {
 }
 
 async fn task(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    if let Some(job) = st.lc.get(&id) {
-        return super::dell::task_response(&st, &job).await;
+    if let Some(job) = st.jobs.get(&id) {
+        return super::vendor::job_task(&st, &job).await;
     }
     let t = st
         .tasks

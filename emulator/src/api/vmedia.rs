@@ -12,13 +12,11 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::boot_rules::boot_refused;
 use super::input::{self, Rule};
 use super::json::{self, JsonObject, OptionalJsonObject, Resource};
 use super::{collection, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
 use crate::backend::Completion;
-use crate::bmc::BootRequest;
 use crate::model::{
     BootTarget, Change, MediaImage, MediaSlot, MediaState, OverrideEnabled, System, TransferMethod,
     TransferProtocol,
@@ -54,9 +52,7 @@ pub fn router() -> Router {
             .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia"), get(list))
             .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}"), get(member).patch(patch_member))
             .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/VirtualMedia.InsertMedia"), post(insert))
-            .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/VirtualMedia.EjectMedia"), post(eject))
-            .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/Oem/Hpe/{}", super::hpe::INSERT), post(hpe_insert))
-            .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/Oem/Hpe/{}", super::hpe::EJECT), post(hpe_eject));
+            .route(&format!("/redfish/v1/{root}/{{id}}/VirtualMedia/{{slot}}/Actions/VirtualMedia.EjectMedia"), post(eject));
     }
     r
 }
@@ -121,7 +117,7 @@ pub(super) fn slot_of(
     }
 }
 
-fn media_json(
+pub(super) fn media_json(
     st: &AppState,
     sys: &System,
     (slot, id): (MediaSlot, &str),
@@ -168,15 +164,13 @@ fn media_json(
             "#VirtualMedia.EjectMedia": { "target": format!("{base}/Actions/{EJECT}") },
         });
     }
-    if st.profile(sys).hpe.is_some() {
-        super::hpe::media_parts(&base, boots_next(sys, slot), &mut v);
-    }
+    super::vendor::media_parts(st, sys, &base, slot, &mut v);
     v
 }
 
 /// Whether the host boots this device once at its next start (iLO's
 /// `BootOnNextServerReset`): the CD, when a one-time override names it.
-fn boots_next(sys: &System, slot: MediaSlot) -> bool {
+pub(super) fn boots_next(sys: &System, slot: MediaSlot) -> bool {
     let b = &sys.bmc.boot;
     slot == MediaSlot::Cd && b.target == BootTarget::Cd && b.enabled == OverrideEnabled::Once
 }
@@ -226,7 +220,10 @@ async fn patch_member(
         let sys = st.core.backend.system(&sys.id).await?;
         let current = media_json(&st, &sys, (slot, id), &uri, profile.vmedia.insert_by_patch);
         json::check_if_match(&headers, &current, profile)?;
-        if !body.is_empty() && !profile.vmedia.insert_by_patch && profile.hpe.is_none() {
+        if !body.is_empty()
+            && !profile.vmedia.insert_by_patch
+            && !profile.media_patch_sets_boot_next()
+        {
             return Err(not_writable(&body, &current));
         }
         let tls = crate::model::MediaTls {
@@ -248,8 +245,8 @@ async fn patch_member(
             .into_response());
         }
     }
-    if profile.hpe.is_some() && !profile.vmedia.insert_by_patch {
-        return patch_boot_next(&st, &sys, (slot, id), &uri, &headers, &body).await;
+    if profile.media_patch_sets_boot_next() && !profile.vmedia.insert_by_patch {
+        return super::vendor::media_oem_patch(&st, &sys, (slot, id), &uri, &headers, &body).await;
     }
     if !profile.vmedia.insert_by_patch {
         let sys = st.core.backend.system(&sys.id).await?;
@@ -324,105 +321,6 @@ fn not_writable(body: &serde_json::Map<String, Value>, current: &Value) -> ApiEr
             })
             .collect(),
     )
-}
-
-/// iLO's PATCH of a VirtualMedia device: `{"Oem": {"Hpe":
-/// {"BootOnNextServerReset": bool}}}`, the one property it takes there.
-/// `true` makes the CD the host's one-time boot device (in the boot mode
-/// it has), `false` withdraws that.
-async fn patch_boot_next(
-    st: &AppState,
-    sys: &System,
-    (slot, id): (MediaSlot, &'static str),
-    uri: &Uri,
-    headers: &axum::http::HeaderMap,
-    body: &serde_json::Map<String, Value>,
-) -> Result<Response, ApiError> {
-    const PROP: &str = "Oem/Hpe/BootOnNextServerReset";
-    let profile = st.profile(sys);
-    let locked = st.locked(&sys.id).await?;
-    let sys = &locked.sys;
-    let current = media_json(st, sys, (slot, id), uri, false);
-    json::check_if_match(headers, &current, profile)?;
-    if body.is_empty() {
-        return Err(ApiError::bad(Msg::new("EmptyJSON", &[])));
-    }
-    if let Some(k) = body.keys().find(|k| *k != "Oem") {
-        return Err(ApiError::bad(
-            Msg::new("PropertyNotWritable", &[k]).about(k),
-        ));
-    }
-    let hpe = body["Oem"].get("Hpe").and_then(Value::as_object);
-    let Some(hpe) = hpe.filter(|h| h.len() == 1 && h.contains_key("BootOnNextServerReset")) else {
-        return Err(ApiError::bad(
-            Msg::new("PropertyUnknown", &["Oem"]).about("Oem"),
-        ));
-    };
-    let want = match &hpe["BootOnNextServerReset"] {
-        Value::Bool(b) => *b,
-        other => {
-            let v = other.to_string();
-            return Err(ApiError::bad(
-                Msg::new("PropertyValueTypeError", &[&v, "BootOnNextServerReset"]).about(PROP),
-            ));
-        }
-    };
-    if want && slot != MediaSlot::Cd {
-        return Err(ApiError::bad(
-            Msg::new("PropertyValueNotInList", &["true", "BootOnNextServerReset"]).about(PROP),
-        ));
-    }
-    // Boot from this CD once, or (false) no longer: the one boot decision.
-    let req = if want {
-        Some(BootRequest::once(BootTarget::Cd))
-    } else {
-        boots_next(sys, slot).then(BootRequest::off)
-    };
-    let sys = match req {
-        Some(req) => {
-            tracing::info!(system = %sys.name, %slot, boot_next = want, "BootOnNextServerReset");
-            st.core
-                .set_boot(&locked, &req)
-                .await
-                .map_err(|e| boot_refused(e, profile))?
-        }
-        None => locked.sys.clone(),
-    };
-    Ok(Resource::new(
-        media_json(st, &sys, (slot, id), uri, false),
-        profile,
-        "GET, PATCH",
-    )
-    .into_response())
-}
-
-/// iLO's own insert (`#HpeiLOVirtualMedia.InsertVirtualMedia`): the
-/// standard insert, where the profile has HPE's extensions.
-async fn hpe_insert(
-    st: State<AppState>,
-    sys: Sys,
-    path: Path<(String, String)>,
-    uri: Uri,
-    body: JsonObject,
-) -> Result<Response, ApiError> {
-    if st.profile(&sys.0).hpe.is_none() {
-        return Err(ApiError::NotFound(uri.path().to_string()));
-    }
-    insert(st, sys, path, uri, body).await
-}
-
-/// iLO's own eject (`#HpeiLOVirtualMedia.EjectVirtualMedia`).
-async fn hpe_eject(
-    st: State<AppState>,
-    sys: Sys,
-    path: Path<(String, String)>,
-    uri: Uri,
-    body: OptionalJsonObject,
-) -> Result<Response, ApiError> {
-    if st.profile(&sys.0).hpe.is_none() {
-        return Err(ApiError::NotFound(uri.path().to_string()));
-    }
-    eject(st, sys, path, uri, body).await
 }
 
 /// An image URL naming an address of the family the BMC's network lacks
@@ -541,7 +439,7 @@ fn parse_media(
     })
 }
 
-async fn insert(
+pub(super) async fn insert(
     State(st): State<AppState>,
     Sys(sys): Sys,
     Path((_, slot)): Path<(String, String)>,
@@ -607,7 +505,7 @@ async fn insert(
     }
 }
 
-async fn eject(
+pub(super) async fn eject(
     State(st): State<AppState>,
     Sys(sys): Sys,
     Path((_, slot)): Path<(String, String)>,

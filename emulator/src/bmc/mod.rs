@@ -22,6 +22,7 @@
 
 mod boot;
 pub mod changes;
+pub mod jobs;
 mod power;
 
 use std::collections::HashMap;

@@ -11,12 +11,14 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 mod bmc;
+mod enclosure;
 
 use crate::storage::Disk;
 pub use bmc::{
     bios_at_start, http_boot_uri_at_start, BmcState, Change, MediaTls, Ntp, SystemSettings,
     TargetSource,
 };
+pub use enclosure::Enclosure;
 
 macro_rules! redfish_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),* $(,)? }) => {

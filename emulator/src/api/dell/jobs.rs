@@ -1,226 +1,371 @@
-//! The Lifecycle Controller's side of a Dell BMC: its job queue (what
-//! `Managers/{id}/Jobs` lists and `DellJobService.DeleteJobQueue`
-//! clears) and whether the LC is ready (`GetRemoteServicesAPIStatus`),
-//! which it is not for a while after an iDRAC reset.
-//!
-//! Bounds: the newest [`KEEP`] jobs are kept, finished or not; a job Id
-//! is never given twice in a process.
+//! The Lifecycle Controller's job queue as Redfish shows it (the queue
+//! itself is the BMC's, `bmc::jobs`): `Managers/{id}/Oem/Dell/Jobs` (and
+//! `Managers/{id}/Jobs`), a job created for the staged BIOS attributes
+//! (`TargetSettingsURI`), a job deleted with what it had scheduled taken
+//! back, each job's Task (`TaskService/Tasks/JID_…`), and the BIOS
+//! configuration job a settings PATCH with an apply time schedules.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Duration;
 
-/// Jobs kept per service, the oldest dropped first.
-pub const KEEP: usize = 64;
+use axum::extract::Path;
+use axum::http::{header, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
 
-/// Dell's `JobState`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobState {
-    Scheduled,
-    Running,
-    Completed,
-    CompletedWithErrors,
-    Failed,
+use crate::api::error::{ApiError, Msg};
+use crate::api::json::{self, JsonObject, Resource};
+use crate::api::{collection, AppState, State, Sys, SysId};
+use crate::model::{Change, System};
+use crate::timefmt::rfc3339;
+
+use super::{dell_msg, lc_of, raid, success, Job, JobState};
+
+/// A BIOS configuration job: the staged attributes apply at the reset.
+pub(super) const BIOS_JOB: &str = "BIOSConfiguration";
+const BIOS_JOB_NAME: &str = "Configure: BIOS.Setup.1-1";
+
+/// Whether `sys` is behind an iDRAC's Lifecycle Controller, whose staged
+/// BIOS attributes wait for a configuration job.
+pub(in crate::api) fn bios_jobs(st: &AppState, sys: &System) -> bool {
+    st.profile(sys).dell.is_some() && st.fixed.is_some()
 }
 
-impl JobState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Scheduled => "Scheduled",
-            JobState::Running => "Running",
-            JobState::Completed => "Completed",
-            JobState::CompletedWithErrors => "CompletedWithErrors",
-            JobState::Failed => "Failed",
+/// A BIOS change may not be staged while a BIOS job waits (the pending
+/// values are committed to it).
+pub(in crate::api) fn check_bios_job(st: &AppState, sys: &System) -> Result<(), ApiError> {
+    if bios_jobs(st, sys) && st.jobs.busy(&sys.id, BIOS_JOB) {
+        return Err(ApiError::Conflict(format!(
+            "{} has a BIOS configuration job scheduled",
+            sys.name
+        )));
+    }
+    Ok(())
+}
+
+/// Schedules the BIOS job that the next reset completes (the staged
+/// attributes were released to it); the job's `JID_`.
+fn schedule_bios_job(st: &AppState, sys: &System) -> String {
+    let job = st
+        .jobs
+        .create(&sys.id, BIOS_JOB_NAME, BIOS_JOB, JobState::Scheduled);
+    st.jobs.update(
+        &job.id,
+        JobState::Scheduled,
+        "JCP001",
+        crate::profile::dell::text("JCP001"),
+    );
+    tracing::info!(system = %sys.name, job = %job.id, "BIOS job scheduled");
+    tokio::spawn(watch_job(
+        st.clone(),
+        sys.id.clone(),
+        job.id.clone(),
+        |s: &System| s.bmc.bios.pending.is_empty(),
+    ));
+    job.id
+}
+
+/// Schedules the BIOS job for the attributes a settings PATCH with an
+/// apply time released to it: 202, the job's Task in `Location`.
+pub(in crate::api) fn bios_job_scheduled(st: &AppState, sys: &System) -> Response {
+    let jid = schedule_bios_job(st, sys);
+    job_accepted(&task_uri(&jid))
+}
+
+/// 202 for a request that started a job, with the job at `location`.
+pub(super) fn job_accepted(location: &str) -> Response {
+    let body = json!({ "@Message.ExtendedInfo": [Msg::new("Success", &[]).render()] });
+    let mut r = (StatusCode::ACCEPTED, axum::Json(body)).into_response();
+    if let Ok(h) = HeaderValue::from_str(location) {
+        r.headers_mut().insert(header::LOCATION, h);
+    }
+    r
+}
+
+/// A job's Task: what a settings PATCH that scheduled it names in
+/// `Location` (Dell's scripts and sushy's task monitor follow it).
+pub(super) fn task_uri(jid: &str) -> String {
+    format!("/redfish/v1/TaskService/Tasks/{jid}")
+}
+
+/// A scheduled job completes once a reset has `applied` its change; a
+/// deleted job is no longer watched (`take_back` undid its change as it
+/// went).
+pub(super) async fn watch_job<A>(st: AppState, id: String, jid: String, applied: A)
+where
+    A: Fn(&System) -> bool + Send + 'static,
+{
+    if until_applied(&st, &id, &jid, applied).await {
+        complete(&st, &jid, "PR19");
+    }
+}
+
+/// Waits until a start of system `id` has `applied` what job `jid`
+/// scheduled: false when the job was deleted or finished meanwhile, or
+/// the system went away (nothing more to follow).
+pub(super) async fn until_applied<A>(st: &AppState, id: &str, jid: &str, applied: A) -> bool
+where
+    A: Fn(&System) -> bool,
+{
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        match st.jobs.get(jid) {
+            Some(j) if !j.state.finished() => {}
+            _ => return false,
         }
-    }
-
-    pub fn finished(self) -> bool {
-        !matches!(self, JobState::Scheduled | JobState::Running)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Job {
-    /// `JID_` and twelve digits.
-    pub id: String,
-    /// The backend Id of the system whose iDRAC runs it.
-    pub system: String,
-    pub name: &'static str,
-    pub job_type: &'static str,
-    pub state: JobState,
-    /// The Dell message of its outcome (`SYS053`), and its text.
-    pub message_id: &'static str,
-    pub message: String,
-    pub start: SystemTime,
-    pub end: Option<SystemTime>,
-}
-
-/// A Dell BMC's job queue and LC readiness.
-pub struct Lc {
-    jobs: Mutex<Vec<Job>>,
-    /// Job Ids count up from the service's start time.
-    next: AtomicU64,
-    /// The LC is not ready until then (an iDRAC reset).
-    not_ready_until: Mutex<Option<Instant>>,
-}
-
-impl Default for Lc {
-    fn default() -> Self {
-        let ms = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis() as u64;
-        Lc {
-            jobs: Mutex::default(),
-            next: AtomicU64::new(ms / 10 % 1_000_000_000_000),
-            not_ready_until: Mutex::default(),
-        }
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Lc {
-    /// Queues a new job in `state` and returns it.
-    pub fn create(
-        &self,
-        system: &str,
-        name: &'static str,
-        job_type: &'static str,
-        state: JobState,
-    ) -> Job {
-        let n = self.next.fetch_add(1, Ordering::Relaxed) % 1_000_000_000_000;
-        let job = Job {
-            id: format!("JID_{n:012}"),
-            system: system.to_string(),
-            name,
-            job_type,
-            state,
-            message_id: "JCP000",
-            message: "New job created.".into(),
-            start: SystemTime::now(),
-            end: None,
+        let Ok(sys) = st.core.backend.system(id).await else {
+            return false;
         };
-        let mut jobs = lock(&self.jobs);
-        jobs.push(job.clone());
-        let extra = jobs.len().saturating_sub(KEEP);
-        jobs.drain(..extra);
-        job
+        if applied(&sys) {
+            return true;
+        }
     }
+}
 
-    /// Moves a job on; a finished job gets its end time.
-    pub fn update(&self, id: &str, state: JobState, message_id: &'static str, message: &str) {
-        if let Some(j) = lock(&self.jobs).iter_mut().find(|j| j.id == id) {
-            j.state = state;
-            j.message_id = message_id;
-            j.message = message.to_string();
-            if state.finished() {
-                j.end = Some(SystemTime::now());
+/// Job `jid` completed, with Dell's message `msg`.
+pub(super) fn complete(st: &AppState, jid: &str, msg: &'static str) {
+    st.jobs.update(
+        jid,
+        JobState::Completed,
+        msg,
+        crate::profile::dell::text(msg),
+    );
+}
+
+/// Deletes jobs of system `id` (one, or the whole queue with `None`)
+/// under the system's lock, and takes back what unfinished configuration
+/// jobs had scheduled, in the same request: a BIOS job's values are held
+/// again (staged, waiting for another job), a controller job's mode
+/// change is dropped (the controller keeps its mode). How many went.
+pub(super) async fn delete_jobs(
+    st: &AppState,
+    id: &str,
+    one: Option<&str>,
+) -> Result<usize, ApiError> {
+    let locked = st.locked(id).await?;
+    let sys = &locked.sys;
+    let gone = match one {
+        Some(jid) => st.jobs.delete(id, jid).into_iter().collect(),
+        None => st.jobs.clear(id),
+    };
+    let mut changes = Vec::new();
+    for j in gone.iter().filter(|j| !j.state.finished()) {
+        match j.job_type {
+            BIOS_JOB if !sys.bmc.bios.pending.is_empty() => changes.push(Change::BiosHold(true)),
+            raid::STAGED => changes.push(Change::Volume {
+                change: crate::storage::VolumeChange::Mode(sys.bmc.storage.mode),
+                staged: true,
+            }),
+            _ => continue,
+        }
+        tracing::info!(system = %sys.name, job = %j.id, "job deleted: its change taken back");
+    }
+    if !changes.is_empty() {
+        st.core.backend.apply(id, changes).await?;
+    }
+    Ok(gone.len())
+}
+
+/// `POST Managers/{id}/Jobs` with a `TargetSettingsURI`: a configuration
+/// job for the BIOS attributes staged without an apply time (Dell's own
+/// scripts' way), 200 with the job's `Location`.
+pub(super) async fn create_job(
+    State(st): State<AppState>,
+    SysId(id): SysId,
+    uri: Uri,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    let locked = st.locked(&id).await?;
+    let sys = &locked.sys;
+    lc_of(&st, sys, &uri)?;
+    for k in body.keys() {
+        if !["TargetSettingsURI", "StartTime", "EndTime"].contains(&k.as_str())
+            && !k.starts_with("@odata.")
+        {
+            return Err(ApiError::bad(Msg::new("PropertyUnknown", &[k]).about(k)));
+        }
+    }
+    for k in ["StartTime", "EndTime"] {
+        match body.get(k) {
+            None => {}
+            Some(Value::String(v)) if v == "TIME_NOW" || v == "TIME_NA" => {}
+            Some(v) => {
+                return Err(ApiError::bad(
+                    Msg::new("PropertyValueNotInList", &[&json::shown(v), k]).about(k),
+                ))
             }
         }
     }
-
-    pub fn get(&self, id: &str) -> Option<Job> {
-        lock(&self.jobs).iter().find(|j| j.id == id).cloned()
+    let target = match body.get("TargetSettingsURI") {
+        Some(Value::String(t)) => t.clone(),
+        Some(v) => {
+            return Err(ApiError::bad(
+                Msg::new(
+                    "PropertyValueTypeError",
+                    &[&json::shown(v), "TargetSettingsURI"],
+                )
+                .about("TargetSettingsURI"),
+            ))
+        }
+        None => {
+            return Err(ApiError::bad(Msg::new(
+                "CreateFailedMissingReqProperties",
+                &["TargetSettingsURI"],
+            )))
+        }
+    };
+    let bios = format!("/redfish/v1/Systems/{}/Bios/Settings", sys.id);
+    if target.trim_end_matches('/') != bios {
+        return Err(ApiError::bad(
+            Msg::new("PropertyValueNotInList", &[&target, "TargetSettingsURI"])
+                .about("TargetSettingsURI"),
+        ));
     }
-
-    /// The jobs of one system, oldest first.
-    pub fn of(&self, system: &str) -> Vec<Job> {
-        lock(&self.jobs)
-            .iter()
-            .filter(|j| j.system == system)
-            .cloned()
-            .collect()
+    check_bios_job(&st, sys)?;
+    if sys.bmc.bios.pending.is_empty() {
+        return Err(ApiError::bad(
+            Msg::new(
+                "PropertyValueConflict",
+                &["TargetSettingsURI", "Attributes"],
+            )
+            .about("TargetSettingsURI"),
+        ));
     }
-
-    /// Every job, oldest first.
-    pub fn all(&self) -> Vec<Job> {
-        lock(&self.jobs).clone()
+    st.core
+        .backend
+        .apply(&sys.id, vec![Change::BiosHold(false)])
+        .await?;
+    let jid = schedule_bios_job(&st, sys);
+    let body = json!({ "@Message.ExtendedInfo": [Msg::new("Success", &[]).render()] });
+    let mut r = (StatusCode::OK, axum::Json(body)).into_response();
+    if let Ok(h) = HeaderValue::from_str(&job_uri(&st, sys, &jid)) {
+        r.headers_mut().insert(header::LOCATION, h);
     }
-
-    /// Deletes one job of `system`; the job, if it was there.
-    pub fn delete(&self, system: &str, id: &str) -> Option<Job> {
-        let mut jobs = lock(&self.jobs);
-        let i = jobs.iter().position(|j| j.system == system && j.id == id)?;
-        Some(jobs.remove(i))
-    }
-
-    /// Clears the queue of `system` (`JID_CLEARALL`); the jobs that went.
-    pub fn clear(&self, system: &str) -> Vec<Job> {
-        let mut jobs = lock(&self.jobs);
-        let (gone, kept) = std::mem::take(&mut *jobs)
-            .into_iter()
-            .partition(|j| j.system == system);
-        *jobs = kept;
-        gone
-    }
-
-    /// Whether a job of `system` of this type has not finished.
-    pub fn busy(&self, system: &str, job_type: &str) -> bool {
-        lock(&self.jobs)
-            .iter()
-            .any(|j| j.system == system && j.job_type == job_type && !j.state.finished())
-    }
-
-    /// The LC is not ready for `d` from now.
-    pub fn not_ready_for(&self, d: Duration) {
-        *lock(&self.not_ready_until) = Some(Instant::now() + d);
-    }
-
-    pub fn ready(&self) -> bool {
-        lock(&self.not_ready_until).is_none_or(|t| Instant::now() >= t)
-    }
+    Ok(r)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A job as `Managers/{id}/Jobs/{jid}` shows it.
+fn job_json(uri: &str, j: &Job) -> Value {
+    let percent = if j.state.finished() { 100 } else { 0 };
+    json!({
+        "@odata.type": "#DellJob.v1_6_0.DellJob",
+        "@odata.id": uri,
+        "Id": j.id,
+        "Name": j.name,
+        "Description": "Job Instance",
+        "JobType": j.job_type,
+        "JobState": j.state.as_str(),
+        "Message": j.message,
+        "MessageId": j.message_id,
+        "MessageArgs": [],
+        "PercentComplete": percent,
+        "StartTime": "TIME_NOW",
+        "EndTime": "TIME_NA",
+        "ActualRunningStartTime": rfc3339(j.start),
+        "ActualRunningStopTime": j.end.map(rfc3339),
+        "CompletionTime": j.end.map(rfc3339),
+        "TargetSettingsURI": null,
+    })
+}
 
-    #[test]
-    fn ids_are_unique_dell_job_ids_and_the_queue_is_bounded() {
-        let lc = Lc::default();
-        let ids: Vec<String> = (0..KEEP + 10)
-            .map(|_| {
-                lc.create(
-                    "s",
-                    "Import Configuration",
-                    "ImportConfiguration",
-                    JobState::Running,
-                )
-                .id
-            })
-            .collect();
-        for id in &ids {
-            assert!(
-                id.len() == 16
-                    && id.starts_with("JID_")
-                    && id[4..].bytes().all(|b| b.is_ascii_digit()),
-                "{id}"
-            );
+pub(super) fn job_uri(st: &AppState, sys: &System, jid: &str) -> String {
+    format!(
+        "/redfish/v1/Managers/{}/Oem/Dell/Jobs/{jid}",
+        st.manager_id(sys)
+    )
+}
+
+/// The Task of a job (`TaskService/Tasks/JID_…`): 202 with the task while
+/// the job has not finished (sushy's Dell extension polls while it sees
+/// 202), then 200.
+pub async fn task_response(st: &AppState, j: &Job) -> Result<Response, ApiError> {
+    let sys = st.core.backend.system(&j.system).await?;
+    let d = st.profile(&sys).dell.as_ref();
+    let uri = format!("/redfish/v1/TaskService/Tasks/{}", j.id);
+    let mut dell_job = job_json(&job_uri(st, &sys, &j.id), j);
+    if let Some(o) = dell_job.as_object_mut() {
+        o.remove("@odata.id");
+    }
+    let (state, status) = match j.state {
+        JobState::Scheduled | JobState::Running => ("Running", "OK"),
+        JobState::Completed => ("Completed", "OK"),
+        JobState::CompletedWithErrors => ("Completed", "Warning"),
+        JobState::Failed => ("Exception", "Critical"),
+    };
+    let mut v = json!({
+        "@odata.type": "#Task.v1_5_1.Task",
+        "@odata.id": uri,
+        "Id": j.id,
+        "Name": j.name,
+        "TaskState": state,
+        "TaskStatus": status,
+        "PercentComplete": if j.state.finished() { 100 } else { 0 },
+        "StartTime": rfc3339(j.start),
+        "Description": "Server Configuration and other Tasks running on iDRAC are listed here",
+        "Messages": [{
+            "MessageId": d.map_or(j.message_id.to_string(), |d| format!("{}.{}", d.registry, j.message_id)),
+            "Message": j.message,
+            "MessageArgs": [],
+        }],
+        "Oem": { "Dell": dell_job },
+    });
+    if let Some(end) = j.end {
+        v["EndTime"] = json!(rfc3339(end));
+    }
+    let mut r = Resource::plain(v, "GET").into_response();
+    if !j.state.finished() {
+        *r.status_mut() = StatusCode::ACCEPTED;
+        if let Ok(h) = HeaderValue::from_str(&uri) {
+            r.headers_mut().insert(header::LOCATION, h);
         }
-        let mut sorted = ids.clone();
-        sorted.dedup();
-        assert_eq!(sorted.len(), ids.len());
-        assert_eq!(lc.all().len(), KEEP);
-        assert!(lc.get(&ids[0]).is_none(), "the oldest went first");
     }
+    Ok(r)
+}
 
-    #[test]
-    fn jobs_finish_delete_and_clear_per_system() {
-        let lc = Lc::default();
-        let a = lc.create("a", "n", "ImportConfiguration", JobState::Running);
-        let b = lc.create("b", "n", "ImportConfiguration", JobState::Running);
-        assert!(lc.busy("a", "ImportConfiguration"));
-        lc.update(&a.id, JobState::Completed, "SYS053", "done");
-        let done = lc.get(&a.id).unwrap();
-        assert!(done.end.is_some() && !lc.busy("a", "ImportConfiguration"));
-        assert!(lc.delete("a", &b.id).is_none(), "another system's job");
-        assert_eq!(lc.clear("a").len(), 1);
-        assert_eq!(lc.of("b").len(), 1);
-        assert!(lc.ready());
-        lc.not_ready_for(Duration::from_secs(60));
-        assert!(!lc.ready());
-    }
+pub(super) async fn job_list(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    lc_of(&st, &sys, &uri)?;
+    let base = uri.path().to_string();
+    let members = st
+        .jobs
+        .of(&sys.id)
+        .into_iter()
+        .map(|j| format!("{base}/{}", j.id));
+    let mut v = collection("DellJobCollection", uri.path(), "JobQueue", members);
+    v["@odata.type"] = json!("#DellJobCollection.DellJobCollection");
+    v["Description"] = json!("Collection of Job Instances");
+    Ok(Resource::plain(v, "GET"))
+}
+
+fn job_of(st: &AppState, sys: &System, jid: &str, uri: &Uri) -> Result<Job, ApiError> {
+    st.jobs
+        .get(jid)
+        .filter(|j| j.system == sys.id)
+        .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
+}
+
+pub(super) async fn job(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    Path((_, jid)): Path<(String, String)>,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    lc_of(&st, &sys, &uri)?;
+    let j = job_of(&st, &sys, &jid, &uri)?;
+    Ok(Resource::plain(job_json(uri.path(), &j), "GET, DELETE"))
+}
+
+pub(super) async fn delete_job(
+    State(st): State<AppState>,
+    Sys(sys): Sys,
+    Path((_, jid)): Path<(String, String)>,
+    uri: Uri,
+) -> Result<Response, ApiError> {
+    let d = lc_of(&st, &sys, &uri)?;
+    job_of(&st, &sys, &jid, &uri)?;
+    delete_jobs(&st, &sys.id, Some(&jid)).await?;
+    tracing::info!(system = %sys.name, job = %jid, "job deleted");
+    Ok(success(dell_msg(d, "SUP020", &[])))
 }

@@ -35,7 +35,7 @@ use crate::api::storage::Names;
 use crate::api::{link, AppState, Sys, SysId};
 use crate::model::{Change, System};
 use crate::profile::DellLc;
-use crate::storage::{ControllerMode, VolumeChange, VolumeError};
+use crate::storage::{ControllerMode, DriveUse, VolumeChange, VolumeError};
 
 const TO_RAID: &str = "ConvertToRAID";
 const TO_NON_RAID: &str = "ConvertToNonRAID";
@@ -79,7 +79,7 @@ fn raid_of(st: &AppState, sys: &System, uri: &Uri) -> Result<&'static DellLc, Ap
 }
 
 /// The System's `Links.Oem.Dell.DellRaidService`.
-pub fn system_parts(st: &AppState, sys: &System, v: &mut Value) {
+pub(in crate::api) fn system_parts(st: &AppState, sys: &System, v: &mut Value) {
     if st.profile(sys).dell.is_some() && st.fixed.is_some() {
         v["Links"]["Oem"] = json!({
             "Dell": {
@@ -92,7 +92,16 @@ pub fn system_parts(st: &AppState, sys: &System, v: &mut Value) {
 
 /// The Storage's embedded `StorageControllers` (what sushy's Dell
 /// extension reads to find RAID controllers).
-pub(in crate::api) fn storage_parts(names: &Names, raid: &[&str], v: &mut Value) {
+pub(in crate::api) fn storage_parts(
+    st: &AppState,
+    sys: &System,
+    names: &Names,
+    raid: &[&str],
+    v: &mut Value,
+) {
+    if st.profile(sys).dell.is_none() {
+        return;
+    }
     v["StorageControllers"] = json!([{
         "@odata.id": format!("{}#/StorageControllers/0", names.storage()),
         "MemberId": "0",
@@ -105,9 +114,38 @@ pub(in crate::api) fn storage_parts(names: &Names, raid: &[&str], v: &mut Value)
     v["StorageControllers@odata.count"] = json!(1);
 }
 
+/// A drive's `Oem.Dell.DellPhysicalDisk`: its `RaidStatus` (drive `id`,
+/// the machine's disk `disk`).
+pub(in crate::api) fn drive_parts(
+    st: &AppState,
+    sys: &System,
+    id: &str,
+    disk: &str,
+    v: &mut Value,
+) {
+    if st.profile(sys).dell.is_none() {
+        return;
+    }
+    let status = match sys.bmc.storage.drive_use(disk) {
+        DriveUse::NonRaid(_) => "NonRAID",
+        DriveUse::Ready => "Ready",
+        DriveUse::Online(_) => "Online",
+    };
+    v["Oem"] = json!({ "Dell": {
+        "@odata.type": "#DellOem.v1_3_0.DellOemResources",
+        "DellPhysicalDisk": {
+        "@odata.type": "#DellPhysicalDisk.v1_6_0.DellPhysicalDisk",
+        "Id": id,
+        "RaidStatus": status,
+    }}});
+}
+
 /// The PERC's name, its `ControllerMode`, and the settings object that
 /// changes it where the backend keeps the change.
 pub(in crate::api) fn controller_parts(st: &AppState, sys: &System, names: &Names, v: &mut Value) {
+    if st.profile(sys).dell.is_none() {
+        return;
+    }
     v["Name"] = json!(PERC_MODEL);
     v["Model"] = json!(PERC_MODEL);
     v["Manufacturer"] = json!("DELL");
@@ -221,7 +259,7 @@ fn conversion(
 
 /// The LC takes no configuration while it reloads after a reset.
 fn lc_ready(st: &AppState, d: &DellLc) -> Result<(), ApiError> {
-    if st.lc.ready() {
+    if st.jobs.ready() {
         return Ok(());
     }
     Err(ApiError::Status(
@@ -275,7 +313,7 @@ async fn action(
             "STOR009",
         ));
     }
-    if st.lc.busy(&sys.id, REAL_TIME) || st.lc.busy(&sys.id, STAGED) {
+    if st.jobs.busy(&sys.id, REAL_TIME) || st.jobs.busy(&sys.id, STAGED) {
         return Err(refused(d, Msg::new("ResourceInUse", &[]), "STOR023"));
     }
     conversion(sys, action, &drives).map_err(|e| {
@@ -287,7 +325,7 @@ async fn action(
         )
     })?;
     let job = st
-        .lc
+        .jobs
         .create(&sys.id, JOB_NAME, REAL_TIME, JobState::Running);
     tracing::info!(system = %sys.name, job = %job.id, ?drives, "{action}");
     let location = job_uri(&st, sys, &job.id);
@@ -304,10 +342,10 @@ async fn action(
                 (JobState::Failed, "STOR009")
             }
         };
-        st2.lc
+        st2.jobs
             .update(&jid, state, msg, crate::profile::dell::text(msg));
     }));
-    Ok(super::job_accepted(&location))
+    Ok(super::jobs::job_accepted(&location))
 }
 
 /// A conversion job's end: the drives change, planned again under the
@@ -437,7 +475,7 @@ async fn patch_settings(
     let mode = mode_of(&body)?;
     check_apply_time(&body)?;
     lc_ready(&st, d)?;
-    if st.lc.busy(&sys.id, REAL_TIME) || st.lc.busy(&sys.id, STAGED) {
+    if st.jobs.busy(&sys.id, REAL_TIME) || st.jobs.busy(&sys.id, STAGED) {
         return Err(refused(d, Msg::new("ResourceInUse", &[]), "STOR023"));
     }
     let s = &sys.bmc.storage;
@@ -459,8 +497,10 @@ async fn patch_settings(
             }],
         )
         .await?;
-    let job = st.lc.create(&sys.id, JOB_NAME, STAGED, JobState::Scheduled);
-    st.lc.update(
+    let job = st
+        .jobs
+        .create(&sys.id, JOB_NAME, STAGED, JobState::Scheduled);
+    st.jobs.update(
         &job.id,
         JobState::Scheduled,
         "JCP001",
@@ -468,13 +508,13 @@ async fn patch_settings(
     );
     tracing::info!(system = %sys.name, job = %job.id, mode = mode.as_str(), "controller mode staged");
     drop(locked);
-    tokio::spawn(super::watch_job(
+    tokio::spawn(super::jobs::watch_job(
         st.clone(),
         id,
         job.id.clone(),
         move |s: &System| !s.bmc.storage.pending.contains(&change),
     ));
-    Ok(super::job_accepted(&super::task_uri(&job.id)))
+    Ok(super::jobs::job_accepted(&super::jobs::task_uri(&job.id)))
 }
 
 #[cfg(test)]

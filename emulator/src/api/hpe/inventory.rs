@@ -23,15 +23,15 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::json::Resource;
-use super::{collection, link, AppState, Sys};
 use crate::api::error::ApiError;
+use crate::api::json::Resource;
+use crate::api::{collection, link, AppState, Sys};
 use crate::model::System;
 use crate::storage::Volume;
 
 const SMART_ARRAY: &str = "HPE Smart Array P408i-a SR Gen10";
 
-pub fn router() -> Router {
+pub(super) fn router() -> Router {
     Router::new()
         .route("/redfish/v1/Systems/{id}/PCIDevices", get(pci_devices))
         .route("/redfish/v1/Systems/{id}/PCIDevices/{n}", get(pci_device))

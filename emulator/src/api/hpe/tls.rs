@@ -20,10 +20,10 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use super::input::echo;
-use super::json::{JsonObject, Resource};
-use super::{link, AppState, Sys, SysId};
 use crate::api::error::{ApiError, Msg};
+use crate::api::input::echo;
+use crate::api::json::{JsonObject, Resource};
+use crate::api::{link, AppState, Sys, SysId};
 use crate::certs::{self, BootCert, CertInfo};
 use crate::model::{Change, System};
 use crate::profile::HPE_TLSCONFIG_PATHS;
@@ -31,7 +31,7 @@ use crate::profile::HPE_TLSCONFIG_PATHS;
 /// The cipher list iLO shows (read-only here: the firmware's own list).
 const CIPHERS: &str = "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-AES128-GCM-SHA256:AES256-GCM-SHA384:AES128-GCM-SHA256";
 
-pub fn router() -> Router {
+pub(super) fn router() -> Router {
     let mut r = Router::new();
     for p in HPE_TLSCONFIG_PATHS {
         r = r
@@ -231,7 +231,7 @@ fn put_set(
                 next_id += 1;
                 set.push(BootCert { id: next_id, der });
             }
-            Err(e) => problems.push(super::boot_certs::refused_msg(&e, text, &at, None)),
+            Err(e) => problems.push(crate::api::boot_certs::refused_msg(&e, text, &at, None)),
         }
     }
     if problems.is_empty() {

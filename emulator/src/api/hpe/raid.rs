@@ -21,16 +21,16 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use super::json::{self, JsonObject, Resource};
-use super::{link, AppState, Sys, SysId};
 use crate::api::error::{ApiError, Msg};
+use crate::api::json::{self, JsonObject, Resource};
+use crate::api::{link, AppState, Sys, SysId};
 use crate::model::{Change, System};
 use crate::storage::{StorageState, Volume, VolumeChange};
 
 const PATH: &str = "smartstorageconfig";
 const DATA_GUARD: &[&str] = &["Disabled", "Permissive", "Strict"];
 
-pub fn router() -> Router {
+pub(super) fn router() -> Router {
     Router::new()
         .route(&format!("/redfish/v1/Systems/{{id}}/{PATH}"), get(current))
         .route(

@@ -1,20 +1,13 @@
-//! HPE's own extensions on the iLO profiles (profiles with `[hpe]`), as
-//! proliantutils, the library behind Ironic's iLO drivers, reads and
-//! drives them:
-//!
-//! - the System's `Oem.Hpe`: `PostState`, live (`PowerOff`, `InPost`,
-//!   `InPostDiscoveryComplete`, `FinishedPost`: the host's POST after a
-//!   start lasts the profile's `power.post_secs`), the
-//!   `#HpeComputerSystemExt.PowerButton` action (`PushType` `Press`, a
-//!   press of the power button; `PressAndHold`, held until the host is
-//!   off), and `Bios` (`UefiClass`, the ROM's version);
-//! - a VirtualMedia device's `Oem.Hpe`: `BootOnNextServerReset` (PATCH,
-//!   the host boots that device once at its next start) and the
-//!   `#HpeiLOVirtualMedia.InsertVirtualMedia` / `EjectVirtualMedia`
-//!   actions, iLO's own insert and eject.
+//! iLO's System extensions (`Oem.Hpe`): `PostState`, live (`PowerOff`,
+//! `InPost`, `InPostDiscoveryComplete`, `FinishedPost`: the host's POST
+//! after a start lasts the profile's `power.post_secs`), the
+//! `#HpeComputerSystemExt.PowerButton` action (`PushType` `Press`, a press
+//! of the power button; `PressAndHold`, held until the host is off), and
+//! `Bios` (`UefiClass`, the ROM's version), with the inventory's and the
+//! RAID configuration's links.
 //!
 //! Shapes from HPE's iLO 5 Redfish reference and proliantutils 2.16.3
-//! (`redfish/resources/system/system.py`, `manager/virtual_media.py`).
+//! (`redfish/resources/system/system.py`).
 
 use crate::api::State;
 use axum::http::Uri;
@@ -23,18 +16,16 @@ use axum::routing::post;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::json::{self, JsonObject};
-use super::{AppState, Sys};
 use crate::api::error::{ApiError, Msg};
+use crate::api::json::{self, JsonObject};
+use crate::api::{AppState, Sys};
 use crate::model::{PowerState, ResetType, System};
 use crate::profile::Profile;
 
 const POWER_BUTTON: &str = "HpeComputerSystemExt.PowerButton";
 const PUSH_TYPES: &[&str] = &["Press", "PressAndHold"];
-pub(super) const INSERT: &str = "HpeiLOVirtualMedia.InsertVirtualMedia";
-pub(super) const EJECT: &str = "HpeiLOVirtualMedia.EjectVirtualMedia";
 
-pub fn router() -> Router {
+pub(super) fn router() -> Router {
     Router::new().route(
         &format!("/redfish/v1/Systems/{{id}}/Actions/Oem/Hpe/{POWER_BUTTON}"),
         post(power_button),
@@ -83,8 +74,8 @@ pub fn post_state(st: &AppState, sys: &System) -> Option<PostState> {
 
 /// Adds the System's `Oem.Hpe` live parts to `v` (over the profile's
 /// static `[oem.system.Hpe]`).
-pub fn system_parts(sys: &System, profile: &Profile, post: Option<PostState>, v: &mut Value) {
-    let (Some(hpe), Some(post)) = (&profile.hpe, post) else {
+pub(in crate::api) fn system_parts(st: &AppState, sys: &System, profile: &Profile, v: &mut Value) {
+    let (Some(hpe), Some(post)) = (&profile.hpe, post_state(st, sys)) else {
         return;
     };
     let base = format!("/redfish/v1/Systems/{}", sys.id);
@@ -103,8 +94,8 @@ pub fn system_parts(sys: &System, profile: &Profile, post: Option<PostState>, v:
         "UefiClass": hpe.uefi_class,
         "Current": { "VersionString": profile.bios_version },
     });
-    super::hpe_inventory::system_links(sys, v);
-    super::hpe_raid::system_parts(sys, v);
+    super::inventory::system_links(sys, v);
+    super::raid::system_parts(sys, v);
 }
 
 /// `PushType: Press` presses the power button (a host that is off
@@ -138,22 +129,7 @@ async fn power_button(
     };
     tracing::info!(system = %sys.name, push, "power button");
     if let Some(reset) = reset {
-        super::systems::power_action_response(&st, &sys, reset).await?;
+        crate::api::systems::power_action_response(&st, &sys, reset).await?;
     }
     Ok(json::no_content())
-}
-
-/// A VirtualMedia device's `Oem.Hpe`: whether the host boots it at its
-/// next start, and iLO's own insert and eject actions.
-pub fn media_parts(base: &str, boot_next: bool, v: &mut Value) {
-    v["Oem"] = json!({
-        "Hpe": {
-            "@odata.type": "#HpeiLOVirtualMedia.v2_2_0.HpeiLOVirtualMedia",
-            "BootOnNextServerReset": boot_next,
-            "Actions": {
-                format!("#{INSERT}"): { "target": format!("{base}/Actions/Oem/Hpe/{INSERT}") },
-                format!("#{EJECT}"): { "target": format!("{base}/Actions/Oem/Hpe/{EJECT}") },
-            },
-        }
-    });
 }

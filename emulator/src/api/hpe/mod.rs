@@ -1,0 +1,104 @@
+//! HPE's wing: the iLO profiles' own extensions (profiles with `[hpe]`),
+//! as proliantutils, the library behind Ironic's iLO drivers, and HPE's
+//! iLOrest read and drive them.
+//!
+//! - `system.rs`: the System's `Oem.Hpe` (live `PostState`, the
+//!   `PowerButton` action, `Bios`);
+//! - `media.rs`: a VirtualMedia device's `Oem.Hpe`
+//!   (`BootOnNextServerReset`, taken by PATCH) and iLO's own insert and
+//!   eject actions;
+//! - `bios.rs`: the Bios resource's `Oem.Hpe` and machine attributes,
+//!   the base configurations and the UEFI boot settings;
+//! - `tls.rs`: the BIOS TLS configuration (`HpeTlsConfig`), where iLO
+//!   takes the CAs for HTTPS boot;
+//! - `inventory.rs`: iLO's read-only inventory (PCI devices, Smart
+//!   Storage, iSCSI, chassis devices, the security service);
+//! - `raid.rs`: the Smart Storage configuration (`smartstorageconfig`);
+//! - here: the service root's `Oem.Hpe`, the links the Manager and Chassis
+//!   show, the BMC's host name: the hooks `api/vendor.rs` calls, as are
+//!   the `pub(in crate::api)` functions of the submodules.
+//!
+//! Every route answers 404 on a system whose profile has no `[hpe]`.
+
+mod bios;
+mod inventory;
+mod media;
+mod raid;
+mod system;
+mod tls;
+
+use axum::Router;
+use serde_json::{json, Value};
+
+use crate::api::AppState;
+use crate::config::FeatureSet;
+use crate::model::System;
+use crate::profile::Profile;
+
+pub(in crate::api) use bios::bios_parts;
+pub(in crate::api) use media::{media_parts, patch_boot_next};
+pub(in crate::api) use system::{post_state, system_parts};
+
+/// The wing's routes in feature set `f`: iLO's virtual media actions
+/// where there is virtual media, the rest in the full set.
+pub fn router(f: FeatureSet) -> Router {
+    let mut r = Router::new();
+    if f.vmedia() {
+        r = r.merge(media::router());
+    }
+    if f.full() {
+        r = r
+            .merge(tls::router())
+            .merge(system::router())
+            .merge(bios::router())
+            .merge(inventory::router())
+            .merge(raid::router());
+    }
+    r
+}
+
+/// iLO's root says which iLO it is (`Oem.Hpe.Manager[0].ManagerType`,
+/// `Moniker.PRODGEN`): HPE's iLOrest reads the generation there before
+/// it logs in.
+pub(in crate::api) fn root_oem(profile: &Profile) -> Option<Value> {
+    profile.hpe.as_ref()?;
+    let fw = &profile.bmc_firmware_version;
+    let (kind, version) = fw.split_once(" v").unwrap_or((fw.as_str(), ""));
+    Some(json!({ "Hpe": {
+        "@odata.type": "#HpeiLOServiceExt.v2_3_0.HpeiLOServiceExt",
+        "Manager": [{
+            "ManagerType": kind,
+            "ManagerFirmwareVersion": version,
+            "Status": { "Health": "OK" },
+        }],
+        "Moniker": {
+            "PRODGEN": kind,
+            "PRODABR": "iLO",
+            "PRODFAM": "Integrated Lights-Out",
+            "VENDABR": "HPE",
+            "VENDNAM": "Hewlett Packard Enterprise",
+        },
+    }}))
+}
+
+/// The Manager's `Oem.Hpe.Links` (the security service).
+pub(in crate::api) fn manager_parts(st: &AppState, sys: &System, profile: &Profile, v: &mut Value) {
+    if profile.hpe.is_some() {
+        inventory::manager_links(st.manager_id(sys), v);
+    }
+}
+
+/// The Chassis's `Oem.Hpe.Links` (its devices).
+pub(in crate::api) fn chassis_parts(st: &AppState, sys: &System, profile: &Profile, v: &mut Value) {
+    if profile.hpe.is_some() {
+        inventory::chassis_links(st.chassis_id(sys), v);
+    }
+}
+
+/// An iLO's host name out of the box: `ILO<serial number>`.
+pub(in crate::api) fn host_name(sys: &System, profile: &Profile) -> Option<String> {
+    profile
+        .hpe
+        .as_ref()
+        .map(|_| format!("ILO{}", crate::api::systems::serial(sys)))
+}

@@ -1,0 +1,153 @@
+//! The vendor hooks: every place a generic resource shows or does
+//! something only some vendors' BMCs do calls one of these, and nothing
+//! else of a vendor's wing (`api/dell`, `api/hpe`). Each hook names what
+//! it adds or decides; the wings decide from the profile whether it is
+//! theirs to answer, so this module is the one place outside the wings
+//! that knows there are two. What a hook does not need a wing for is a
+//! predicate on the profile instead (`profile/behaviour.rs`: links that
+//! end in `/`, a BIOS settings object that takes a POST, …).
+//!
+//! A wing's own resources are its routes (`dell::router`, `hpe::router`,
+//! merged in `api::routes`); wings may use generic modules freely.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+use super::storage::Names;
+use super::{dell, hpe, AppState};
+use crate::bmc::jobs::Job;
+use crate::model::{MediaSlot, System};
+use crate::profile::Profile;
+
+/// The service root's `Oem`: an iDRAC's service tag, an iLO's generation.
+pub(super) fn root_oem(st: &AppState) -> Option<Value> {
+    dell::root_oem(st).or_else(|| hpe::root_oem(st.root_profile))
+}
+
+/// The service tag the service root of one BMC serving `sys` shows.
+pub(super) fn service_tag(sys: &System, profile: &Profile) -> Option<Arc<str>> {
+    dell::service_tag(sys, profile)
+}
+
+/// Adds the vendor's live parts of the System resource (its `Oem`, its
+/// links) to `v`.
+pub(super) fn system_parts(st: &AppState, sys: &System, profile: &Profile, v: &mut Value) {
+    hpe::system_parts(st, sys, profile, v);
+    dell::raid::system_parts(st, sys, v);
+}
+
+/// What of the System resource moves with time alone (iLO's `PostState`
+/// after a start), as a number: the render cache keys on it.
+pub(super) fn system_clock(st: &AppState, sys: &System) -> u8 {
+    hpe::post_state(st, sys).map_or(0, |p| p as u8 + 1)
+}
+
+/// Adds the vendor's parts of the Manager resource (its OEM actions and
+/// links) to `v`.
+pub(super) fn manager_parts(st: &AppState, sys: &System, profile: &Profile, v: &mut Value) {
+    dell::manager_parts(st, sys, profile, v);
+    hpe::manager_parts(st, sys, profile, v);
+}
+
+/// The BMC's host name as its vendor sets it out of the box, if the
+/// vendor has its own way.
+pub(super) fn bmc_host_name(sys: &System, profile: &Profile) -> Option<String> {
+    dell::host_name(sys, profile).or_else(|| hpe::host_name(sys, profile))
+}
+
+/// How long a reset of the BMC keeps its address down, and its job
+/// service not ready after that, where the vendor's profile says.
+pub(super) fn bmc_reset_times(profile: &Profile) -> Option<(Duration, Duration)> {
+    dell::reset_times(profile)
+}
+
+/// Adds the vendor's parts of the Chassis resource to `v`.
+pub(super) fn chassis_parts(st: &AppState, sys: &System, profile: &Profile, v: &mut Value) {
+    hpe::chassis_parts(st, sys, profile, v);
+}
+
+/// Adds the vendor's parts of the Bios resource (its `Oem`, attributes
+/// of the machine itself) to `body`.
+pub(super) fn bios_parts(st: &AppState, sys: &System, profile: &Profile, body: &mut Value) {
+    hpe::bios_parts(st, sys, profile, body);
+}
+
+/// Whether BIOS attributes staged on `sys` wait for a configuration job
+/// (held until one is created, or scheduled by an apply time).
+pub(super) fn bios_waits_for_job(st: &AppState, sys: &System) -> bool {
+    dell::bios_jobs(st, sys)
+}
+
+/// Refuses a BIOS change while a configuration job holds the staged ones.
+pub(super) fn check_bios_job(st: &AppState, sys: &System) -> Result<(), ApiError> {
+    dell::check_bios_job(st, sys)
+}
+
+/// Schedules the configuration job for the staged BIOS attributes: the
+/// answer to the PATCH that asked for it.
+pub(super) fn bios_job_scheduled(st: &AppState, sys: &System) -> Response {
+    dell::bios_job_scheduled(st, sys)
+}
+
+/// The Task of a job of the BMC's job queue.
+pub(super) async fn job_task(st: &AppState, job: &Job) -> Result<Response, ApiError> {
+    dell::task_response(st, job).await
+}
+
+/// Adds the vendor's parts of the Storage resource to `v`.
+pub(super) fn storage_parts(
+    st: &AppState,
+    sys: &System,
+    names: &Names,
+    raid: &[&str],
+    v: &mut Value,
+) {
+    dell::raid::storage_parts(st, sys, names, raid, v);
+}
+
+/// Adds the vendor's parts of the StorageController to `v`.
+pub(super) fn controller_parts(st: &AppState, sys: &System, names: &Names, v: &mut Value) {
+    dell::raid::controller_parts(st, sys, names, v);
+}
+
+/// Adds the vendor's parts of drive `id` (the machine's disk `disk`) to
+/// `v`.
+pub(super) fn drive_parts(st: &AppState, sys: &System, id: &str, disk: &str, v: &mut Value) {
+    dell::raid::drive_parts(st, sys, id, disk, v);
+}
+
+/// The integrated NIC's `Manufacturer`, where the vendor names it its way.
+pub(super) fn adapter_manufacturer(profile: &Profile) -> Option<&'static str> {
+    dell::adapter_manufacturer(profile)
+}
+
+/// Adds the vendor's parts of a NetworkDeviceFunction (whose port is
+/// `port`, a link) to `body`.
+pub(super) fn function_parts(profile: &Profile, port: Value, body: &mut Value) {
+    dell::function_parts(profile, port, body);
+}
+
+/// Adds the vendor's parts of a VirtualMedia device to `v` (`base` is its
+/// URI).
+pub(super) fn media_parts(st: &AppState, sys: &System, base: &str, slot: MediaSlot, v: &mut Value) {
+    hpe::media_parts(st, sys, base, slot, v);
+}
+
+/// A PATCH of a VirtualMedia device on a profile whose devices take one
+/// of the vendor's own properties
+/// (`Profile::media_patch_sets_boot_next`).
+pub(super) async fn media_oem_patch(
+    st: &AppState,
+    sys: &System,
+    slot: (MediaSlot, &'static str),
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Map<String, Value>,
+) -> Result<Response, ApiError> {
+    hpe::patch_boot_next(st, sys, slot, uri, headers, body).await
+}
