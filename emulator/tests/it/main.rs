@@ -19,6 +19,7 @@ mod api_profiles;
 mod api_query;
 mod api_resources;
 mod api_storage;
+mod architecture;
 mod binary;
 mod boot_routes;
 mod changes;
