@@ -19,6 +19,7 @@ use shoal_ipmi::console::{Login, Session};
 use shoal_ipmi::crypto::SUITES;
 
 use super::{progress, Options};
+use crate::emulator::EmulatorProcess;
 
 /// The account both BMCs are given (Shoal's and virtualbmc's).
 use crate::driver::{IPMI_PASSWORD as PASSWORD, IPMI_USER as USER};
@@ -26,15 +27,15 @@ use crate::driver::{IPMI_PASSWORD as PASSWORD, IPMI_USER as USER};
 const TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What one measurement gave.
-struct Figures {
-    per_sec: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    errors: u64,
+pub(super) struct Figures {
+    pub(super) per_sec: f64,
+    pub(super) p50_ms: f64,
+    pub(super) p99_ms: f64,
+    pub(super) errors: u64,
     /// The load generator's CPU time per operation, in microseconds.
     generator_us: f64,
     /// The first error, as an example.
-    first_error: Option<String>,
+    pub(super) first_error: Option<String>,
 }
 
 fn thread_cpu() -> Duration {
@@ -253,8 +254,8 @@ fn row(what: &str, f: &Figures) -> String {
 /// The rows for one BMC: cipher suite 3 (what virtualbmc serves), and for
 /// shoal suite 17 too (what ipmitool and pyghmi pick).
 fn measure(name: &str, bmc: SocketAddr, d: Duration, with_17: bool) -> Result<(String, [f64; 3])> {
-    let one = drive(bmc, 1, d, 3, chassis_status)?;
-    let four = drive(bmc, 4, d, 3, chassis_status)?;
+    let one = chassis_status_load(bmc, 1, d, 3)?;
+    let four = chassis_status_load(bmc, 4, d, 3)?;
     let setups = drive(bmc, 1, d, 3, session_setup)?;
     let mut text = [
         row(
@@ -272,7 +273,7 @@ fn measure(name: &str, bmc: SocketAddr, d: Duration, with_17: bool) -> Result<(S
     ]
     .concat();
     if with_17 {
-        let one = drive(bmc, 1, d, 17, chassis_status)?;
+        let one = chassis_status_load(bmc, 1, d, 17)?;
         let setups = drive(bmc, 1, d, 17, session_setup)?;
         text.push_str(&row(
             &format!("{name}: Get Chassis Status, 1 client, suite 17"),
@@ -398,10 +399,12 @@ fn wait_answering(bmc: SocketAddr) -> Result<()> {
     }
 }
 
-pub fn run(opts: &Options) -> Result<String> {
-    progress("IPMI: shoal ...");
+/// shoal-emulator `emulator` serving IPMI for one fake system on a free
+/// loopback UDP port, as the IPMI rows start it; its log in `log`.
+/// Returns once it answers a login.
+pub(super) fn start_shoal(emulator: &Path, log: &Path) -> Result<(EmulatorProcess, SocketAddr)> {
     let port = free_udp_port()?;
-    let mut cmd = Command::new(&opts.emulator);
+    let mut cmd = Command::new(emulator);
     cmd.args([
         "--port",
         "0",
@@ -414,13 +417,26 @@ pub fn run(opts: &Options) -> Result<String> {
         &crate::driver::ipmi_user_flag(),
     ])
     .env("RUST_LOG", "warn");
-    let emu = crate::emulator::EmulatorProcess::spawn_endpoints(
-        cmd,
-        &opts.out.join("shoal-ipmi.log"),
-        0,
-    )?;
+    let emu = EmulatorProcess::spawn_endpoints(cmd, log, 0)?;
     let shoal: SocketAddr = ([127, 0, 0, 1], port).into();
     wait_answering(shoal)?;
+    Ok((emu, shoal))
+}
+
+/// Get Chassis Status in an established session, `clients` clients,
+/// cipher suite `suite`, for `d`: the row `measure` prints.
+pub(super) fn chassis_status_load(
+    bmc: SocketAddr,
+    clients: usize,
+    d: Duration,
+    suite: u8,
+) -> Result<Figures> {
+    drive(bmc, clients, d, suite, chassis_status)
+}
+
+pub fn run(opts: &Options) -> Result<String> {
+    progress("IPMI: shoal ...");
+    let (emu, shoal) = start_shoal(&opts.emulator, &opts.out.join("shoal-ipmi.log"))?;
     let (mut text, shoal_rates) = measure("shoal", shoal, opts.duration, true)?;
     text.push_str(&format!(
         "  (shoal RSS {:.1} MiB after the IPMI rows)\n",

@@ -197,7 +197,7 @@ pub fn compare(opts: &Options) -> Result<Vec<Row>> {
     let rt = rt()?;
     let mut rows = Vec::new();
     for auth in [false, true] {
-        let shoal = start_shoal(opts, dir, opts.systems, auth)?;
+        let shoal = start_shoal(&opts.emulator, dir, opts.systems, auth)?;
         let shoal_addr = url_addr(&shoal.url)?;
         let basic = auth.then(basic_header);
         let shoal_t = Target {
@@ -281,7 +281,7 @@ pub fn scale(opts: &Options) -> Result<(String, f64)> {
     let rt = rt()?;
     progress(&format!("shoal with {} systems ...", opts.scale_systems));
     let started = Instant::now();
-    let emu = start_shoal(opts, &opts.out, opts.scale_systems, false)?;
+    let emu = start_shoal(&opts.emulator, &opts.out, opts.scale_systems, false)?;
     let up = started.elapsed();
     let addr = url_addr(&emu.url)?;
     let systems = rt.block_on(system_paths(addr, None))?;
@@ -388,7 +388,7 @@ pub fn rack(opts: &Options) -> Result<String> {
 pub fn storm(opts: &Options) -> Result<String> {
     let rt = rt()?;
     progress("PATCH storm on one system under full GET load ...");
-    let emu = start_shoal(opts, &opts.out, opts.systems, false)?;
+    let emu = start_shoal(&opts.emulator, &opts.out, opts.systems, false)?;
     let addr = url_addr(&emu.url)?;
     let systems = rt.block_on(system_paths(addr, None))?;
     let target = systems[0].clone();
@@ -492,7 +492,7 @@ pub fn storm(opts: &Options) -> Result<String> {
 pub fn soak(opts: &Options) -> Result<String> {
     let rt = rt()?;
     progress(&format!("soak for {:.0} s ...", opts.soak.as_secs_f64()));
-    let emu = start_shoal(opts, &opts.out, opts.systems, false)?;
+    let emu = start_shoal(&opts.emulator, &opts.out, opts.systems, false)?;
     let addr = url_addr(&emu.url)?;
     let t = Target {
         name: "shoal",

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use hyper::{Method, StatusCode};
 use serde_json::Value;
 
-use super::{Options, BCRYPT_COST, PASSWORD, USER};
+use super::{BCRYPT_COST, PASSWORD, USER};
 use crate::emulator::EmulatorProcess;
 use crate::load::Conn;
 
@@ -93,8 +93,11 @@ fn htpasswd(dir: &Path) -> Result<PathBuf> {
     Ok(p)
 }
 
+/// shoal-emulator `emulator` with `systems` fake systems (from a config
+/// file in `dir`, Basic auth if `auth`), as every HTTP row starts it; its
+/// log in `dir`.
 pub(super) fn start_shoal(
-    opts: &Options,
+    emulator: &Path,
     dir: &Path,
     systems: usize,
     auth: bool,
@@ -112,7 +115,7 @@ pub(super) fn start_shoal(
     }
     let cfg = dir.join(format!("shoal-{systems}-{auth}.toml"));
     std::fs::write(&cfg, inv)?;
-    let mut cmd = Command::new(&opts.emulator);
+    let mut cmd = Command::new(emulator);
     cmd.arg("--config")
         .arg(&cfg)
         .args(["--port", "0"])
