@@ -7,7 +7,8 @@
 //! - `conformance`: DMTF's four conformance tools against the emulator.
 //! - `fuzz`: generated requests against the emulator, checking invariants.
 //! - `bench`: shoal beside sushy-tools and nginx, at scale, under a PATCH
-//!   storm and in a soak.
+//!   storm and in a soak; with `--ab-baseline`, two builds of shoal
+//!   interleaved in one run instead.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -45,7 +46,8 @@ enum Command {
     /// Benchmark shoal-emulator (fake backend) against sushy-tools 2.2.0
     /// (gunicorn, 2 workers x 2 threads) and nginx on loopback, and its
     /// IPMI side against virtualbmc 3.3.0; prints the table, scale, rack,
-    /// IPMI, PATCH-storm and soak figures.
+    /// IPMI, PATCH-storm and soak figures. With --ab-baseline, only two
+    /// builds of shoal-emulator side by side (A/B rows).
     Bench(BenchArgs),
     /// Serve a folder as the boot file server does.
     Serve(ServeArgs),
@@ -202,6 +204,16 @@ struct BenchArgs {
     /// BMCs in the fleet run.
     #[arg(long, default_value_t = 1000)]
     fleet_nodes: usize,
+    /// A/B mode: a second shoal-emulator binary, the baseline (A);
+    /// --emulator is the candidate (B). With it only the A/B rows run
+    /// (GET System, PATCH Boot, IPMI Get Chassis Status), rounds
+    /// alternating A B A B, each a fresh process, --duration-secs long;
+    /// the report gives each side's median and range and a verdict.
+    #[arg(long, env = "SHOAL_BENCH_BASELINE")]
+    ab_baseline: Option<PathBuf>,
+    /// Rounds per side and operation in A/B mode.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..))]
+    ab_rounds: u32,
 }
 
 /// The flags of `serve`.
@@ -375,7 +387,12 @@ impl FuzzArgs {
 impl BenchArgs {
     fn run(self) -> Result<Report> {
         let emulator = emulator_or_sibling(self.emulator)?;
-        if !self.no_nginx && !self.nginx.exists() {
+        // The A/B rows need neither nginx nor sushy-tools.
+        let ab = self.ab_baseline.map(|baseline| bench::Ab {
+            baseline,
+            rounds: self.ab_rounds as usize,
+        });
+        if ab.is_none() && !self.no_nginx && !self.nginx.exists() {
             anyhow::bail!(
                 "{} is missing (apt-get install nginx-light, or --no-nginx)",
                 self.nginx.display()
@@ -409,7 +426,10 @@ impl BenchArgs {
             out: out.clone(),
             fleet: self.ironic_venv.map(|v| (v, self.fleet_nodes.max(1))),
         };
-        let report = bench::run(&opts)?;
+        let report = match &ab {
+            Some(ab) => bench::run_ab(&opts, ab)?,
+            None => bench::run(&opts)?,
+        };
         Ok(Report {
             files: vec![(out.join("report.txt"), report.text.clone())],
             summary: report.text,

@@ -8,7 +8,11 @@
 //! scale (10,000 systems: RSS and latencies), a PATCH storm under full load
 //! that must lose no update, and a soak whose RSS at start and end it
 //! reports. Figures are printed, never asserted; a lost update is an error.
+//!
+//! With `--ab-baseline` it runs only the A/B rows instead (`ab.rs`): two
+//! builds of shoal-emulator, interleaved in one run.
 
+mod ab;
 mod fleet;
 mod ipmi;
 mod report;
@@ -28,6 +32,7 @@ use serde_json::{json, Value};
 
 use crate::emulator::rss_kib;
 use crate::load::{self, Conn, Operation, Outcome};
+pub use ab::{run_ab, Ab};
 use report::fmt_stats;
 pub use report::{table, targets, Report, Row};
 use services::{get_json, start_nginx, start_shoal, start_sushy_tools, system_paths, url_addr};
