@@ -17,7 +17,8 @@
 //! `[min_A * (1 - w), max_A * (1 + w)]`: the baseline rounds' range
 //! widened by the rounds' own relative spread. A candidate median inside
 //! the band is "within noise"; above it "faster", below it "slower".
-//! Figures are printed, never asserted.
+//! Beside it, each round's B against the A run just before it, which a
+//! drift of the machine moves less. Figures are printed, never asserted.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -222,6 +223,17 @@ pub fn verdict(baseline: &[f64], candidate: &[f64]) -> Verdict {
     }
 }
 
+/// Round i's candidate against round i's baseline (run just before it),
+/// in %: a drift of the machine moves both alike, so a sign that holds in
+/// every pair says more than the verdict's band. Shown, not judged.
+pub fn pair_diffs_pct(baseline: &[f64], candidate: &[f64]) -> Vec<f64> {
+    baseline
+        .iter()
+        .zip(candidate)
+        .map(|(a, b)| if *a > 0.0 { (b - a) / a * 100.0 } else { 0.0 })
+        .collect()
+}
+
 /// One round of `op` against a fresh `emulator`, its files in `dir`.
 fn round(
     op: AbOp,
@@ -381,6 +393,19 @@ pub fn ab_table(rows: &[AbRow]) -> String {
             v.candidate.median,
         )
         .ok();
+        let pairs = pair_diffs_pct(&rates(&r.baseline), &rates(&r.candidate));
+        writeln!(
+            footer,
+            "  each round's B vs the A just before it: {}; B lower in {} of {}",
+            pairs
+                .iter()
+                .map(|d| format!("{d:+.1}%"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            pairs.iter().filter(|d| **d < 0.0).count(),
+            pairs.len(),
+        )
+        .ok();
         for s in r.baseline.iter().chain(&r.candidate) {
             if let Some(e) = &s.first_error {
                 writeln!(footer, "  (first error: {e})").ok();
@@ -483,6 +508,14 @@ mod tests {
         assert!(t.contains("| -25.0% | SLOWER |"), "{t}");
         assert!(
             t.contains("- GET System: rounds A 40000 41000 39000 40000 / B 40400 40000 39600 40000 req/s; w = 5.0%"),
+            "{t}"
+        );
+        assert!(
+            t.contains("  each round's B vs the A just before it: +1.0% -2.4% +1.5% +0.0%; B lower in 1 of 4"),
+            "{t}"
+        );
+        assert!(
+            t.contains("-25.0% -25.2% -24.7% -25.0%; B lower in 4 of 4"),
             "{t}"
         );
     }
