@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -137,20 +137,60 @@ pub struct ChangeRecord {
 /// The stream of one BMC's change records.
 pub struct Changes {
     tx: broadcast::Sender<ChangeRecord>,
+    /// Live subscriptions: read on every backend call, so an atomic
+    /// rather than the channel's own count (behind its mutex).
+    subscribers: Arc<AtomicUsize>,
 }
 
 impl Default for Changes {
     fn default() -> Self {
         Changes {
             tx: broadcast::channel(CAPACITY).0,
+            subscribers: Arc::default(),
         }
+    }
+}
+
+/// A subscriber's end of the stream: the records from its subscription
+/// on (a `broadcast::Receiver`, which it dereferences to).
+pub struct Subscription {
+    rx: broadcast::Receiver<ChangeRecord>,
+    subscribers: Arc<AtomicUsize>,
+}
+
+impl std::ops::Deref for Subscription {
+    type Target = broadcast::Receiver<ChangeRecord>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.rx
+    }
+}
+
+impl std::ops::DerefMut for Subscription {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.rx
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.subscribers.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 impl Changes {
     /// The records from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<ChangeRecord> {
-        self.tx.subscribe()
+    pub fn subscribe(&self) -> Subscription {
+        self.subscribers.fetch_add(1, Ordering::Relaxed);
+        Subscription {
+            rx: self.tx.subscribe(),
+            subscribers: self.subscribers.clone(),
+        }
+    }
+
+    /// Whether anyone subscribes.
+    fn subscribed(&self) -> bool {
+        self.subscribers.load(Ordering::Relaxed) > 0
     }
 
     fn announce(&self, before: &System, after: &System, cause: &Cause, power: bool) {
@@ -282,7 +322,7 @@ impl Tracker {
     /// someone listens again, records start from what is seen then,
     /// never from a snapshot that missed changes meanwhile.
     fn listening(&self) -> bool {
-        let on = self.changes.tx.receiver_count() > 0 || tracing::enabled!(tracing::Level::DEBUG);
+        let on = self.changes.subscribed() || tracing::enabled!(tracing::Level::DEBUG);
         if on {
             self.tracking.store(true, Ordering::Relaxed);
         } else if self.tracking.swap(false, Ordering::Relaxed) {
