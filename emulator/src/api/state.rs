@@ -27,9 +27,30 @@ use crate::faults::Faults;
 use crate::model::System;
 use crate::profile::{self, Profile, Profiles};
 
-/// Everything a handler needs. Cheap to clone.
+/// Everything a handler needs: one shared [`Service`], so that the
+/// clones each request's extractors make cost one reference count.
+/// Start-up code writes its fields through `DerefMut`, before the state
+/// is shared; a write to a shared state changes that clone alone (copy
+/// on write), as a write to a copied struct would.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Service>);
+
+impl std::ops::Deref for AppState {
+    type Target = Service;
+    fn deref(&self) -> &Service {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for AppState {
+    fn deref_mut(&mut self) -> &mut Service {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+/// What an [`AppState`] shares.
+#[derive(Clone)]
+pub struct Service {
     /// The endpoint's BMC: its machines, locks, profiles, faults and
     /// power clock, shared with its IPMI side.
     pub core: Core,
@@ -86,7 +107,7 @@ impl AppState {
     ) -> Self {
         let tasks = Arc::new(Tasks::default());
         let core = Core::new(backend).with_work(tasks.clone());
-        AppState {
+        AppState(Arc::new(Service {
             core,
             auth: Arc::new(auth),
             tasks,
@@ -102,7 +123,7 @@ impl AppState {
             enclosures: Arc::default(),
             media_ip_family: None,
             media_verifies: true,
-        }
+        }))
     }
 
     /// The same state sharing the process's faults.

@@ -323,9 +323,12 @@ impl Tracker {
     /// never from a snapshot that missed changes meanwhile.
     fn listening(&self) -> bool {
         let on = self.changes.subscribed() || tracing::enabled!(tracing::Level::DEBUG);
-        if on {
+        // Loaded before written: the read path of a service nobody
+        // listens to stores nothing to the shared line.
+        let was = self.tracking.load(Ordering::Relaxed);
+        if on && !was {
             self.tracking.store(true, Ordering::Relaxed);
-        } else if self.tracking.swap(false, Ordering::Relaxed) {
+        } else if !on && was && self.tracking.swap(false, Ordering::Relaxed) {
             lock(&self.seen).clear();
         }
         on
