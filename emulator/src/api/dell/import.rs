@@ -359,7 +359,7 @@ pub(super) async fn import(
     let locked = st.locked(&id).await?;
     let sys = &locked.sys;
     // The action's name is the profile's (checked before the body is read).
-    let d = lc_of(&st, sys, &uri)?;
+    let d = lc_of(&st, sys, uri.path())?;
     if action != d.import_action {
         return Err(ApiError::NotFound(uri.path().to_string()));
     }

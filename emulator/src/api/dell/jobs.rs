@@ -14,11 +14,11 @@ use serde_json::{json, Value};
 
 use crate::api::error::{ApiError, Msg};
 use crate::api::json::{self, JsonObject, Resource};
-use crate::api::{collection, AppState, State, Sys, SysId};
+use crate::api::{collection, AppState, State, SysId};
 use crate::model::{Change, System};
 use crate::timefmt::rfc3339;
 
-use super::{dell_msg, lc_of, raid, success, Job, JobState};
+use super::{dell_msg, lc_of, raid, success, Job, JobState, LcRequest};
 
 /// A BIOS configuration job: the staged attributes apply at the reset.
 pub(super) const BIOS_JOB: &str = "BIOSConfiguration";
@@ -176,7 +176,7 @@ pub(super) async fn create_job(
 ) -> Result<Response, ApiError> {
     let locked = st.locked(&id).await?;
     let sys = &locked.sys;
-    lc_of(&st, sys, &uri)?;
+    lc_of(&st, sys, uri.path())?;
     for k in body.keys() {
         if !["TargetSettingsURI", "StartTime", "EndTime"].contains(&k.as_str())
             && !k.starts_with("@odata.")
@@ -321,51 +321,43 @@ pub async fn task_response(st: &AppState, j: &Job) -> Result<Response, ApiError>
     Ok(r)
 }
 
-pub(super) async fn job_list(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    lc_of(&st, &sys, &uri)?;
-    let base = uri.path().to_string();
-    let members = st
+pub(super) async fn job_list(lc: LcRequest) -> Result<Resource, ApiError> {
+    let base = lc.path.as_str();
+    let members = lc
+        .st
         .jobs
-        .of(&sys.id)
+        .of(&lc.sys.id)
         .into_iter()
         .map(|j| format!("{base}/{}", j.id));
-    let mut v = collection("DellJobCollection", uri.path(), "JobQueue", members);
-    v["@odata.type"] = json!("#DellJobCollection.DellJobCollection");
+    let mut v = collection("DellJobCollection", base, "JobQueue", members);
     v["Description"] = json!("Collection of Job Instances");
     Ok(Resource::plain(v, "GET"))
 }
 
-fn job_of(st: &AppState, sys: &System, jid: &str, uri: &Uri) -> Result<Job, ApiError> {
-    st.jobs
+/// Job `jid` of the request's System.
+fn job_of(lc: &LcRequest, jid: &str) -> Result<Job, ApiError> {
+    lc.st
+        .jobs
         .get(jid)
-        .filter(|j| j.system == sys.id)
-        .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))
+        .filter(|j| j.system == lc.sys.id)
+        .ok_or_else(|| ApiError::NotFound(lc.path.clone()))
 }
 
 pub(super) async fn job(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
     Path((_, jid)): Path<(String, String)>,
-    uri: Uri,
+    lc: LcRequest,
 ) -> Result<Resource, ApiError> {
-    lc_of(&st, &sys, &uri)?;
-    let j = job_of(&st, &sys, &jid, &uri)?;
-    Ok(Resource::plain(job_json(uri.path(), &j), "GET, DELETE"))
+    let j = job_of(&lc, &jid)?;
+    Ok(Resource::plain(job_json(&lc.path, &j), "GET, DELETE"))
 }
 
 pub(super) async fn delete_job(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
     Path((_, jid)): Path<(String, String)>,
-    uri: Uri,
+    lc: LcRequest,
 ) -> Result<Response, ApiError> {
-    let d = lc_of(&st, &sys, &uri)?;
-    job_of(&st, &sys, &jid, &uri)?;
-    delete_jobs(&st, &sys.id, Some(&jid)).await?;
+    let LcRequest { st, sys, d, .. } = &lc;
+    job_of(&lc, &jid)?;
+    delete_jobs(st, &sys.id, Some(&jid)).await?;
     tracing::info!(system = %sys.name, job = %jid, "job deleted");
     Ok(success(dell_msg(d, "SUP020", &[])))
 }

@@ -28,6 +28,8 @@ mod services;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -36,6 +38,7 @@ use serde_json::{json, Value};
 
 use crate::api::error::{ApiError, Msg};
 use crate::api::json::Resource;
+use crate::api::state::endpoint_state;
 use crate::api::{link, AppState, State, Sys};
 use crate::config::FeatureSet;
 use crate::model::System;
@@ -116,22 +119,43 @@ fn dell_msg(d: &DellLc, id: &'static str, args: &[&str]) -> Msg {
 }
 
 /// The Lifecycle Controller API of `sys`, when its profile has it and it
-/// has an endpoint of its own; otherwise the URL is not found.
-fn lc_of(st: &AppState, sys: &System, uri: &Uri) -> Result<&'static DellLc, ApiError> {
-    let not_found = || ApiError::NotFound(uri.path().to_string());
+/// has an endpoint of its own; otherwise `path` is not found.
+fn lc_of(st: &AppState, sys: &System, path: &str) -> Result<&'static DellLc, ApiError> {
+    let not_found = || ApiError::NotFound(path.to_string());
     let (Some(d), Some(_)) = (&st.profile(sys).dell, &st.fixed) else {
         return Err(not_found());
     };
     let mgr = format!("/redfish/v1/Managers/{}/", st.manager_id(sys));
-    let legacy = uri.path().starts_with("/redfish/v1/Dell/")
-        || uri
-            .path()
+    let legacy = path.starts_with("/redfish/v1/Dell/")
+        || path
             .strip_prefix(&mgr)
             .is_some_and(|rest| rest == "Jobs" || rest.starts_with("Jobs/"));
     if legacy && !d.legacy_paths {
         return Err(not_found());
     }
     Ok(d)
+}
+
+/// A request for the Lifecycle Controller API of a System, read without
+/// its lock ([`lc_of`] decides whether the URL is found): the endpoint's
+/// state, the System, the path asked and the profile's API.
+struct LcRequest {
+    st: AppState,
+    sys: System,
+    path: String,
+    d: &'static DellLc,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for LcRequest {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, ApiError> {
+        let Sys(sys) = Sys::from_request_parts(parts, s).await?;
+        let st = endpoint_state(parts)?;
+        let path = parts.uri.path().to_string();
+        let d = lc_of(&st, &sys, &path)?;
+        Ok(LcRequest { st, sys, path, d })
+    }
 }
 
 /// 200 with Base `Success` and the Dell message after it.

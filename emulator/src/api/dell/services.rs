@@ -8,17 +8,16 @@
 
 use std::time::Duration;
 
-use axum::http::{StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::api::error::{ApiError, Msg};
 use crate::api::json::{self, JsonObject, Resource};
-use crate::api::{AppState, State, Sys};
-use crate::model::{PowerState, System};
+use crate::model::PowerState;
 
 use super::jobs::delete_jobs;
-use super::{dell_msg, lc_of, success};
+use super::{dell_msg, success, LcRequest};
 
 pub(super) const DELETE_QUEUE: &str = "DeleteJobQueue";
 pub(super) const API_STATUS: &str = "GetRemoteServicesAPIStatus";
@@ -36,17 +35,17 @@ struct Service {
     allowable: Option<(&'static str, &'static [&'static str])>,
 }
 
-fn service(st: &AppState, sys: &System, uri: &Uri, s: &Service) -> Result<Resource, ApiError> {
-    lc_of(st, sys, uri)?;
+fn service(lc: &LcRequest, s: &Service) -> Result<Resource, ApiError> {
+    let path = lc.path.as_str();
     let (svc, action) = s.action;
-    let mut a = json!({ "target": format!("{}/Actions/{svc}.{action}", uri.path()) });
+    let mut a = json!({ "target": format!("{path}/Actions/{svc}.{action}") });
     if let Some((param, values)) = s.allowable {
         a[format!("{param}@Redfish.AllowableValues")] = json!(values);
     }
     Ok(Resource::plain(
         json!({
             "@odata.type": s.odata_type,
-            "@odata.id": uri.path(),
+            "@odata.id": path,
             "Id": s.id,
             "Name": s.name,
             "Description": s.description,
@@ -56,12 +55,8 @@ fn service(st: &AppState, sys: &System, uri: &Uri, s: &Service) -> Result<Resour
     ))
 }
 
-pub(super) async fn job_service(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    service(&st, &sys, &uri, &Service {
+pub(super) async fn job_service(lc: LcRequest) -> Result<Resource, ApiError> {
+    service(&lc, &Service {
         odata_type: "#DellJobService.v1_6_0.DellJobService",
         id: "Job Service",
         name: "DellJobService",
@@ -72,20 +67,18 @@ pub(super) async fn job_service(
 }
 
 pub(super) async fn delete_queue(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
+    lc: LcRequest,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let d = lc_of(&st, &sys, &uri)?;
+    let LcRequest { st, sys, d, .. } = &lc;
     json::action_known(&body, &["JobID"], DELETE_QUEUE)?;
     let jid = json::action_str(&body, "JobID", DELETE_QUEUE)?.ok_or_else(|| {
         ApiError::bad(Msg::new("ActionParameterMissing", &[DELETE_QUEUE, "JobID"]))
     })?;
     if jid == "JID_CLEARALL" || jid == "JID_CLEARALL_FORCE" {
-        let n = delete_jobs(&st, &sys.id, None).await?;
+        let n = delete_jobs(st, &sys.id, None).await?;
         tracing::info!(system = %sys.name, jobs = n, "job queue cleared");
-    } else if delete_jobs(&st, &sys.id, Some(jid)).await? == 0 {
+    } else if delete_jobs(st, &sys.id, Some(jid)).await? == 0 {
         return Err(ApiError::BadRequest(vec![
             Msg::new("ActionParameterValueError", &["JobID", DELETE_QUEUE]),
             dell_msg(d, "SUP011", &[]),
@@ -94,12 +87,8 @@ pub(super) async fn delete_queue(
     Ok(success(dell_msg(d, "SUP020", &[])))
 }
 
-pub(super) async fn lc_service(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    service(&st, &sys, &uri, &Service {
+pub(super) async fn lc_service(lc: LcRequest) -> Result<Resource, ApiError> {
+    service(&lc, &Service {
         odata_type: "#DellLCService.v1_7_0.DellLCService",
         id: "DellLCService",
         name: "DellLCService",
@@ -110,12 +99,10 @@ pub(super) async fn lc_service(
 }
 
 pub(super) async fn api_status(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
+    lc: LcRequest,
     body: json::OptionalJsonObject,
 ) -> Result<Response, ApiError> {
-    lc_of(&st, &sys, &uri)?;
+    let LcRequest { st, sys, .. } = &lc;
     if let Some(b) = &body.0 {
         json::action_known(b, &[], API_STATUS)?;
     }
@@ -128,7 +115,7 @@ pub(super) async fn api_status(
         _ if st
             .core
             .power_clock
-            .within(&sys.id, st.profile(&sys).power.post_secs, true) =>
+            .within(&sys.id, st.profile(sys).power.post_secs, true) =>
         {
             "InPOST"
         }
@@ -149,12 +136,8 @@ pub(super) async fn api_status(
         .into_response())
 }
 
-pub(super) async fn card_service(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    service(&st, &sys, &uri, &Service {
+pub(super) async fn card_service(lc: LcRequest) -> Result<Resource, ApiError> {
+    service(&lc, &Service {
         odata_type: "#DelliDRACCardService.v1_6_0.DelliDRACCardService",
         id: "DelliDRACCardService",
         name: "DelliDRACCardService",
@@ -165,12 +148,10 @@ pub(super) async fn card_service(
 }
 
 pub(super) async fn idrac_reset(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
+    lc: LcRequest,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    let d = lc_of(&st, &sys, &uri)?;
+    let LcRequest { st, sys, d, .. } = &lc;
     json::action_known(&body, &["Force"], IDRAC_RESET)?;
     if let Some(f) = json::action_str(&body, "Force", IDRAC_RESET)? {
         if !FORCE.contains(&f) {
@@ -183,6 +164,6 @@ pub(super) async fn idrac_reset(
     let down = Duration::from_secs(d.reset_down_secs);
     let settle = Duration::from_secs(d.lc_settle_secs);
     tracing::info!(system = %sys.name, ?down, ?settle, "iDRAC reset");
-    crate::api::managers::restart_bmc(&st, &sys, down, settle);
+    crate::api::managers::restart_bmc(st, sys, down, settle);
     Ok(success(dell_msg(d, "RAC064", &[])))
 }

@@ -16,16 +16,15 @@ mod security;
 
 pub use security::manager_links;
 
-use crate::api::State;
 use axum::extract::Path;
-use axum::http::Uri;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
+use super::Ilo;
 use crate::api::error::ApiError;
 use crate::api::json::Resource;
-use crate::api::{collection, link, AppState, Sys};
+use crate::api::{collection, link, AppState};
 use crate::model::System;
 use crate::storage::Volume;
 
@@ -72,14 +71,6 @@ pub(super) fn router() -> Router {
 
 fn base(sys: &System) -> String {
     format!("/redfish/v1/Systems/{}", sys.id)
-}
-
-/// The inventory is an iLO's: elsewhere these URLs are not found.
-fn hpe(st: &AppState, sys: &System, uri: &Uri) -> Result<(), ApiError> {
-    match st.profile(sys).hpe {
-        Some(_) => Ok(()),
-        None => Err(ApiError::NotFound(uri.path().to_string())),
-    }
 }
 
 /// `v`'s `Oem.Hpe`, typed `odata_type` unless it has a type already.
@@ -135,32 +126,22 @@ fn devices(sys: &System) -> Vec<Value> {
     out
 }
 
-async fn pci_devices(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = format!("{}/PCIDevices", base(&sys));
-    let members = devices(&sys)
+async fn pci_devices(ilo: Ilo) -> Result<Resource, ApiError> {
+    let sys = &ilo.sys;
+    let b = format!("{}/PCIDevices", base(sys));
+    let members = devices(sys)
         .into_iter()
         .filter_map(|d| d["@odata.id"].as_str().map(String::from));
-    let mut v = collection("HpeServerPciDeviceCollection", &b, "PCI Devices", members);
-    v["@odata.type"] = json!("#HpeServerPciDeviceCollection.HpeServerPciDeviceCollection");
+    let v = collection("HpeServerPciDeviceCollection", &b, "PCI Devices", members);
     Ok(Resource::plain(v, "GET"))
 }
 
-async fn pci_device(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    Path((_, n)): Path<(String, String)>,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let d = devices(&sys)
+async fn pci_device(Path((_, n)): Path<(String, String)>, ilo: Ilo) -> Result<Resource, ApiError> {
+    let sys = &ilo.sys;
+    let d = devices(sys)
         .into_iter()
         .find(|d| d["Id"] == json!(n))
-        .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))?;
+        .ok_or_else(|| ilo.not_found())?;
     Ok(Resource::plain(d, "GET"))
 }
 
@@ -168,13 +149,9 @@ fn controller_uri(sys: &System) -> String {
     format!("{}/SmartStorage/ArrayControllers/0", base(sys))
 }
 
-async fn smart_storage(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = format!("{}/SmartStorage", base(&sys));
+async fn smart_storage(ilo: Ilo) -> Result<Resource, ApiError> {
+    let sys = &ilo.sys;
+    let b = format!("{}/SmartStorage", base(sys));
     Ok(Resource::plain(
         json!({
             "@odata.type": "#HpeSmartStorage.v2_0_0.HpeSmartStorage",
@@ -189,31 +166,21 @@ async fn smart_storage(
     ))
 }
 
-async fn array_controllers(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = format!("{}/SmartStorage/ArrayControllers", base(&sys));
-    let mut v = collection(
+async fn array_controllers(ilo: Ilo) -> Result<Resource, ApiError> {
+    let sys = &ilo.sys;
+    let b = format!("{}/SmartStorage/ArrayControllers", base(sys));
+    let v = collection(
         "HpeSmartStorageArrayControllerCollection",
         &b,
         "Array Controllers",
-        [controller_uri(&sys)],
+        [controller_uri(sys)],
     );
-    v["@odata.type"] =
-        json!("#HpeSmartStorageArrayControllerCollection.HpeSmartStorageArrayControllerCollection");
     Ok(Resource::plain(v, "GET"))
 }
 
-async fn array_controller(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let c = controller_uri(&sys);
+async fn array_controller(ilo: Ilo) -> Result<Resource, ApiError> {
+    let sys = &ilo.sys;
+    let c = controller_uri(sys);
     Ok(Resource::plain(
         json!({
             "@odata.type": "#HpeSmartStorageArrayController.v2_2_0.HpeSmartStorageArrayController",
@@ -251,41 +218,33 @@ fn raid_level(t: &str) -> &str {
     }
 }
 
-async fn logical_drives(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = format!("{}/LogicalDrives", controller_uri(&sys));
-    let members = (1..=logical(&sys).len()).map(|n| format!("{b}/{n}"));
-    let mut v = collection(
+async fn logical_drives(ilo: Ilo) -> Result<Resource, ApiError> {
+    let sys = &ilo.sys;
+    let b = format!("{}/LogicalDrives", controller_uri(sys));
+    let members = (1..=logical(sys).len()).map(|n| format!("{b}/{n}"));
+    let v = collection(
         "HpeSmartStorageLogicalDriveCollection",
         &b,
         "Logical Drives",
         members,
     );
-    v["@odata.type"] =
-        json!("#HpeSmartStorageLogicalDriveCollection.HpeSmartStorageLogicalDriveCollection");
     Ok(Resource::plain(v, "GET"))
 }
 
 async fn logical_drive(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
     Path((_, n)): Path<(String, usize)>,
-    uri: Uri,
+    ilo: Ilo,
 ) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let not_found = || ApiError::NotFound(uri.path().to_string());
-    let v = logical(&sys)
+    let sys = &ilo.sys;
+    let not_found = || ilo.not_found();
+    let v = logical(sys)
         .get(n.checked_sub(1).ok_or_else(not_found)?)
         .copied()
         .ok_or_else(not_found)?;
     Ok(Resource::plain(
         json!({
             "@odata.type": "#HpeSmartStorageLogicalDrive.v2_3_0.HpeSmartStorageLogicalDrive",
-            "@odata.id": uri.path(),
+            "@odata.id": ilo.path,
             "Id": n.to_string(),
             "Name": "HpeSmartStorageLogicalDrive",
             "LogicalDriveName": v.name,
@@ -298,33 +257,22 @@ async fn logical_drive(
     ))
 }
 
-async fn disk_drives(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = format!("{}/DiskDrives", controller_uri(&sys));
+async fn disk_drives(ilo: Ilo) -> Result<Resource, ApiError> {
+    let sys = &ilo.sys;
+    let b = format!("{}/DiskDrives", controller_uri(sys));
     let members = (1..=sys.disks.len()).map(|n| format!("{b}/{n}"));
-    let mut v = collection(
+    let v = collection(
         "HpeSmartStorageDiskDriveCollection",
         &b,
         "Disk Drives",
         members,
     );
-    v["@odata.type"] =
-        json!("#HpeSmartStorageDiskDriveCollection.HpeSmartStorageDiskDriveCollection");
     Ok(Resource::plain(v, "GET"))
 }
 
-async fn disk_drive(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    Path((_, n)): Path<(String, usize)>,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let not_found = || ApiError::NotFound(uri.path().to_string());
+async fn disk_drive(Path((_, n)): Path<(String, usize)>, ilo: Ilo) -> Result<Resource, ApiError> {
+    let sys = &ilo.sys;
+    let not_found = || ilo.not_found();
     let d = sys
         .disks
         .get(n.checked_sub(1).ok_or_else(not_found)?)
@@ -332,7 +280,7 @@ async fn disk_drive(
     Ok(Resource::plain(
         json!({
             "@odata.type": "#HpeSmartStorageDiskDrive.v2_1_0.HpeSmartStorageDiskDrive",
-            "@odata.id": uri.path(),
+            "@odata.id": ilo.path,
             "Id": n.to_string(),
             "Name": "HpeSmartStorageDiskDrive",
             "CapacityMiB": d.capacity_bytes >> 20,
@@ -354,9 +302,9 @@ pub fn bios_links(sys: &System, v: &mut Value) {
         link(&format!("{}/Bios/iscsi/", base(sys)));
 }
 
-async fn iscsi(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = format!("{}/Bios/iscsi", base(&sys));
+async fn iscsi(ilo: Ilo) -> Result<Resource, ApiError> {
+    let sys = &ilo.sys;
+    let b = format!("{}/Bios/iscsi", base(sys));
     Ok(Resource::plain(
         json!({
             "@odata.type": "#HpeiSCSISoftwareInitiator.v2_0_0.HpeiSCSISoftwareInitiator",
@@ -376,16 +324,11 @@ async fn iscsi(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Re
 
 /// The iSCSI settings object: read-only (no iSCSI boot), which
 /// proliantutils tells by its `Allow` header.
-async fn iscsi_settings(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
+async fn iscsi_settings(ilo: Ilo) -> Result<Resource, ApiError> {
     Ok(Resource::plain(
         json!({
             "@odata.type": "#HpeiSCSISoftwareInitiator.v2_0_0.HpeiSCSISoftwareInitiator",
-            "@odata.id": uri.path(),
+            "@odata.id": ilo.path,
             "Id": "settings",
             "Name": "iSCSI Software Initiator Pending Settings",
             "iSCSISources": [],
@@ -427,31 +370,24 @@ fn chassis_device_list(st: &AppState, sys: &System) -> Vec<Value> {
         .collect()
 }
 
-async fn chassis_devices(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = format!("/redfish/v1/Chassis/{}/Devices", st.chassis_id(&sys));
-    let members = chassis_device_list(&st, &sys)
+async fn chassis_devices(ilo: Ilo) -> Result<Resource, ApiError> {
+    let Ilo { st, sys, .. } = &ilo;
+    let b = format!("/redfish/v1/Chassis/{}/Devices", st.chassis_id(sys));
+    let members = chassis_device_list(st, sys)
         .into_iter()
         .filter_map(|d| d["@odata.id"].as_str().map(String::from));
-    let mut v = collection("HpeServerDeviceCollection", &b, "Devices", members);
-    v["@odata.type"] = json!("#HpeServerDeviceCollection.HpeServerDeviceCollection");
+    let v = collection("HpeServerDeviceCollection", &b, "Devices", members);
     Ok(Resource::plain(v, "GET"))
 }
 
 async fn chassis_device(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
     Path((_, n)): Path<(String, String)>,
-    uri: Uri,
+    ilo: Ilo,
 ) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let d = chassis_device_list(&st, &sys)
+    let Ilo { st, sys, .. } = &ilo;
+    let d = chassis_device_list(st, sys)
         .into_iter()
         .find(|d| d["Id"] == json!(n))
-        .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))?;
+        .ok_or_else(|| ilo.not_found())?;
     Ok(Resource::plain(d, "GET"))
 }

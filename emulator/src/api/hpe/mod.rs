@@ -27,10 +27,14 @@ mod raid;
 mod system;
 mod tls;
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::Router;
 use serde_json::{json, Value};
 
-use crate::api::AppState;
+use crate::api::error::ApiError;
+use crate::api::state::endpoint_state;
+use crate::api::{AppState, Sys};
 use crate::config::FeatureSet;
 use crate::model::System;
 use crate::profile::Profile;
@@ -101,4 +105,47 @@ pub(in crate::api) fn host_name(sys: &System, profile: &Profile) -> Option<Strin
         .hpe
         .as_ref()
         .map(|_| format!("ILO{}", crate::api::systems::serial(sys)))
+}
+
+/// A request for one of iLO's own resources of a System: the endpoint's
+/// state, the System and the path asked (as sent). On a system whose
+/// profile has no `[hpe]` the URL is not found.
+struct Ilo {
+    st: AppState,
+    sys: System,
+    path: String,
+}
+
+impl Ilo {
+    /// What a URL below this one that names no resource answers.
+    fn not_found(&self) -> ApiError {
+        ApiError::NotFound(self.path.clone())
+    }
+
+    /// The path asked without a trailing slash: the resource's
+    /// `@odata.id`.
+    fn id(&self) -> &str {
+        self.path.trim_end_matches('/')
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Ilo {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, ApiError> {
+        let Sys(sys) = Sys::from_request_parts(parts, s).await?;
+        let st = endpoint_state(parts)?;
+        ilo_only(&st, &sys, parts.uri.path())?;
+        let path = parts.uri.path().to_string();
+        Ok(Ilo { st, sys, path })
+    }
+}
+
+/// `path` is one of iLO's own resources of `sys`: not found unless its
+/// profile has `[hpe]`.
+fn ilo_only(st: &AppState, sys: &System, path: &str) -> Result<(), ApiError> {
+    match st.profile(sys).hpe {
+        Some(_) => Ok(()),
+        None => Err(ApiError::NotFound(path.to_string())),
+    }
 }

@@ -21,9 +21,10 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Map, Value};
 
+use super::{ilo_only, Ilo};
 use crate::api::error::{ApiError, Msg};
 use crate::api::json::{self, JsonObject, Resource};
-use crate::api::{link, AppState, Sys, SysId};
+use crate::api::{link, AppState, SysId};
 use crate::model::{Change, System};
 use crate::storage::{StorageState, Volume, VolumeChange};
 
@@ -122,13 +123,6 @@ fn config_json(sys: &System, volumes: &[Volume], uri: &str) -> Value {
     })
 }
 
-fn hpe(st: &AppState, sys: &System, uri: &Uri) -> Result<(), ApiError> {
-    match st.profile(sys).hpe {
-        Some(_) => Ok(()),
-        None => Err(ApiError::NotFound(uri.path().to_string())),
-    }
-}
-
 /// The volumes once the staged changes apply.
 fn projected(s: &StorageState) -> Vec<Volume> {
     let mut p = s.clone();
@@ -138,14 +132,10 @@ fn projected(s: &StorageState) -> Vec<Volume> {
     p.volumes
 }
 
-async fn current(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = base(&sys);
-    let mut v = config_json(&sys, &sys.bmc.storage.volumes, &b);
+async fn current(ilo: Ilo) -> Result<Resource, ApiError> {
+    let sys = &ilo.sys;
+    let b = base(sys);
+    let mut v = config_json(sys, &sys.bmc.storage.volumes, &b);
     // What became of the configuration the last start applied: it was
     // checked when it was PUT, so a start applies it whole.
     let messages = match sys.bmc.last_boot {
@@ -160,21 +150,17 @@ async fn current(
     Ok(Resource::plain(v, "GET"))
 }
 
-async fn settings(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
+async fn settings(ilo: Ilo) -> Result<Resource, ApiError> {
+    let Ilo { st, sys, .. } = &ilo;
     let allow = if st.core.backend.manages_volumes() {
         "GET, PUT"
     } else {
         "GET"
     };
     let v = config_json(
-        &sys,
+        sys,
         &projected(&sys.bmc.storage),
-        &format!("{}/settings", base(&sys)),
+        &format!("{}/settings", base(sys)),
     );
     Ok(Resource::plain(v, allow))
 }
@@ -418,7 +404,7 @@ async fn put_settings(
 ) -> Result<Response, ApiError> {
     let locked = st.locked(&id).await?;
     let sys = &locked.sys;
-    hpe(&st, sys, &uri)?;
+    ilo_only(&st, sys, uri.path())?;
     if !st.core.backend.manages_volumes() {
         return Err(ApiError::MethodNotAllowed);
     }

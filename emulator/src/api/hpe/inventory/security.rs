@@ -3,17 +3,16 @@
 //! dashboard and its parameters as a lab server has them, and the
 //! Manager's `Oem.Hpe.Links.SecurityService` to it.
 
-use crate::api::State;
 use axum::extract::Path;
-use axum::http::Uri;
 use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::{hpe, oem_hpe};
+use super::oem_hpe;
 use crate::api::error::ApiError;
+use crate::api::hpe::Ilo;
 use crate::api::json::Resource;
-use crate::api::{collection, link, AppState, Sys};
+use crate::api::{collection, link};
 
 pub(super) fn router() -> Router {
     Router::new()
@@ -80,13 +79,8 @@ const SECURITY_PARAMS: &[(&str, &str, &str, &str)] = &[
     ),
 ];
 
-async fn security_service(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = uri.path().trim_end_matches('/').to_string();
+async fn security_service(ilo: Ilo) -> Result<Resource, ApiError> {
+    let b = ilo.id().to_string();
     Ok(Resource::plain(
         json!({
             "@odata.type": "#HpeSecurityService.v2_3_1.HpeSecurityService",
@@ -105,16 +99,11 @@ async fn security_service(
 
 /// The iLO's HTTPS certificate resource (its details are the endpoint's
 /// own TLS set-up, which Shoal does not restate here).
-async fn https_cert(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
+async fn https_cert(ilo: Ilo) -> Result<Resource, ApiError> {
     Ok(Resource::plain(
         json!({
             "@odata.type": "#HpeHttpsCert.v2_0_0.HpeHttpsCert",
-            "@odata.id": uri.path().trim_end_matches('/'),
+            "@odata.id": ilo.id(),
             "Id": "HttpsCert",
             "Name": "HTTPS Certificate",
         }),
@@ -122,13 +111,8 @@ async fn https_cert(
     ))
 }
 
-async fn security_dashboard(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = uri.path().trim_end_matches('/').to_string();
+async fn security_dashboard(ilo: Ilo) -> Result<Resource, ApiError> {
+    let b = ilo.id().to_string();
     let risk = SECURITY_PARAMS.iter().any(|p| p.1 == "Risk");
     Ok(Resource::plain(
         json!({
@@ -144,38 +128,28 @@ async fn security_dashboard(
     ))
 }
 
-async fn security_params(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
-    uri: Uri,
-) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let b = uri.path().trim_end_matches('/').to_string();
+async fn security_params(ilo: Ilo) -> Result<Resource, ApiError> {
+    let b = ilo.id().to_string();
     let members = (0..SECURITY_PARAMS.len()).map(|n| format!("{b}/{n}"));
-    let mut v = collection(
+    let v = collection(
         "HpeiLOSecurityParamCollection",
         &b,
         "Security Parameters",
         members,
     );
-    v["@odata.type"] = json!("#HpeiLOSecurityParamCollection.HpeiLOSecurityParamCollection");
     Ok(Resource::plain(v, "GET"))
 }
 
 async fn security_param(
-    State(st): State<AppState>,
-    Sys(sys): Sys,
     Path((_, n)): Path<(String, usize)>,
-    uri: Uri,
+    ilo: Ilo,
 ) -> Result<Resource, ApiError> {
-    hpe(&st, &sys, &uri)?;
-    let &(name, status, state, description) = SECURITY_PARAMS
-        .get(n)
-        .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))?;
+    let &(name, status, state, description) =
+        SECURITY_PARAMS.get(n).ok_or_else(|| ilo.not_found())?;
     Ok(Resource::plain(
         json!({
             "@odata.type": "#HpeiLOSecurityParam.v1_1_0.HpeiLOSecurityParam",
-            "@odata.id": uri.path(),
+            "@odata.id": ilo.path,
             "Id": n.to_string(),
             "Name": name,
             "SecurityStatus": status,
