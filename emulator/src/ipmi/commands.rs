@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::users::{Privilege, SetError};
 use super::Bmc;
-use super::{boot_options, config, inventory, watchdog};
+use super::{boot_options, channel, config, inventory, watchdog};
 use crate::backend::BackendError;
 use crate::model::{
     BootOverride, Change, IndicatorLed, PowerRestorePolicy, PowerState, ResetType, SystemSettings,
@@ -80,6 +80,8 @@ pub struct ChassisState {
     /// override is none, which alone would read "not valid"; these read
     /// back as written until the valid bit's 60 seconds run out.
     pub valid_no_override: Option<(Instant, u8)>,
+    /// The LAN channel's access settings (Get/Set Channel Access).
+    pub channel: channel::ChannelAccess,
 }
 
 pub use shoal_ipmi::boot::MAILBOX_BLOCKS;
@@ -107,7 +109,7 @@ impl ChassisState {
 pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
     use Privilege::*;
     Some(match (netfn, cmd) {
-        (netfn::APP, 0x01 | 0x04 | 0x08 | 0x37 | 0x38 | 0x54 | 0x42) => User,
+        (netfn::APP, 0x01 | 0x04 | 0x08 | 0x37 | 0x38 | 0x54 | 0x41 | 0x42) => User,
         (netfn::APP, 0x07 | 0x25) => User,
         (netfn::APP, 0x22 | 0x24) => Operator,
         (netfn::APP, 0x06) => Administrator,
@@ -115,7 +117,7 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
         (netfn::APP, 0x4d) => Operator,
         (netfn::APP, 0x3b | 0x3c) => Callback,
         (netfn::APP, 0x44 | 0x46) => Operator,
-        (netfn::APP, 0x43 | 0x45 | 0x47) => Administrator,
+        (netfn::APP, 0x40 | 0x43 | 0x45 | 0x47) => Administrator,
         (netfn::CHASSIS, 0x00 | 0x01) => User,
         (netfn::CHASSIS, 0x02 | 0x04 | 0x06 | 0x08 | 0x09) => Operator,
         (netfn::STORAGE, 0x49) => Operator,
@@ -162,6 +164,8 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         (netfn::APP, 0x04) => exact(data, 0, || ok(vec![0x55, 0x00])),
         (netfn::APP, 0x08 | 0x37) => exact(data, 0, || ok(bmc.guid.to_vec())),
         (netfn::APP, 0x42) => channel_info(bmc, data),
+        (netfn::APP, 0x41) => channel::get_access(&bmc.chassis().channel, data),
+        (netfn::APP, 0x40) => channel::set_access(&mut bmc.chassis().channel, data),
         (netfn::APP, 0x06) => set_acpi(bmc, data),
         (netfn::APP, 0x07) => exact(data, 0, || {
             let (sys, dev) = bmc.chassis().acpi.unwrap_or((0x2a, 0x2a));

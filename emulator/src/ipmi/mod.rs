@@ -392,7 +392,9 @@ impl Bmc {
             }
             payload::RAKP1 => {
                 let users = read(&self.users);
-                let r = lock(&self.sessions).rakp1(p.payload, &users, &self.guid, now, &policy)?;
+                let cap = self.chassis().channel.volatile.limit;
+                let mut sessions = lock(&self.sessions);
+                let r = sessions.rakp1(p.payload, &users, cap, &self.guid, now, &policy)?;
                 (payload::RAKP2, r)
             }
             payload::RAKP3 => {

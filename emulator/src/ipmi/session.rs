@@ -302,11 +302,13 @@ impl Sessions {
         Some(r)
     }
 
-    /// RAKP 1 → RAKP 2.
+    /// RAKP 1 → RAKP 2; no role above `cap`, the channel's privilege
+    /// limit, whoever asks.
     pub fn rakp1(
         &mut self,
         req: &[u8],
         users: &Users,
+        cap: Privilege,
         guid: &[u8; 16],
         now: Instant,
         policy: &LockoutPolicy,
@@ -328,7 +330,7 @@ impl Sessions {
         rm.copy_from_slice(&req[8..24]);
         let role = req[24];
         let name = req[28..].to_vec();
-        let Some(wanted) = Privilege::from_u8(role & 0x0f) else {
+        let Some(wanted) = Privilege::from_u8(role & 0x0f).filter(|w| *w <= cap) else {
             return fail(status::INVALID_ROLE, console_sid);
         };
         // Whatever the name: no room at this role is no room.

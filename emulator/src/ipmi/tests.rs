@@ -183,6 +183,38 @@ fn a_console_logs_in_with_suites_3_and_17_and_a_bad_password_does_not() {
     });
 }
 
+/// The channel's privilege limit (Set Channel Access, volatile) caps the
+/// next logins for every name alike; the non-volatile set keeps its own,
+/// and only an administrator sets either.
+#[test]
+fn the_channel_privilege_limit_caps_the_roles_a_login_may_ask_for() {
+    rt().block_on(async {
+        let bmc = bmc();
+        let mut admin = login(&bmc, "admin", "secret", 17, 4).await.unwrap();
+        admin.call(&bmc, 0x06, 0x3b, &[4]).await.unwrap();
+        let mut viewer = login(&bmc, "viewer", "look", 17, 2).await.unwrap();
+        let limit_operator = [0x01, 0x80 | 0x22, 0x80 | 3];
+        let refused = viewer.call(&bmc, 0x06, 0x40, &limit_operator).await;
+        assert_eq!(refused.unwrap().0, 0xd4);
+        let set = admin.call(&bmc, 0x06, 0x40, &limit_operator).await;
+        assert_eq!(set.unwrap().0, 0);
+        let volatile = viewer.call(&bmc, 0x06, 0x41, &[0x01, 0x80]).await;
+        assert_eq!(volatile.unwrap(), (0, vec![0x22, 3]));
+        let non_volatile = viewer.call(&bmc, 0x06, 0x41, &[0x01, 0x40]).await;
+        assert_eq!(non_volatile.unwrap(), (0, vec![0x22, 4]));
+        // Above the limit: invalid role at RAKP 2, known name or not.
+        assert_eq!(
+            login(&bmc, "admin", "secret", 17, 4).await.err(),
+            Some(0x09)
+        );
+        assert_eq!(login(&bmc, "nobody", "x", 17, 4).await.err(), Some(0x09));
+        login(&bmc, "admin", "secret", 17, 3).await.unwrap();
+        // A session set up before keeps its role.
+        let again = admin.call(&bmc, 0x06, 0x3b, &[4]).await;
+        assert_eq!(again.unwrap(), (0, vec![4]));
+    });
+}
+
 /// An in-band fault rule selects its system by name, as Redfish rules and
 /// BMC reboots do (the Id is the UUID here, and the domain's UUID on
 /// libvirt): a rule naming this system drops its host's requests, one

@@ -382,6 +382,77 @@ fn an_administrator_manages_users_over_ipmi() {
     assert!(!yes && out.contains("Unable to establish"), "{out}");
 }
 
+/// The LAN channel's access settings as ipmitool and FreeIPMI's
+/// ipmi-config read and set them: both sets shown, a non-volatile
+/// privilege limit kept apart from the one in effect, the volatile one
+/// capping the next logins, an access mode not served refused.
+#[test]
+fn channel_access_is_read_and_set_by_ipmitool_and_ipmi_config() {
+    let Some(ipmi_config) = required("/usr/sbin/ipmi-config", "Debian package freeipmi-tools")
+    else {
+        return;
+    };
+    if !ipmitool_installed() {
+        return;
+    }
+    let bmc = Bmc::start();
+    let admin = ("admin", "Adm1n-pw");
+    let (ok, info) = bmc.ipmitool(admin, None, &["channel", "info", "1"]);
+    assert!(ok, "{info}");
+    assert!(info.contains("Volatile(active) Settings"), "{info}");
+    assert!(info.contains("always available"), "{info}");
+    let (ok, out) = bmc.ipmitool(admin, None, &["lan", "set", "1", "access", "off"]);
+    assert!(!ok, "{out}");
+    let host = format!("127.0.0.1:{}", bmc.port);
+    let config = |args: &[&str]| {
+        let out = Command::new(&ipmi_config)
+            .args(["-h", &host, "-u", admin.0, "-p", admin.1, "-D", "LAN_2_0"])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {text}{err}");
+        text
+    };
+    let limit = |text: &str, key: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .map(str::to_string)
+    };
+    let section = ["--checkout", "--section=Lan_Channel"];
+    let before = config(&section);
+    assert_eq!(
+        limit(&before, "Volatile_Channel_Privilege_Limit").as_deref(),
+        Some("Administrator"),
+        "{before}"
+    );
+    assert!(before.contains("Always_Available"), "{before}");
+    config(&[
+        "--commit",
+        "--key-pair=Lan_Channel:Non_Volatile_Channel_Privilege_Limit=Operator",
+    ]);
+    let after = config(&section);
+    assert_eq!(
+        limit(&after, "Non_Volatile_Channel_Privilege_Limit").as_deref(),
+        Some("Operator"),
+        "{after}"
+    );
+    assert_eq!(
+        limit(&after, "Volatile_Channel_Privilege_Limit").as_deref(),
+        Some("Administrator"),
+        "{after}"
+    );
+    config(&[
+        "--commit",
+        "--key-pair=Lan_Channel:Volatile_Channel_Privilege_Limit=Operator",
+    ]);
+    assert!(!bmc.ipmitool(admin, None, &["power", "status"]).0);
+    let (ok, out) = bmc.ipmitool(admin, None, &["-L", "OPERATOR", "power", "status"]);
+    assert!(ok, "{out}");
+}
+
 #[test]
 fn freeipmi_drives_the_same_bmc() {
     let Some(ipmipower) = required("/usr/sbin/ipmipower", "Debian package freeipmi-tools") else {

@@ -296,6 +296,14 @@ fn command(r: &mut Rng) -> Command {
             }
         }
         (0x06, 0x44) if data.len() > 1 && r.chance(50) => data[1] = user_id(r),
+        // Set Channel Access never lowers the privilege limit in effect
+        // (volatile, bits 7:6 = 10b) below ADMINISTRATOR: that would refuse
+        // the fuzzer's own logins from then on, as on a real BMC.
+        (0x06, 0x40) if data.len() > 2 && data[2] >> 6 == 0b10 => {
+            if (1..4).contains(&(data[2] & 0x0f)) {
+                data[2] = (data[2] & 0xf0) | 0x04;
+            }
+        }
         (0x06, 0x48 | 0x49) if data.len() > 1 && r.chance(60) => {
             data[0] = 1;
             data[1] = 1;
@@ -514,6 +522,13 @@ mod tests {
                     _ => None,
                 };
                 assert!(id.is_none_or(|id| id & 0x3f != ADMIN_SLOT), "{c:?}");
+                if (cmd.netfn, cmd.cmd) == (0x06, 0x40) {
+                    let lowers = cmd
+                        .data
+                        .get(2)
+                        .is_some_and(|l| l >> 6 == 0b10 && (1..4).contains(&(l & 0x0f)));
+                    assert!(!lowers, "{c:?}");
+                }
             }
         }
     }

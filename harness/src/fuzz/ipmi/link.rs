@@ -228,12 +228,12 @@ pub fn probes(netfn: u8, cmd: u8) -> Vec<Probe> {
             p.push(probe("boot option 7/0", 0x00, 0x09, &[7, 0, 0], all));
         }
         (0x06, 0x40..=0x47) => {
-            for ch in [0x01u8, 0x0e] {
+            for (ch, set) in [(0x01u8, 0x40u8), (0x01, 0x80), (0x0e, 0x40), (0x0e, 0x80)] {
                 p.push(probe(
-                    &format!("channel {ch} access"),
+                    &format!("channel {ch} access {set:#04x}"),
                     0x06,
                     0x41,
-                    &[ch, 0x40],
+                    &[ch, set],
                     all,
                 ));
             }
@@ -301,7 +301,8 @@ mod tests {
 
     #[test]
     fn user_commands_read_every_slot() {
-        assert_eq!(probes(0x06, 0x47).len(), 2 + 2 + 30);
+        // Both channels' both access sets, and every slot's name and access.
+        assert_eq!(probes(0x06, 0x47).len(), 2 + 4 + 30);
         assert_eq!(probes(0x0a, 0x11).len(), 2);
     }
 }
