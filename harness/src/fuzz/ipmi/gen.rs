@@ -299,10 +299,10 @@ fn command(r: &mut Rng) -> Command {
         // Set Channel Access never lowers the privilege limit in effect
         // (volatile, bits 7:6 = 10b) below ADMINISTRATOR: that would refuse
         // the fuzzer's own logins from then on, as on a real BMC.
-        (0x06, 0x40) if data.len() > 2 && data[2] >> 6 == 0b10 => {
-            if (1..4).contains(&(data[2] & 0x0f)) {
-                data[2] = (data[2] & 0xf0) | 0x04;
-            }
+        (0x06, 0x40)
+            if data.len() > 2 && data[2] >> 6 == 0b10 && (1..4).contains(&(data[2] & 0x0f)) =>
+        {
+            data[2] = (data[2] & 0xf0) | 0x04;
         }
         (0x06, 0x48 | 0x49) if data.len() > 1 && r.chance(60) => {
             data[0] = 1;
