@@ -393,28 +393,31 @@ fn announce(line: &str) {
     let _ = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
-/// The admin endpoint, bound and announced: its own listener and, so that
-/// clients filling the Redfish listeners' cap cannot lock the operator
-/// out, connection slots of its own.
+/// A listener bound and its server made, not yet announced nor running:
+/// the line that announces it, and the server.
+type Bound<F> = (String, F);
+
+/// The admin endpoint, bound: its own listener and, so that clients
+/// filling the Redfish listeners' cap cannot lock the operator out,
+/// connection slots of its own.
 fn admin(
     listen: SocketAddr,
     router: axum::Router,
     settings: &Settings,
     tls: Option<Arc<rustls::ServerConfig>>,
     stop: tokio::sync::watch::Receiver<bool>,
-) -> Result<impl std::future::Future<Output = Result<()>>> {
+) -> Result<Bound<impl std::future::Future<Output = Result<()>>>> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     let std_listener = std::net::TcpListener::bind(listen)
         .with_context(|| format!("--admin-listen: cannot listen on {listen}"))?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
     tracing::info!("admin endpoint on {scheme}://{addr}/shoal/v1/");
-    announce(&format!("shoal-emulator admin on {scheme}://{addr}"));
     let admin_limits = crate::serve::Limits {
         max_connections: 64,
         ..settings.limits
     };
-    Ok(crate::serve::serve(
+    let server = crate::serve::serve(
         std_listener,
         router,
         tls,
@@ -422,26 +425,27 @@ fn admin(
         admin_limits.slots(),
         stop,
         None,
-    ))
+    );
+    Ok((format!("shoal-emulator admin on {scheme}://{addr}"), server))
 }
 
 /// A BMC's in-band IPMI socket in `dir` (named by its system's UUID),
-/// bound and announced.
+/// bound.
 fn in_band(
     dir: &Path,
     name: &str,
     bmc: Arc<crate::ipmi::Bmc>,
     stop: tokio::sync::watch::Receiver<bool>,
-) -> Result<impl std::future::Future<Output = Result<()>>> {
+) -> Result<Bound<impl std::future::Future<Output = Result<()>>>> {
     let path = shoal_ipmi::inband::socket_path(dir, &bmc.uuid);
     let listener = crate::ipmi::inband::bind(&path)
         .with_context(|| format!("--ipmi-in-band-dir: cannot listen on {}", path.display()))?;
     tracing::info!(system = %name, "in-band IPMI on unix:{}", path.display());
-    announce(&format!(
+    let line = format!(
         "shoal-emulator ipmi-in-band {name} on unix:{}",
         path.display()
-    ));
-    Ok(crate::ipmi::inband::serve(listener, bmc, stop))
+    );
+    Ok((line, crate::ipmi::inband::serve(listener, bmc, stop)))
 }
 
 /// Runs the emulator until a shutdown signal: the main service root and
@@ -514,6 +518,25 @@ pub async fn run(settings: Settings) -> Result<()> {
             ipmi_sockets.push(bmc_socket(&settings.ipmi, bmc.addr)?);
         }
     }
+    let admin = match &settings.admin {
+        Some((listen, token)) => {
+            let router = crate::admin::router(faults, backend.clone(), token);
+            Some(admin(
+                *listen,
+                router,
+                &settings,
+                tls.clone(),
+                stop_rx.clone(),
+            )?)
+        }
+        None => None,
+    };
+    let mut in_band_sockets = Vec::new();
+    if let Some(dir) = &settings.ipmi.in_band_dir {
+        for (name, bmc, _) in &bmcs {
+            in_band_sockets.push(in_band(dir, name, bmc.clone(), stop_rx.clone())?);
+        }
+    }
     for (line, std_listener, state) in services {
         // A closed stdout (a reader that took the first line) is no error.
         announce(&line);
@@ -528,15 +551,9 @@ pub async fn run(settings: Settings) -> Result<()> {
             down,
         ));
     }
-    if let Some((listen, token)) = &settings.admin {
-        let router = crate::admin::router(faults, backend.clone(), token);
-        servers.spawn(admin(
-            *listen,
-            router,
-            &settings,
-            tls.clone(),
-            stop_rx.clone(),
-        )?);
+    if let Some((line, server)) = admin {
+        announce(&line);
+        servers.spawn(server);
     }
     // IPMI lines come last: readers of the Redfish lines above (the
     // harness, scripts) see them as they always were.
@@ -550,10 +567,9 @@ pub async fn run(settings: Settings) -> Result<()> {
         announce(&format!("shoal-emulator ipmi {name} on udp://{at}"));
         servers.spawn(crate::ipmi::serve(socket, bmc.clone(), stop_rx.clone()));
     }
-    if let Some(dir) = &settings.ipmi.in_band_dir {
-        for (name, bmc, _) in &bmcs {
-            servers.spawn(in_band(dir, name, bmc.clone(), stop_rx.clone())?);
-        }
+    for (line, server) in in_band_sockets {
+        announce(&line);
+        servers.spawn(server);
     }
     tokio::spawn(async move {
         shutdown_signal().await;

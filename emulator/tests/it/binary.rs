@@ -349,6 +349,27 @@ fn endpoint_mistakes_stop_the_start_naming_the_key() {
     );
 }
 
+/// Every listener is bound before any is announced: an admin address
+/// that cannot be had stops the start with nothing said on stdout, so a
+/// reader never sees a service that then goes away.
+#[test]
+fn an_admin_address_in_use_stops_the_start_before_anything_is_announced() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = busy.local_addr().unwrap().to_string();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args(["--fake-systems", "1", "--port", "0"])
+        .args(["--admin-listen", &at, "--admin-token", "adm-tok"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("--admin-listen: cannot listen on {at}")),
+        "{err}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "{err}");
+}
+
 /// The admin endpoint drives fault injection at runtime: errors with the
 /// vendor's busy body, dropped connections, a BMC reboot, latency and slow
 /// power transitions; it has its own token and checks what it is given.
