@@ -203,6 +203,14 @@ pub struct LockoutPolicy {
     pub reset_after: u64,
 }
 
+impl LockoutPolicy {
+    /// The counter resets no later than a lock ends (DMTF: the reset
+    /// interval is at most the duration, when there is a duration).
+    pub fn consistent(&self) -> bool {
+        self.duration == 0 || self.reset_after <= self.duration
+    }
+}
+
 impl Default for LockoutPolicy {
     /// 5 failures, 300 s locked, counter reset 300 s after the last
     /// failure (pam_faillock-style BMCs; DMTF wants duration ≥ reset).

@@ -99,28 +99,29 @@ async fn patch_service(
         )
         .await?
         .validated(&body, &fields)?;
-    let mut p = st.auth.lockout_policy();
     let int = |k: &str| body.get(k).and_then(Value::as_u64);
-    if let Some(v) = int("AccountLockoutThreshold") {
-        p.threshold = v as u32;
-    }
-    if let Some(v) = int("AccountLockoutDuration") {
-        p.duration = v;
-    }
-    if let Some(v) = int("AccountLockoutCounterResetAfter") {
-        p.reset_after = v;
-    }
-    if p.duration > 0 && p.reset_after > p.duration {
+    let p = st.auth.update_lockout_policy(|p| {
+        if let Some(v) = int("AccountLockoutThreshold") {
+            p.threshold = v as u32;
+        }
+        if let Some(v) = int("AccountLockoutDuration") {
+            p.duration = v;
+        }
+        if let Some(v) = int("AccountLockoutCounterResetAfter") {
+            p.reset_after = v;
+        }
+        if p.consistent() {
+            return Ok(());
+        }
         let (prop, other) = if body.contains_key("AccountLockoutCounterResetAfter") {
             ("AccountLockoutCounterResetAfter", "AccountLockoutDuration")
         } else {
             ("AccountLockoutDuration", "AccountLockoutCounterResetAfter")
         };
-        return Err(ApiError::bad(
+        Err(ApiError::bad(
             Msg::new("PropertyValueConflict", &[prop, other]).about(prop),
-        ));
-    }
-    st.auth.set_lockout_policy(p);
+        ))
+    })?;
     tracing::info!(
         threshold = p.threshold,
         duration = p.duration,

@@ -180,4 +180,19 @@ impl AuthStore {
     pub fn set_lockout_policy(&self, p: LockoutPolicy) {
         *lock(&self.lockout) = p;
     }
+
+    /// Changes the policy as `change` says, from the one in force, under
+    /// one lock: two writers (Redfish's AccountService, IPMI's LAN
+    /// parameter 26) never lose each other's change. Nothing changes when
+    /// `change` fails; the policy applied otherwise.
+    pub fn update_lockout_policy<E>(
+        &self,
+        change: impl FnOnce(&mut LockoutPolicy) -> Result<(), E>,
+    ) -> Result<LockoutPolicy, E> {
+        let mut held = lock(&self.lockout);
+        let mut p = *held;
+        change(&mut p)?;
+        *held = p;
+        Ok(p)
+    }
 }

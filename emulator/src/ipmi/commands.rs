@@ -124,6 +124,7 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
         (netfn::STORAGE, 0x10 | 0x11 | 0x20 | 0x21 | 0x22 | 0x23 | 0x40 | 0x42 | 0x43 | 0x48) => {
             User
         }
+        (netfn::TRANSPORT, 0x01) => Administrator,
         (netfn::TRANSPORT, 0x02) => Operator,
         (netfn::TRANSPORT, 0x22) => User,
         _ => return None,
@@ -236,6 +237,7 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
             }
             _ => err(cc::BAD_LENGTH),
         },
+        (netfn::TRANSPORT, 0x01) => config::set_lan_config(bmc, data),
         (netfn::TRANSPORT, 0x02) => config::lan_config(bmc, data),
         (netfn::TRANSPORT, 0x22) => config::sol_config(bmc, data),
         _ => err(cc::INVALID_COMMAND),

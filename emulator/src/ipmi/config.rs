@@ -1,7 +1,9 @@
 //! Get LAN Configuration Parameters and Get SOL Configuration Parameters:
-//! enough for `ipmitool lan print` and `sol info`, read-only. What they
-//! say is what is served: no IPMI v1.5 authentication type (RMCP+ only),
-//! and the accounts' lockout policy as the bad password threshold.
+//! enough for `ipmitool lan print` and `sol info`. What they say is what
+//! is served: no IPMI v1.5 authentication type (RMCP+ only), and the
+//! accounts' lockout policy as the bad password threshold, the one LAN
+//! parameter Set LAN Configuration Parameters changes: the others follow
+//! from how the emulator was started.
 
 use super::commands::{cc, err, ok, Reply};
 use super::Bmc;
@@ -96,6 +98,70 @@ fn bad_password_threshold(p: &crate::auth::LockoutPolicy) -> [u8; 6] {
     let [r0, r1] = tens(p.reset_after);
     let [d0, d1] = tens(p.duration);
     [0, p.threshold.min(255) as u8, r0, r1, d0, d1]
+}
+
+/// "Attempt to write a read-only parameter" (Set LAN Configuration
+/// Parameters).
+const READ_ONLY: u8 = 0x82;
+
+/// Set LAN Configuration Parameters: parameter 26 sets the accounts'
+/// lockout policy (the one the Redfish AccountService shows); the other
+/// parameters Get answers are read-only here, the rest not supported.
+pub(super) fn set_lan_config(bmc: &Bmc, data: &[u8]) -> Reply {
+    let [ch, param, value @ ..] = data else {
+        return err(cc::BAD_LENGTH);
+    };
+    if !matches!(ch & 0x0f, 0x01 | 0x0e) {
+        return err(cc::INVALID_FIELD);
+    }
+    match param {
+        // Set In Progress: every write applies at once, whole, so there
+        // is nothing to hold or commit; it reads "set complete" always.
+        0 => match value {
+            [v] if v & 0x03 != 0x03 => ok(Vec::new()),
+            [_] => err(cc::INVALID_FIELD),
+            _ => err(cc::BAD_LENGTH),
+        },
+        26 => set_bad_password_threshold(bmc, value),
+        1..=7 | 10..=16 | 20..=24 => err(READ_ONLY),
+        _ => err(cc::PARAM_NOT_SUPPORTED),
+    }
+}
+
+/// Parameter 26 as [`bad_password_threshold`] reads it. No event can be
+/// asked for (byte 1 bit 0: this BMC has no event log yet), and a count
+/// reset interval above a non-zero lockout interval is refused as the
+/// AccountService refuses it; nothing changes on a refusal.
+fn set_bad_password_threshold(bmc: &Bmc, value: &[u8]) -> Reply {
+    let &[event, threshold, r0, r1, d0, d1] = value else {
+        return err(cc::BAD_LENGTH);
+    };
+    if event != 0 {
+        return err(cc::INVALID_FIELD);
+    }
+    let tens = |lo: u8, hi: u8| u64::from(u16::from_le_bytes([lo, hi])) * 10;
+    let set = bmc.auth.update_lockout_policy(|p| {
+        p.threshold = u32::from(threshold);
+        p.reset_after = tens(r0, r1);
+        p.duration = tens(d0, d1);
+        if p.consistent() {
+            Ok(())
+        } else {
+            Err(())
+        }
+    });
+    match set {
+        Ok(p) => {
+            tracing::info!(
+                threshold = p.threshold,
+                duration = p.duration,
+                reset_after = p.reset_after,
+                "account lockout policy changed over IPMI"
+            );
+            ok(Vec::new())
+        }
+        Err(()) => err(cc::INVALID_FIELD),
+    }
 }
 
 /// Get SOL Configuration Parameters: enabled, USER may activate, the

@@ -263,6 +263,53 @@ fn lan_parameter_26_shows_the_lockout_policy() {
     });
 }
 
+/// Set LAN Configuration Parameters 26 sets the one lockout policy (as
+/// the AccountService shows it), administrators only; a refused value,
+/// and every other parameter, changes nothing.
+#[test]
+fn lan_parameter_26_sets_the_lockout_policy() {
+    use super::super::commands::execute;
+    rt().block_on(async {
+        let bmc = bmc_with(users());
+        let set = |bmc: Arc<Bmc>, p: Privilege, data: Vec<u8>| async move {
+            execute(&bmc, p, 0x0c, 0x01, &data).await.0
+        };
+        let admin = Privilege::Administrator;
+        // Threshold 4, counter reset after 60 s, locked for 120 s.
+        let value = vec![1, 26, 0, 4, 6, 0, 12, 0];
+        assert_eq!(
+            set(bmc.clone(), Privilege::Operator, value.clone()).await,
+            0xd4
+        );
+        assert_eq!(bmc.auth.lockout_policy(), LockoutPolicy::default());
+        assert_eq!(set(bmc.clone(), admin, value).await, 0);
+        assert_eq!(bmc.auth.lockout_policy(), policy(4, 120, 60));
+        let read = execute(&bmc, admin, 0x0c, 0x02, &[1, 26, 0, 0]).await;
+        assert_eq!(read, (0, vec![0x11, 0, 4, 6, 0, 12, 0]));
+        for (data, code) in [
+            (vec![1, 26, 1, 4, 6, 0, 12, 0], 0xcc),  // an event asked for
+            (vec![1, 26, 0, 4, 13, 0, 12, 0], 0xcc), // reset after the lock ends
+            (vec![1, 26, 0, 4, 6, 0, 12], 0xc7),     // short
+            (vec![2, 26, 0, 4, 6, 0, 12, 0], 0xcc),  // no channel 2
+            (vec![1, 3, 10, 0, 0, 9], 0x82),         // the IP address
+            (vec![1, 99, 0], 0x80),
+        ] {
+            assert_eq!(
+                set(bmc.clone(), admin, data.clone()).await,
+                code,
+                "{data:?}"
+            );
+            assert_eq!(bmc.auth.lockout_policy(), policy(4, 120, 60), "{data:?}");
+        }
+        // Lockout off: threshold 0.
+        assert_eq!(
+            set(bmc.clone(), admin, vec![1, 26, 0, 0, 0, 0, 0, 0]).await,
+            0
+        );
+        assert_eq!(bmc.auth.lockout_policy().threshold, 0);
+    });
+}
+
 /// RAKP 2 for a name no user has looks as a known user's: status 0, the
 /// same length, a code keyed by a secret of this BMC; the login then
 /// fails at RAKP 3 with the status of a wrong password. A locked user's

@@ -16,6 +16,44 @@ fn field(out: &str, name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// `ipmitool lan set 1 bad_pass_thresh` changes the one lockout policy:
+/// the AccountService shows it, `lan print` reads it back; an operator
+/// may not, and a read-only parameter is refused with nothing changed.
+#[test]
+fn ipmitool_sets_the_lockout_policy_the_account_service_shows() {
+    if !ipmitool_installed() {
+        return;
+    }
+    let bmc = Bmc::start();
+    let service = format!("{}/redfish/v1/AccountService", bmc.emu.url);
+    let policy = || {
+        let v = get(&service);
+        (
+            v["AccountLockoutThreshold"].clone(),
+            v["AccountLockoutCounterResetAfter"].clone(),
+            v["AccountLockoutDuration"].clone(),
+        )
+    };
+    let set = ["lan", "set", "1", "bad_pass_thresh", "4", "0", "6", "12"];
+    let (ok, out) = bmc.ipmitool(
+        ("op", "0per-pw"),
+        None,
+        &[&["-L", "OPERATOR"], &set[..]].concat(),
+    );
+    assert!(!ok || out.contains("Insufficient privilege"), "{out}");
+    assert_eq!(policy(), (json!(5), json!(300), json!(300)));
+    let (ok, out) = bmc.ipmitool(ADMIN, None, &set);
+    assert!(ok, "{out}");
+    assert_eq!(policy(), (json!(4), json!(60), json!(120)));
+    let (ok, out) = bmc.ipmitool(ADMIN, None, &["lan", "print", "1"]);
+    assert!(ok, "{out}");
+    assert_eq!(field(&out, "Bad Password Threshold"), "4", "{out}");
+    assert_eq!(field(&out, "User Lockout Interval"), "120", "{out}");
+    let (ok, out) = bmc.ipmitool(ADMIN, None, &["lan", "set", "1", "ipaddr", "10.9.9.9"]);
+    assert!(!ok || out.to_lowercase().contains("read"), "{out}");
+    assert_eq!(policy(), (json!(4), json!(60), json!(120)));
+}
+
 /// `lan print` shows the accounts' lockout policy as the Bad Password
 /// Threshold, a PATCH of AccountService included; after that many wrong
 /// passwords the right one is refused too, until the lockout ends; other

@@ -198,7 +198,7 @@ const SERVED: &[(u8, u8, usize, usize)] = &[
     (0x00, 0x06, 1, 2),  // Set Power Restore Policy
     (0x00, 0x08, 6, 6),  // Set System Boot Options
     (0x00, 0x09, 3, 3),  // Get System Boot Options
-    (0x0c, 0x01, 3, 1),  // Set LAN Configuration Parameters
+    (0x0c, 0x01, 8, 1),  // Set LAN Configuration Parameters (26: 8 bytes)
     (0x0c, 0x02, 4, 2),  // Get LAN Configuration Parameters
     (0x0c, 0x21, 3, 1),  // Set SOL Configuration Parameters
     (0x0c, 0x22, 4, 2),  // Get SOL Configuration Parameters
@@ -307,6 +307,18 @@ fn command(r: &mut Rng) -> Command {
         (0x06, 0x48 | 0x49) if data.len() > 1 && r.chance(60) => {
             data[0] = 1;
             data[1] = 1;
+        }
+        // LAN parameter 26 (the lockout policy) mostly, its lockout kept
+        // to 10 s at most: the setup cases' administrator, locked by their
+        // wrong passwords, must come back within the run.
+        (0x0c, 0x01) if data.len() > 1 => {
+            if r.chance(50) {
+                data[1] = 26;
+            }
+            if data[1] == 26 && data.len() > 7 {
+                data[6] %= 2;
+                data[7] = 0;
+            }
         }
         // Chassis Control: mostly one of its six actions.
         (0x00, 0x02) if !data.is_empty() && r.chance(70) => data[0] = r.below(6) as u8,
@@ -522,6 +534,10 @@ mod tests {
                     _ => None,
                 };
                 assert!(id.is_none_or(|id| id & 0x3f != ADMIN_SLOT), "{c:?}");
+                if (cmd.netfn, cmd.cmd) == (0x0c, 0x01) && cmd.data.get(1) == Some(&26) {
+                    let lockout = cmd.data.get(6..8).map(|d| u16::from_le_bytes([d[0], d[1]]));
+                    assert!(lockout.is_none_or(|tens| tens <= 1), "{c:?}");
+                }
                 if (cmd.netfn, cmd.cmd) == (0x06, 0x40) {
                     let lowers = cmd
                         .data

@@ -254,6 +254,8 @@ pub fn probes(netfn: u8, cmd: u8) -> Vec<Probe> {
             b[..b.len().min(6)].to_vec()
         })),
         (0x06, 0x3b) => p.push(probe("session privilege", 0x06, 0x3b, &[0], all)),
+        // The lockout policy, the one LAN parameter that takes a Set.
+        (0x0c, 0x01) => p.push(probe("LAN parameter 26", 0x0c, 0x02, &[1, 26, 0, 0], all)),
         _ => {}
     }
     p
