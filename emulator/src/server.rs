@@ -448,39 +448,32 @@ fn in_band(
     Ok((line, crate::ipmi::inband::serve(listener, bmc, stop)))
 }
 
-/// Runs the emulator until a shutdown signal: the main service root and
-/// each endpoint of its own.
-pub async fn run(settings: Settings) -> Result<()> {
-    let main = state(&settings)?;
-    let backend = main.core.backend.clone();
-    let faults = main.core.faults.clone();
-    let endpoints = endpoints(&settings, main).await?;
-    let scheme = if settings.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
-    let tls = match &settings.tls {
-        Some((cert, key)) => Some(Arc::new(tls_config(cert, key)?)),
-        None => None,
-    };
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let slots = settings.limits.slots();
-    let mut servers = tokio::task::JoinSet::new();
-    let mut bmcs = Vec::new();
-    // Everything is bound before anything is announced: a setting that
-    // cannot be served stops the start before a reader sees it listening.
+/// A Redfish service bound: its announcement, listener and state.
+type BoundService = (String, std::net::TcpListener, AppState);
+/// The IPMI side of a service of one system: its name, BMC and ports.
+type ServiceBmc = (String, Arc<crate::ipmi::Bmc>, Arc<crate::api::Ports>);
+
+/// Binds each endpoint's Redfish listener (its line says where), and
+/// makes the BMC of each that serves one system where IPMI is asked for.
+async fn bind_services(
+    settings: &Settings,
+    endpoints: Vec<Endpoint>,
+    tls: bool,
+    backend_kind: &str,
+) -> Result<(Vec<BoundService>, Vec<ServiceBmc>)> {
+    let scheme = if tls { "https" } else { "http" };
     let mut services = Vec::new();
+    let mut bmcs = Vec::new();
     for (i, e) in endpoints.into_iter().enumerate() {
         let std_listener = std::net::TcpListener::bind(e.listen)
             .with_context(|| format!("cannot listen on {}", e.listen))?;
         std_listener.set_nonblocking(true)?;
         let addr: SocketAddr = std_listener.local_addr()?;
-        let _ = e.state.ports.redfish.set((tls.is_some(), addr.port()));
+        let _ = e.state.ports.redfish.set((tls, addr.port()));
         let systems = e.state.core.backend.systems().await?;
         tracing::info!(
             systems = systems.len(),
-            backend = backend.kind(),
+            backend = backend_kind,
             feature_set = ?settings.feature_set,
             auth = settings.auth_file.is_some(),
             "Redfish service on {scheme}://{addr}/redfish/v1/"
@@ -506,6 +499,27 @@ pub async fn run(settings: Settings) -> Result<()> {
         }
         services.push((line, std_listener, e.state));
     }
+    Ok((services, bmcs))
+}
+
+/// Runs the emulator until a shutdown signal: the main service root and
+/// each endpoint of its own.
+pub async fn run(settings: Settings) -> Result<()> {
+    let main = state(&settings)?;
+    let backend = main.core.backend.clone();
+    let faults = main.core.faults.clone();
+    let endpoints = endpoints(&settings, main).await?;
+    let tls = match &settings.tls {
+        Some((cert, key)) => Some(Arc::new(tls_config(cert, key)?)),
+        None => None,
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let slots = settings.limits.slots();
+    let mut servers = tokio::task::JoinSet::new();
+    // Everything is bound before anything is announced: a setting that
+    // cannot be served stops the start before a reader sees it listening.
+    let (services, bmcs) =
+        bind_services(&settings, endpoints, tls.is_some(), backend.kind()).await?;
     if let (Some(key), true) = (&settings.ipmi.asked_by, bmcs.is_empty()) {
         bail!(
             "{key}: IPMI is served by the BMC of one system, and no service here has one \

@@ -51,7 +51,7 @@ use tower::ServiceExt;
 use crate::api::error::ApiError;
 
 pub(crate) use middleware::authorize;
-pub use state::{AppState, Locked, State, Sys, SysId};
+pub use state::{AppState, Locked, Ports, State, Sys, SysId};
 pub use tasks::TASK_MONITOR_PREFIX;
 
 /// The routes of a feature set, with their fallbacks: built once per
