@@ -187,6 +187,30 @@ pub struct Cli {
     /// `SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY`). Default: both.
     #[arg(long, env = "SHOAL_MEDIA_IP_FAMILY", value_enum)]
     pub media_ip_family: Option<crate::netpolicy::IpFamily>,
+    /// Let event subscriptions push to these networks although the
+    /// default refuses them (loopback, link-local), e.g. 127.0.0.0/8 for a
+    /// receiver on the emulator's own host (repeatable). Unspecified,
+    /// multicast and broadcast addresses are always refused.
+    #[arg(
+        long = "event-allow-net",
+        env = "SHOAL_EVENT_ALLOW_NETS",
+        value_delimiter = ','
+    )]
+    pub event_allow_nets: Vec<crate::netpolicy::IpNet>,
+    /// The only networks the BMCs' network reaches (repeatable; default:
+    /// every network): a delivery to an address outside them fails as an
+    /// unreachable destination does (retried, then its retry policy),
+    /// without a packet sent, as on an isolated management network.
+    #[arg(
+        long = "event-reachable-net",
+        env = "SHOAL_EVENT_REACHABLE_NETS",
+        value_delimiter = ','
+    )]
+    pub event_reachable_nets: Vec<crate::netpolicy::IpNet>,
+    /// Do not verify event destinations' TLS certificates (a
+    /// subscription's `VerifyCertificate: false` does the same for it).
+    #[arg(long, env = "SHOAL_EVENT_INSECURE")]
+    pub event_insecure: bool,
     /// Serve IPMI over LAN (RMCP+, "lanplus") on this UDP port of every
     /// BMC of one system (an endpoint of its own, or the main service when
     /// it serves one system), on that BMC's address; 0: no IPMI. IPMI is
@@ -281,6 +305,8 @@ pub struct Settings {
     pub enclosures: Vec<(sushy::ChassisEntry, crate::model::IndicatorLed)>,
     /// The only IP family image URLs may name (`--media-ip-family`).
     pub media_ip_family: Option<crate::netpolicy::IpFamily>,
+    /// Where and how events are pushed.
+    pub events: crate::api::events::EventOptions,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -29,7 +29,8 @@ mod rules;
 mod tests;
 
 pub use rules::{
-    FaultConfig, Rule, IPMI, MAX_LATENCY_MS, MAX_PATH, MAX_POWER_DELAY_MS, MAX_RULES, MAX_SYSTEMS,
+    FaultConfig, Rule, EMPTY_FIELDS, EVENT, IPMI, MAX_LATENCY_MS, MAX_PATH, MAX_POWER_DELAY_MS,
+    MAX_RULES, MAX_SYSTEMS,
 };
 
 /// A BMC reboot in progress.
@@ -67,6 +68,18 @@ pub enum Decision {
     Drop,
     /// The BMC is rebooting: 503 for this many more seconds.
     Unavailable(u32),
+}
+
+/// What happens to one event delivery.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventFault {
+    pub delay: Duration,
+    pub drop: bool,
+    pub duplicate: bool,
+    /// Held back and sent after the next delivery.
+    pub reorder: bool,
+    /// Record fields sent empty.
+    pub empty: Vec<String>,
 }
 
 /// The process's faults, shared by every service.
@@ -244,6 +257,39 @@ impl Faults {
             *fired += 1;
         }
         (latency, decision)
+    }
+
+    /// Decides an event delivery's fate (to a destination whose URL's
+    /// path is `path`): the delay first, then dropped, or sent twice,
+    /// held back, with fields emptied.
+    pub fn decide_event(&self, path: &str) -> EventFault {
+        let mut out = EventFault::default();
+        if !self.active() {
+            return out;
+        }
+        let mut st = self.lock();
+        let State {
+            config, rng, fired, ..
+        } = &mut *st;
+        for (r, fired) in config.rules.iter().zip(fired.iter_mut()) {
+            if r.times.is_some_and(|n| *fired >= n) || !r.matches(EVENT, path, &[]) {
+                continue;
+            }
+            out.delay = out
+                .delay
+                .saturating_add(Duration::from_millis(r.latency_ms));
+            let mut hit = |rate: f64| rate > 0.0 && rng.random::<f64>() < rate;
+            let (drop, duplicate, reorder) =
+                (hit(r.drop_rate), hit(r.duplicate_rate), hit(r.reorder_rate));
+            out.drop |= drop;
+            out.duplicate |= duplicate;
+            out.reorder |= reorder;
+            out.empty.extend(r.empty_fields.iter().cloned());
+            if drop || duplicate || reorder || !r.empty_fields.is_empty() {
+                *fired += 1;
+            }
+        }
+        out
     }
 
     /// How much later than accepted a power action of these systems takes

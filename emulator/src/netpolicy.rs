@@ -163,18 +163,30 @@ impl IpFamily {
     }
 }
 
-/// The address policy of image downloads.
+/// The address policy of what the BMC itself connects to (image
+/// downloads, event deliveries).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AddressPolicy {
     /// Networks let through although the default refuses them.
     pub allow: Vec<IpNet>,
     /// The only family the BMC's network has (None: both).
     pub family: Option<IpFamily>,
+    /// The only networks the BMC's network reaches (empty: every one).
+    pub reachable: Vec<IpNet>,
 }
 
 impl AddressPolicy {
-    /// `Err(why)` when `ip` may not be fetched from.
+    /// `Err(why)` when `ip` may not be connected to.
     pub fn check(&self, ip: IpAddr) -> Result<(), &'static str> {
+        if !self.reachable.is_empty() && !self.reachable.iter().any(|n| n.contains(ip)) {
+            return Err("not on a network this BMC's network reaches");
+        }
+        self.admits(ip)
+    }
+
+    /// `Err(why)` when the policy refuses `ip` whatever the network
+    /// reaches: what a client may be told when it names the address.
+    pub fn admits(&self, ip: IpAddr) -> Result<(), &'static str> {
         match self.family {
             Some(IpFamily::V4) if !IpFamily::V4.admits(ip) => {
                 return Err("IPv6, and this BMC's network is IPv4 only")
@@ -331,7 +343,7 @@ mod tests {
     fn allowed_networks_pass_but_never_unspecified_or_multicast() {
         let p = AddressPolicy {
             allow: vec!["127.0.0.0/8".parse().unwrap(), "fe80::/10".parse().unwrap()],
-            family: None,
+            ..Default::default()
         };
         assert_eq!(p.check(ip("127.0.0.1")), Ok(()));
         assert_eq!(p.check(ip("::ffff:127.0.0.1")), Ok(()));
@@ -340,11 +352,27 @@ mod tests {
         assert_eq!(p.check(ip("169.254.1.1")), Err("link-local"));
         let all = AddressPolicy {
             allow: vec!["0.0.0.0/0".parse().unwrap(), "::/0".parse().unwrap()],
-            family: None,
+            ..Default::default()
         };
         assert_eq!(all.check(ip("0.0.0.0")), Err("unspecified"));
         assert_eq!(all.check(ip("ff02::1")), Err("multicast"));
         assert_eq!(all.check(ip("::1")), Ok(()));
+    }
+
+    #[test]
+    fn an_isolated_network_reaches_only_its_networks() {
+        let p = AddressPolicy {
+            allow: vec!["127.0.0.0/8".parse().unwrap()],
+            reachable: vec!["127.0.0.0/8".parse().unwrap()],
+            ..Default::default()
+        };
+        assert_eq!(p.check(ip("127.0.0.1")), Ok(()));
+        // Admitted (a client may name it) but never connected to.
+        assert_eq!(p.admits(ip("192.168.1.50")), Ok(()));
+        assert_eq!(
+            p.check(ip("192.168.1.50")),
+            Err("not on a network this BMC's network reaches")
+        );
     }
 
     #[test]

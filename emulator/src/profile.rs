@@ -378,8 +378,78 @@ pub struct Profile {
     pub inventory: Inventory,
     /// HPE's own extensions (`api/hpe`).
     pub hpe: Option<Hpe>,
+    /// The EventService: what it advertises and how it delivers.
+    #[serde(default)]
+    pub events: Events,
     #[serde(default)]
     pub sources: Vec<Source>,
+}
+
+/// The BMC's EventService (`api/events`): its settings when it starts,
+/// its limits and the shape of what it sends.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Events {
+    /// `ServiceEnabled` when the BMC starts (iDRAC 9 ships with it off).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// `DeliveryRetryAttempts`: retries after a failed delivery.
+    #[serde(default = "retry_attempts")]
+    pub retry_attempts: u32,
+    /// `DeliveryRetryIntervalSeconds`.
+    #[serde(default = "retry_interval")]
+    pub retry_interval_seconds: u32,
+    /// Subscriptions at most, SSE streams included.
+    #[serde(default = "max_subscriptions")]
+    pub max_subscriptions: usize,
+    /// SSE streams at most.
+    #[serde(default = "max_sse")]
+    pub max_sse: usize,
+    /// `ServerSentEventUri`.
+    #[serde(default = "sse_uri")]
+    pub sse_uri: String,
+    /// The `EventType` of every event (iDRAC: `Alert`); unset: by what
+    /// changed (`StatusChange` for power, `ResourceUpdated` for the rest).
+    #[serde(default)]
+    pub event_type: Option<String>,
+    /// Push destinations must be `https` (iDRAC).
+    #[serde(default)]
+    pub https_only: bool,
+}
+
+fn retry_attempts() -> u32 {
+    3
+}
+
+fn retry_interval() -> u32 {
+    30
+}
+
+fn max_subscriptions() -> usize {
+    20
+}
+
+fn max_sse() -> usize {
+    10
+}
+
+fn sse_uri() -> String {
+    "/redfish/v1/EventService/SSE".into()
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        Events {
+            enabled: true,
+            retry_attempts: retry_attempts(),
+            retry_interval_seconds: retry_interval(),
+            max_subscriptions: max_subscriptions(),
+            max_sse: max_sse(),
+            sse_uri: sse_uri(),
+            event_type: None,
+            https_only: false,
+        }
+    }
 }
 
 /// HPE's own extensions on an iLO: the System's live `Oem.Hpe`

@@ -4,6 +4,8 @@
 //! names a message of this table; `/redfish/v1/Registries/Base` serves the same
 //! table so a client can resolve the ids it receives. Message texts follow
 //! the published Base registry; `%1`.. are replaced by the arguments.
+//! Events take their messages from the event registries here
+//! (`ResourceEvent`, `HeartbeatEvent`), served the same way.
 
 use serde_json::{json, Value};
 
@@ -85,7 +87,136 @@ messages! {
     QueryParameterUnsupported = ("Warning", 1, "Query parameter '%1' is not supported.", "Correct or remove the query parameter and resubmit the request.");
     HeaderInvalid = ("Critical", 1, "Header '%1' is invalid.", "Resubmit the request with a valid request header.");
     QueryNotSupported = ("Warning", 0, "Querying is not supported by the implementation.", "Remove the query parameters and resubmit the request if the operation failed.");
+    EventSubscriptionLimitExceeded = ("Critical", 0, "The event subscription failed due to the number of simultaneous subscriptions exceeding the limit of the implementation.", "Reduce the number of other subscriptions before trying to establish the event subscription or increase the limit of simultaneous subscriptions (if supported).");
+    SubscriptionTerminated = ("OK", 0, "The event subscription was terminated.", "No resolution is required.");
+    EventBufferExceeded = ("Warning", 0, "Undelivered events may have been lost due to exceeding the event buffer.", "Ensure that the event receiver is available and able to accept events.");
+    ServiceDisabled = ("Warning", 1, "The operation failed because the service at %1 is disabled and cannot accept requests.", "Enable the service and resubmit the request if the operation failed.");
     ResetRequired = ("Warning", 2, "In order to apply changes, recovery of the resource '%1' must be performed with the reset type '%2'.", "Perform the recovery using the indicated reset type.");
+}
+
+/// A message registry of events (not of answers): its prefix, version
+/// and the messages Shoal sends from it.
+#[derive(Debug)]
+pub struct EventRegistry {
+    pub prefix: &'static str,
+    pub version: &'static str,
+    pub name: &'static str,
+    pub messages: &'static [MessageDef],
+}
+
+const fn def(
+    id: &'static str,
+    args: u8,
+    message: &'static str,
+    severity: &'static str,
+) -> MessageDef {
+    MessageDef {
+        id,
+        message,
+        severity,
+        resolution: "None.",
+        args,
+    }
+}
+
+/// DMTF's ResourceEvent registry (the version bmcweb ships), the subset
+/// events are made of.
+pub const RESOURCE_EVENT: EventRegistry = EventRegistry {
+    prefix: "ResourceEvent",
+    version: "1.3.0",
+    name: "Resource Event Message Registry",
+    messages: &[
+        def(
+            "ResourceCreated",
+            0,
+            "The resource has been created successfully.",
+            "OK",
+        ),
+        def(
+            "ResourceRemoved",
+            0,
+            "The resource has been removed successfully.",
+            "OK",
+        ),
+        def(
+            "ResourceChanged",
+            0,
+            "One or more resource properties have changed.",
+            "OK",
+        ),
+        def(
+            "ResourcePoweredOn",
+            1,
+            "The resource `%1` has powered on.",
+            "OK",
+        ),
+        def(
+            "ResourcePoweredOff",
+            1,
+            "The resource `%1` has powered off.",
+            "OK",
+        ),
+        def(
+            "ResourcePoweringOn",
+            1,
+            "The resource `%1` is powering on.",
+            "OK",
+        ),
+        def(
+            "ResourcePoweringOff",
+            1,
+            "The resource `%1` is powering off.",
+            "OK",
+        ),
+        def("TestMessage", 0, "Test message.", "OK"),
+    ],
+};
+
+/// DMTF's HeartbeatEvent registry: what a subscription asking for
+/// heartbeats gets.
+pub const HEARTBEAT_EVENT: EventRegistry = EventRegistry {
+    prefix: "HeartbeatEvent",
+    version: "1.0.1",
+    name: "Heartbeat Event Message Registry",
+    messages: &[def(
+        "RedfishServiceFunctional",
+        0,
+        "Redfish service is functional.",
+        "OK",
+    )],
+};
+
+/// The event registries, served beside Base.
+pub const EVENT_REGISTRIES: [&EventRegistry; 2] = [&RESOURCE_EVENT, &HEARTBEAT_EVENT];
+
+impl EventRegistry {
+    /// `Prefix.major.minor.Key` and the rendered text and severity of
+    /// message `key` (which must be in the registry).
+    pub fn message(&self, key: &str, args: &[&str]) -> (String, String, &'static str) {
+        let d = self.messages.iter().find(|m| m.id == key);
+        debug_assert!(d.is_some(), "message {key} missing from {}", self.prefix);
+        let short = self
+            .version
+            .rsplit_once('.')
+            .map_or(self.version, |(v, _)| v);
+        let id = format!("{}.{short}.{key}", self.prefix);
+        match d {
+            Some(d) => (id, substitute(d.message, args), d.severity),
+            None => (id, key.to_string(), "OK"),
+        }
+    }
+
+    /// The registry file itself.
+    pub fn document(&self, uri: &str) -> Value {
+        document(
+            uri,
+            self.prefix,
+            self.version,
+            self.name,
+            self.messages,
+            "Messages of the events Shoal sends.",
+        )
+    }
 }
 
 /// Looks up a message definition by its short id (`"PropertyUnknown"`).
@@ -161,8 +292,26 @@ fn short_version() -> &'static str {
 
 /// The registry file itself, served at `/redfish/v1/Registries/Base/Base`.
 pub fn registry_document() -> Value {
+    document(
+        "/redfish/v1/Registries/Base/Base",
+        BASE_PREFIX,
+        BASE_VERSION,
+        "Base Message Registry",
+        MESSAGES,
+        "This registry defines the base messages for Redfish.",
+    )
+}
+
+fn document(
+    uri: &str,
+    prefix: &str,
+    version: &str,
+    name: &str,
+    defs: &[MessageDef],
+    description: &str,
+) -> Value {
     let mut messages = serde_json::Map::new();
-    for m in MESSAGES {
+    for m in defs {
         messages.insert(
             m.id.to_string(),
             json!({
@@ -177,13 +326,13 @@ pub fn registry_document() -> Value {
     }
     json!({
         "@odata.type": "#MessageRegistry.v1_6_0.MessageRegistry",
-        "@odata.id": "/redfish/v1/Registries/Base/Base",
-        "Id": format!("{BASE_PREFIX}.{BASE_VERSION}"),
-        "Name": "Base Message Registry",
+        "@odata.id": uri,
+        "Id": format!("{prefix}.{version}"),
+        "Name": name,
         "Language": "en",
-        "Description": "This registry defines the base messages for Redfish.",
-        "RegistryPrefix": BASE_PREFIX,
-        "RegistryVersion": BASE_VERSION,
+        "Description": description,
+        "RegistryPrefix": prefix,
+        "RegistryVersion": version,
         "OwningEntity": "DMTF",
         "Messages": messages,
     })

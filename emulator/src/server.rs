@@ -20,11 +20,11 @@ use crate::cli::{BackendChoice, Settings};
 use crate::faults::Faults;
 use crate::model::SystemRef;
 
-/// The service root UUID: stable for a given set of systems.
-fn service_uuid(settings: &Settings) -> Uuid {
+/// A service root's UUID: stable for a given set of systems.
+fn uuid_of<'a>(ids: impl Iterator<Item = &'a str>) -> Uuid {
     let mut h = Sha256::new();
-    for s in &settings.systems {
-        h.update(s.id.as_bytes());
+    for id in ids {
+        h.update(id.as_bytes());
     }
     let d = h.finalize();
     let mut b = [0u8; 16];
@@ -83,7 +83,7 @@ pub fn state(settings: &Settings) -> Result<AppState> {
         backend,
         auth_store(settings)?,
         settings.feature_set,
-        service_uuid(settings),
+        uuid_of(settings.systems.iter().map(|s| s.id.as_str())),
     )
     .with_profiles(settings.profiles.clone())
     .with_faults(Arc::new(Faults::new(settings.faults.clone())));
@@ -141,7 +141,7 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         );
         return Ok(vec![Endpoint {
             listen: settings.listen,
-            state: main,
+            state: main.with_events(settings.events.clone()),
         }]);
     }
     let mut all = vec![Endpoint {
@@ -179,6 +179,11 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
     for (key, listen, refs) in groups {
         let state = endpoint_state(settings, &main, &key, &refs).await?;
         all.push(Endpoint { listen, state });
+    }
+    // Each endpoint's EventService, shaped by the profile its root
+    // speaks for.
+    for e in &mut all {
+        e.state = e.state.clone().with_events(settings.events.clone());
     }
     Ok(all)
 }
@@ -271,18 +276,11 @@ async fn endpoint_state(
             member(r, id)
         })
         .collect::<Vec<_>>();
-    let mut h = Sha256::new();
-    for r in refs {
-        h.update(r.id.as_bytes());
-    }
-    let d = h.finalize();
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&d[..16]);
     let mut state = AppState::new(
         Arc::new(View::new(backend.clone(), members)),
         auth_store(settings).with_context(|| key.to_string())?,
         settings.feature_set,
-        uuid::Builder::from_random_bytes(b).into_uuid(),
+        uuid_of(refs.iter().map(|r| r.id.as_str())),
     )
     .with_profiles((*main.core.profiles).clone())
     .with_faults(main.core.faults.clone())

@@ -8,6 +8,10 @@ use std::process::{Child, Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
+/// The networks a harness's emulator reaches with its events, unless a
+/// command says otherwise.
+pub const LOOPBACK_ONLY: &str = "127.0.0.0/8,::1/128";
+
 pub struct EmulatorProcess {
     child: Child,
     /// Base URL, e.g. `https://127.0.0.1:40123`.
@@ -43,6 +47,16 @@ impl EmulatorProcess {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
                 Ok(())
             });
+        }
+        // The harness's BMCs push events only to loopback: a subscription
+        // a tool makes elsewhere (DMTF's Protocol Validator subscribes
+        // https://192.168.1.50/) never sends a packet off the machine. A
+        // command that names its own networks keeps them.
+        if !cmd
+            .get_envs()
+            .any(|(k, _)| k == "SHOAL_EVENT_REACHABLE_NETS")
+        {
+            cmd.env("SHOAL_EVENT_REACHABLE_NETS", LOOPBACK_ONLY);
         }
         let mut child = cmd
             .stdout(Stdio::piped())

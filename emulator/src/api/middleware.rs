@@ -183,7 +183,10 @@ fn required_privilege(method: &Method, path: &str) -> Privilege {
     }
     // DMTF's privilege registry: VirtualMedia needs ConfigureManager
     // wherever it is reached, a System's or a Manager's.
+    // DMTF's privilege registry: EventService and EventDestination
+    // writes need ConfigureManager.
     if path.starts_with("/redfish/v1/SessionService")
+        || path.starts_with("/redfish/v1/EventService")
         || path.starts_with("/redfish/v1/Managers")
         || path.starts_with("/redfish/v1/Dell/Managers")
         || path.starts_with("/redfish/v1/CertificateService")

@@ -18,6 +18,7 @@ mod chassis;
 pub mod dell;
 pub mod enclosure;
 pub mod error;
+pub mod events;
 mod guard;
 mod hpe;
 pub(crate) mod input;
@@ -71,6 +72,7 @@ fn routes(f: crate::config::FeatureSet) -> Router {
             .merge(accounts::router())
             .merge(tasks::router())
             .merge(metadata::router())
+            .merge(events::router())
             .merge(dell::router(f))
             .merge(hpe::router(f));
         if f.vmedia() {

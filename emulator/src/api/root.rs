@@ -38,6 +38,7 @@ fn top_level(st: &AppState) -> Vec<(&'static str, &'static str)> {
         ("SessionService", "/redfish/v1/SessionService"),
         ("AccountService", "/redfish/v1/AccountService"),
         ("Tasks", "/redfish/v1/TaskService"),
+        ("EventService", "/redfish/v1/EventService"),
         ("Registries", "/redfish/v1/Registries"),
     ];
     if st.features.full() {
@@ -116,6 +117,9 @@ fn registry_files(st: &AppState) -> Vec<(&'static str, String)> {
         // GetBiosRegistries GETs Registries/<AttributeRegistry>).
         v.push((bios::REGISTRY, bios::REGISTRY.to_string()));
     }
+    for r in registry::EVENT_REGISTRIES {
+        v.push((r.prefix, format!("{}.{}", r.prefix, r.version)));
+    }
     v
 }
 
@@ -173,10 +177,18 @@ async fn registry(
             crate::profile::generic(),
             "GET",
         )),
-        _ => Ok(Resource::new(
+        _ if id == bios::REGISTRY => Ok(Resource::new(
             bios::registry_document(&uri),
             crate::profile::generic(),
             "GET",
         )),
+        _ => match registry::EVENT_REGISTRIES.iter().find(|r| r.prefix == id) {
+            Some(r) => Ok(Resource::new(
+                r.document(&uri),
+                crate::profile::generic(),
+                "GET",
+            )),
+            None => Err(ApiError::NotFound(uri)),
+        },
     }
 }

@@ -86,6 +86,8 @@ pub struct Service {
     pub enclosures: Arc<Vec<crate::model::Enclosure>>,
     /// The only IP family image URLs may name (`--media-ip-family`).
     pub media_ip_family: Option<crate::netpolicy::IpFamily>,
+    /// The EventService: settings, subscriptions, published events.
+    pub events: Arc<super::events::Events>,
 }
 
 /// The ports this service's BMC answers on, set by the server once its
@@ -123,7 +125,18 @@ impl AppState {
             enclosures: Arc::default(),
             media_ip_family: None,
             media_verifies: true,
+            events: Arc::default(),
         }))
+    }
+
+    /// The same state with an EventService pushing as `options` say,
+    /// shaped by the root's profile (set that first).
+    pub fn with_events(mut self, options: super::events::EventOptions) -> Self {
+        self.events = Arc::new(super::events::Events::new(
+            options,
+            &self.root_profile.events,
+        ));
+        self
     }
 
     /// The same state sharing the process's faults.
@@ -147,7 +160,8 @@ impl AppState {
         }
         self.root_profile = p;
         self.service_tag = super::vendor::service_tag(sys, p);
-        self
+        let options = self.events.options.clone();
+        self.with_events(options)
     }
 
     /// The Id of the Manager of `sys`.

@@ -51,9 +51,10 @@ pub fn cache_path(opts: &MediaOptions, domain: &str, url: &str) -> PathBuf {
 }
 
 /// Resolves every host ureq connects to and keeps only the addresses the
-/// policy allows: what is connected to is what was checked.
+/// policy allows: what is connected to is what was checked. The flag
+/// named in the refusal is the one that lets a network through.
 #[derive(Debug)]
-struct PolicyResolver(AddressPolicy);
+pub(crate) struct PolicyResolver(pub AddressPolicy, pub &'static str);
 
 impl ureq::unversioned::resolver::Resolver for PolicyResolver {
     fn resolve(
@@ -76,8 +77,9 @@ impl ureq::unversioned::resolver::Resolver for PolicyResolver {
             return Err(ureq::Error::Io(std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
                 format!(
-                    "refused by the media address policy: {} (--media-allow-net)",
-                    refused.join(", ")
+                    "refused by the address policy: {} ({})",
+                    refused.join(", "),
+                    self.1
                 ),
             )));
         }
@@ -208,7 +210,7 @@ fn agent(opts: &MediaOptions, image: &MediaImage) -> ureq::Agent {
     ureq::Agent::with_parts(
         config,
         ureq::unversioned::transport::DefaultConnector::new(),
-        PolicyResolver(opts.addresses.clone()),
+        PolicyResolver(opts.addresses.clone(), "--media-allow-net"),
     )
 }
 

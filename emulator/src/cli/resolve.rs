@@ -167,6 +167,14 @@ impl Cli {
                 || sushy.is_some_and(|c| c.disable_power_off),
             enclosures: enclosures(sushy, feature_set),
             media_ip_family,
+            events: crate::api::events::EventOptions {
+                addresses: crate::netpolicy::AddressPolicy {
+                    allow: self.event_allow_nets.clone(),
+                    family: media_ip_family,
+                    reachable: self.event_reachable_nets.clone(),
+                },
+                insecure: self.event_insecure,
+            },
         })
     }
 
@@ -271,6 +279,7 @@ impl Cli {
             addresses: crate::netpolicy::AddressPolicy {
                 allow: self.media_allow_nets.clone(),
                 family,
+                reachable: Vec::new(),
             },
         }
     }

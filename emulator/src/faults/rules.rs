@@ -6,12 +6,30 @@
 
 use serde::{Deserialize, Serialize};
 
-const METHODS: &[&str] = &["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE", "IPMI"];
+const METHODS: &[&str] = &[
+    "GET", "HEAD", "POST", "PATCH", "PUT", "DELETE", "IPMI", "EVENT",
+];
 /// The method of a request to the host's in-band IPMI interface, whose
 /// path is `/ipmi/in-band/NN/CC` (network function and command, two hex
 /// digits each). A rule selects such requests only by naming the method:
 /// a rule without methods selects every HTTP request, none of them.
 pub const IPMI: &str = "IPMI";
+/// The method of an event's push delivery, whose path is the
+/// destination URL's. A rule with only this method is an event fault:
+/// it drops, delays, duplicates or holds back deliveries, or empties
+/// fields of what is sent; it selects by path alone.
+pub const EVENT: &str = "EVENT";
+/// The fields of an event's records an event fault may send empty.
+pub const EMPTY_FIELDS: &[&str] = &[
+    "OriginOfCondition",
+    "EventTimestamp",
+    "EventId",
+    "Message",
+    "MessageArgs",
+    "MessageId",
+    "Severity",
+    "Context",
+];
 
 /// Bounds of a fault configuration: whatever a client sends, a request
 /// waits at most `MAX_RULES * MAX_LATENCY_MS` and no duration overflows.
@@ -78,6 +96,16 @@ pub struct Rule {
     /// they are accepted.
     #[serde(default)]
     pub power_delay_ms: u64,
+    /// Event faults: the share of deliveries sent twice.
+    #[serde(default)]
+    pub duplicate_rate: f64,
+    /// Event faults: the share of deliveries held back and sent after the
+    /// next one (or a while later, when none comes).
+    #[serde(default)]
+    pub reorder_rate: f64,
+    /// Event faults: fields of every record (of `EMPTY_FIELDS`) sent empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub empty_fields: Vec<String>,
 }
 
 /// What `[faults]` and the admin endpoint's `PUT` carry.
@@ -168,7 +196,13 @@ impl FaultConfig {
                     METHODS.len()
                 ));
             }
-            for (name, rate) in [("error_rate", r.error_rate), ("drop_rate", r.drop_rate)] {
+            check_event_rule(r).map_err(|(k, why)| format!("{}: {why}", key(k)))?;
+            for (name, rate) in [
+                ("error_rate", r.error_rate),
+                ("drop_rate", r.drop_rate),
+                ("duplicate_rate", r.duplicate_rate),
+                ("reorder_rate", r.reorder_rate),
+            ] {
                 if !(0.0..=1.0).contains(&rate) {
                     return Err(format!("{}: {rate} is not between 0 and 1", key(name)));
                 }
@@ -207,6 +241,55 @@ impl FaultConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// An event fault (methods `["EVENT"]`) has only what applies to a
+/// delivery; the event-only members are only on event faults.
+fn check_event_rule(r: &Rule) -> Result<(), (&'static str, String)> {
+    let event = r.methods.iter().any(|m| m == EVENT);
+    if !event {
+        for (k, set) in [
+            ("duplicate_rate", r.duplicate_rate != 0.0),
+            ("reorder_rate", r.reorder_rate != 0.0),
+            ("empty_fields", !r.empty_fields.is_empty()),
+        ] {
+            if set {
+                return Err((
+                    k,
+                    "applies to event deliveries only (methods = [\"EVENT\"])".into(),
+                ));
+            }
+        }
+        return Ok(());
+    }
+    if r.methods.len() > 1 {
+        return Err((
+            "methods",
+            "\"EVENT\" stands alone (an event fault is no request fault)".into(),
+        ));
+    }
+    for (k, set) in [
+        ("systems", !r.systems.is_empty()),
+        ("error_rate", r.error_rate != 0.0),
+        ("status", r.status.is_some()),
+        ("message_id", r.message_id.is_some()),
+        ("power_delay_ms", r.power_delay_ms != 0),
+    ] {
+        if set {
+            return Err((k, "is no event fault (an event fault selects destinations by path; it drops, delays, duplicates, reorders or empties fields)".into()));
+        }
+    }
+    match r
+        .empty_fields
+        .iter()
+        .find(|f| !EMPTY_FIELDS.contains(&f.as_str()))
+    {
+        Some(f) => Err((
+            "empty_fields",
+            format!("{f:?} is not one of {}", EMPTY_FIELDS.join(", ")),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -263,7 +346,7 @@ impl Rule {
 
     pub(super) fn matches(&self, method: &str, path: &str, systems: &[String]) -> bool {
         let by_method = match self.methods.is_empty() {
-            true => method != IPMI,
+            true => method != IPMI && method != EVENT,
             false => self.methods.iter().any(|m| m == method),
         };
         self.selects_systems(systems)

@@ -42,6 +42,7 @@ pub const QUIRKS: &[&str] = &[
     "inventory.service_tag",
     "inventory.storage_ids",
     "hpe",
+    "events",
 ];
 /// Boot fields a settings object may carry.
 const BOOT_FIELDS: &[&str] = &[
@@ -75,6 +76,7 @@ impl Profile {
             }
         }
         self.check_https_boot()?;
+        self.check_events()?;
         self.check_vmedia_devices()?;
         self.check_dell()?;
         self.check_sources()
@@ -280,6 +282,45 @@ impl Profile {
         Ok(())
     }
 
+    /// The EventService's settings: an SSE URI under the service, limits
+    /// that admit a subscription, an EventType of the schema's.
+    fn check_events(&self) -> Result<(), String> {
+        let e = &self.events;
+        if !e.sse_uri.starts_with("/redfish/v1/") || e.sse_uri.contains(['?', '#', ' ']) {
+            return Err(format!(
+                "events.sse_uri: {:?} is not a path under /redfish/v1/",
+                e.sse_uri
+            ));
+        }
+        if e.max_subscriptions == 0 || e.max_sse > e.max_subscriptions {
+            return Err(format!(
+                "events.max_subscriptions/max_sse: {} and {} (at least one subscription, and no more SSE streams than subscriptions)",
+                e.max_subscriptions, e.max_sse
+            ));
+        }
+        if !(1..=86_400).contains(&e.retry_interval_seconds) || e.retry_attempts > 100 {
+            return Err(format!(
+                "events.retry_interval_seconds/retry_attempts: {} and {} (1 to 86400 seconds, at most 100 retries)",
+                e.retry_interval_seconds, e.retry_attempts
+            ));
+        }
+        const TYPES: [&str; 6] = [
+            "StatusChange",
+            "ResourceUpdated",
+            "ResourceAdded",
+            "ResourceRemoved",
+            "Alert",
+            "Other",
+        ];
+        match &e.event_type {
+            Some(t) if !TYPES.contains(&t.as_str()) => Err(format!(
+                "events.event_type: {t:?} is not one of {}",
+                TYPES.join(", ")
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The quirks this profile has (keys of [`QUIRKS`]), in that order.
     pub fn quirks(&self) -> Vec<&'static str> {
         let (e, b, p, v) = (&self.etag, &self.boot, &self.power, &self.vmedia);
@@ -320,6 +361,7 @@ impl Profile {
             self.inventory.service_tag,
             self.inventory.storage_ids != super::StorageIds::Plain,
             self.hpe.is_some(),
+            self.events != super::Events::default(),
         ];
         QUIRKS
             .iter()

@@ -33,6 +33,7 @@ fn fetching_on(allow_loopback: bool, media_delay: Duration, family: Option<IpFam
                 vec![]
             },
             family,
+            reachable: vec![],
         },
     };
     let api = Api::with(

@@ -287,6 +287,12 @@ impl Api {
         self.raw(b.body(body).unwrap()).await
     }
 
+    /// The response to `req`, its body not read (a stream).
+    #[allow(dead_code)]
+    pub async fn open(&self, req: Request<Body>) -> axum::response::Response {
+        self.router.clone().oneshot(req).await.unwrap()
+    }
+
     pub async fn raw(&self, req: Request<Body>) -> Reply {
         let mark = log::mark();
         let resp = self.router.clone().oneshot(req).await.unwrap();
@@ -318,6 +324,11 @@ impl Api {
 
     pub async fn post(&self, path: &str, body: Value) -> Reply {
         self.req(Method::POST, path, Some(body), &[]).await
+    }
+
+    #[allow(dead_code)]
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.req(Method::DELETE, path, None, &[]).await
     }
 
     /// `ComputerSystem.Reset`, which must succeed.

@@ -94,7 +94,7 @@ fn options(allow: &[&str]) -> LibvirtOptions {
             // The tests' image servers listen on loopback.
             addresses: AddressPolicy {
                 allow: vec!["127.0.0.0/8".parse().unwrap()],
-                family: None,
+                ..Default::default()
             },
         },
         nvram_dir: Some(nvram_folder()),

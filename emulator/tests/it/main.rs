@@ -25,6 +25,7 @@ mod boot_routes;
 mod changes;
 mod common;
 mod drivers;
+mod events;
 mod ipmi;
 mod ironic_backend;
 #[cfg(feature = "libvirt")]

@@ -50,7 +50,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
             // (e) serves the BMC's image on loopback.
             addresses: shoal_emulator::netpolicy::AddressPolicy {
                 allow: vec!["127.0.0.0/8".parse().unwrap()],
-                family: None,
+                ..Default::default()
             },
         },
         nvram_dir: None,

@@ -15,9 +15,13 @@ a failed If-Match or a guessed URL) are shown as '# sushy: ...' lines.
 """
 
 import argparse
+import http.server
+import json
 import logging
 import os
+import queue
 import sys
+import threading
 import time
 import traceback
 from urllib.parse import urljoin, urlparse
@@ -411,6 +415,67 @@ class Compat:
             expect(after.get(key) == before.get(key),
                    f'rejected PATCH changed {key}: {before.get(key)!r} -> {after.get(key)!r}')
 
+    def check_event_subscription(self):
+        """Ironic's vendor passthru path: the EventService through sushy,
+        its types, a subscription made with Ironic's body (metal3's
+        headers), an event from a real power change received on loopback
+        (the emulator runs with --event-allow-net 127.0.0.0/8), a test
+        event, and the subscription deleted."""
+        got = queue.Queue()
+
+        class Receiver(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get('Content-Length', '0'))
+                got.put((self.headers, json.loads(self.rfile.read(n))))
+                self.send_response(204)
+                self.send_header('Content-Length', '0')
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Receiver)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            es = self.root.get_event_service()
+            types = es.get_event_types_for_subscription()
+            expect(sushy.EventType.ALERT in types, f'event types {types}')
+            dest = es.subscriptions.create({
+                'Destination': f'http://127.0.0.1:{server.server_port}/events',
+                'Protocol': 'Redfish', 'Context': 'ironic',
+                'EventTypes': ['StatusChange', 'Alert'],
+                'HttpHeaders': [{'X-Metal3': 'yes'}],
+            })
+            expect(dest is not None, 'create gave no subscription (201 + Location)')
+            expect(dest.identity and dest.context == 'ironic',
+                   f'subscription {dest.identity} {dest.context!r}')
+            ids = [m.identity for m in es.subscriptions.get_members()]
+            expect(dest.identity in ids, f'{dest.identity} not in {ids}')
+            s = self.fresh_system()
+            if s.power_state == sushy.PowerState.ON:
+                s.reset_system(sushy.RESET_TYPE_FORCE_OFF)
+            else:
+                s.reset_system(sushy.RESET_TYPE_ON)
+            headers, body = got.get(timeout=self.args.timeout)
+            expect(headers.get('X-Metal3') == 'yes', f'headers {dict(headers)}')
+            ev = body['Events'][0]
+            expect(ev['MessageId'].split('.')[-1] in
+                   ('ResourcePoweredOn', 'ResourcePoweredOff', 'ResourcePoweringOn',
+                    'ResourcePoweringOff'), f'event {ev}')
+            expect(body.get('Context') == 'ironic', f'Context {body.get("Context")!r}')
+            es.submit_test_event('1', '2026-01-01T00:00:00+00:00', 'Alert',
+                                 'from sushy', [], 'ResourceEvent.1.3.0.TestMessage',
+                                 self.system.path, 'OK')
+            while True:
+                _, body = got.get(timeout=self.args.timeout)
+                if body['Events'][0].get('Message') == 'from sushy':
+                    break
+            dest.delete()
+            rsp = self.get(dest.path)
+            expect(rsp.status_code == 404, f'deleted subscription: {rsp.status_code}')
+        finally:
+            server.shutdown()
+
     def check_close_session(self):
         expect(self.auth is not None and self.session_path, 'no session was opened')
         self.auth.close()
@@ -447,6 +512,7 @@ class Compat:
         ('RAID volumes: delete, create, delete OnReset', check_raid_volumes),
         ('chassis network adapters match the NICs', check_network_adapters),
         ('bad boot target is refused', check_bad_boot_target),
+        ('event subscription, a power event received, deleted', check_event_subscription),
         ('close session removes it', check_close_session),
     ]
 

@@ -355,6 +355,13 @@ async fn handle_inner(router: Router, st: &AppState, req: Request) -> Result<Res
         Method::GET | Method::HEAD => req.headers().get(header::IF_NONE_MATCH).cloned(),
         _ => None,
     };
+    if super::events::is_sse(st, req.uri().path()) {
+        // A stream takes its own `$filter`, and never ends to be queried.
+        return Ok(router
+            .oneshot(req)
+            .await
+            .unwrap_or_else(|e: Infallible| match e {}));
+    }
     let query = match req.uri().query() {
         Some(raw) if !raw.is_empty() => {
             match req.extensions().get::<super::guard::Decided>() {

@@ -1,0 +1,662 @@
+//! The EventService: subscriptions as Ironic, sushy, DMTF's Protocol
+//! Validator and Event Listener make them; events pushed to a receiver on
+//! loopback from what really changed (a Redfish reset, a boot override,
+//! a power transition the machine ends by itself), with retries and the
+//! retry policies when the receiver is down; Server-Sent Events with a
+//! `$filter`, shown as a subscription whose DELETE closes the stream, and
+//! resumed with `Last-Event-ID`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use shoal_emulator::api::events::EventOptions;
+use shoal_emulator::backend::fake::FakeOptions;
+use shoal_emulator::netpolicy::AddressPolicy;
+
+use crate::common::Api;
+
+const SUBS: &str = "/redfish/v1/EventService/Subscriptions";
+
+/// One POST a receiver got.
+#[derive(Debug, Clone)]
+struct Delivered {
+    headers: HashMap<String, String>,
+    body: Value,
+}
+
+/// A receiver on loopback that answers every POST with `status`.
+struct Receiver {
+    url: String,
+    rx: mpsc::Receiver<Delivered>,
+}
+
+impl Receiver {
+    fn start(status: u16) -> Receiver {
+        Self::on(TcpListener::bind("127.0.0.1:0").unwrap(), status)
+    }
+
+    fn on(listener: TcpListener, status: u16) -> Receiver {
+        let url = format!("http://{}/events", listener.local_addr().unwrap());
+        let (tx, rx) = mpsc::channel();
+        let tx = Arc::new(Mutex::new(tx));
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let tx = tx.clone();
+                std::thread::spawn(move || serve(conn, status, &tx));
+            }
+        });
+        Receiver { url, rx }
+    }
+
+    /// The next delivery, waiting up to `limit`.
+    fn next(&self, limit: Duration) -> Option<Delivered> {
+        self.rx.recv_timeout(limit).ok()
+    }
+
+    /// The MessageIds (without version) of the next delivery's records.
+    fn next_ids(&self) -> Vec<String> {
+        let d = self
+            .next(Duration::from_secs(10))
+            .expect("an event in time");
+        ids_of(&d.body)
+    }
+}
+
+fn serve(conn: std::net::TcpStream, status: u16, tx: &Mutex<mpsc::Sender<Delivered>>) {
+    let mut r = BufReader::new(conn.try_clone().unwrap());
+    let mut w = conn;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut headers = HashMap::new();
+        loop {
+            let mut h = String::new();
+            if r.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+            }
+        }
+        let len: usize = headers
+            .get("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let _ = tx.lock().unwrap().send(Delivered { headers, body });
+        let reason = if status == 204 { "No Content" } else { "Error" };
+        if write!(w, "HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\n\r\n").is_err() {
+            return;
+        }
+    }
+}
+
+fn ids_of(event: &Value) -> Vec<String> {
+    event["Events"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    let id = e["MessageId"].as_str().unwrap_or("");
+                    let parts: Vec<&str> = id.split('.').collect();
+                    format!("{}.{}", parts[0], parts[parts.len() - 1])
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// An open service of `n` fake systems whose events may go to loopback.
+fn service(n: usize, opts: FakeOptions) -> Api {
+    let api = Api::with(
+        shoal_emulator::config::fake_systems(n),
+        opts,
+        shoal_emulator::auth::AuthStore::open(),
+        shoal_emulator::config::FeatureSet::Full,
+    );
+    let options = EventOptions {
+        addresses: AddressPolicy {
+            allow: vec!["127.0.0.0/8".parse().unwrap()],
+            ..Default::default()
+        },
+        insecure: false,
+    };
+    Api::of_state(api.state.clone().with_events(options))
+}
+
+async fn subscribe(api: &Api, body: Value) -> String {
+    let r = api.post(SUBS, body).await;
+    assert_eq!(r.status, 201, "{r}");
+    let loc = r.header("location").expect("Location");
+    assert_eq!(r.body["@odata.id"], loc.as_str(), "{r}");
+    loc
+}
+
+#[tokio::test]
+async fn subscriptions_are_made_listed_changed_and_deleted_as_clients_expect() {
+    let api = service(1, FakeOptions::default());
+    // What sushy requires of the EventService, and Ironic checks against.
+    let es = api.get("/redfish/v1/EventService").await;
+    assert_eq!(es.status, 200, "{es}");
+    for k in [
+        "Id",
+        "Name",
+        "Actions",
+        "Subscriptions",
+        "ServerSentEventUri",
+    ] {
+        assert!(es.body.get(k).is_some(), "{k}: {es}");
+    }
+    assert!(es.body["EventTypesForSubscription"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("Alert")));
+    let root = api.get("/redfish/v1").await;
+    assert_eq!(
+        root.body["EventService"]["@odata.id"],
+        "/redfish/v1/EventService"
+    );
+
+    // Ironic's create_subscription body, HttpHeaders as metal3 sends them.
+    let loc = subscribe(
+        &api,
+        json!({"Destination": "https://192.0.2.10/ev", "Protocol": "Redfish", "Context": "",
+               "EventTypes": ["Alert"], "HttpHeaders": [{"Authorization": "Basic eDp5"}]}),
+    )
+    .await;
+    let m = api.get(&loc).await;
+    assert_eq!(m.status, 200, "{m}");
+    assert_eq!(m.body["Id"], loc.rsplit('/').next().unwrap());
+    assert_eq!(m.body["HttpHeaders"], json!([]), "never shown back");
+    assert_eq!(m.body["SubscriptionType"], "RedfishEvent");
+    // The Protocol Validator's: no EventTypes (201); FTP refused (400).
+    let rpv = subscribe(
+        &api,
+        json!({"Context": "RPV test subscription", "Protocol": "Redfish",
+               "Destination": "https://192.168.1.50/Destination1"}),
+    )
+    .await;
+    let ftp = api
+        .post(
+            SUBS,
+            json!({"Context": "x", "Protocol": "FTP", "Destination": "https://192.168.1.50/D"}),
+        )
+        .await;
+    assert_eq!(ftp.status, 400, "{ftp}");
+    assert_eq!(ftp.message_ids(), ["PropertyValueNotInList"]);
+    let list = api.get(SUBS).await;
+    assert_eq!(list.body["Members@odata.count"], 2, "{list}");
+
+    let p = api
+        .patch(
+            &loc,
+            json!({"Context": "mine", "DeliveryRetryPolicy": "SuspendRetries"}),
+        )
+        .await;
+    assert_eq!(p.status, 200, "{p}");
+    assert_eq!(p.body["Context"], "mine");
+    assert_eq!(p.body["DeliveryRetryPolicy"], "SuspendRetries");
+    let ro = api
+        .patch(&loc, json!({"Destination": "https://192.0.2.11/"}))
+        .await;
+    assert_eq!(ro.message_ids(), ["PropertyNotWritable"], "{ro}");
+    assert_eq!(
+        api.get(&loc).await.body["Destination"],
+        "https://192.0.2.10/ev"
+    );
+
+    for l in [&loc, &rpv] {
+        assert_eq!(api.delete(l).await.status, 204);
+        assert_eq!(api.get(l).await.status, 404);
+    }
+    assert_eq!(api.delete(&loc).await.status, 404);
+}
+
+#[tokio::test]
+async fn bad_subscriptions_create_nothing_and_the_limit_holds() {
+    let api = service(1, FakeOptions::default());
+    for (body, want) in [
+        (
+            json!({"Destination": "not a url"}),
+            "PropertyValueFormatError",
+        ),
+        (json!({"Destination": "http://127.0.0.1:1/"}), ""),
+        (
+            json!({"Destination": "http://169.254.169.254/"}),
+            "PropertyValueFormatError",
+        ),
+        (
+            json!({"Destination": "http://192.0.2.1/", "EventTypes": ["Nope"]}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"Destination": "http://192.0.2.1/", "RegistryPrefixes": ["Nope"]}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"Destination": "http://192.0.2.1/", "ResourceTypes": ["Nope"]}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"Destination": "http://192.0.2.1/", "EventFormatType": "MetricReport"}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"Destination": "http://192.0.2.1/", "HttpHeaders": [{"Content-Length": "1"}]}),
+            "PropertyValueFormatError",
+        ),
+        (
+            json!({"Destination": "http://192.0.2.1/", "HttpHeaders": [{"X": "a".repeat(9000)}]}),
+            "PropertyValueFormatError",
+        ),
+        (
+            json!({"Destination": "http://192.0.2.1/", "Bogus": 1}),
+            "PropertyUnknown",
+        ),
+        (
+            json!({"Destination": "http://192.0.2.1/", "IncludeOriginOfCondition": true}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"Destination": "http://192.0.2.1/", "SubscriptionType": "SSE"}),
+            "PropertyValueNotInList",
+        ),
+        (
+            json!({"Destination": "http://192.0.2.1/", "HeartbeatIntervalMinutes": 0}),
+            "PropertyValueOutOfRange",
+        ),
+        (
+            json!({"Protocol": "Redfish"}),
+            "CreateFailedMissingReqProperties",
+        ),
+    ] {
+        let r = api.post(SUBS, body.clone()).await;
+        if want.is_empty() {
+            // Loopback is allowed here (--event-allow-net 127.0.0.0/8).
+            assert_eq!(r.status, 201, "{body}: {r}");
+            api.delete(&r.header("location").unwrap()).await;
+            continue;
+        }
+        assert_eq!(r.status, 400, "{body}: {r}");
+        assert!(r.message_ids().contains(&want.to_string()), "{body}: {r}");
+    }
+    assert_eq!(api.get(SUBS).await.body["Members@odata.count"], 0);
+    // The default policy (no --event-allow-net) refuses loopback.
+    let strict = Api::new(1);
+    let r = strict
+        .post(SUBS, json!({"Destination": "http://127.0.0.1:9/"}))
+        .await;
+    assert_eq!(r.status, 400, "{r}");
+    // At most the profile's 20.
+    for i in 0..20 {
+        subscribe(
+            &api,
+            json!({"Destination": format!("http://192.0.2.1/{i}")}),
+        )
+        .await;
+    }
+    let r = api
+        .post(SUBS, json!({"Destination": "http://192.0.2.1/x"}))
+        .await;
+    assert_eq!(r.status, 400, "{r}");
+    assert_eq!(r.message_ids(), ["EventSubscriptionLimitExceeded"]);
+    assert_eq!(api.get(SUBS).await.body["Members@odata.count"], 20);
+}
+
+// The receiver is waited on by blocking: the service runs beside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_gets_the_events_of_real_changes_in_order_with_its_headers() {
+    let api = service(1, FakeOptions::default());
+    let sys = api.system(0).await;
+    let rx = Receiver::start(204);
+    subscribe(
+        &api,
+        json!({"Destination": rx.url, "Context": "ctx-1",
+               "HttpHeaders": [{"X-Token": "t0k"}]}),
+    )
+    .await;
+    // Another that takes only power events: never sees the boot change.
+    let power_only = Receiver::start(204);
+    subscribe(
+        &api,
+        json!({"Destination": power_only.url, "EventTypes": ["StatusChange"]}),
+    )
+    .await;
+    api.reset(&sys, "On").await;
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}}))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    api.reset(&sys, "ForceOff").await;
+
+    let first = rx.next(Duration::from_secs(10)).expect("an event");
+    assert_eq!(ids_of(&first.body), ["ResourceEvent.ResourcePoweredOn"]);
+    assert_eq!(
+        first.headers.get("x-token").map(String::as_str),
+        Some("t0k")
+    );
+    assert_eq!(
+        first.headers.get("content-type").map(String::as_str),
+        Some("application/json")
+    );
+    assert!(first.headers.contains_key("content-length"), "{first:?}");
+    assert_eq!(first.body["Context"], "ctx-1");
+    let rec = &first.body["Events"][0];
+    assert_eq!(rec["OriginOfCondition"]["@odata.id"], sys.as_str());
+    assert_eq!(rec["EventType"], "StatusChange");
+    assert!(rec["EventTimestamp"].as_str().unwrap().contains('T'));
+    assert_eq!(rx.next_ids(), ["ResourceEvent.ResourceChanged"]);
+    assert_eq!(rx.next_ids(), ["ResourceEvent.ResourcePoweredOff"]);
+
+    assert_eq!(power_only.next_ids(), ["ResourceEvent.ResourcePoweredOn"]);
+    assert_eq!(power_only.next_ids(), ["ResourceEvent.ResourcePoweredOff"]);
+    assert!(power_only.next(Duration::from_millis(300)).is_none());
+
+    // A test event goes to every subscriber that takes its type.
+    let t = api
+        .post(
+            "/redfish/v1/EventService/Actions/EventService.SubmitTestEvent",
+            json!({"EventType": "StatusChange", "Message": "hello", "MessageId": "ResourceEvent.1.3.0.TestMessage"}),
+        )
+        .await;
+    assert_eq!(t.status, 204, "{t}");
+    let got = power_only
+        .next(Duration::from_secs(10))
+        .expect("the test event");
+    assert_eq!(got.body["Events"][0]["Message"], "hello");
+    assert_eq!(rx.next_ids(), ["ResourceEvent.TestMessage"]);
+}
+
+// The receiver is waited on by blocking: the service runs beside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_power_transition_the_machine_ends_itself_is_an_event() {
+    let api = service(
+        1,
+        FakeOptions {
+            power_delay: Duration::from_millis(300),
+            ..Default::default()
+        },
+    );
+    let sys = api.system(0).await;
+    let rx = Receiver::start(204);
+    subscribe(&api, json!({"Destination": rx.url})).await;
+    api.reset(&sys, "On").await;
+    // Asked for: powering on. Ended by the machine: powered on, seen by
+    // the service reading its machines.
+    assert_eq!(rx.next_ids(), ["ResourceEvent.ResourcePoweringOn"]);
+    assert_eq!(rx.next_ids(), ["ResourceEvent.ResourcePoweredOn"]);
+}
+
+// The receiver is waited on by blocking: the service runs beside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_down_is_retried_then_its_policy_applies() {
+    let api = service(1, FakeOptions::default());
+    let sys = api.system(0).await;
+    let r = api
+        .patch(
+            "/redfish/v1/EventService",
+            json!({"DeliveryRetryAttempts": 1, "DeliveryRetryIntervalSeconds": 1}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    // Answers 500: delivered to, refused.
+    let failing = Receiver::start(500);
+    let terminated = subscribe(&api, json!({"Destination": failing.url})).await;
+    // Nobody listens yet: connection refused, suspended after its retries.
+    let hold = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hold.local_addr().unwrap().port();
+    drop(hold);
+    let suspended = subscribe(
+        &api,
+        json!({"Destination": format!("http://127.0.0.1:{port}/events"),
+               "DeliveryRetryPolicy": "SuspendRetries"}),
+    )
+    .await;
+    // Sees the other's end.
+    let watcher = Receiver::start(204);
+    subscribe(
+        &api,
+        json!({"Destination": watcher.url, "RegistryPrefixes": ["Base"]}),
+    )
+    .await;
+    api.reset(&sys, "On").await;
+
+    // The first try and one retry, a second apart; then it is gone.
+    let a = failing.next(Duration::from_secs(10)).expect("first try");
+    let b = failing.next(Duration::from_secs(10)).expect("the retry");
+    assert_eq!(a.body, b.body, "the same event again");
+    let end = watcher.next(Duration::from_secs(10)).expect("the end told");
+    assert_eq!(ids_of(&end.body), ["Base.SubscriptionTerminated"]);
+    assert_eq!(
+        end.body["Events"][0]["OriginOfCondition"]["@odata.id"],
+        terminated.as_str()
+    );
+    assert_eq!(api.get(&terminated).await.status, 404);
+
+    // Suspended: shown Disabled, kept.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let m = api.get(&suspended).await;
+        if m.body["Status"]["State"] == "Disabled" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never suspended: {m}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The receiver comes up; resumed, it gets the event it missed.
+    let back = Receiver::on(TcpListener::bind(("127.0.0.1", port)).unwrap(), 204);
+    let r = api
+        .post(
+            &format!("{suspended}/Actions/EventDestination.ResumeSubscription"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{r}");
+    assert_eq!(back.next_ids(), ["ResourceEvent.ResourcePoweredOn"]);
+    assert_eq!(api.get(&suspended).await.body["Status"]["State"], "Enabled");
+}
+
+/// The next SSE frame's lines (`id:`, `data:`), comments skipped.
+async fn frame(body: &mut Body) -> Option<(u64, Value)> {
+    let mut text = String::new();
+    loop {
+        let f = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await
+            .ok()??
+            .ok()?;
+        let Ok(data) = f.into_data() else { continue };
+        text.push_str(std::str::from_utf8(&data).unwrap());
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            if block.starts_with(':') {
+                continue;
+            }
+            let mut id = 0;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.parse().unwrap();
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data.push_str(v);
+                }
+            }
+            return Some((id, serde_json::from_str(&data).unwrap()));
+        }
+    }
+}
+
+fn sse_request(query: &str, last: Option<u64>) -> Request<Body> {
+    let mut b = Request::get(format!("/redfish/v1/EventService/SSE{query}"))
+        .header("Accept", "text/event-stream");
+    if let Some(l) = last {
+        b = b.header("Last-Event-ID", l.to_string());
+    }
+    b.body(Body::empty()).unwrap()
+}
+
+#[tokio::test]
+async fn an_sse_stream_filters_shows_as_a_subscription_resumes_and_closes() {
+    let api = service(1, FakeOptions::default());
+    let sys = api.system(0).await;
+    // A JSON client is told it cannot have a stream.
+    let json_client = api
+        .req(
+            axum::http::Method::GET,
+            "/redfish/v1/EventService/SSE",
+            None,
+            &[("Accept", "application/json")],
+        )
+        .await;
+    assert!(json_client.status.as_u16() >= 400, "{json_client}");
+    assert!(json_client.body["error"]["@Message.ExtendedInfo"].is_array());
+    let bad = api
+        .open(sse_request("?$filter=Bogus%20eq%20'x'", None))
+        .await;
+    assert_eq!(bad.status(), 400);
+
+    let resp = api
+        .open(sse_request(
+            "?$filter=MessageId%20eq%20'ResourceEvent.ResourcePoweredOn'",
+            None,
+        ))
+        .await;
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let mut body = resp.into_body();
+    let list = api.get(SUBS).await;
+    assert_eq!(list.body["Members@odata.count"], 1, "{list}");
+    let member = list.body["Members"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let m = api.get(&member).await;
+    assert_eq!(m.body["SubscriptionType"], "SSE");
+    assert!(m.body["Context"].is_string());
+
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe"}}))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    api.reset(&sys, "On").await;
+    let (id, ev) = frame(&mut body).await.expect("a frame");
+    assert_eq!(
+        ids_of(&ev),
+        ["ResourceEvent.ResourcePoweredOn"],
+        "the boot change filtered out"
+    );
+    assert_eq!(ev["@odata.type"], "#Event.v1_7_0.Event");
+
+    // Resumed after the first event: the rest of the buffer, unfiltered.
+    let mut again = api.open(sse_request("", Some(id - 2))).await.into_body();
+    let (id1, e1) = frame(&mut again).await.expect("replayed");
+    assert_eq!(ids_of(&e1), ["ResourceEvent.ResourceChanged"]);
+    let (id2, _) = frame(&mut again).await.expect("replayed");
+    assert!(id1 < id2 && id2 == id, "{id1} {id2} {id}");
+
+    // DELETE of its member ends the stream.
+    assert_eq!(api.delete(&member).await.status, 204);
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(_)) = body.frame().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream did not end");
+    drop(again);
+}
+
+fn faults(api: &Api, rules: Value) {
+    let cfg = shoal_emulator::faults::FaultConfig::from_json(
+        json!({"seed": 7, "rules": rules}).to_string().as_bytes(),
+    )
+    .expect("event fault rules");
+    api.state.core.faults.replace(cfg);
+}
+
+// The receiver is waited on by blocking: the service runs beside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_faults_drop_duplicate_reorder_and_empty_what_is_sent() {
+    let api = service(1, FakeOptions::default());
+    let sys = api.system(0).await;
+    let rx = Receiver::start(204);
+    subscribe(&api, json!({"Destination": rx.url})).await;
+    let boot = json!({"Boot": {"BootSourceOverrideTarget": "Pxe"}});
+    let hdd = json!({"Boot": {"BootSourceOverrideTarget": "Hdd"}});
+
+    // Dropped: the first delivery to /events is never sent.
+    faults(
+        &api,
+        json!([{"methods": ["EVENT"], "path": "/events", "drop_rate": 1.0, "times": 1}]),
+    );
+    assert_eq!(api.patch(&sys, boot.clone()).await.status, 200);
+    api.reset(&sys, "On").await;
+    assert_eq!(rx.next_ids(), ["ResourceEvent.ResourcePoweredOn"]);
+
+    // Sent twice, its origin and arguments empty as some BMCs send them.
+    faults(
+        &api,
+        json!([{"methods": ["EVENT"], "duplicate_rate": 1.0, "times": 1,
+                "empty_fields": ["OriginOfCondition", "MessageArgs"]}]),
+    );
+    api.reset(&sys, "ForceOff").await;
+    for _ in 0..2 {
+        let d = rx.next(Duration::from_secs(10)).expect("the event, twice");
+        assert_eq!(ids_of(&d.body), ["ResourceEvent.ResourcePoweredOff"]);
+        assert_eq!(d.body["Events"][0]["OriginOfCondition"], "");
+        assert_eq!(d.body["Events"][0]["MessageArgs"], json!([]));
+    }
+
+    // Held back: the next event overtakes it.
+    faults(
+        &api,
+        json!([{"methods": ["EVENT"], "reorder_rate": 1.0, "times": 1}]),
+    );
+    assert_eq!(api.patch(&sys, hdd).await.status, 200);
+    api.reset(&sys, "On").await;
+    assert_eq!(rx.next_ids(), ["ResourceEvent.ResourcePoweredOn"]);
+    assert_eq!(rx.next_ids(), ["ResourceEvent.ResourceChanged"]);
+    assert!(rx.next(Duration::from_millis(300)).is_none(), "each once");
+
+    // A request rule never touches events, nor an event rule requests.
+    for (bad, key) in [
+        (json!([{"methods": ["EVENT", "GET"]}]), "rules[0].methods"),
+        (json!([{"duplicate_rate": 0.5}]), "rules[0].duplicate_rate"),
+        (
+            json!([{"methods": ["EVENT"], "empty_fields": ["Bogus"]}]),
+            "rules[0].empty_fields",
+        ),
+        (
+            json!([{"methods": ["EVENT"], "error_rate": 0.5}]),
+            "rules[0].error_rate",
+        ),
+        (
+            json!([{"methods": ["EVENT"], "reorder_rate": 2.0}]),
+            "rules[0].reorder_rate",
+        ),
+    ] {
+        let e = shoal_emulator::faults::FaultConfig::from_json(
+            json!({"rules": bad}).to_string().as_bytes(),
+        )
+        .unwrap_err();
+        assert!(e.starts_with(key), "{bad}: {e}");
+    }
+}
