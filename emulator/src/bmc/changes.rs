@@ -347,6 +347,11 @@ impl Tracker {
         if entry.generation != generation || entry.in_flight > 0 {
             return;
         }
+        // A read that finds what was seen (nearly every read) costs a
+        // comparison, not a copy.
+        if entry.last.as_ref() == Some(now) {
+            return;
+        }
         if let Some(last) = entry.last.replace(now.clone()) {
             self.changes.announce(&last, now, &Cause::Machine, true);
         }

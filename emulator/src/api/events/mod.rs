@@ -9,6 +9,7 @@
 //! property; a push goes only where a client subscribed, through the
 //! address policy (`--event-allow-net`, `--event-reachable-net`).
 
+pub mod body;
 mod delivery;
 pub mod destination;
 pub mod record;
@@ -22,7 +23,8 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use self::destination::{parse_create, parse_patch, Offer, EVENT_TYPES};
+use self::body::{parse_create, parse_patch, Offer};
+use self::destination::EVENT_TYPES;
 use self::record::{Record, RESOURCE_TYPES};
 use self::service::{Refused, Settings};
 use super::json::{self, JsonObject, Resource};
@@ -93,7 +95,7 @@ fn service_json(st: &AppState) -> Value {
         "DeliveryRetryIntervalSeconds": s.retry_interval,
         "EventTypesForSubscription": EVENT_TYPES,
         "EventFormatTypes": ["Event"],
-        "RegistryPrefixes": destination::registry_prefixes(),
+        "RegistryPrefixes": body::registry_prefixes(),
         "ResourceTypes": RESOURCE_TYPES,
         "ServerSentEventUri": e.profile.sse_uri,
         "SSEFilterPropertiesSupported": sse,
