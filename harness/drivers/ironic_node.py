@@ -9,6 +9,7 @@
         [--console-port PORT] [--deploy-interface direct]
         [--driver-info K=V ...] [--inspect redfish|agent|idrac-redfish|ilo ...]
         [--clean-step JSON ...] [--raid-interface I --target-raid-config JSON]
+        [--subscribe URL]
     ironic_node.py --api URL --log FILE console --name N --out FILE
     ironic_node.py --api URL --log FILE deploy --name N [--instance K=V ...]
     ironic_node.py --api URL --log FILE undeploy --name N
@@ -31,7 +32,11 @@ cleaning, which must bring the node back to manageable, and
 before the cleaning; the node's raid_interface --raid-interface) the node's
 raid_config afterwards is printed as `IRONIC-RAID <json>` and must hold the
 target's RAID levels if raid.create_configuration ran last, no logical disk
-if raid.delete_configuration did; with --console-port the node's console interface is
+if raid.delete_configuration did; with --subscribe the node's vendor
+interface is redfish and, once it is available, an event subscription to
+URL is created, listed, read and deleted through Ironic's vendor passthru
+as metal3's BMCEventSubscription does (each checked by the next call;
+`IRONIC-SUBSCRIPTION <name> <id>` is printed); with --console-port the node's console interface is
 ipmitool-socat (an IPMI Serial-over-LAN console, which redfish nodes may
 have too) on that TCP port, and the console is enabled. console connects
 to the console Ironic serves, prints `IRONIC-CONSOLE <url>`, then copies
@@ -216,6 +221,46 @@ def check_raid(drv, name, target, steps):
                  % (have, want, last))
 
 
+def subscriptions(drv, api, name, dest):
+    """Ironic's redfish vendor passthru for BMC event subscriptions, called
+    as metal3 calls it (gophercloud: JSON bodies, the DELETE's too, which
+    ironicclient cannot send): create, list, read, delete."""
+    import requests
+    url = '%s/v1/nodes/%s/vendor_passthru' % (api.rstrip('/'), name)
+    headers = {'X-OpenStack-Ironic-API-Version': 'latest'}
+
+    def call(method, vendor_method, body=None):
+        r = requests.request(method, url, params={'method': vendor_method},
+                             json=body, headers=headers, timeout=120)
+        data = r.json() if r.content else None
+        drv.record('%s passthru %s %d' % (method, vendor_method, r.status_code), data)
+        if r.status_code >= 400:
+            print('IRONIC-ERROR ' + ' '.join(r.text.split()), flush=True)
+            sys.exit('ironic_node: passthru %s: HTTP %d' % (vendor_method, r.status_code))
+        return data
+
+    def listed():
+        members = call('GET', 'get_all_subscriptions').get('Members', [])
+        return [m['@odata.id'].rstrip('/').rsplit('/', 1)[-1] for m in members]
+
+    made = call('POST', 'create_subscription',
+                {'Destination': dest, 'Context': 'metal3',
+                 'HttpHeaders': [{'X-Metal3-Host': name}]})
+    sid = made.get('Id')
+    if not sid or made.get('Destination') != dest:
+        sys.exit('ironic_node: create_subscription answered %r' % made)
+    if sid not in listed():
+        sys.exit('ironic_node: subscription %s not in get_all_subscriptions' % sid)
+    got = call('GET', 'get_subscription', {'id': sid})
+    if got.get('Id') != sid or got.get('Context') != 'metal3':
+        sys.exit('ironic_node: get_subscription %s answered %r' % (sid, got))
+    call('DELETE', 'delete_subscription', {'id': sid})
+    if sid in listed():
+        sys.exit('ironic_node: subscription %s still listed after its delete' % sid)
+    print('IRONIC-SUBSCRIPTION %s %s created, listed, read, deleted' % (name, sid),
+          flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--api', required=True)
@@ -245,6 +290,7 @@ def main():
     e.add_argument('--raid-interface', help="the node's raid_interface")
     e.add_argument('--target-raid-config', type=json.loads,
                    help="the node's target_raid_config, as JSON")
+    e.add_argument('--subscribe', help='an event destination, through the vendor passthru')
     c = sub.add_parser('console')
     c.add_argument('--name', required=True)
     c.add_argument('--out', required=True)
@@ -307,6 +353,10 @@ def main():
             extra['console_interface'] = 'ipmitool-socat'
         if a.raid_interface:
             extra['raid_interface'] = a.raid_interface
+        if a.subscribe:
+            extra['vendor_interface'] = 'redfish'
+            if a.driver != 'redfish':
+                sys.exit('ironic_node: --subscribe is the redfish vendor passthru')
         node = drv.ic.node.create(
             name=a.name, driver=a.driver, deploy_interface=a.deploy_interface,
             boot_interface=a.boot_interface, driver_info=info,
@@ -327,6 +377,8 @@ def main():
         if a.target_raid_config:
             check_raid(drv, a.name, a.target_raid_config, a.clean_step)
         drv.act(a.name, 'provide', 'available', a.timeout)
+        if a.subscribe:
+            subscriptions(drv, a.api, a.name, a.subscribe)
         if a.console_port:
             console_on(drv, a.name)
     elif a.action == 'deploy':

@@ -7,12 +7,15 @@
 //! ratio shoal/sushy-tools (and shoal/nginx for GET System); then shoal at
 //! scale (10,000 systems: RSS and latencies), a PATCH storm under full load
 //! that must lose no update, and a soak whose RSS at start and end it
-//! reports. Figures are printed, never asserted; a lost update is an error.
+//! reports, and the events row (`events.rs`: GET System beside 100 push
+//! subscribers and 10 SSE streams, events/s and delivery latency).
+//! Figures are printed, never asserted; a lost update is an error.
 //!
 //! With `--ab-baseline` it runs only the A/B rows instead (`ab.rs`): two
 //! builds of shoal-emulator, interleaved in one run.
 
 mod ab;
+mod events;
 mod fleet;
 mod ipmi;
 mod report;
@@ -554,6 +557,7 @@ pub fn run(opts: &Options) -> Result<Report> {
     text.push_str(&rack(opts)?);
     text.push_str(&ipmi::run(opts)?);
     text.push_str(&storm(opts)?);
+    text.push_str(&events::run(opts)?);
     text.push_str(&soak(opts)?);
     if let Some((venv, n)) = &opts.fleet {
         text.push_str(&fleet::run(opts, venv, *n)?);

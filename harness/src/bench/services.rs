@@ -102,6 +102,17 @@ pub(super) fn start_shoal(
     systems: usize,
     auth: bool,
 ) -> Result<EmulatorProcess> {
+    start_shoal_with(emulator, dir, systems, auth, &[])
+}
+
+/// [`start_shoal`] with flags of its own.
+pub(super) fn start_shoal_with(
+    emulator: &Path,
+    dir: &Path,
+    systems: usize,
+    auth: bool,
+    flags: &[&str],
+) -> Result<EmulatorProcess> {
     let mut inv = String::new();
     if auth {
         writeln!(
@@ -119,8 +130,10 @@ pub(super) fn start_shoal(
     cmd.arg("--config")
         .arg(&cfg)
         .args(["--port", "0"])
+        .args(flags)
         .env("RUST_LOG", "warn");
-    EmulatorProcess::spawn(cmd, &dir.join(format!("shoal-{systems}-{auth}.log")))
+    let name = if flags.is_empty() { "" } else { "-flags" };
+    EmulatorProcess::spawn(cmd, &dir.join(format!("shoal-{systems}-{auth}{name}.log")))
 }
 
 /// sushy-tools' configuration for `n` fake systems (`uuid(i)`, named

@@ -245,6 +245,9 @@ fn enroll_args(node: &IronicNode, l: &Layout, case: &Prepared) -> Result<Vec<Str
             serde_json::to_string(t)?,
         ]);
     }
+    if let Some(d) = &node.subscribe {
+        args.extend(["--subscribe".into(), crate::ironic::render(d, l)?]);
+    }
     Ok(args)
 }
 

@@ -125,6 +125,11 @@ pub struct IronicNode {
     /// levels when `create_configuration` ran last, no volume when
     /// `delete_configuration` did.
     pub target_raid_config: Option<toml::Table>,
+    /// Once the node is available: an event subscription to this
+    /// destination (rendered: `{http}/events`) is created, listed, read
+    /// and deleted through Ironic's redfish vendor passthru, as metal3's
+    /// BMCEventSubscription does (the redfish hardware type).
+    pub subscribe: Option<String>,
     /// `false`: the agent is given an API address where nothing listens
     /// (its lookup fails; Ironic waits for a heartbeat that never comes).
     #[serde(default = "yes")]

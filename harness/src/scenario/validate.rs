@@ -326,6 +326,9 @@ impl Scenario {
         if node.rebuild && node.expect_error.is_some() {
             bail!("ironic.rebuild: a node whose deploy must fail has nothing to rebuild");
         }
+        if node.subscribe.is_some() && node.driver != IronicDriver::Redfish {
+            bail!("ironic.subscribe: event subscriptions go through the redfish hardware type's vendor passthru (ironic.driver = \"redfish\")");
+        }
         if let Some(sw) = &node.switch {
             known_boot_interface("ironic.switch.boot_interface", &sw.boot_interface)?;
             redfish_type_only(node, "ironic.switch.boot_interface", &sw.boot_interface)?;
