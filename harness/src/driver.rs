@@ -362,6 +362,37 @@ fn pyghmi_args(req: &BootRequest) -> Result<Vec<String>> {
     Ok(a)
 }
 
+impl Bmc {
+    /// Subscribes `destination` to the BMC's events (Basic `admin`, as
+    /// the drivers log in, where the BMC asks for credentials).
+    pub fn subscribe_events(&self, destination: &str) -> Result<String> {
+        let url = format!(
+            "{}/redfish/v1/EventService/Subscriptions",
+            self.url.trim_end_matches('/')
+        );
+        let body = serde_json::json!({"Destination": destination, "Context": "shoal-harness"});
+        let mut resp = agent()
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .header("Authorization", "Basic YWRtaW46cGFzc3dvcmQ=")
+            .send(body.to_string())
+            .with_context(|| format!("POST {url}"))?;
+        let status = resp.status().as_u16();
+        let location = resp
+            .headers()
+            .get("Location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        match (status, location) {
+            (201, Some(l)) => Ok(l),
+            _ => bail!(
+                "POST {url}: HTTP {status}: {}",
+                resp.body_mut().read_to_string().unwrap_or_default()
+            ),
+        }
+    }
+}
+
 fn agent() -> ureq::Agent {
     let mut b = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(60)))

@@ -6,7 +6,9 @@
 //! Only files inside the folder are served: a path whose canonical form
 //! (symlinks resolved) leaves it is not found. `POST /heartbeat` appends
 //! its body as one line to `heartbeat.log` beside the request log
-//! ([`heartbeat`], capped). [`serve_tls`] serves the same over HTTPS: each
+//! ([`heartbeat`], capped); `POST /events` (a BMC's event deliveries)
+//! appends each to `<log>-events.jsonl` beside it, the same way.
+//! [`serve_tls`] serves the same over HTTPS: each
 //! request's line then ends with the TLS version and cipher, and a failed
 //! handshake is a line of its own (`TLS-HANDSHAKE-FAILED PEER REASON`).
 
@@ -37,6 +39,14 @@ struct Server {
     alias: Option<String>,
     log: Mutex<std::fs::File>,
     heartbeats: Mutex<heartbeat::Log>,
+    /// The events a BMC pushed here, one JSON line each.
+    events: Mutex<heartbeat::Log>,
+}
+
+/// Where the events a server received are: `<log's stem>-events.jsonl`.
+pub fn events_log(log: &Path) -> PathBuf {
+    let stem = log.file_stem().and_then(|s| s.to_str()).unwrap_or("http");
+    log.with_file_name(format!("{stem}-events.jsonl"))
 }
 
 /// The Content-Type for a file name.
@@ -76,7 +86,12 @@ async fn handle(State(s): State<Arc<Server>>, req: Request) -> Response {
         .get::<TlsInfo>()
         .map(|t| format!(" {}", t.0));
     let (resp, bytes) = if method == Method::POST && path == "/heartbeat" {
-        (heartbeat(&s, req.into_body()).await, 0)
+        (
+            append(&s.heartbeats, heartbeat::MAX_LINE, req.into_body()).await,
+            0,
+        )
+    } else if method == Method::POST && path == "/events" {
+        (append(&s.events, EVENT_MAX_LINE, req.into_body()).await, 0)
     } else if method == Method::GET || method == Method::HEAD {
         let local = s
             .alias
@@ -99,15 +114,18 @@ async fn handle(State(s): State<Arc<Server>>, req: Request) -> Response {
     resp
 }
 
-/// `POST /heartbeat`: 204 once written; 413 over the line cap, 507 when
-/// the log is full.
-async fn heartbeat(s: &Server, body: Body) -> Response {
-    let body = match axum::body::to_bytes(body, heartbeat::MAX_LINE).await {
+/// An event delivery's cap (one Event, its records included).
+const EVENT_MAX_LINE: usize = 64 << 10;
+
+/// `POST /heartbeat` or `/events`: 204 once written; 413 over the line
+/// cap, 507 when the log is full.
+async fn append(to: &Mutex<heartbeat::Log>, max: usize, body: Body) -> Response {
+    let body = match axum::body::to_bytes(body, max).await {
         Ok(body) => body,
         Err(e) if too_long(&e) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
         Err(_) => return StatusCode::BAD_REQUEST.into_response(),
     };
-    let mut log = lock(&s.heartbeats);
+    let mut log = lock(to);
     match log.append(&body) {
         Ok(()) => StatusCode::NO_CONTENT,
         Err(heartbeat::Refused::TooLong) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -242,6 +260,11 @@ pub fn router(root: &Path, log: &Path) -> std::io::Result<Router> {
             &heartbeat_log,
             heartbeat::MAX_LINE,
             heartbeat::MAX_BYTES,
+        )?),
+        events: Mutex::new(heartbeat::Log::open(
+            &events_log(log),
+            EVENT_MAX_LINE,
+            4 * heartbeat::MAX_BYTES,
         )?),
     });
     Ok(Router::new().fallback(handle).with_state(s))

@@ -121,6 +121,8 @@ pub(super) fn start_emulator(
     // What the BMC downloads is served on the host's loopback
     // (`Lab::bmc_file_server`), which the emulator refuses by default.
     .args(["--media-allow-net", "127.0.0.0/8"])
+    // Its events go to that server too (`checks.events`).
+    .args(["--event-allow-net", "127.0.0.0/8"])
     // SHOAL_EMULATOR_LOG: the emulator's RUST_LOG, for a closer look.
     .env(
         "RUST_LOG",

@@ -72,6 +72,14 @@ pub(super) fn drive(
         lock_flags: boot.lock_flags,
         enroll: case.enroll.clone(),
     };
+    if !s.checks.events.is_empty() {
+        // The BMC pushes to its own file server, on the host's loopback.
+        let sub = case
+            .bmc
+            .subscribe_events(&format!("{}/events", case.bmc_url))
+            .context("subscribing to the BMC's events")?;
+        println!("  events: subscribed ({sub})");
+    }
     case.bmc.boot(driver, &req)?;
     let p = &case.patterns;
     Ok(Drive {

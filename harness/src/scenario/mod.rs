@@ -488,6 +488,13 @@ pub struct Checks {
     /// Text every heartbeat the machine sent must contain.
     #[serde(default)]
     pub heartbeat: Vec<String>,
+    /// Events the BMC must push, in this order (others may come between):
+    /// `Key` (a MessageId's last part, `ResourcePoweredOn`) or `Key
+    /// origin` (text its OriginOfCondition contains, `VirtualMedia/Cd`).
+    /// The runner subscribes the BMC's file server (`POST /events`)
+    /// before the driver starts.
+    #[serde(default)]
+    pub events: Vec<String>,
     /// Redfish System properties by path (`Boot/BootSourceOverrideEnabled`),
     /// or another resource's (`/redfish/v1/Systems/{system}/VirtualMedia/Cd#Inserted`,
     /// `{system}` the System's Id),

@@ -277,6 +277,17 @@ impl Scenario {
 
     /// `[checks]`: something to wait for, and how a failure shows.
     fn validate_checks(&self) -> Result<()> {
+        if !self.checks.events.is_empty() && self.ironic.is_some() {
+            bail!("checks.events: the BMC pushes to its file server, which Ironic's scenarios have not (Ironic hands the BMC its http_url)");
+        }
+        if let Some(e) = self
+            .checks
+            .events
+            .iter()
+            .find(|e| e.trim().is_empty() || e.starts_with(' '))
+        {
+            bail!("checks.events: {e:?} is not `Key` or `Key origin`");
+        }
         let expect_error = self
             .ironic
             .as_ref()
