@@ -4,6 +4,7 @@
 //! Handlers check that an account exists, and the caller's rights, before
 //! taking its lock.
 
+use crate::api::events::record::Happened;
 use crate::api::State;
 use axum::extract::Path;
 use axum::http::HeaderMap;
@@ -127,6 +128,11 @@ async fn patch_service(
         duration = p.duration,
         reset_after = p.reset_after,
         "account lockout policy changed"
+    );
+    st.events.resource(
+        Happened::Changed,
+        "/redfish/v1/AccountService".into(),
+        "AccountService",
     );
     Ok(Resource::new(
         service_json(&st),
@@ -275,7 +281,10 @@ async fn create(
         .await
         .map_err(|e| auth_error(e, "UserName", user))?;
     tracing::info!(user, role = role.as_str(), "account created");
-    Ok(created(&format!("{ACCOUNTS}/{}", a.id), account_json(&a)))
+    let uri = format!("{ACCOUNTS}/{}", a.id);
+    st.events
+        .resource(Happened::Created, uri.clone(), "ManagerAccount");
+    Ok(created(&uri, account_json(&a)))
 }
 
 async fn patch(
@@ -326,6 +335,11 @@ async fn patch(
         .modify_account(&id, change, me.session.as_deref())
         .await
         .map_err(|e| auth_error(e, "Enabled", &id))?;
+    st.events.resource(
+        Happened::Changed,
+        format!("{ACCOUNTS}/{id}"),
+        "ManagerAccount",
+    );
     Ok(Resource::new(
         account_json(&a),
         crate::profile::generic(),
@@ -359,6 +373,11 @@ async fn delete(
         AuthError::LastAdmin => ApiError::bad(Msg::new("ResourceCannotBeDeleted", &[])),
         other => auth_error(other, "Id", &id),
     })?;
+    st.events.resource(
+        Happened::Removed,
+        format!("{ACCOUNTS}/{id}"),
+        "ManagerAccount",
+    );
     Ok(json::no_content().into_response())
 }
 

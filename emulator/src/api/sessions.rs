@@ -4,6 +4,7 @@
 //! `auth`'s; a login refused because too many checks wait for bcrypt is a
 //! 503 with Retry-After.
 
+use crate::api::events::record::Happened;
 use crate::api::State;
 use axum::extract::Path;
 use axum::http::HeaderValue;
@@ -74,6 +75,11 @@ async fn patch_service(
     )?;
     if let Some(t) = body.get("SessionTimeout").and_then(Value::as_u64) {
         st.auth.set_session_timeout(t);
+        st.events.resource(
+            Happened::Changed,
+            "/redfish/v1/SessionService".into(),
+            "SessionService",
+        );
     }
     Ok(Resource::new(
         service_json(&st),
@@ -163,6 +169,8 @@ async fn login(
     };
     tracing::info!(user, session = %session.id, "session created");
     let location = format!("/redfish/v1/SessionService/Sessions/{}", session.id);
+    st.events
+        .resource(Happened::Created, location.clone(), "Session");
     let mut r = created(&location, session_json(&session));
     if let Ok(v) = HeaderValue::from_str(&token) {
         r.headers_mut().insert("X-Auth-Token", v);
@@ -197,7 +205,13 @@ async fn logout(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     visible(&st, &me, &id)?;
-    st.auth.delete_session(&id);
+    if st.auth.delete_session(&id) {
+        st.events.resource(
+            Happened::Removed,
+            format!("/redfish/v1/SessionService/Sessions/{id}"),
+            "Session",
+        );
+    }
     tracing::info!(session = %id, "session deleted");
     Ok(json::no_content().into_response())
 }

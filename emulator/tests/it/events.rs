@@ -660,3 +660,61 @@ async fn event_faults_drop_duplicate_reorder_and_empty_what_is_sent() {
         assert!(e.starts_with(key), "{bad}: {e}");
     }
 }
+
+#[tokio::test]
+async fn accounts_and_sessions_made_and_removed_are_events() {
+    let api = service(1, FakeOptions::default());
+    let mut body = api
+        .open(sse_request(
+            "?$filter=ResourceType%20eq%20'ManagerAccount'%20or%20ResourceType%20eq%20'Session'",
+            None,
+        ))
+        .await
+        .into_body();
+    let accounts = "/redfish/v1/AccountService/Accounts";
+    let r = api
+        .post(
+            accounts,
+            json!({"UserName": "ev-user", "Password": "ev-Passw0rd!", "RoleId": "Operator"}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{r}");
+    let account = r.header("location").unwrap();
+    let r = api.patch(&account, json!({"RoleId": "ReadOnly"})).await;
+    assert_eq!(r.status, 200, "{r}");
+    let r = api
+        .post(
+            "/redfish/v1/SessionService/Sessions",
+            json!({"UserName": "ev-user", "Password": "ev-Passw0rd!"}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{r}");
+    let session = r.header("location").unwrap();
+    assert_eq!(api.delete(&session).await.status, 204);
+    assert_eq!(api.delete(&account).await.status, 204);
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        let (_, ev) = frame(&mut body).await.expect("an event");
+        let rec = &ev["Events"][0];
+        got.push(format!(
+            "{} {}",
+            rec["MessageId"]
+                .as_str()
+                .unwrap()
+                .rsplit('.')
+                .next()
+                .unwrap(),
+            rec["OriginOfCondition"]["@odata.id"].as_str().unwrap()
+        ));
+    }
+    assert_eq!(
+        got,
+        [
+            format!("ResourceCreated {account}"),
+            format!("ResourceChanged {account}"),
+            format!("ResourceCreated {session}"),
+            format!("ResourceRemoved {session}"),
+            format!("ResourceRemoved {account}"),
+        ]
+    );
+}

@@ -179,7 +179,7 @@ pub fn records_of(change: &ChangeRecord, at: &Place) -> Vec<Record> {
 }
 
 /// The `ResourceTypes` events are about.
-pub const RESOURCE_TYPES: [&str; 9] = [
+pub const RESOURCE_TYPES: [&str; 13] = [
     "ComputerSystem",
     "VirtualMedia",
     "Bios",
@@ -189,7 +189,40 @@ pub const RESOURCE_TYPES: [&str; 9] = [
     "ManagerNetworkProtocol",
     "Manager",
     "EventDestination",
+    "ManagerAccount",
+    "AccountService",
+    "Session",
+    "SessionService",
 ];
+
+/// What happened to a resource of the service's own (an account, a
+/// session, a service's settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Happened {
+    Created,
+    Changed,
+    Removed,
+}
+
+impl Record {
+    /// `ResourceCreated`, `ResourceChanged` or `ResourceRemoved` of the
+    /// resource at `uri`.
+    pub fn resource(happened: Happened, uri: String, resource_type: &'static str) -> Record {
+        let (key, event_type) = match happened {
+            Happened::Created => ("ResourceCreated", "ResourceAdded"),
+            Happened::Changed => ("ResourceChanged", "ResourceUpdated"),
+            Happened::Removed => ("ResourceRemoved", "ResourceRemoved"),
+        };
+        Record::of(
+            &RESOURCE_EVENT,
+            key,
+            &[],
+            event_type,
+            Some(uri),
+            resource_type,
+        )
+    }
+}
 
 /// How a BMC shapes what it sends.
 #[derive(Debug, Clone, Copy)]

@@ -219,6 +219,12 @@ impl Events {
         }
     }
 
+    /// Publishes what happened to a resource of the service's own (an
+    /// account, a session, a service's settings) as one event.
+    pub fn resource(&self, happened: super::record::Happened, uri: String, kind: &'static str) {
+        self.publish(vec![Record::resource(happened, uri, kind)]);
+    }
+
     /// A new event Id, for an event sent to one destination only (a test
     /// event is published; a heartbeat is not).
     pub fn next_id(&self) -> u64 {
