@@ -415,6 +415,18 @@ pub struct Events {
     /// Push destinations must be `https` (iDRAC).
     #[serde(default)]
     pub https_only: bool,
+    /// `OriginOfCondition` sent as a plain URI string, not a link object
+    /// (iLO 5, bmcweb).
+    #[serde(default)]
+    pub origin_as_string: bool,
+    /// The Event's `Id` and each record's `EventId` sent as JSON numbers
+    /// (bmcweb), which strict parsers refuse.
+    #[serde(default)]
+    pub ids_as_numbers: bool,
+    /// The Event carries `Oem.Dell` (`DellEvent`, `ServerHostname`), as
+    /// iDRAC's do.
+    #[serde(default)]
+    pub dell_oem: bool,
 }
 
 fn retry_attempts() -> u32 {
@@ -448,6 +460,9 @@ impl Default for Events {
             sse_uri: sse_uri(),
             event_type: None,
             https_only: false,
+            origin_as_string: false,
+            ids_as_numbers: false,
+            dell_oem: false,
         }
     }
 }

@@ -224,11 +224,28 @@ impl Record {
     }
 }
 
-/// How a BMC shapes what it sends.
-#[derive(Debug, Clone, Copy)]
+/// How a BMC shapes what it sends (its profile's `[events]`).
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Shape<'a> {
     /// Every record's `EventType` (iDRAC: `Alert`).
     pub event_type: Option<&'a str>,
+    /// `OriginOfCondition` a plain string (iLO 5, bmcweb).
+    pub origin_as_string: bool,
+    /// `Id` and `EventId` JSON numbers (bmcweb).
+    pub ids_as_numbers: bool,
+    /// `Oem.Dell` on the Event (iDRAC).
+    pub dell_oem: bool,
+}
+
+impl<'a> Shape<'a> {
+    pub fn of(p: &'a crate::profile::Events) -> Shape<'a> {
+        Shape {
+            event_type: p.event_type.as_deref(),
+            origin_as_string: p.origin_as_string,
+            ids_as_numbers: p.ids_as_numbers,
+            dell_oem: p.dell_oem,
+        }
+    }
 }
 
 /// The `Event` a destination with `context` receives.
@@ -237,9 +254,14 @@ pub fn payload(ev: &Event, records: &[&Record], context: &str, shape: Shape) -> 
         .iter()
         .enumerate()
         .map(|(i, r)| {
+            let event_id = match shape.ids_as_numbers {
+                // One number per record: the event's Id, then its index.
+                true => json!(ev.id * 100 + i as u64),
+                false => json!(format!("{}.{i}", ev.id)),
+            };
             let mut e = json!({
                 "EventType": shape.event_type.unwrap_or(&r.event_type),
-                "EventId": format!("{}.{i}", ev.id),
+                "EventId": event_id,
                 "EventTimestamp": rfc3339(r.at),
                 "MemberId": i.to_string(),
                 "MessageId": r.message_id,
@@ -250,19 +272,29 @@ pub fn payload(ev: &Event, records: &[&Record], context: &str, shape: Shape) -> 
                 "Context": context,
             });
             if let Some(o) = &r.origin {
-                e["OriginOfCondition"] = json!({ "@odata.id": o });
+                e["OriginOfCondition"] = match shape.origin_as_string {
+                    true => json!(o),
+                    false => json!({ "@odata.id": o }),
+                };
             }
             e
         })
         .collect();
-    json!({
+    let mut v = json!({
         "@odata.type": "#Event.v1_7_0.Event",
-        "Id": ev.id.to_string(),
+        "Id": if shape.ids_as_numbers { json!(ev.id) } else { json!(ev.id.to_string()) },
         "Name": "Event Array",
         "Context": context,
         "Events@odata.count": events.len(),
         "Events": events,
-    })
+    });
+    if shape.dell_oem {
+        v["Oem"] = json!({"Dell": {
+            "@odata.type": "#DellEvent.v1_0_0.DellEvent",
+            "ServerHostname": "",
+        }});
+    }
+    v
 }
 
 #[cfg(test)]
@@ -336,6 +368,7 @@ mod tests {
             "ctx",
             Shape {
                 event_type: Some("Alert"),
+                ..Default::default()
             },
         );
         assert_eq!(p["Id"], "7");
@@ -347,5 +380,64 @@ mod tests {
             "Base.1.19.SubscriptionTerminated"
         );
         assert!(p["Events"][0].get("OriginOfCondition").is_none());
+    }
+
+    #[test]
+    fn vendor_shapes_change_the_origin_the_ids_and_the_oem() {
+        let r = Record::resource(
+            Happened::Changed,
+            "/redfish/v1/Systems/1".into(),
+            "ComputerSystem",
+        );
+        let ev = Event {
+            id: 3,
+            records: vec![r.clone()],
+        };
+        // iLO 5 and bmcweb: a plain string.
+        let ilo = payload(
+            &ev,
+            &[&r],
+            "",
+            Shape {
+                origin_as_string: true,
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            ilo["Events"][0]["OriginOfCondition"],
+            "/redfish/v1/Systems/1"
+        );
+        // bmcweb: numbers.
+        let obmc = payload(
+            &ev,
+            &[&r],
+            "",
+            Shape {
+                ids_as_numbers: true,
+                ..Default::default()
+            },
+        );
+        assert_eq!(obmc["Id"], 3);
+        assert_eq!(obmc["Events"][0]["EventId"], 300);
+        // iDRAC: Oem.Dell.
+        let dell = payload(
+            &ev,
+            &[&r],
+            "",
+            Shape {
+                dell_oem: true,
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            dell["Oem"]["Dell"]["@odata.type"],
+            "#DellEvent.v1_0_0.DellEvent"
+        );
+        let plain = payload(&ev, &[&r], "", Shape::default());
+        assert!(plain.get("Oem").is_none());
+        assert_eq!(
+            plain["Events"][0]["OriginOfCondition"]["@odata.id"],
+            "/redfish/v1/Systems/1"
+        );
     }
 }

@@ -129,9 +129,7 @@ impl Events {
     }
 
     pub fn shape(&self) -> Shape<'_> {
-        Shape {
-            event_type: self.profile.event_type.as_deref(),
-        }
+        Shape::of(&self.profile)
     }
 
     /// The subscriptions, in Id order.

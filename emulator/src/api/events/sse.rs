@@ -349,7 +349,7 @@ mod tests {
             Some("/redfish/v1/Systems/s".into()),
             "ComputerSystem",
         );
-        let shape = Shape { event_type: None };
+        let shape = Shape::default();
         assert!(f.passes(&on, shape));
         let changed = Record::of(
             &RESOURCE_EVENT,
@@ -368,7 +368,8 @@ mod tests {
         assert!(alert.passes(
             &on,
             Shape {
-                event_type: Some("Alert")
+                event_type: Some("Alert"),
+                ..Default::default()
             }
         ));
         for bad in [
