@@ -718,3 +718,92 @@ async fn accounts_and_sessions_made_and_removed_are_events() {
         ]
     );
 }
+
+// The receiver is waited on by blocking: the service runs beside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disabled_service_publishes_nothing_and_streams_nothing() {
+    let api = service(1, FakeOptions::default());
+    let sys = api.system(0).await;
+    let rx = Receiver::start(204);
+    subscribe(&api, json!({"Destination": rx.url})).await;
+    let mut open = api.open(sse_request("", None)).await.into_body();
+    let off = api
+        .patch("/redfish/v1/EventService", json!({"ServiceEnabled": false}))
+        .await;
+    assert_eq!(off.status, 200, "{off}");
+    assert_eq!(off.body["Status"]["State"], "Disabled");
+    // The open stream ends; a new one is refused; nothing is pushed.
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(_)) = open.frame().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream outlived the service");
+    let refused = api.open(sse_request("", None)).await;
+    assert_eq!(refused.status(), 503);
+    api.reset(&sys, "On").await;
+    let t = api
+        .post(
+            "/redfish/v1/EventService/Actions/EventService.SubmitTestEvent",
+            json!({}),
+        )
+        .await;
+    assert_eq!(t.status, 503, "{t}");
+    assert_eq!(t.message_ids(), ["ServiceDisabled"]);
+    assert!(rx.next(Duration::from_millis(500)).is_none());
+    // On again: the next change is pushed.
+    let on = api
+        .patch("/redfish/v1/EventService", json!({"ServiceEnabled": true}))
+        .await;
+    assert_eq!(on.status, 200, "{on}");
+    api.reset(&sys, "ForceOff").await;
+    assert_eq!(rx.next_ids(), ["ResourceEvent.ResourcePoweredOff"]);
+}
+
+#[tokio::test]
+async fn an_idrac_starts_disabled_and_pushes_over_https_only() {
+    let api = Api::own_endpoint("idrac9");
+    let es = api.get("/redfish/v1/EventService").await;
+    assert_eq!(es.body["ServiceEnabled"], false, "{es}");
+    assert_eq!(es.body["ServerSentEventUri"], "/redfish/v1/SSE");
+    assert_eq!(es.body["DeliveryRetryIntervalSeconds"], 5);
+    let http = api
+        .post(SUBS, json!({"Destination": "http://192.0.2.1/events"}))
+        .await;
+    assert_eq!(http.status, 400, "{http}");
+    assert_eq!(http.message_ids(), ["PropertyValueFormatError"]);
+    let https = api
+        .post(SUBS, json!({"Destination": "https://192.0.2.1/events"}))
+        .await;
+    assert_eq!(https.status, 201, "{https}");
+    // Its SSE URI is its own; the DMTF path is not served there.
+    let dmtf = api.open(sse_request("", None)).await;
+    assert_eq!(dmtf.status(), 404);
+}
+
+// The receiver is waited on by blocking: the service runs beside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_asking_for_heartbeats_gets_them() {
+    let api = service(1, FakeOptions::default());
+    let rx = Receiver::start(204);
+    // Filters leave heartbeats alone: this one takes no resource event.
+    let sub = subscribe(
+        &api,
+        json!({"Destination": rx.url, "SendHeartbeat": true, "HeartbeatIntervalMinutes": 1,
+               "RegistryPrefixes": ["Base"]}),
+    )
+    .await;
+    let m = api.get(&sub).await;
+    assert_eq!(m.body["SendHeartbeat"], true);
+    assert_eq!(m.body["HeartbeatIntervalMinutes"], 1);
+    let beat = rx
+        .next(Duration::from_secs(75))
+        .expect("a heartbeat within a minute");
+    assert_eq!(
+        ids_of(&beat.body),
+        ["HeartbeatEvent.RedfishServiceFunctional"]
+    );
+    assert_eq!(
+        beat.body["Events"][0]["OriginOfCondition"]["@odata.id"],
+        sub.as_str()
+    );
+}
