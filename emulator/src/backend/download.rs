@@ -54,7 +54,7 @@ pub fn cache_path(opts: &MediaOptions, domain: &str, url: &str) -> PathBuf {
 /// policy allows: what is connected to is what was checked. The flag
 /// named in the refusal is the one that lets a network through.
 #[derive(Debug)]
-pub(crate) struct PolicyResolver(pub AddressPolicy, pub &'static str);
+struct PolicyResolver(AddressPolicy, &'static str);
 
 impl ureq::unversioned::resolver::Resolver for PolicyResolver {
     fn resolve(
@@ -198,10 +198,27 @@ fn agent(opts: &MediaOptions, image: &MediaImage) -> ureq::Agent {
             .collect();
         tls = tls.root_certs(ureq::tls::RootCerts::Specific(std::sync::Arc::new(roots)));
     }
-    let tls = tls.build();
+    policy_agent(
+        tls.build(),
+        (opts.timeout, Duration::from_secs(10)),
+        &opts.addresses,
+        "--media-allow-net",
+    )
+}
+
+/// A client of what the BMC itself connects to: TLS as given, the one
+/// timeout and the connection's, statuses as answers, no redirects or
+/// proxy of its own, every address resolved through `policy` (`flag`
+/// named in a refusal).
+pub(crate) fn policy_agent(
+    tls: ureq::tls::TlsConfig,
+    (timeout, connect): (Duration, Duration),
+    policy: &AddressPolicy,
+    flag: &'static str,
+) -> ureq::Agent {
     let config = ureq::Agent::config_builder()
-        .timeout_global(Some(opts.timeout))
-        .timeout_connect(Some(Duration::from_secs(10)))
+        .timeout_global(Some(timeout))
+        .timeout_connect(Some(connect))
         .http_status_as_error(false)
         .max_redirects(0)
         .tls_config(tls)
@@ -210,7 +227,7 @@ fn agent(opts: &MediaOptions, image: &MediaImage) -> ureq::Agent {
     ureq::Agent::with_parts(
         config,
         ureq::unversioned::transport::DefaultConnector::new(),
-        PolicyResolver(opts.addresses.clone(), "--media-allow-net"),
+        PolicyResolver(policy.clone(), flag),
     )
 }
 

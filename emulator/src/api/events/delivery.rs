@@ -26,7 +26,7 @@ use super::destination::{RetryPolicy, Spec};
 use super::record::{payload, Event, Record};
 use super::service::{Events, Sub};
 use super::EventOptions;
-use crate::backend::download::PolicyResolver;
+use crate::backend::download::policy_agent;
 use crate::faults::Faults;
 use crate::sync::read;
 
@@ -324,21 +324,11 @@ fn agent(verify: bool, options: &EventOptions) -> ureq::Agent {
     let tls = ureq::tls::TlsConfig::builder()
         .disable_verification(!verify)
         .build();
-    let config = ureq::Agent::config_builder()
-        .timeout_global(Some(TIMEOUT))
-        .timeout_connect(Some(Duration::from_secs(5)))
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .tls_config(tls)
-        .proxy(None)
-        .build();
-    ureq::Agent::with_parts(
-        config,
-        ureq::unversioned::transport::DefaultConnector::new(),
-        PolicyResolver(
-            options.addresses.clone(),
-            "--event-allow-net, --event-reachable-net",
-        ),
+    policy_agent(
+        tls,
+        (TIMEOUT, Duration::from_secs(5)),
+        &options.addresses,
+        "--event-allow-net, --event-reachable-net",
     )
 }
 
