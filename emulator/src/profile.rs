@@ -23,6 +23,7 @@ mod behaviour;
 mod check;
 pub mod dell;
 mod load;
+pub mod logs;
 #[cfg(test)]
 mod tests;
 
@@ -381,6 +382,9 @@ pub struct Profile {
     /// The EventService: what it advertises and how it delivers.
     #[serde(default)]
     pub events: Events,
+    /// The log services of systems and managers.
+    #[serde(default)]
+    pub logs: logs::Logs,
     #[serde(default)]
     pub sources: Vec<Source>,
 }

@@ -98,6 +98,9 @@ fn manager_state(st: &AppState, sys: &System, profile: &Profile) -> Value {
         v["VirtualMedia"] = link(&format!("{base}/VirtualMedia"));
     }
     v["NetworkProtocol"] = link(&format!("{base}/NetworkProtocol"));
+    if st.features.full() && !profile.logs.manager.is_empty() {
+        v["LogServices"] = link(&format!("{base}/LogServices"));
+    }
     if let Some(oem) = &profile.oem.manager {
         v["Oem"] = json!(oem);
     }

@@ -23,6 +23,7 @@ mod guard;
 mod hpe;
 pub(crate) mod input;
 pub mod json;
+mod logs;
 mod managers;
 pub mod metadata;
 mod middleware;
@@ -81,6 +82,7 @@ fn routes(f: crate::config::FeatureSet) -> Router {
         if f.full() {
             r = r
                 .merge(bios::router())
+                .merge(logs::router())
                 .merge(secure_boot::router())
                 .merge(boot_certs::router())
                 .merge(boot_options::router())

@@ -167,6 +167,9 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         ] {
             v[k] = link(&format!("{base}/{tail}"));
         }
+        if !profile.logs.system.is_empty() {
+            v["LogServices"] = link(&format!("{base}/LogServices"));
+        }
     }
     v
 }

@@ -16,7 +16,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -70,7 +69,7 @@ pub async fn with_cause<F: Future>(cause: Cause, fut: F) -> F::Output {
 
 /// The cause of the changes the current task makes: what it runs under,
 /// else the BMC itself.
-fn current_cause() -> Cause {
+pub(super) fn current_cause() -> Cause {
     CAUSE
         .try_with(Cause::clone)
         .unwrap_or_else(|_| Cause::Bmc("unattributed".into()))
@@ -121,6 +120,10 @@ pub enum What {
     Other {
         part: &'static str,
     },
+    /// A log of the system was cleared (ClearLog, IPMI Clear SEL).
+    LogCleared {
+        book: super::log::Book,
+    },
 }
 
 /// One change of one system.
@@ -134,71 +137,41 @@ pub struct ChangeRecord {
     pub at: SystemTime,
 }
 
-/// The stream of one BMC's change records.
+/// The stream of one BMC's change records, and its log
+/// ([`Log`](super::log::Log)), which keeps every record as it is made.
 pub struct Changes {
     tx: broadcast::Sender<ChangeRecord>,
-    /// Live subscriptions: read on every backend call, so an atomic
-    /// rather than the channel's own count (behind its mutex).
-    subscribers: Arc<AtomicUsize>,
+    pub log: super::log::Log,
 }
 
 impl Default for Changes {
     fn default() -> Self {
         Changes {
             tx: broadcast::channel(CAPACITY).0,
-            subscribers: Arc::default(),
+            log: super::log::Log::default(),
         }
-    }
-}
-
-/// A subscriber's end of the stream: the records from its subscription
-/// on (a `broadcast::Receiver`, which it dereferences to).
-pub struct Subscription {
-    rx: broadcast::Receiver<ChangeRecord>,
-    subscribers: Arc<AtomicUsize>,
-}
-
-impl std::ops::Deref for Subscription {
-    type Target = broadcast::Receiver<ChangeRecord>;
-
-    fn deref(&self) -> &Self::Target {
-        &self.rx
-    }
-}
-
-impl std::ops::DerefMut for Subscription {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.rx
-    }
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        self.subscribers.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 impl Changes {
     /// The records from now on.
-    pub fn subscribe(&self) -> Subscription {
-        self.subscribers.fetch_add(1, Ordering::Relaxed);
-        Subscription {
-            rx: self.tx.subscribe(),
-            subscribers: self.subscribers.clone(),
-        }
+    pub fn subscribe(&self) -> broadcast::Receiver<ChangeRecord> {
+        self.tx.subscribe()
     }
 
-    /// Whether anyone subscribes.
-    fn subscribed(&self) -> bool {
-        self.subscribers.load(Ordering::Relaxed) > 0
+    /// Sends a record made elsewhere in the core (a log cleared), after
+    /// the log keeps it.
+    pub fn send(&self, record: ChangeRecord) {
+        tracing::debug!(system = %record.name, what = ?record.what, cause = ?record.cause, "change");
+        self.log.keep(&record);
+        // No subscriber is no error: nobody listens yet.
+        let _ = self.tx.send(record);
     }
 
     fn announce(&self, before: &System, after: &System, cause: &Cause, power: bool) {
         let at = SystemTime::now();
         for what in differences(before, after, power) {
-            tracing::debug!(system = %after.name, ?what, ?cause, "change");
-            // No subscriber is no error: nobody listens yet.
-            let _ = self.tx.send(ChangeRecord {
+            self.send(ChangeRecord {
                 system: after.id.clone(),
                 name: after.name.clone(),
                 what,
@@ -296,11 +269,66 @@ fn differences(before: &System, after: &System, power: bool) -> Vec<What> {
     out
 }
 
-/// The last snapshot of a system, how many changes began or ended since
-/// it was first seen, and how many are under way.
+/// The parts of a system its machine changes by itself: the power state,
+/// the last boot, the boot override a boot consumes, the media a guest
+/// ejects. Everything else moves only through a call, announced when the
+/// call ends; so a read compares these, never the whole system.
+#[derive(Debug, Clone, PartialEq)]
+struct Machine {
+    power: PowerState,
+    last_boot: Option<BootRecord>,
+    boot: BootOverride,
+    cd: MediaState,
+    floppy: MediaState,
+}
+
+impl Machine {
+    fn of(sys: &System) -> Machine {
+        let b = &sys.bmc;
+        Machine {
+            power: sys.power,
+            last_boot: b.last_boot.clone(),
+            boot: b.boot.clone(),
+            cd: b.cd.clone(),
+            floppy: b.floppy.clone(),
+        }
+    }
+
+    /// Whether `sys` shows these parts (compared in place, not copied).
+    fn shown_by(&self, sys: &System) -> bool {
+        let b = &sys.bmc;
+        self.power == sys.power
+            && self.last_boot == b.last_boot
+            && self.boot == b.boot
+            && self.cd == b.cd
+            && self.floppy == b.floppy
+    }
+
+    /// `now` as it was when these parts were seen.
+    fn before(&self, now: &System) -> System {
+        let mut was = now.clone();
+        self.put_into(&mut was);
+        was
+    }
+
+    /// Sets these parts of `sys`.
+    fn put_into(&self, sys: &mut System) {
+        sys.power = self.power;
+        sys.bmc.last_boot = self.last_boot.clone();
+        sys.bmc.boot = self.boot.clone();
+        sys.bmc.cd = self.cd.clone();
+        sys.bmc.floppy = self.floppy.clone();
+    }
+}
+
+/// What was last seen of a system's machine, the system as the last
+/// change left it (kept for systems that change, not for those only
+/// read), how many changes began or ended since it was first seen, and
+/// how many are under way.
 #[derive(Default)]
 struct Seen {
-    last: Option<System>,
+    machine: Option<Machine>,
+    changed: Option<System>,
     generation: u64,
     in_flight: u32,
 }
@@ -310,60 +338,74 @@ struct Seen {
 struct Tracker {
     changes: Arc<Changes>,
     seen: Mutex<HashMap<String, Seen>>,
-    /// Whether `seen` holds snapshots (someone listened since it was last
-    /// emptied).
-    tracking: AtomicBool,
 }
 
 impl Tracker {
-    /// Whether anyone takes the records: a subscriber, or the log at
-    /// debug level. While nobody does, nothing is compared or kept (a
-    /// change costs no extra read), and what was kept is dropped: when
-    /// someone listens again, records start from what is seen then,
-    /// never from a snapshot that missed changes meanwhile.
-    fn listening(&self) -> bool {
-        let on = self.changes.subscribed() || tracing::enabled!(tracing::Level::DEBUG);
-        // Loaded before written: the read path of a service nobody
-        // listens to stores nothing to the shared line.
-        let was = self.tracking.load(Ordering::Relaxed);
-        if on && !was {
-            self.tracking.store(true, Ordering::Relaxed);
-        } else if !on && was && self.tracking.swap(false, Ordering::Relaxed) {
-            lock(&self.seen).clear();
-        }
-        on
-    }
-
     fn generation(&self, id: &str) -> u64 {
         lock(&self.seen).get(id).map_or(0, |s| s.generation)
     }
 
-    /// A read of `now`, begun at `generation`: what moved since the last
-    /// snapshot by nobody's call is the machine's. A read that a change
-    /// overlapped tells nothing (it may show the change half announced).
+    /// A read of `now`, begun at `generation`: what its machine moved
+    /// since it was last seen, by nobody's call, is the machine's doing.
+    /// A read that a change overlapped tells nothing (it may show the
+    /// change half made). The first read of a system is where its records
+    /// start from.
     fn observed(&self, now: &System, generation: u64) {
         let mut seen = lock(&self.seen);
-        let entry = seen.entry(now.id.clone()).or_default();
+        let Some(entry) = seen.get_mut(&now.id) else {
+            if generation == 0 {
+                let machine = Some(Machine::of(now));
+                seen.insert(
+                    now.id.clone(),
+                    Seen {
+                        machine,
+                        ..Seen::default()
+                    },
+                );
+            }
+            return;
+        };
         if entry.generation != generation || entry.in_flight > 0 {
             return;
         }
-        // A read that finds what was seen (nearly every read) costs a
-        // comparison, not a copy.
-        if entry.last.as_ref() == Some(now) {
-            return;
-        }
-        if let Some(last) = entry.last.replace(now.clone()) {
-            self.changes.announce(&last, now, &Cause::Machine, true);
+        match &entry.machine {
+            // Nearly every read: a few comparisons, nothing copied.
+            Some(m) if m.shown_by(now) => {}
+            Some(m) => {
+                let before = m.before(now);
+                entry.machine = Some(Machine::of(now));
+                self.changes.announce(&before, now, &Cause::Machine, true);
+            }
+            None => entry.machine = Some(Machine::of(now)),
         }
     }
 
-    /// A change of `id` begins: its snapshot before (the last seen).
+    /// A change of `id` begins: the system before it, as the last change
+    /// left it with its machine as last seen, when both are known (else
+    /// the caller reads it and calls [`Tracker::begun`]).
     fn begin(&self, id: &str) -> Option<System> {
         let mut seen = lock(&self.seen);
         let entry = seen.entry(id.to_string()).or_default();
         entry.generation += 1;
         entry.in_flight += 1;
-        entry.last.clone()
+        let (machine, mut sys) = (entry.machine.as_ref()?, entry.changed.take()?);
+        machine.put_into(&mut sys);
+        Some(sys)
+    }
+
+    /// The system before a change was read afresh: a machine that moved
+    /// since it was last seen moved by itself.
+    fn begun(&self, id: &str, before: &System) {
+        let mut seen = lock(&self.seen);
+        let Some(entry) = seen.get_mut(id) else {
+            return;
+        };
+        if let Some(m) = entry.machine.take() {
+            if !m.shown_by(before) {
+                self.changes
+                    .announce(&m.before(before), before, &Cause::Machine, true);
+            }
+        }
     }
 
     /// The change ended with `after` (`None`: failed or unknown). With
@@ -380,10 +422,10 @@ impl Tracker {
         let mut seen = lock(&self.seen);
         let entry = seen.entry(id.to_string()).or_default();
         entry.generation += 1;
-        // Saturating: what was kept may have been dropped meanwhile.
         entry.in_flight = entry.in_flight.saturating_sub(1);
         let Some(after) = after else {
-            entry.last = None;
+            entry.machine = None;
+            entry.changed = None;
             return;
         };
         if let Some(before) = before {
@@ -395,7 +437,8 @@ impl Tracker {
             }
             self.changes.announce(&before, after, cause, power);
         }
-        entry.last = Some(after.clone());
+        entry.machine = Some(Machine::of(after));
+        entry.changed = Some(after.clone());
     }
 }
 
@@ -413,7 +456,6 @@ impl Announced {
             tracker: Arc::new(Tracker {
                 changes,
                 seen: Mutex::default(),
-                tracking: AtomicBool::new(false),
             }),
         }
     }
@@ -423,17 +465,15 @@ impl Announced {
         &self.inner
     }
 
-    /// A change of `id` begins: `None` while nobody listens (nothing is
-    /// tracked), else the snapshot before it (read when none was seen;
-    /// `None` inside when it cannot be read).
-    async fn begin(&self, id: &str) -> Option<Option<System>> {
-        if !self.tracker.listening() {
-            return None;
+    /// A change of `id` begins: the system before it (`None` when it
+    /// cannot be read).
+    async fn begin(&self, id: &str) -> Option<System> {
+        if let Some(known) = self.tracker.begin(id) {
+            return Some(known);
         }
-        Some(match self.tracker.begin(id) {
-            Some(s) => Some(s),
-            None => self.inner.system(id).await.ok(),
-        })
+        let before = self.inner.system(id).await.ok()?;
+        self.tracker.begun(id, &before);
+        Some(before)
     }
 }
 
@@ -465,9 +505,6 @@ impl Backend for Announced {
     }
 
     async fn system(&self, id: &str) -> Result<System> {
-        if !self.tracker.listening() {
-            return self.inner.system(id).await;
-        }
         let generation = self.tracker.generation(id);
         let sys = self.inner.system(id).await?;
         self.tracker.observed(&sys, generation);
@@ -476,35 +513,28 @@ impl Backend for Announced {
 
     async fn reset(&self, id: &str, reset: ResetType) -> Result<()> {
         let cause = current_cause();
-        let tracked = self.begin(id).await;
+        let before = self.begin(id).await;
         let done = self.inner.reset(id, reset).await;
-        if let Some(before) = tracked {
-            read_back(&self.inner, &self.tracker, id, before, &cause, true).await;
-        }
+        read_back(&self.inner, &self.tracker, id, before, &cause, true).await;
         done
     }
 
     async fn apply(&self, id: &str, changes: Vec<Change>) -> Result<System> {
         let cause = current_cause();
-        let tracked = self.begin(id).await;
+        let before = self.begin(id).await;
         let after = self.inner.apply(id, changes).await;
-        if let Some(before) = tracked {
-            match &after {
-                Ok(a) => self.tracker.end(id, before, Some(a), &cause, false),
-                // Refused: nothing changed, nothing to announce.
-                Err(_) => self.tracker.end(id, None, before.as_ref(), &cause, false),
-            }
+        match &after {
+            Ok(a) => self.tracker.end(id, before, Some(a), &cause, false),
+            // Refused: nothing changed, nothing to announce.
+            Err(_) => self.tracker.end(id, None, before.as_ref(), &cause, false),
         }
         after
     }
 
     async fn insert_media(&self, id: &str, slot: MediaSlot, img: MediaImage) -> Result<Completion> {
         let cause = current_cause();
-        let tracked = self.begin(id).await;
+        let before = self.begin(id).await;
         let started = self.inner.insert_media(id, slot, img).await;
-        let Some(before) = tracked else {
-            return started;
-        };
         match started {
             Ok(Completion::Running(work)) => {
                 // The device changes when the download ends, in the task
@@ -542,6 +572,7 @@ mod tests {
     use super::*;
     use crate::backend::fake::FakeBackend;
     use crate::backend::machines::fake_systems;
+    use crate::bmc::log::Book;
     use crate::model::{IndicatorLed, SystemSettings};
 
     fn announced() -> (Announced, Arc<Changes>, String) {
@@ -561,35 +592,34 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn unheard_changes_are_neither_kept_nor_told_later_as_the_machines() {
+    async fn changes_nobody_listens_to_are_logged_and_a_machines_own_told_at_the_next_look() {
         let (b, changes, id) = announced();
-        // Nobody listens: the change goes through, nothing is kept.
+        // Nobody listens: the change goes through, and the log keeps it.
         b.apply(&id, lit()).await.unwrap();
-        assert!(lock(&b.tracker.seen).is_empty());
+        assert_eq!(changes.log.read(&id, Book::All, |r| r.entries.len()), 1);
         let mut rx = changes.subscribe();
-        // The first look after subscribing is where records start from.
-        b.system(&id).await.unwrap();
-        assert!(
-            rx.try_recv().is_err(),
-            "the earlier change is not the machine's"
-        );
-        let off = vec![Change::Settings(SystemSettings {
-            indicator: Some(IndicatorLed::Off),
-            ..Default::default()
-        })];
-        with_cause(Cause::Bmc("test".into()), b.apply(&id, off))
-            .await
-            .unwrap();
+        // The machine moves by itself (under the announced view).
+        b.inner.reset(&id, ResetType::On).await.unwrap();
+        let sys = b.system(&id).await.unwrap();
+        assert_eq!(sys.power, PowerState::On);
         let r = rx.try_recv().unwrap();
-        assert_eq!(r.cause, Cause::Bmc("test".into()));
-        assert_eq!(
-            r.what,
-            What::Indicator {
-                before: IndicatorLed::Lit,
-                after: IndicatorLed::Off
-            }
+        assert_eq!(r.cause, Cause::Machine);
+        assert!(
+            matches!(
+                r.what,
+                What::Power {
+                    after: PowerState::On,
+                    ..
+                }
+            ),
+            "{r:?}"
         );
-        assert!(rx.try_recv().is_err(), "one record per change");
+        let sel = changes.log.read(&id, Book::Sel, |r| r.entries.len());
+        assert!(sel >= 1, "the power-on is in the SEL");
+        // Read again: nothing new.
+        while rx.try_recv().is_ok() {}
+        b.system(&id).await.unwrap();
+        assert!(rx.try_recv().is_err(), "told once");
     }
 
     #[tokio::test]
@@ -614,7 +644,10 @@ mod tests {
             indicator: Some(IndicatorLed::Off),
             ..Default::default()
         };
-        let before = b.tracker.begin(&id);
+        let before = match b.tracker.begin(&id) {
+            Some(known) => Some(known),
+            None => b.inner.system(&id).await.ok(),
+        };
         let after = b
             .inner
             .apply(&id, vec![Change::Settings(off)])

@@ -11,7 +11,9 @@
 //! - `boot`: a boot override request ([`Core::set_boot`]) and why one is
 //!   refused ([`BootRefused`]), the one rule set of every route;
 //! - `changes`: the change stream, one record for every change accepted
-//!   or observed, whoever made it ([`Core::changes`]).
+//!   or observed, whoever made it ([`Core::changes`]);
+//! - `log`: the logs kept from that stream (the SEL, every change), and
+//!   their clearing ([`Core::clear_log`]).
 //!
 //! Each front-end maps the core's refusals once, to its own errors
 //! (Redfish messages, IPMI completion codes).
@@ -23,6 +25,7 @@
 mod boot;
 pub mod changes;
 pub mod jobs;
+pub mod log;
 mod power;
 
 use std::collections::HashMap;
@@ -179,6 +182,20 @@ impl Core {
         self.profiles
             .get(&sys.profile)
             .unwrap_or_else(|_| profile::generic())
+    }
+
+    /// Clears `book` of `sys` (ClearLog, IPMI Clear SEL): it empties and
+    /// keeps one entry, the clearing, which the change stream announces
+    /// with the cause the caller runs under.
+    pub fn clear_log(&self, sys: &System, book: log::Book) {
+        self.changes.log.clear(&sys.id, book);
+        self.changes.send(changes::ChangeRecord {
+            system: sys.id.clone(),
+            name: sys.name.clone(),
+            what: changes::What::LogCleared { book },
+            cause: changes::current_cause(),
+            at: std::time::SystemTime::now(),
+        });
     }
 
     /// Takes the system's lock and reads it, for a read-check-write.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::users::{Privilege, SetError};
 use super::Bmc;
-use super::{boot_options, channel, config, inventory, watchdog};
+use super::{boot_options, channel, config, inventory, sel, watchdog};
 use crate::backend::BackendError;
 use crate::model::{
     BootOverride, Change, IndicatorLed, PowerRestorePolicy, PowerState, ResetType, SystemSettings,
@@ -120,7 +120,7 @@ pub fn required(netfn: u8, cmd: u8) -> Option<Privilege> {
         (netfn::APP, 0x40 | 0x43 | 0x45 | 0x47) => Administrator,
         (netfn::CHASSIS, 0x00 | 0x01) => User,
         (netfn::CHASSIS, 0x02 | 0x04 | 0x06 | 0x08 | 0x09) => Operator,
-        (netfn::STORAGE, 0x49) => Operator,
+        (netfn::STORAGE, 0x47 | 0x49) => Operator,
         (netfn::STORAGE, 0x10 | 0x11 | 0x20 | 0x21 | 0x22 | 0x23 | 0x40 | 0x42 | 0x43 | 0x48) => {
             User
         }
@@ -225,9 +225,10 @@ pub async fn execute(bmc: &Bmc, privilege: Privilege, netfn: u8, cmd: u8, data: 
         (netfn::STORAGE, 0x20) => exact(data, 0, inventory::sdr_info),
         (netfn::STORAGE, 0x22) => exact(data, 0, || ok(vec![0x01, 0x00])),
         (netfn::STORAGE, 0x23) => inventory::get_sdr(data),
-        (netfn::STORAGE, 0x40) => exact(data, 0, inventory::sel_info),
-        (netfn::STORAGE, 0x42) => exact(data, 0, || ok(vec![0x01, 0x00])),
-        (netfn::STORAGE, 0x43) => err(cc::NOT_PRESENT),
+        (netfn::STORAGE, 0x40) => sel::info(bmc, data).await,
+        (netfn::STORAGE, 0x42) => sel::reserve(bmc, data),
+        (netfn::STORAGE, 0x43) => sel::get(bmc, data).await,
+        (netfn::STORAGE, 0x47) => sel::clear(bmc, data).await,
         (netfn::STORAGE, 0x48) => exact(data, 0, || inventory::sel_time(bmc.chassis().sel_offset)),
         (netfn::STORAGE, 0x49) => match data {
             [a, b, c, d] => {

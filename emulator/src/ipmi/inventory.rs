@@ -1,7 +1,8 @@
 //! What a BMC tells about itself and its machine: the FRU inventory image
 //! (IPMI Platform Management FRU Information Storage Definition v1.0) and
-//! the SDR repository (one Management Controller Device Locator record,
-//! so clients that rebuild an empty repository leave it alone).
+//! the SDR repository (a Management Controller Device Locator record, so
+//! clients that rebuild an empty repository leave it alone, and the
+//! Event-Only records of the sensors the SEL logs on).
 
 use super::commands::{backend_cc, cc, err, ok, Reply};
 use super::Bmc;
@@ -73,8 +74,11 @@ pub fn fru(sys: &System, profile: &Profile) -> Vec<u8> {
     [header, chassis, board, product].concat()
 }
 
-/// The SDR repository's one record: a Management Controller Device
-/// Locator (type 0x12) for the BMC at slave address 0x20, named `BMC`.
+/// The SDR repository: a Management Controller Device Locator (type
+/// 0x12) for the BMC at slave address 0x20, named `BMC`, then an
+/// Event-Only record (type 0x03) for each sensor the SEL logs on
+/// (`bmc::log::SEL_SENSORS`), so that clients name them. Record Ids are
+/// 1, 2, ...
 pub fn sdr_records() -> Vec<Vec<u8>> {
     let name = b"BMC";
     let mut body = vec![
@@ -89,10 +93,36 @@ pub fn sdr_records() -> Vec<Vec<u8>> {
     ];
     body.push(0xc0 | name.len() as u8);
     body.extend_from_slice(name);
-    // Header: record id 0x0001, SDR version 0x51, type 0x12, length.
-    let mut r = vec![0x01, 0x00, 0x51, 0x12, body.len() as u8];
-    r.extend_from_slice(&body);
-    vec![r]
+    let mut bodies = vec![(0x12, body)];
+    for (sensor_type, number, name) in crate::bmc::log::SEL_SENSORS {
+        let mut b = vec![
+            0x20,   // sensor owner: the BMC
+            0x00,   // owner LUN, channel 0
+            number, // sensor number
+            0x07,   // entity: system board
+            0x01,   // entity instance
+            sensor_type,
+            0x6f, // event/reading type: sensor-specific
+            0x01, // one sensor, no instance modifier
+            0x00, // entity instance sharing
+            0x00, // reserved
+            0x00, // OEM
+        ];
+        b.push(0xc0 | name.len() as u8);
+        b.extend_from_slice(name.as_bytes());
+        bodies.push((0x03, b));
+    }
+    bodies
+        .into_iter()
+        .enumerate()
+        .map(|(i, (kind, body))| {
+            // Header: record id, SDR version 0x51, type, length.
+            let id = (i as u16 + 1).to_le_bytes();
+            let mut r = vec![id[0], id[1], 0x51, kind, body.len() as u8];
+            r.extend_from_slice(&body);
+            r
+        })
+        .collect()
 }
 
 pub(super) async fn fru_info(bmc: &Bmc, data: &[u8]) -> Reply {
@@ -172,14 +202,6 @@ pub(super) fn get_sdr(data: &[u8]) -> Reply {
     let mut v = next.to_le_bytes().to_vec();
     v.extend_from_slice(&r[at..at + n]);
     ok(v)
-}
-
-pub(super) fn sel_info() -> Reply {
-    // Version 0x51, no entries, 0xffff bytes free, no additions or
-    // erasures yet, operations: reserve (bit 1).
-    ok(vec![
-        0x51, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02,
-    ])
 }
 
 /// Get SEL Time: the host clock moved by what Set SEL Time said.

@@ -36,6 +36,7 @@ mod identity;
 pub mod inband;
 pub mod inventory;
 mod lockout;
+pub mod sel;
 mod server;
 pub mod session;
 pub mod sol;

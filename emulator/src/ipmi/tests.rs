@@ -702,3 +702,4 @@ fn a_refused_chassis_control_leaves_the_boot_flags() {
 }
 
 mod hardening;
+mod sel;

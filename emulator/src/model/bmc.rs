@@ -250,8 +250,10 @@ impl BmcState {
         }
         let sb = &mut self.secure_boot;
         sb.current_boot = sb.enable && uefi && sb.keys_enrolled;
+        let number = self.last_boot.as_ref().map_or(1, |b| b.number + 1);
         self.last_boot = Some(BootRecord {
             at: crate::timefmt::unix_now(),
+            number,
             target: booted,
             mode: self.boot.mode,
             uri,

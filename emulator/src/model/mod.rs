@@ -339,6 +339,10 @@ impl BiosState {
 pub struct BootRecord {
     /// Seconds since the Unix epoch.
     pub at: u64,
+    /// Which boot of the machine this is (1, 2, ...): two boots within a
+    /// second differ by it.
+    #[serde(default)]
+    pub number: u64,
     pub target: BootTarget,
     pub mode: BootMode,
     pub uri: Option<String>,

@@ -43,6 +43,7 @@ pub const QUIRKS: &[&str] = &[
     "inventory.storage_ids",
     "hpe",
     "events",
+    "logs",
 ];
 /// Boot fields a settings object may carry.
 const BOOT_FIELDS: &[&str] = &[
@@ -362,6 +363,7 @@ impl Profile {
             self.inventory.storage_ids != super::StorageIds::Plain,
             self.hpe.is_some(),
             self.events != super::Events::default(),
+            self.logs != super::logs::Logs::default(),
         ];
         QUIRKS
             .iter()

@@ -24,6 +24,11 @@ pub const MESSAGES: &[(&str, &str, &str, &str)] = &[
     ("LC068", "Warning", "Unable to perform the import or export operation because there are pending attribute changes or a configuration job is in progress.", "Apply or cancel any pending attribute changes. Changes can be applied by creating a targeted configuration job, or the changes can be cancelled by invoking the DeletePendingConfiguration method. If a configuration job is in progress, wait until it is completed before retrying the import or export system configuration operation."),
     ("RAC0679", "Warning", "A job operation is already running. Retry the operation after the existing job is completed.", "Wait until the running job is completed or delete the scheduled job and retry the operation"),
     ("RAC064", "Informational", "iDRAC was successfully reset.", "No response action is required."),
+    // What the Lifecycle log says of power (Dell's EEMI guide; SYS1003 is
+    // what Dell's own Ansible BIOS module waits for after a reset).
+    ("SYS1000", "Informational", "System is turning on.", "No response action is required."),
+    ("SYS1001", "Informational", "System is turning off.", "No response action is required."),
+    ("SYS1003", "Informational", "System CPU Resetting.", "No response action is required."),
     // The RAID service's answers. The STOR resolutions are Shoal's
     // words where no public capture shows iDRAC's.
     ("STOR018", "Warning", "No foreign configurations detected.", "No response action is required."),

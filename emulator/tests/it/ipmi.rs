@@ -869,3 +869,4 @@ fn the_boot_mailbox_is_served_from_the_start() {
 }
 
 mod hardening;
+mod sel;

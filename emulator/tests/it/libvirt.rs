@@ -253,6 +253,19 @@ async fn a_boot_patch_parses_the_definition_at_most_once_and_defines_once() {
     let api = Api::on(backend.clone());
     let sys = format!("/redfish/v1/Systems/{id}");
     assert_eq!(api.get(&sys).await.status, StatusCode::OK);
+    // The first change of a system reads it once more (the BMC's log
+    // compares what it was with what it becomes); later ones start from
+    // what the last one left.
+    let first = backend.calls();
+    let r = api
+        .patch(
+            &sys,
+            json!({"Boot": {"BootSourceOverrideTarget": "Hdd", "BootSourceOverrideEnabled": "Once"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(backend.calls().reads - first.reads, 3);
+    api.get(&sys).await;
     let before = backend.calls();
     let r = api
         .patch(

@@ -14,6 +14,7 @@ mod api_dell;
 mod api_dell_raid;
 mod api_hostile;
 mod api_hpe;
+mod api_logs;
 mod api_media_fetch;
 mod api_profiles;
 mod api_query;

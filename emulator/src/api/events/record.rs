@@ -156,7 +156,8 @@ pub fn records_of(change: &ChangeRecord, at: &Place) -> Vec<Record> {
             r.at = change.at;
             vec![r]
         }
-        What::Booted { .. } => Vec::new(),
+        // A log's clearing is told by the log itself.
+        What::Booted { .. } | What::LogCleared { .. } => Vec::new(),
         What::Boot { .. }
         | What::Indicator { .. }
         | What::AssetTag { .. }

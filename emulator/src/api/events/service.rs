@@ -267,7 +267,10 @@ impl Events {
 /// Turns the core's change records into events while anyone subscribes,
 /// and reads the machines every [`WATCH`] so that what they do by
 /// themselves is seen.
-async fn pump(st: AppState, mut rx: crate::bmc::changes::Subscription) {
+async fn pump(
+    st: AppState,
+    mut rx: tokio::sync::broadcast::Receiver<crate::bmc::changes::ChangeRecord>,
+) {
     let events = st.events.clone();
     let mut places: HashMap<String, Place> = HashMap::new();
     let mut tick = tokio::time::interval(WATCH);
@@ -318,9 +321,14 @@ async fn watch_machines(st: &AppState) {
 /// Where the resources of system `id` are on this endpoint.
 async fn place_of(st: &AppState, id: &str) -> Option<Place> {
     let sys = st.core.backend.system(id).await.ok()?;
+    Some(place(st, &sys))
+}
+
+/// Where the resources of `sys` are on this endpoint.
+pub fn place(st: &AppState, sys: &crate::model::System) -> Place {
     let system = format!("/redfish/v1/Systems/{}", sys.id);
-    let manager = format!("/redfish/v1/Managers/{}", st.manager_id(&sys));
-    let vm = &st.profile(&sys).vmedia;
+    let manager = format!("/redfish/v1/Managers/{}", st.manager_id(sys));
+    let vm = &st.profile(sys).vmedia;
     let media = if !st.features.vmedia() {
         None
     } else if let Some(ids) = vm.ids(false) {
@@ -329,11 +337,11 @@ async fn place_of(st: &AppState, id: &str) -> Option<Place> {
         vm.ids(true)
             .map(|ids| (format!("{system}/VirtualMedia"), ids))
     };
-    Some(Place {
+    Place {
         system,
         manager,
         media,
-    })
+    }
 }
 
 /// Changes a subscription's spec (a PATCH, checked whole already).
