@@ -299,9 +299,13 @@ impl Bmc {
             ),
         };
         let s = get(&agent(), &url, None)?.1;
+        // A number steps into an array (`Members/0/MessageId`).
         let v = path
             .split('/')
-            .try_fold(&s, |v, k| v.get(k))
+            .try_fold(&s, |v, k| match (v, k.parse::<usize>()) {
+                (Value::Array(a), Ok(i)) => a.get(i),
+                _ => v.get(k),
+            })
             .ok_or_else(|| anyhow!("no {path} in {url}"))?;
         Ok(match v {
             Value::String(s) => s.clone(),

@@ -497,7 +497,8 @@ pub struct Checks {
     pub events: Vec<String>,
     /// Redfish System properties by path (`Boot/BootSourceOverrideEnabled`),
     /// or another resource's (`/redfish/v1/Systems/{system}/VirtualMedia/Cd#Inserted`,
-    /// `{system}` the System's Id),
+    /// `{system}` the System's Id; a number steps into an array:
+    /// `…/LogServices/Sel/Entries#Members/0/MessageId`),
     /// read once the serial lines are seen (for up to 30 s until they
     /// match: a power change the machine asked for takes a moment).
     #[serde(default)]
