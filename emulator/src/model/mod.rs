@@ -48,6 +48,8 @@ macro_rules! redfish_enum {
         }
     };
 }
+/// For DMTF enums outside the model (an EventDestination's retry policy).
+pub(crate) use redfish_enum;
 
 redfish_enum!(
     /// Processor architecture of a machine.

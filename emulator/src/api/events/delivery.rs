@@ -169,8 +169,81 @@ impl Deliverer<'_> {
         }
     }
 
+    /// Delivers a job's event (its records the subscription takes, unless
+    /// not filtered), retrying as the service and the subscription say.
     async fn deliver(&mut self, job: &Job) -> Outcome {
-        deliver(self.events, self.sub, job, self.client, self.wake).await
+        let (ev, filtered) = (&*job.ev, job.filtered);
+        let mut failures: u32 = 0;
+        loop {
+            if self.sub.is_closed() {
+                return Outcome::Gone;
+            }
+            let spec = read(&self.sub.spec).clone();
+            let records: Vec<&Record> = ev
+                .records
+                .iter()
+                .filter(|r| !filtered || spec.takes(r))
+                .collect();
+            if records.is_empty() {
+                return Outcome::Delivered;
+            }
+            let mut body = payload(ev, &records, &spec.context, self.events.shape());
+            empty_fields(&mut body, &job.empty);
+            let body = body.to_string();
+            let agent = self.client.agent(&spec, &self.events.options);
+            let (url, headers) = (spec.destination.clone(), spec.headers.clone());
+            let sent = tokio::task::spawn_blocking(move || post(&agent, &url, &headers, body))
+                .await
+                .unwrap_or_else(|e| Err(format!("delivery task: {e}")));
+            let why = match sent {
+                Ok(()) => {
+                    tracing::debug!(subscription = %self.sub.id, event = ev.id, "event delivered");
+                    return Outcome::Delivered;
+                }
+                Err(why) => why,
+            };
+            failures += 1;
+            let s = self.events.settings();
+            tracing::warn!(
+                subscription = %self.sub.id, destination = %spec.destination, event = ev.id,
+                attempt = failures, %why, "event delivery failed"
+            );
+            let mut wait = Duration::from_secs(u64::from(s.retry_interval));
+            match spec.retry {
+                RetryPolicy::TerminateAfterRetries if failures > s.retry_attempts => {
+                    if self.events.remove(&self.sub.id) {
+                        tracing::warn!(subscription = %self.sub.id, "subscription terminated after its retries");
+                        self.events.publish(vec![Record::base(
+                            "SubscriptionTerminated",
+                            Some(format!("{}/{}", super::SUBSCRIPTIONS, self.sub.id)),
+                            "EventDestination",
+                        )]);
+                    }
+                    return Outcome::Gone;
+                }
+                RetryPolicy::SuspendRetries if failures > s.retry_attempts => {
+                    tracing::warn!(subscription = %self.sub.id, "subscription suspended after its retries");
+                    self.sub.suspended.store(true, Ordering::Relaxed);
+                    while self.sub.suspended.load(Ordering::Relaxed) && !self.sub.is_closed() {
+                        if self.wake.changed().await.is_err() {
+                            return Outcome::Gone;
+                        }
+                    }
+                    // Resumed: this event is tried again, afresh.
+                    failures = 0;
+                    continue;
+                }
+                RetryPolicy::RetryForeverWithBackoff => {
+                    wait *= 1 << (failures - 1).min(MAX_BACKOFF.trailing_zeros());
+                }
+                _ => {}
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                // Deleted (or changed) meanwhile: looked at again now.
+                _ = self.wake.changed() => {}
+            }
+        }
     }
 }
 
@@ -194,89 +267,6 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
-    }
-}
-
-/// Delivers a job's event (its records the subscription takes, unless
-/// not filtered), retrying as the service and the subscription say.
-async fn deliver(
-    events: &Events,
-    sub: &Sub,
-    job: &Job,
-    client: &mut Client,
-    wake: &mut watch::Receiver<u64>,
-) -> Outcome {
-    let (ev, filtered) = (&*job.ev, job.filtered);
-    let mut failures: u32 = 0;
-    loop {
-        if sub.is_closed() {
-            return Outcome::Gone;
-        }
-        let spec = read(&sub.spec).clone();
-        let records: Vec<&Record> = ev
-            .records
-            .iter()
-            .filter(|r| !filtered || spec.takes(r))
-            .collect();
-        if records.is_empty() {
-            return Outcome::Delivered;
-        }
-        let mut body = payload(ev, &records, &spec.context, events.shape());
-        empty_fields(&mut body, &job.empty);
-        let body = body.to_string();
-        let agent = client.agent(&spec, &events.options);
-        let (url, headers) = (spec.destination.clone(), spec.headers.clone());
-        let sent = tokio::task::spawn_blocking(move || post(&agent, &url, &headers, body))
-            .await
-            .unwrap_or_else(|e| Err(format!("delivery task: {e}")));
-        let why = match sent {
-            Ok(()) => {
-                tracing::debug!(subscription = %sub.id, event = ev.id, "event delivered");
-                return Outcome::Delivered;
-            }
-            Err(why) => why,
-        };
-        failures += 1;
-        let s = events.settings();
-        tracing::warn!(
-            subscription = %sub.id, destination = %spec.destination, event = ev.id,
-            attempt = failures, %why, "event delivery failed"
-        );
-        let mut wait = Duration::from_secs(u64::from(s.retry_interval));
-        match spec.retry {
-            RetryPolicy::TerminateAfterRetries if failures > s.retry_attempts => {
-                if events.remove(&sub.id) {
-                    tracing::warn!(subscription = %sub.id, "subscription terminated after its retries");
-                    events.publish(vec![Record::base(
-                        "SubscriptionTerminated",
-                        Some(format!("{}/{}", super::SUBSCRIPTIONS, sub.id)),
-                        "EventDestination",
-                    )]);
-                }
-                return Outcome::Gone;
-            }
-            RetryPolicy::SuspendRetries if failures > s.retry_attempts => {
-                tracing::warn!(subscription = %sub.id, "subscription suspended after its retries");
-                sub.suspended.store(true, Ordering::Relaxed);
-                while sub.suspended.load(Ordering::Relaxed) && !sub.is_closed() {
-                    if wake.changed().await.is_err() {
-                        return Outcome::Gone;
-                    }
-                }
-                // Resumed: this event is tried again, afresh.
-                failures = 0;
-                continue;
-            }
-            RetryPolicy::RetryForeverWithBackoff => {
-                wait *= 1 << (failures - 1).min(MAX_BACKOFF.trailing_zeros());
-            }
-            _ => {}
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {}
-            // Deleted (or changed) meanwhile: looked at again now.
-            _ = wake.changed() => {}
-        }
     }
 }
 

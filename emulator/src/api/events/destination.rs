@@ -4,6 +4,7 @@
 //!
 //! Invariant: `HttpHeaders` are never shown back.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::record::Record;
@@ -16,37 +17,15 @@ pub const EVENT_TYPES: [&str; 5] = [
     "ResourceRemoved",
     "Alert",
 ];
-/// What happens when a delivery's retries run out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryPolicy {
-    TerminateAfterRetries,
-    SuspendRetries,
-    RetryForever,
-    RetryForeverWithBackoff,
-}
-
-impl RetryPolicy {
-    const ALL: [(&'static str, RetryPolicy); 4] = [
-        ("TerminateAfterRetries", RetryPolicy::TerminateAfterRetries),
-        ("SuspendRetries", RetryPolicy::SuspendRetries),
-        ("RetryForever", RetryPolicy::RetryForever),
-        (
-            "RetryForeverWithBackoff",
-            RetryPolicy::RetryForeverWithBackoff,
-        ),
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, p)| *p == self)
-            .map_or("TerminateAfterRetries", |(s, _)| s)
+crate::model::redfish_enum!(
+    /// What happens when a delivery's retries run out.
+    RetryPolicy {
+        TerminateAfterRetries = "TerminateAfterRetries",
+        SuspendRetries = "SuspendRetries",
+        RetryForever = "RetryForever",
+        RetryForeverWithBackoff = "RetryForeverWithBackoff",
     }
-
-    pub(super) fn parse(s: &str) -> Option<RetryPolicy> {
-        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, p)| *p)
-    }
-}
+);
 
 /// A subscription as asked for.
 #[derive(Debug, Clone, PartialEq)]

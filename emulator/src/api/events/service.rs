@@ -207,7 +207,11 @@ impl Events {
         let _ = self.sse.send(ev.clone());
         for sub in lock(&self.subs).values() {
             let Some(q) = &sub.queue else { continue };
-            if !ev.records.iter().any(|r| read(&sub.spec).takes(r)) {
+            let takes = {
+                let spec = read(&sub.spec);
+                ev.records.iter().any(|r| spec.takes(r))
+            };
+            if !takes {
                 continue;
             }
             if q.try_send(ev.clone()).is_err() {
