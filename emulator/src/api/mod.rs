@@ -108,6 +108,24 @@ fn routes(f: crate::config::FeatureSet) -> Router {
     tables[i].clone()
 }
 
+/// A resource of this endpoint as a GET of `uri` renders it, past the
+/// middlewares (the service's own read, for an event's expanded
+/// `OriginOfCondition`); `None` unless it answers 200 with JSON (a
+/// handler that needs the caller, as the accounts' do, does not).
+pub async fn render(st: &AppState, uri: &str) -> Option<serde_json::Value> {
+    use tower::ServiceExt;
+    let mut req = Request::get(uri).body(axum::body::Body::empty()).ok()?;
+    req.extensions_mut().insert(st.clone());
+    let resp = routes(st.features).oneshot(req).await.ok()?;
+    if resp.status() != axum::http::StatusCode::OK {
+        return None;
+    }
+    let bytes = axum::body::to_bytes(resp.into_body(), json::MAX_BODY * 16)
+        .await
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
 /// The whole Redfish service of one endpoint as one router.
 pub fn app(state: AppState) -> Router {
     // The middlewares wrap the routed service as a whole (routing is

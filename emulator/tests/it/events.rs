@@ -272,8 +272,8 @@ async fn bad_subscriptions_create_nothing_and_the_limit_holds() {
             "PropertyUnknown",
         ),
         (
-            json!({"Destination": "http://192.0.2.1/", "IncludeOriginOfCondition": true}),
-            "PropertyValueNotInList",
+            json!({"Destination": "http://192.0.2.1/", "IncludeOriginOfCondition": "yes"}),
+            "PropertyValueTypeError",
         ),
         (
             json!({"Destination": "http://192.0.2.1/", "SubscriptionType": "SSE"}),
@@ -805,5 +805,44 @@ async fn a_subscription_asking_for_heartbeats_gets_them() {
     assert_eq!(
         beat.body["Events"][0]["OriginOfCondition"]["@odata.id"],
         sub.as_str()
+    );
+}
+
+/// `IncludeOriginOfCondition`: the subscription that asks gets the
+/// resource itself as it was rendered when the change was published;
+/// another, beside it, the link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_including_the_origin_gets_the_resource_itself() {
+    let api = service(1, FakeOptions::default());
+    let sys = api.system(0).await;
+    let full = Receiver::start(204);
+    let sub = subscribe(
+        &api,
+        json!({"Destination": full.url, "IncludeOriginOfCondition": true,
+               "EventTypes": ["StatusChange"]}),
+    )
+    .await;
+    assert_eq!(api.get(&sub).await.body["IncludeOriginOfCondition"], true);
+    let plain = Receiver::start(204);
+    subscribe(
+        &api,
+        json!({"Destination": plain.url, "EventTypes": ["StatusChange"]}),
+    )
+    .await;
+    api.reset(&sys, "On").await;
+    let got = full.next(Duration::from_secs(10)).expect("an event");
+    let origin = &got.body["Events"][0]["OriginOfCondition"];
+    assert_eq!(origin["@odata.id"], sys.as_str(), "{origin}");
+    assert_eq!(
+        origin["@odata.type"]
+            .as_str()
+            .map(|t| t.starts_with("#ComputerSystem.")),
+        Some(true)
+    );
+    assert_eq!(origin["PowerState"], "On", "rendered after the change");
+    let linked = plain.next(Duration::from_secs(10)).expect("an event");
+    assert_eq!(
+        linked.body["Events"][0]["OriginOfCondition"],
+        json!({ "@odata.id": sys })
     );
 }

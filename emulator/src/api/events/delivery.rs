@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::destination::{RetryPolicy, Spec};
-use super::record::{payload, Event, Record};
+use super::record::{payload, Event, Record, Shape};
 use super::service::{Events, Sub};
 use super::EventOptions;
 use crate::backend::download::policy_agent;
@@ -187,7 +187,11 @@ impl Deliverer<'_> {
             if records.is_empty() {
                 return Outcome::Delivered;
             }
-            let mut body = payload(ev, &records, &spec.context, self.events.shape());
+            let shape = Shape {
+                include_origin: spec.include_origin,
+                ..self.events.shape()
+            };
+            let mut body = payload(ev, &records, &spec.context, shape);
             empty_fields(&mut body, &job.empty);
             let body = body.to_string();
             let agent = self.client.agent(&spec, &self.events.options);

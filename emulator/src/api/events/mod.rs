@@ -185,15 +185,6 @@ async fn subscribe(
             https_only: events.profile.https_only,
         },
     )?;
-    if spec.include_origin {
-        return Err(ApiError::bad(
-            Msg::new(
-                "PropertyValueNotInList",
-                &["true", "IncludeOriginOfCondition"],
-            )
-            .about("IncludeOriginOfCondition"),
-        ));
-    }
     spec.sse = false;
     let (sub, rx) = events
         .add(spec)

@@ -29,6 +29,10 @@ pub struct Record {
     pub severity: String,
     /// The resource the record is about (its URI).
     pub origin: Option<String>,
+    /// That resource as a GET rendered it when the record was made, for
+    /// subscriptions with `IncludeOriginOfCondition` (read only while one
+    /// exists).
+    pub origin_body: Option<std::sync::Arc<Value>>,
     /// The schema of that resource (`ComputerSystem`, `VirtualMedia`).
     pub resource_type: &'static str,
     pub at: SystemTime,
@@ -52,6 +56,7 @@ impl Record {
             args: args.iter().map(|a| a.to_string()).collect(),
             severity: severity.to_string(),
             origin,
+            origin_body: None,
             resource_type,
             at: SystemTime::now(),
         }
@@ -68,6 +73,7 @@ impl Record {
             args: Vec::new(),
             severity: def.map_or("OK", |d| d.severity).to_string(),
             origin,
+            origin_body: None,
             resource_type,
             at: SystemTime::now(),
         }
@@ -236,6 +242,9 @@ pub struct Shape<'a> {
     pub ids_as_numbers: bool,
     /// `Oem.Dell` on the Event (iDRAC).
     pub dell_oem: bool,
+    /// `OriginOfCondition` the resource itself, where the record has it
+    /// (the subscription's `IncludeOriginOfCondition`).
+    pub include_origin: bool,
 }
 
 impl<'a> Shape<'a> {
@@ -244,6 +253,7 @@ impl<'a> Shape<'a> {
             event_type: p.event_type.as_deref(),
             origin_as_string: p.origin_as_string,
             ids_as_numbers: p.ids_as_numbers,
+            include_origin: false,
             dell_oem: p.dell_oem,
         }
     }
@@ -273,9 +283,22 @@ pub fn payload(ev: &Event, records: &[&Record], context: &str, shape: Shape) -> 
                 "Context": context,
             });
             if let Some(o) = &r.origin {
-                e["OriginOfCondition"] = match shape.origin_as_string {
-                    true => json!(o),
-                    false => json!({ "@odata.id": o }),
+                e["OriginOfCondition"] = match (&r.origin_body, shape) {
+                    (
+                        Some(body),
+                        Shape {
+                            include_origin: true,
+                            ..
+                        },
+                    ) => (**body).clone(),
+                    (
+                        _,
+                        Shape {
+                            origin_as_string: true,
+                            ..
+                        },
+                    ) => json!(o),
+                    _ => json!({ "@odata.id": o }),
                 };
             }
             e

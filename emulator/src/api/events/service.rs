@@ -132,6 +132,13 @@ impl Events {
         Shape::of(&self.profile)
     }
 
+    /// Whether a subscription wants its events' origins expanded.
+    pub fn wants_origins(&self) -> bool {
+        lock(&self.subs)
+            .values()
+            .any(|s| read(&s.spec).include_origin)
+    }
+
     /// The subscriptions, in Id order.
     pub fn subs(&self) -> Vec<Arc<Sub>> {
         lock(&self.subs).values().cloned().collect()
@@ -291,7 +298,11 @@ async fn pump(
                             None => continue,
                         },
                     };
-                    events.publish(records_of(&change, &place));
+                    let mut records = records_of(&change, &place);
+                    if events.wants_origins() {
+                        expand_origins(&st, &mut records).await;
+                    }
+                    events.publish(records);
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     tracing::warn!(lost = n, "event pump fell behind the change stream");
@@ -308,6 +319,16 @@ async fn pump(
         }
     }
     tracing::debug!("event pump stopped");
+}
+
+/// Renders each record's origin as a GET would (for subscriptions with
+/// `IncludeOriginOfCondition`); one that does not render stays a link.
+async fn expand_origins(st: &AppState, records: &mut [Record]) {
+    for r in records {
+        if let Some(uri) = &r.origin {
+            r.origin_body = crate::api::render(st, uri).await.map(Arc::new);
+        }
+    }
 }
 
 /// Reads every machine once: what changed since the last read and no
