@@ -186,8 +186,36 @@ pub const HEARTBEAT_EVENT: EventRegistry = EventRegistry {
     )],
 };
 
+/// DMTF's TaskEvent registry: a task's (and a Dell job's) states.
+pub const TASK_EVENT: EventRegistry = EventRegistry {
+    prefix: "TaskEvent",
+    version: "1.0.3",
+    name: "Task Event Message Registry",
+    messages: &[
+        def("TaskStarted", 1, "The task with Id '%1' has started.", "OK"),
+        def(
+            "TaskCompletedOK",
+            1,
+            "The task with Id '%1' has completed.",
+            "OK",
+        ),
+        def(
+            "TaskCompletedWarning",
+            1,
+            "The task with Id '%1' has completed with warnings.",
+            "Warning",
+        ),
+        def(
+            "TaskAborted",
+            1,
+            "The task with Id '%1' has been aborted.",
+            "Critical",
+        ),
+    ],
+};
+
 /// The event registries, served beside Base.
-pub const EVENT_REGISTRIES: [&EventRegistry; 2] = [&RESOURCE_EVENT, &HEARTBEAT_EVENT];
+pub const EVENT_REGISTRIES: [&EventRegistry; 3] = [&RESOURCE_EVENT, &TASK_EVENT, &HEARTBEAT_EVENT];
 
 impl EventRegistry {
     /// `Prefix.major.minor.Key` and the rendered text and severity of

@@ -19,7 +19,11 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
+/// Where tasks are shown (the TaskEvents' origins).
+const TASKS: &str = "/redfish/v1/TaskService/Tasks";
+
 use crate::api::error::{ApiError, Msg};
+use crate::api::events::Events;
 use crate::backend::{BackendError, BoxFuture};
 use crate::bmc::changes::{with_cause, Cause};
 
@@ -227,8 +231,11 @@ impl Tasks {
         name: &str,
         target: &str,
         work: BoxFuture<Result<(), BackendError>>,
+        events: Arc<Events>,
     ) -> String {
         let id = (self.next.fetch_add(1, Ordering::Relaxed) + 1).to_string();
+        let uri = format!("{TASKS}/{id}");
+        events.task("TaskStarted", &id, uri.clone());
         let key = claim.key.take().unwrap_or_default();
         {
             let mut inner = lock(&self.inner);
@@ -263,6 +270,11 @@ impl Tasks {
                 .find(|t| t.id == tid)
             {
                 t.end = Some(now);
+                let key = match &outcome {
+                    Ok(()) => "TaskCompletedOK",
+                    Err(_) => "TaskAborted",
+                };
+                events.task(key, &tid, uri);
                 match outcome {
                     Ok(()) => t.state = TaskState::Completed,
                     Err(e) => {
@@ -285,7 +297,14 @@ impl Tasks {
     /// Starts a task that ends when `check` finds its change applied: it
     /// looks now, then after each reset ([`Tasks::notify_reset`]), and
     /// every `SETTLING` only while `check` says the machine is settling.
-    pub fn spawn_staged<F>(&self, claim: Claim, name: &str, target: &str, mut check: F) -> String
+    pub fn spawn_staged<F>(
+        &self,
+        claim: Claim,
+        name: &str,
+        target: &str,
+        mut check: F,
+        events: Arc<Events>,
+    ) -> String
     where
         F: FnMut() -> BoxFuture<Result<Staged, BackendError>> + Send + 'static,
     {
@@ -306,7 +325,7 @@ impl Tasks {
                 }
             }
         });
-        self.spawn(claim, name, target, work)
+        self.spawn(claim, name, target, work, events)
     }
 
     /// A system of this service was reset: staged work looks again.
@@ -377,6 +396,7 @@ mod tests {
                 let _ = rx.await;
                 Ok(())
             }),
+            Arc::default(),
         );
         // Another system's insert is no reason to wait.
         assert!(t.settled("vmedia:b:", Duration::ZERO).await);
@@ -414,6 +434,7 @@ mod tests {
                 let _ = rx.await;
                 Err(BackendError::Internal("download failed".into()))
             }),
+            Arc::default(),
         );
         assert!(t.busy("cd"), "running: still claimed");
         assert!(t.claim("floppy").is_ok(), "other keys are free");
@@ -436,7 +457,7 @@ mod tests {
         drop(claims);
         for i in 0..KEEP * 3 {
             let c = t.claim(&format!("k{i}")).unwrap();
-            t.spawn(c, "n", "/x", done());
+            t.spawn(c, "n", "/x", done(), Arc::default());
             settle(&t).await;
         }
         assert_eq!(t.list().len(), KEEP);
@@ -448,7 +469,7 @@ mod tests {
         let t = Tasks::default();
         let applied = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let a = applied.clone();
-        let id = t.spawn_staged(t.claim("v").unwrap(), "staged", "/v", move || {
+        let check = move || -> BoxFuture<Result<Staged, BackendError>> {
             let a = a.clone();
             Box::pin(async move {
                 Ok(if a.load(Ordering::Relaxed) {
@@ -457,7 +478,9 @@ mod tests {
                     Staged::Waiting
                 })
             })
-        });
+        };
+        let claim = t.claim("v").unwrap();
+        let id = t.spawn_staged(claim, "staged", "/v", check, Arc::default());
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(t.staged_checks(), 1, "looked once, then slept");
         t.notify_reset();

@@ -495,7 +495,9 @@ pub(super) async fn insert(
     {
         Completion::Done => Ok(json::no_content()),
         Completion::Running(work) => {
-            let id = st.tasks.spawn(claim, INSERT, &target, work);
+            let id = st
+                .tasks
+                .spawn(claim, INSERT, &target, work, st.events.clone());
             let task = st
                 .tasks
                 .get(&id)

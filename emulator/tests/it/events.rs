@@ -846,3 +846,94 @@ async fn a_subscription_including_the_origin_gets_the_resource_itself() {
         json!({ "@odata.id": sys })
     );
 }
+
+/// A virtual media insert that runs as a Task tells its start and its
+/// end as TaskEvents about the task, beside the medium's own change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_tells_its_start_and_end() {
+    let api = service(
+        1,
+        FakeOptions {
+            media_delay: Duration::from_millis(300),
+            ..FakeOptions::default()
+        },
+    );
+    let sys = api.system(0).await;
+    let rx = Receiver::start(204);
+    subscribe(
+        &api,
+        json!({"Destination": rx.url, "ResourceTypes": ["Task"]}),
+    )
+    .await;
+    let service_types = api.get("/redfish/v1/EventService").await;
+    assert!(service_types.body["ResourceTypes"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("Task")));
+    let r = api
+        .post(
+            &format!("{sys}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"),
+            json!({"Image": "http://192.0.2.9/boot.iso"}),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{r}");
+    let task = r.header("location").expect("the task monitor");
+    let started = rx.next(Duration::from_secs(10)).expect("TaskStarted");
+    assert_eq!(ids_of(&started.body), ["TaskEvent.TaskStarted"]);
+    let rec = &started.body["Events"][0];
+    let origin = rec["OriginOfCondition"]["@odata.id"].as_str().unwrap();
+    assert!(
+        origin.starts_with("/redfish/v1/TaskService/Tasks/"),
+        "{origin}"
+    );
+    let id = origin.rsplit('/').next().unwrap();
+    assert_eq!(rec["MessageArgs"], json!([id]));
+    assert!(task.contains(id), "{task} is the same task");
+    assert_eq!(rx.next_ids(), ["TaskEvent.TaskCompletedOK"]);
+}
+
+/// An iDRAC's Dell job (an SCP import) tells its start and completion as
+/// TaskEvents about the job, on an SSE stream filtered to tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dell_jobs_states_are_task_events() {
+    let api = Api::own_endpoint("idrac9");
+    let r = api
+        .patch("/redfish/v1/EventService", json!({"ServiceEnabled": true}))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let req = Request::get("/redfish/v1/SSE?$filter=ResourceType%20eq%20'Task'")
+        .header("Accept", "text/event-stream")
+        .body(Body::empty())
+        .unwrap();
+    let resp = api.open(req).await;
+    assert_eq!(resp.status(), 200);
+    let mut body = resp.into_body();
+    let mgr = "/redfish/v1/Managers/iDRAC.Embedded.1";
+    let import = api
+        .post(
+            &format!("{mgr}/Actions/Oem/EID_674_Manager.ImportSystemConfiguration"),
+            json!({
+                "ShareParameters": {"Target": ["ALL"]},
+                "ImportBuffer": "<SystemConfiguration><Component FQDD=\"iDRAC.Embedded.1\"><Attribute Name=\"ServerBoot.1#BootOnce\">Enabled</Attribute><Attribute Name=\"ServerBoot.1#FirstBootDevice\">VCD-DVD</Attribute></Component></SystemConfiguration>",
+            }),
+        )
+        .await;
+    assert_eq!(import.status, 202, "{import}");
+    let jid = import
+        .header("location")
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let (_, started) = frame(&mut body).await.expect("TaskStarted");
+    assert_eq!(ids_of(&started), ["TaskEvent.TaskStarted"]);
+    let rec = &started["Events"][0];
+    assert_eq!(rec["MessageArgs"], json!([jid]));
+    assert_eq!(
+        rec["OriginOfCondition"]["@odata.id"],
+        format!("{mgr}/Oem/Dell/Jobs/{jid}")
+    );
+    let (_, done) = frame(&mut body).await.expect("TaskCompletedOK");
+    assert_eq!(ids_of(&done), ["TaskEvent.TaskCompletedOK"]);
+}

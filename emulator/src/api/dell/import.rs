@@ -375,8 +375,9 @@ pub(super) async fn import(
     if !changes.is_empty() {
         st.core.backend.apply(&sys.id, changes).await?;
     }
-    let job = st.jobs.create(
-        &sys.id,
+    let job = super::jobs::create(
+        &st,
+        sys,
         "Configure: Import Server Configuration Profile",
         "ImportConfiguration",
         JobState::Running,
@@ -422,8 +423,7 @@ async fn apply_import_bios(st: &AppState, id: &str, jid: &str, p: &ImportPower) 
         if let Err(e) = st.core.backend.reset(id, r).await {
             tracing::warn!(system = %id, job = %jid, error = %e, "SCP import: the host did not restart");
             let msg = "SYS067";
-            st.jobs
-                .update(jid, JobState::Failed, msg, crate::profile::dell::text(msg));
+            super::jobs::moved(st, jid, JobState::Failed, msg);
             return;
         }
     }

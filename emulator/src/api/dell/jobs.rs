@@ -45,15 +45,8 @@ pub(in crate::api) fn check_bios_job(st: &AppState, sys: &System) -> Result<(), 
 /// Schedules the BIOS job that the next reset completes (the staged
 /// attributes were released to it); the job's `JID_`.
 fn schedule_bios_job(st: &AppState, sys: &System) -> String {
-    let job = st
-        .jobs
-        .create(&sys.id, BIOS_JOB_NAME, BIOS_JOB, JobState::Scheduled);
-    st.jobs.update(
-        &job.id,
-        JobState::Scheduled,
-        "JCP001",
-        crate::profile::dell::text("JCP001"),
-    );
+    let job = create(st, sys, BIOS_JOB_NAME, BIOS_JOB, JobState::Scheduled);
+    moved(st, &job.id, JobState::Scheduled, "JCP001");
     tracing::info!(system = %sys.name, job = %job.id, "BIOS job scheduled");
     tokio::spawn(watch_job(
         st.clone(),
@@ -123,12 +116,48 @@ where
 
 /// Job `jid` completed, with Dell's message `msg`.
 pub(super) fn complete(st: &AppState, jid: &str, msg: &'static str) {
-    st.jobs.update(
-        jid,
-        JobState::Completed,
-        msg,
-        crate::profile::dell::text(msg),
-    );
+    moved(st, jid, JobState::Completed, msg);
+}
+
+/// Queues a new job of `sys` in `state`, told to the EventService.
+pub(super) fn create(
+    st: &AppState,
+    sys: &System,
+    name: &'static str,
+    job_type: &'static str,
+    state: JobState,
+) -> Job {
+    let job = st.jobs.create(&sys.id, name, job_type, state);
+    tell(st, &job);
+    job
+}
+
+/// Moves job `jid` to `state` with Dell's message `msg`, told to the
+/// EventService.
+pub(super) fn moved(st: &AppState, jid: &str, state: JobState, msg: &'static str) {
+    st.jobs
+        .update(jid, state, msg, crate::profile::dell::text(msg));
+    if let Some(job) = st.jobs.get(jid) {
+        tell(st, &job);
+    }
+}
+
+/// A job's state as a TaskEvent about it (a scheduled job tells
+/// nothing yet): started, completed, with warnings, aborted.
+fn tell(st: &AppState, job: &Job) {
+    let key = match job.state {
+        JobState::Scheduled => return,
+        JobState::Running => "TaskStarted",
+        JobState::Completed => "TaskCompletedOK",
+        JobState::CompletedWithErrors => "TaskCompletedWarning",
+        JobState::Failed => "TaskAborted",
+    };
+    let manager = st
+        .fixed
+        .as_ref()
+        .map_or(job.system.as_str(), |f| f.manager.as_str());
+    let uri = format!("/redfish/v1/Managers/{manager}/Oem/Dell/Jobs/{}", job.id);
+    st.events.task(key, &job.id, uri);
 }
 
 /// Deletes jobs of system `id` (one, or the whole queue with `None`)

@@ -324,9 +324,7 @@ async fn action(
             "STOR009",
         )
     })?;
-    let job = st
-        .jobs
-        .create(&sys.id, JOB_NAME, REAL_TIME, JobState::Running);
+    let job = super::jobs::create(&st, sys, JOB_NAME, REAL_TIME, JobState::Running);
     tracing::info!(system = %sys.name, job = %job.id, ?drives, "{action}");
     let location = job_uri(&st, sys, &job.id);
     drop(locked);
@@ -342,8 +340,7 @@ async fn action(
                 (JobState::Failed, "STOR009")
             }
         };
-        st2.jobs
-            .update(&jid, state, msg, crate::profile::dell::text(msg));
+        super::jobs::moved(&st2, &jid, state, msg);
     }));
     Ok(super::jobs::job_accepted(&location))
 }
@@ -497,15 +494,8 @@ async fn patch_settings(
             }],
         )
         .await?;
-    let job = st
-        .jobs
-        .create(&sys.id, JOB_NAME, STAGED, JobState::Scheduled);
-    st.jobs.update(
-        &job.id,
-        JobState::Scheduled,
-        "JCP001",
-        crate::profile::dell::text("JCP001"),
-    );
+    let job = super::jobs::create(&st, sys, JOB_NAME, STAGED, JobState::Scheduled);
+    super::jobs::moved(&st, &job.id, JobState::Scheduled, "JCP001");
     tracing::info!(system = %sys.name, job = %job.id, mode = mode.as_str(), "controller mode staged");
     drop(locked);
     tokio::spawn(super::jobs::watch_job(

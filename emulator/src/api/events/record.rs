@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::bmc::changes::{ChangeRecord, What};
 use crate::model::{MediaSlot, PowerState};
-use crate::registry::{self, EventRegistry, HEARTBEAT_EVENT, RESOURCE_EVENT};
+use crate::registry::{self, EventRegistry, HEARTBEAT_EVENT, RESOURCE_EVENT, TASK_EVENT};
 use crate::timefmt::rfc3339;
 
 /// One record of an event.
@@ -186,7 +186,8 @@ pub fn records_of(change: &ChangeRecord, at: &Place) -> Vec<Record> {
 }
 
 /// The `ResourceTypes` events are about.
-pub const RESOURCE_TYPES: [&str; 13] = [
+pub const RESOURCE_TYPES: [&str; 14] = [
+    "Task",
     "ComputerSystem",
     "VirtualMedia",
     "Bios",
@@ -212,6 +213,13 @@ pub enum Happened {
 }
 
 impl Record {
+    /// A task's (or Dell job's) state: `TaskStarted`, `TaskCompletedOK`,
+    /// `TaskCompletedWarning`, `TaskAborted` (TaskEvent), about the task
+    /// at `uri`.
+    pub fn task(key: &'static str, id: &str, uri: String) -> Record {
+        Record::of(&TASK_EVENT, key, &[id], "StatusChange", Some(uri), "Task")
+    }
+
     /// `ResourceCreated`, `ResourceChanged` or `ResourceRemoved` of the
     /// resource at `uri`.
     pub fn resource(happened: Happened, uri: String, resource_type: &'static str) -> Record {

@@ -234,6 +234,11 @@ impl Events {
         self.publish(vec![Record::resource(happened, uri, kind)]);
     }
 
+    /// Publishes a task's state as one TaskEvent (see [`Record::task`]).
+    pub fn task(&self, key: &'static str, id: &str, uri: String) {
+        self.publish(vec![Record::task(key, id, uri)]);
+    }
+
     /// A new event Id, for an event sent to one destination only (a test
     /// event is published; a heartbeat is not).
     pub fn next_id(&self) -> u64 {

@@ -145,9 +145,13 @@ fn staged_task(
         });
         look
     };
-    let task = st
-        .tasks
-        .spawn_staged(claim, "Volume change at the next reset", target, check);
+    let task = st.tasks.spawn_staged(
+        claim,
+        "Volume change at the next reset",
+        target,
+        check,
+        st.events.clone(),
+    );
     match st.tasks.get(&task) {
         Some(t) => crate::api::tasks::accepted(&t),
         None => ApiError::Internal("task vanished".into()).into_response(),
