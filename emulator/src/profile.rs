@@ -431,6 +431,10 @@ pub struct Events {
     /// iDRAC's do.
     #[serde(default)]
     pub dell_oem: bool,
+    /// Push subscriptions survive a BMC reset (kept in persistent
+    /// storage, as iDRAC's and bmcweb's are); SSE streams never do.
+    #[serde(default = "yes")]
+    pub subscriptions_survive_reset: bool,
 }
 
 fn retry_attempts() -> u32 {
@@ -467,6 +471,7 @@ impl Default for Events {
             origin_as_string: false,
             ids_as_numbers: false,
             dell_oem: false,
+            subscriptions_survive_reset: true,
         }
     }
 }

@@ -284,7 +284,7 @@ pub fn message(id: &str, args: &[&str], related: &[String]) -> Value {
 /// The message text with `%1`.. replaced by the arguments, in one pass
 /// over the template: an argument's own `%2` stays as it is, so the text
 /// grows by the arguments' length and no more.
-fn substitute(template: &str, args: &[&str]) -> String {
+pub fn substitute(template: &str, args: &[&str]) -> String {
     let mut out =
         String::with_capacity(template.len() + args.iter().map(|a| a.len()).sum::<usize>());
     let mut rest = template;

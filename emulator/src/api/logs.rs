@@ -22,7 +22,7 @@ use super::json::{OptionalJsonObject, Resource};
 use super::{collection, link, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
 use crate::api::State;
-use crate::bmc::changes::Cause;
+use crate::bmc::changes::{Cause, What};
 use crate::bmc::log::{self, Book, Entry, SelEvent};
 use crate::model::System;
 use crate::profile::logs::{BookName, Format, LogService};
@@ -346,23 +346,31 @@ fn render(e: &Entry, format: Format, at: &str, place: &Place, profile: &Profile)
 /// A Lifecycle log entry: Dell's message where Shoal knows one for the
 /// change (power), else the event's.
 fn dell_lc(mut v: Value, e: &Entry, place: &Place, profile: &Profile) -> Option<Value> {
-    let dell_id = match e.sel {
-        Some(s) if s.sensor_type == log::ACPI_POWER && s.offset == 0 => Some("SYS1000"),
-        Some(s) if s.sensor_type == log::ACPI_POWER => Some("SYS1001"),
-        Some(s) if s.sensor_type == log::BOOT_INITIATED && s.offset != 0 => Some("SYS1003"),
-        _ => None,
+    let (dell_id, args, origin) = match (&e.record.what, e.sel) {
+        (What::BmcRestarted { reason }, _) => (Some("RAC0182"), vec![*reason], &place.manager),
+        (_, Some(s)) if s.sensor_type == log::ACPI_POWER && s.offset == 0 => {
+            (Some("SYS1000"), vec![], &place.system)
+        }
+        (_, Some(s)) if s.sensor_type == log::ACPI_POWER => {
+            (Some("SYS1001"), vec![], &place.system)
+        }
+        (_, Some(s)) if s.sensor_type == log::BOOT_INITIATED && s.offset != 0 => {
+            (Some("SYS1003"), vec![], &place.system)
+        }
+        _ => (None, vec![], &place.system),
     };
     let dell = dell_id.and_then(|id| profile.dell.as_ref()?.message(id));
-    let (id, message, severity, origin) = match dell {
+    let (id, message, args, severity, origin) = match dell {
         Some(m) => (
             m.id.clone(),
-            m.message.clone(),
+            crate::registry::substitute(&m.message, &args),
+            args.iter().map(|a| a.to_string()).collect(),
             severity_of(&m.severity),
-            Some(place.system.clone()),
+            Some(origin.clone()),
         ),
         None => {
             let r = records_of(&e.record, place).into_iter().next()?;
-            (r.message_id, r.message, r.severity, r.origin)
+            (r.message_id, r.message, r.args, r.severity, r.origin)
         }
     };
     let user = match &e.record.cause {
@@ -373,7 +381,7 @@ fn dell_lc(mut v: Value, e: &Entry, place: &Place, profile: &Profile) -> Option<
     v["OemRecordFormat"] = json!("Dell");
     v["MessageId"] = json!(id);
     v["Message"] = json!(message);
-    v["MessageArgs"] = json!([]);
+    v["MessageArgs"] = json!(args);
     v["Severity"] = json!(severity);
     v["Oem"] = json!({"Dell": {
         "@odata.type": "#DellLCLogEntry.v1_1_0.DellLCLogEntry",

@@ -183,10 +183,12 @@ async fn reset(
 /// own the address refuses connections and the sessions are lost; on a
 /// service that serves many systems, this system's requests answer 503.
 pub(super) fn restart_bmc(st: &AppState, sys: &System, down: Duration, settle: Duration) {
-    let (st, name) = (st.clone(), sys.name.clone());
+    let (st, name, sys) = (st.clone(), sys.name.clone(), sys.clone());
     tokio::spawn(async move {
         tokio::time::sleep(RESET_GRACE).await;
+        st.core.bmc_restarted(&sys, "user initiated");
         if st.fixed.is_some() {
+            st.events.restarted();
             st.auth.drop_all_sessions();
             st.jobs.not_ready_for(down + settle);
             st.downtime.until(tokio::time::Instant::now() + down);

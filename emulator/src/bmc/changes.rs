@@ -124,6 +124,10 @@ pub enum What {
     LogCleared {
         book: super::log::Book,
     },
+    /// The system's BMC restarted (a Manager reset), for `reason`.
+    BmcRestarted {
+        reason: &'static str,
+    },
 }
 
 /// One change of one system.

@@ -198,6 +198,19 @@ impl Core {
         });
     }
 
+    /// The BMC of `sys` restarts (`reason`: `user initiated`): its log
+    /// keeps it (an iDRAC's Lifecycle log says RAC0182, which tools read
+    /// for the last BMC reboot).
+    pub fn bmc_restarted(&self, sys: &System, reason: &'static str) {
+        self.changes.send(changes::ChangeRecord {
+            system: sys.id.clone(),
+            name: sys.name.clone(),
+            what: changes::What::BmcRestarted { reason },
+            cause: changes::current_cause(),
+            at: std::time::SystemTime::now(),
+        });
+    }
+
     /// Takes the system's lock and reads it, for a read-check-write.
     pub async fn locked(&self, id: &str) -> Result<Locked, BackendError> {
         let guard = self.locks.lock(id).await;

@@ -29,6 +29,9 @@ pub const MESSAGES: &[(&str, &str, &str, &str)] = &[
     ("SYS1000", "Informational", "System is turning on.", "No response action is required."),
     ("SYS1001", "Informational", "System is turning off.", "No response action is required."),
     ("SYS1003", "Informational", "System CPU Resetting.", "No response action is required."),
+    // What the Lifecycle log says of an iDRAC reboot (what wikimedia's
+    // spicerack reads for the last one).
+    ("RAC0182", "Informational", "The iDRAC firmware was rebooted with the following reason: %1.", "No response action is required."),
     // The RAID service's answers. The STOR resolutions are Shoal's
     // words where no public capture shows iDRAC's.
     ("STOR018", "Warning", "No foreign configurations detected.", "No response action is required."),

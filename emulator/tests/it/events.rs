@@ -937,3 +937,50 @@ async fn a_dell_jobs_states_are_task_events() {
     let (_, done) = frame(&mut body).await.expect("TaskCompletedOK");
     assert_eq!(ids_of(&done), ["TaskEvent.TaskCompletedOK"]);
 }
+
+/// An iDRAC's reset: its SSE streams end, its push subscriptions stay
+/// (iDRAC keeps them), and its Lifecycle log says RAC0182, the reboot
+/// and why, about the Manager.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bmc_reset_ends_streams_keeps_subscriptions_and_is_logged() {
+    let api = Api::own_endpoint("idrac9");
+    let r = api
+        .patch("/redfish/v1/EventService", json!({"ServiceEnabled": true}))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let push = subscribe(&api, json!({"Destination": "https://192.0.2.1/events"})).await;
+    let req = Request::get("/redfish/v1/SSE")
+        .header("Accept", "text/event-stream")
+        .body(Body::empty())
+        .unwrap();
+    let mut stream = api.open(req).await.into_body();
+    assert_eq!(api.get(SUBS).await.body["Members@odata.count"], 2);
+    let mgr = "/redfish/v1/Managers/iDRAC.Embedded.1";
+    let r = api
+        .post(
+            &format!("{mgr}/Actions/Manager.Reset"),
+            json!({"ResetType": "GracefulRestart"}),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{r}");
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(Ok(_)) = stream.frame().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream ended with the BMC");
+    let left = api.get(SUBS).await;
+    assert_eq!(left.body["Members@odata.count"], 1, "{left}");
+    assert_eq!(left.body["Members"][0]["@odata.id"], push.as_str());
+    let lc = api
+        .get(&format!(
+            "{mgr}/LogServices/Lclog/Entries?$filter=MessageId%20eq%20'IDRAC.2.8.RAC0182'"
+        ))
+        .await;
+    let entry = &lc.body["Members"][0];
+    assert_eq!(entry["MessageArgs"], json!(["user initiated"]), "{lc}");
+    assert_eq!(
+        entry["Message"],
+        "The iDRAC firmware was rebooted with the following reason: user initiated."
+    );
+    assert_eq!(entry["Links"]["OriginOfCondition"]["@odata.id"], mgr);
+}

@@ -162,8 +162,9 @@ pub fn records_of(change: &ChangeRecord, at: &Place) -> Vec<Record> {
             r.at = change.at;
             vec![r]
         }
-        // A log's clearing is told by the log itself.
-        What::Booted { .. } | What::LogCleared { .. } => Vec::new(),
+        // A log's clearing is told by the log itself, a BMC's restart by
+        // its Lifecycle log (the streams that would carry it end with it).
+        What::Booted { .. } | What::LogCleared { .. } | What::BmcRestarted { .. } => Vec::new(),
         What::Boot { .. }
         | What::Indicator { .. }
         | What::AssetTag { .. }

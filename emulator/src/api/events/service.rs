@@ -192,6 +192,24 @@ impl Events {
         true
     }
 
+    /// The BMC restarted: its SSE streams end (their connections went
+    /// with it), its push subscriptions stay, as iDRAC and bmcweb keep
+    /// them in persistent storage, unless the profile says a restart
+    /// loses them; the buffer a stream resumes from starts afresh.
+    pub fn restarted(&self) {
+        let keep = self.profile.subscriptions_survive_reset;
+        let gone: Vec<String> = lock(&self.subs)
+            .values()
+            .filter(|s| read(&s.spec).sse || !keep)
+            .map(|s| s.id.clone())
+            .collect();
+        for id in &gone {
+            self.remove(id);
+        }
+        lock(&self.buffer).clear();
+        tracing::info!(ended = gone.len(), "BMC restarted: subscriptions ended");
+    }
+
     /// Publishes records as one event (nothing while the service is
     /// off): into the buffer, to the SSE streams, and into the queue of
     /// every push subscription that takes any of them.
