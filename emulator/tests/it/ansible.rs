@@ -32,13 +32,15 @@ const PROFILES: &[(&str, &str, &str)] = &[
         r#"{"vmedia_under": ["Manager"], "settle_retries": 6}"#,
     ),
     ("supermicro", "supermicro-x12", "{}"),
-    ("lenovo", "lenovo-xcc", "{}"),
+    // The XCC's logs are under the System: Ansible reads the Manager's.
+    ("lenovo", "lenovo-xcc", r#"{"manager_logs": false}"#),
     (
         "ami",
         "ami-asrockrack",
         r#"{"boot_mode": "UEFI", "boot_refused": true}"#,
     ),
-    ("openbmc", "openbmc", "{}"),
+    // bmcweb's Manager log is the Journal, which has no ClearLog.
+    ("openbmc", "openbmc", r#"{"manager_logs_clear": false}"#),
 ];
 
 const BIOS_SCP: &str = r#"<SystemConfiguration Model="PowerEdge R750" ServiceTag="SHOAL01">
