@@ -984,3 +984,56 @@ async fn a_bmc_reset_ends_streams_keeps_subscriptions_and_is_logged() {
     );
     assert_eq!(entry["Links"]["OriginOfCondition"]["@odata.id"], mgr);
 }
+
+/// Media inserted, then ejected: each a ResourceChanged about the
+/// virtual CD, in order, and the SEL untouched (media is not a SEL's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn media_inserted_then_ejected_are_told_about_the_cd() {
+    let api = service(1, FakeOptions::default());
+    let sys = api.system(0).await;
+    let rx = Receiver::start(204);
+    subscribe(
+        &api,
+        json!({"Destination": rx.url, "ResourceTypes": ["VirtualMedia"]}),
+    )
+    .await;
+    // Where a generic BMC keeps its media (what the events name).
+    let cd = format!("{}/VirtualMedia/Cd", sys.replace("Systems", "Managers"));
+    let r = api
+        .post(
+            &format!("{cd}/Actions/VirtualMedia.InsertMedia"),
+            json!({"Image": "http://192.0.2.9/boot.iso"}),
+        )
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    let r = api
+        .post(&format!("{cd}/Actions/VirtualMedia.EjectMedia"), json!({}))
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    for what in ["inserted", "ejected"] {
+        let got = rx.next(Duration::from_secs(10)).expect(what);
+        assert_eq!(
+            ids_of(&got.body),
+            ["ResourceEvent.ResourceChanged"],
+            "{what}"
+        );
+        assert_eq!(
+            got.body["Events"][0]["OriginOfCondition"]["@odata.id"],
+            cd.as_str(),
+            "{what}"
+        );
+    }
+    assert!(
+        rx.next(Duration::from_millis(300)).is_none(),
+        "one event each"
+    );
+    let sel = api.get(&format!("{sys}/LogServices/Sel/Entries")).await;
+    assert_eq!(sel.body["Members@odata.count"], 0, "{sel}");
+    let log = api
+        .get(&format!(
+            "{}/LogServices/Log/Entries",
+            sys.replace("Systems", "Managers")
+        ))
+        .await;
+    assert_eq!(log.body["Members@odata.count"], 2, "{log}");
+}

@@ -173,8 +173,9 @@ pub fn records_of(change: &ChangeRecord, at: &Place) -> Vec<Record> {
         What::Bios { .. } => changed(format!("{sys}/Bios"), "Bios"),
         What::SecureBoot { .. } => changed(format!("{sys}/SecureBoot"), "SecureBoot"),
         What::Other { part } => match *part {
-            "storage" => changed(format!("{sys}/Storage"), "Storage"),
-            "boot_certs" => changed(format!("{sys}/Boot/Certificates"), "Certificate"),
+            // Volumes and the HTTPS boot CAs are collections under the
+            // System: an origin is a resource, so the System it is.
+            "storage" | "boot_certs" => changed(sys, "ComputerSystem"),
             "ntp" => changed(
                 format!("{}/NetworkProtocol", at.manager),
                 "ManagerNetworkProtocol",
@@ -187,14 +188,12 @@ pub fn records_of(change: &ChangeRecord, at: &Place) -> Vec<Record> {
 }
 
 /// The `ResourceTypes` events are about.
-pub const RESOURCE_TYPES: [&str; 14] = [
+pub const RESOURCE_TYPES: [&str; 12] = [
     "Task",
     "ComputerSystem",
     "VirtualMedia",
     "Bios",
     "SecureBoot",
-    "Storage",
-    "Certificate",
     "ManagerNetworkProtocol",
     "Manager",
     "EventDestination",
