@@ -97,6 +97,11 @@ fn owner_uri(st: &AppState, sys: &System, owner: Owner) -> String {
     }
 }
 
+/// A log service's URI on this endpoint.
+fn service_uri(st: &AppState, sys: &System, s: &LogService, owner: Owner) -> String {
+    format!("{}/LogServices/{}", owner_uri(st, sys, owner), s.id)
+}
+
 fn services_of(profile: &Profile, owner: Owner) -> &[LogService] {
     match owner {
         Owner::System => &profile.logs.system,
@@ -153,7 +158,7 @@ async fn service(
 ) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
     let s = find(profile, owner, &log, &uri)?;
-    let at = format!("{}/LogServices/{}", owner_uri(&st, &sys, owner), s.id);
+    let at = service_uri(&st, &sys, s, owner);
     let entry_type = match s.format {
         Format::Sel | Format::DellSel => "SEL",
         Format::Event => "Event",
@@ -203,7 +208,7 @@ fn entries_body(
     owner: Owner,
     profile: &Profile,
 ) -> Value {
-    let at = format!("{}/LogServices/{}/Entries", owner_uri(st, sys, owner), s.id);
+    let at = format!("{}/Entries", service_uri(st, sys, s, owner));
     let place = place(st, sys);
     let mut members: Vec<Value> = st.core.changes.log.read(&sys.id, book(s), |r| {
         r.entries
@@ -233,11 +238,7 @@ async fn entry(
 ) -> Result<Resource, ApiError> {
     let profile = st.profile(&sys);
     let s = find(profile, owner, &log, &uri)?;
-    let at = format!(
-        "{}/LogServices/{}/Entries",
-        owner_uri(&st, &sys, owner),
-        s.id
-    );
+    let at = format!("{}/Entries", service_uri(&st, &sys, s, owner));
     let place = place(&st, &sys);
     let found = id.parse::<u32>().ok().and_then(|n| {
         st.core.changes.log.read(&sys.id, book(s), |r| {
