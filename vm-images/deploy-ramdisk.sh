@@ -135,6 +135,25 @@ if [ -f /tmp/dhcp ]; then
 else
     echo "SHOAL-DHCP failed"
 fi
+# A scenario whose driver ejects the deploy CD once the machine has
+# heartbeated, as Ironic does when its agent is done, serves `wait-eject`:
+# the machine powers off only once its CD drive holds no medium. The
+# kernel and this initramfs are in memory by now; the drive is opened
+# briefly (the kernel locks the tray only while it is open).
+cd=$(ls /sys/block 2>/dev/null | grep '^sr' | head -n 1)
+if [ -n "$cd" ] && [ -n "$serverid" ] && wget -q -O /dev/null "http://$serverid:8080/wait-eject"; then
+    echo "SHOAL-MEDIA waiting for eject of /dev/$cd"
+    i=0
+    while dd if="/dev/$cd" of=/dev/null bs=2048 count=1 2>/dev/null && [ $i -lt 300 ]; do
+        sleep 1
+        i=$((i + 1))
+    done
+    if dd if="/dev/$cd" of=/dev/null bs=2048 count=1 2>/dev/null; then
+        echo "SHOAL-MEDIA still inserted after $i s"
+    else
+        echo "SHOAL-MEDIA ejected after $i s"
+    fi
+fi
 # A scenario whose host must stay up, as a real server's does once it has
 # booted, serves `stay-on`; then only the BMC turns the machine off.
 if [ -n "$serverid" ] && wget -q -O /dev/null "http://$serverid:8080/stay-on"; then

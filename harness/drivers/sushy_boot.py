@@ -5,6 +5,7 @@ library, the way Ironic's redfish boot interfaces do, then powers on.
     sushy_boot.py --url URL --system ID uefi-http --enabled Once [--uri URL]
         [--bios NAME=VALUE ...] [--mode UEFI] [--enroll-ca PEM]
     sushy_boot.py --url URL --system ID virtual-media --uri URL
+        [--eject-after-heartbeat LOG]
     sushy_boot.py --url URL --system ID pxe --enabled Once
     sushy_boot.py --url URL --system ID disk --enabled Once
     sushy_boot.py --url URL --system ID power-on
@@ -15,6 +16,9 @@ BMC has no writable HttpBootUri: HttpDev1Uri for iDRAC, UrlBootFile for iLO).
 --enroll-ca enrolls a CA (the PEM text) in the system's Boot.Certificates
 first, through sushy's CertificateCollection, as an operator does before an
 HTTPS boot; the CA is then listed from the collection.
+--eject-after-heartbeat waits, after the power-on, for the machine's first
+heartbeat (a line in LOG, the boot server's heartbeat log) and then ejects
+the CD, as Ironic does once its agent reports the deploy done.
 Prints the Boot object the BMC reports afterwards, as JSON.
 """
 
@@ -33,6 +37,15 @@ def wait(what, check, limit=120):
         if time.monotonic() > deadline:
             sys.exit('sushy_boot: timed out waiting for ' + what)
         time.sleep(0.5)
+
+
+def heartbeats(log):
+    """Whether the boot server's heartbeat log holds a line yet."""
+    try:
+        with open(log, encoding='utf-8', errors='replace') as f:
+            return any(line.strip() for line in f)
+    except FileNotFoundError:
+        return False
 
 
 def enroll(system, pem):
@@ -62,6 +75,7 @@ def main():
     u.add_argument('--enroll-ca', metavar='PEM', help='a CA for HTTPS boot')
     v = sub.add_parser('virtual-media')
     v.add_argument('--uri', required=True)
+    v.add_argument('--eject-after-heartbeat', metavar='LOG')
     for name in ('pxe', 'disk'):
         x = sub.add_parser(name)
         x.add_argument('--enabled', choices=['Once', 'Continuous'], default='Once')
@@ -125,6 +139,17 @@ def main():
             enabled=sushy.BOOT_SOURCE_ENABLED_ONCE,
             mode=sushy.BOOT_SOURCE_MODE_UEFI)
     system.reset_system(sushy.RESET_ON)
+    if a.action == 'virtual-media' and a.eject_after_heartbeat:
+        def beat_or_off():
+            system.refresh()
+            return (heartbeats(a.eject_after_heartbeat)
+                    or system.power_state == sushy.PowerState.OFF)
+        wait('the machine to heartbeat', beat_or_off, limit=240)
+        if not heartbeats(a.eject_after_heartbeat):
+            sys.exit('sushy_boot: the machine powered off before its heartbeat')
+        cd.refresh()
+        cd.eject_media()
+        wait('the CD to be ejected', lambda: (cd.refresh(), not cd.inserted)[1])
     system.refresh()
     json.dump(system.json['Boot'], sys.stdout)
     print()

@@ -9,6 +9,7 @@
 //!   `BootSourceOverrideEnabled` left out when the BMC already says Once),
 //!   then power on (retrying a 409). Its own module, `ironic_sequence`.
 
+mod events;
 mod ironic_sequence;
 
 use std::path::PathBuf;
@@ -52,6 +53,9 @@ pub struct BootRequest {
     /// A CA (PEM) enrolled in the system's `Boot.Certificates` first, as
     /// an operator does before an HTTPS boot.
     pub enroll: Option<String>,
+    /// Virtual media: once a line shows in this heartbeat log, the driver
+    /// ejects the CD (Ironic's end of a deploy).
+    pub eject_after: Option<PathBuf>,
 }
 
 #[derive(Clone)]
@@ -234,6 +238,9 @@ impl Bmc {
                     "--uri".into(),
                     req.uri.clone().unwrap_or_default(),
                 ]);
+                if let Some(log) = &req.eject_after {
+                    a.extend(["--eject-after-heartbeat".into(), log.display().to_string()]);
+                }
             }
             Method::PowerOn => a.push("power-on".into()),
             Method::Pxe | Method::Disk => a.extend([
@@ -366,40 +373,15 @@ fn pyghmi_args(req: &BootRequest) -> Result<Vec<String>> {
     Ok(a)
 }
 
-impl Bmc {
-    /// Subscribes `destination` to the BMC's events (Basic `admin`, as
-    /// the drivers log in, where the BMC asks for credentials).
-    pub fn subscribe_events(&self, destination: &str) -> Result<String> {
-        let url = format!(
-            "{}/redfish/v1/EventService/Subscriptions",
-            self.url.trim_end_matches('/')
-        );
-        let body = serde_json::json!({"Destination": destination, "Context": "shoal-harness"});
-        let mut resp = agent()
-            .post(&url)
-            .header("Content-Type", "application/json")
-            .header("Authorization", "Basic YWRtaW46cGFzc3dvcmQ=")
-            .send(body.to_string())
-            .with_context(|| format!("POST {url}"))?;
-        let status = resp.status().as_u16();
-        let location = resp
-            .headers()
-            .get("Location")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        match (status, location) {
-            (201, Some(l)) => Ok(l),
-            _ => bail!(
-                "POST {url}: HTTP {status}: {}",
-                resp.body_mut().read_to_string().unwrap_or_default()
-            ),
-        }
-    }
+fn agent() -> ureq::Agent {
+    agent_for(Some(Duration::from_secs(60)))
 }
 
-fn agent() -> ureq::Agent {
+/// An agent whose calls take at most `timeout` in all (`None`: a stream
+/// read as long as it lasts).
+fn agent_for(timeout: Option<Duration>) -> ureq::Agent {
     let mut b = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(60)))
+        .timeout_global(timeout)
         .http_status_as_error(false)
         .proxy(None);
     // A BMC served over HTTPS here (an iLO, for proliantutils) has a
@@ -456,6 +438,7 @@ mod tests {
             mailbox: Some(mailbox.into()),
             lock_flags: true,
             enroll: None,
+            eject_after: None,
         };
         let text = "petitboot,bootdevs=network";
         let args = pyghmi_args(&req(text)).unwrap();

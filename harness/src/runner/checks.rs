@@ -42,6 +42,7 @@ pub(super) fn judge(
         expected_error,
         mut problems,
         ironic,
+        subscribers,
     } = drive;
     let bmc = &case.bmc;
     let to_marker = outcome(&seen, s.expect, started, &mut problems);
@@ -49,6 +50,9 @@ pub(super) fn judge(
     let booted = !matches!(seen, Watch::Driver(_)) && expected_error.is_none();
     if booted {
         server_checks(s, case, &mut problems);
+        if let Some(subs) = &subscribers {
+            super::events::check(s, case, subs, &mut problems);
+        }
     }
     if problems.is_empty() {
         for (path, want) in &s.checks.redfish {
@@ -178,17 +182,6 @@ fn server_checks(s: &Scenario, case: &Prepared, problems: &mut Vec<String>) {
             problems.push(format!("the BMC never fetched {r:?}"));
         }
     }
-    if !s.checks.events.is_empty() {
-        let log = crate::fileserver::events_log(&case.dir.join("bmc-http.log"));
-        let mut last = Err(String::new());
-        let _ = crate::lab::wait_until(LOG_LAG, || {
-            last = events_in_order(&log, &s.checks.events);
-            last.is_ok()
-        });
-        if let Err(why) = last {
-            problems.push(why);
-        }
-    }
     if !s.checks.heartbeat.is_empty() {
         let beats = std::fs::read_to_string(case.dir.join("heartbeat.log")).unwrap_or_default();
         if beats.trim().is_empty() {
@@ -202,50 +195,6 @@ fn server_checks(s: &Scenario, case: &Prepared, problems: &mut Vec<String>) {
             }
         }
     }
-}
-
-/// Whether the events in `log` (one Event a line) hold `want` in order:
-/// their records, by event Id, each `Key` or `Key origin` matched by a
-/// record whose MessageId ends in `.Key` (and whose OriginOfCondition
-/// contains `origin`). The error names the first missing and what came.
-fn events_in_order(log: &Path, want: &[String]) -> Result<(), String> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut events: Vec<(u64, serde_json::Value)> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|v| {
-            (
-                v["Id"].as_str().and_then(|i| i.parse().ok()).unwrap_or(0),
-                v,
-            )
-        })
-        .collect();
-    events.sort_by_key(|(id, _)| *id);
-    let records: Vec<(String, String)> = events
-        .iter()
-        .flat_map(|(_, v)| v["Events"].as_array().cloned().unwrap_or_default())
-        .map(|r| {
-            let key = r["MessageId"]
-                .as_str()
-                .unwrap_or("")
-                .rsplit('.')
-                .next()
-                .unwrap_or("");
-            let origin = r["OriginOfCondition"]["@odata.id"].as_str().unwrap_or("");
-            (key.to_string(), origin.to_string())
-        })
-        .collect();
-    let mut at = records.iter();
-    for w in want {
-        let (key, origin) = w.split_once(' ').unwrap_or((w.as_str(), ""));
-        if !at.any(|(k, o)| k == key && o.contains(origin)) {
-            let seen: Vec<String> = records.iter().map(|(k, o)| format!("{k} {o}")).collect();
-            return Err(format!(
-                "the BMC pushed no {w:?} after the events before it; it pushed, in order: {seen:?}"
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// `[then]`: once the machine powered itself off, the driver starts it

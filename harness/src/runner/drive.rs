@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 
 use super::bmc::url_host;
+use super::events::Subscribers;
 use super::inspection::inspected;
 use super::logs::{watch, Watch};
 use super::options::Options;
@@ -30,6 +31,8 @@ pub(super) struct Drive {
     pub problems: Vec<String>,
     /// The case's Ironic, kept running for the undeploy.
     pub ironic: Option<Ironic>,
+    /// The BMC's event subscribers (`checks.events`, `[events]`).
+    pub subscribers: Option<Subscribers>,
 }
 
 /// Has the case's driver ask for the boot and watches the serial port.
@@ -71,15 +74,11 @@ pub(super) fn drive(
         mailbox: boot.mailbox.clone(),
         lock_flags: boot.lock_flags,
         enroll: case.enroll.clone(),
+        eject_after: boot
+            .eject_after_heartbeat
+            .then(|| case.dir.join("heartbeat.log")),
     };
-    if !s.checks.events.is_empty() {
-        // The BMC pushes to its own file server, on the host's loopback.
-        let sub = case
-            .bmc
-            .subscribe_events(&format!("{}/events", case.bmc_url))
-            .context("subscribing to the BMC's events")?;
-        println!("  events: subscribed ({sub})");
-    }
+    let subscribers = super::events::subscribe(s, case)?;
     case.bmc.boot(driver, &req)?;
     let p = &case.patterns;
     Ok(Drive {
@@ -88,6 +87,7 @@ pub(super) fn drive(
         expected_error: None,
         problems: Vec::new(),
         ironic: None,
+        subscribers,
     })
 }
 
@@ -160,6 +160,7 @@ fn ironic_deploy(
         expected_error,
         problems,
         ironic: Some(svc),
+        subscribers: None,
     })
 }
 

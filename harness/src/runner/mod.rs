@@ -23,6 +23,7 @@ mod after_deploy;
 mod bmc;
 mod checks;
 mod drive;
+mod events;
 mod inspection;
 mod logs;
 mod machine;

@@ -126,6 +126,9 @@ pub(super) fn prepare(
     if s.machine.stays_on {
         std::fs::write(dir.join("www/stay-on"), "stay on\n")?;
     }
+    if s.machine.waits_for_eject {
+        std::fs::write(dir.join("www/wait-eject"), "wait for the CD's eject\n")?;
+    }
     let names = Names::new(index, &s.name, dir);
     let mut spec = net_spec(s, names.host);
     spec.dnsmasq_log = Some(std::fs::canonicalize(dir)?.join("dnsmasq.log"));

@@ -197,6 +197,9 @@ pub struct Scenario {
     /// The boot server also serves HTTPS, and the boot URI (or DHCP's
     /// bootfile URL) names it.
     pub https: Option<Https>,
+    /// Subscribers besides the BMC's file server (`checks.events`): a
+    /// receiver down for a while, one never up, an SSE stream.
+    pub events: Option<EventSetup>,
     #[serde(rename = "checks")]
     pub checks: Checks,
     pub then: Option<Then>,
@@ -233,6 +236,12 @@ pub struct Machine {
     /// of powering itself off: only the BMC turns it off.
     #[serde(default)]
     pub stays_on: bool,
+    /// The deploy ramdisk, booted from a CD, powers itself off only once
+    /// its CD drive holds no medium (it finds `wait-eject` on the boot
+    /// server): the host of a driver that ejects the deploy image after
+    /// the agent's heartbeat (`boot.eject_after_heartbeat`).
+    #[serde(default)]
+    pub waits_for_eject: bool,
     /// ppc64le only: `pseries` (PAPR guest, the default: what most ppc64le
     /// CI has) or `powernv` (an OpenPOWER machine: POWER9 with skiboot as
     /// its OPAL firmware, its BMC on in-band IPMI over a BT interface).
@@ -266,6 +275,7 @@ impl Default for Machine {
             memory_mib: mem(),
             disk_os: None,
             stays_on: false,
+            waits_for_eject: false,
             disk_gib: None,
             platform: Platform::Pseries,
         }
@@ -408,6 +418,10 @@ pub struct Boot {
     /// at "set in progress", so the flags read as locked.
     #[serde(default)]
     pub lock_flags: bool,
+    /// Virtual media, sushy: once the machine has heartbeated, the driver
+    /// ejects the virtual CD, as Ironic does when its agent is done.
+    #[serde(default)]
+    pub eject_after_heartbeat: bool,
 }
 
 fn once() -> Enabled {
@@ -503,6 +517,35 @@ pub struct Checks {
     /// match: a power change the machine asked for takes a moment).
     #[serde(default)]
     pub redfish: BTreeMap<String, String>,
+}
+
+/// `[events]`: what the runner sets on the BMC's EventService and
+/// subscribes before the driver starts, beside the file server that
+/// `checks.events` reads; each subscriber is checked as it says.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventSetup {
+    /// `DeliveryRetryIntervalSeconds`, PATCHed first (as an operator
+    /// shortens a profile's 30 s).
+    pub retry_interval_secs: Option<u32>,
+    /// `DeliveryRetryAttempts`, PATCHed first.
+    pub retry_attempts: Option<u32>,
+    /// A receiver that comes up only this many seconds after the driver
+    /// starts, subscribed with `RetryForever`: the BMC's deliveries to it
+    /// fail meanwhile (its log shows them), and once it is up it must get
+    /// `checks.events`, in order.
+    pub late_receiver_secs: Option<u64>,
+    /// A receiver that never comes up, subscribed with
+    /// `TerminateAfterRetries`: after its retries the subscription must be
+    /// gone, and the file server told (`SubscriptionTerminated`, its URI).
+    #[serde(default)]
+    pub dead_receiver: bool,
+    /// An SSE stream opened with this `$filter` before the driver starts.
+    pub sse_filter: Option<String>,
+    /// What that stream must carry: exactly these records, in order
+    /// (`Key` or `Key origin`, as `checks.events`), nothing else.
+    #[serde(default)]
+    pub sse_events: Vec<String>,
 }
 
 /// A second start after the first boot ended, and what it must (not) do.

@@ -345,3 +345,43 @@ fn the_shipped_scenarios_load() {
     let all = Scenario::load_dir(&dir).unwrap();
     assert!(all.len() >= 6, "{} scenarios", all.len());
 }
+
+/// `[events]` and the eject: each subscriber comes with what it is
+/// checked against, the machine never waits for an eject nobody makes.
+#[test]
+fn event_receivers_and_the_eject_are_checked() {
+    let e = |t: String| parse(&t).unwrap_err().to_string();
+    let vmedia = OK
+        .replace("uefi-http", "virtual-media")
+        .replace("[checks]", "eject_after_heartbeat = true\n[checks]");
+    parse(&vmedia).unwrap();
+    let waits = format!("{vmedia}\n[machine]\nwaits_for_eject = true\n");
+    parse(&waits).unwrap();
+    assert!(
+        e(format!("{OK}\n[machine]\nwaits_for_eject = true\n")).contains("machine.waits_for_eject")
+    );
+    let http = OK.replace("[checks]", "eject_after_heartbeat = true\n[checks]");
+    assert!(e(http).contains("boot.eject_after_heartbeat"));
+    assert!(
+        e(format!("drivers = [\"ironic-sequence\"]\n{vmedia}")).contains("eject_after_heartbeat")
+    );
+    let events = "events = [\"ResourcePoweredOn\"]\n";
+    let with = |section: &str, checks: &str| {
+        format!(
+            "{}\n[events]\n{section}\n",
+            OK.replace("[checks]\n", &format!("[checks]\n{checks}"))
+        )
+    };
+    parse(&with(
+        "late_receiver_secs = 20\ndead_receiver = true",
+        events,
+    ))
+    .unwrap();
+    assert!(e(with("dead_receiver = true", "")).contains("checks.events"));
+    assert!(e(with("late_receiver_secs = 61", events)).contains("events.late_receiver_secs"));
+    assert!(e(with("retry_interval_secs = 0", events)).contains("events.retry_interval_secs"));
+    assert!(e(with("sse_filter = \"EventType eq 'Alert'\"", events)).contains("events.sse_filter"));
+    assert!(e(with("sse_events = [\"ResourcePoweredOn\"]", events)).contains("events.sse_events"));
+    let sse = "sse_filter = \"EventType eq 'Alert'\"\nsse_events = [\" x\"]";
+    assert!(e(with(sse, events)).contains("events.sse_events"));
+}

@@ -59,6 +59,7 @@ impl Scenario {
         self.validate_boot()?;
         self.validate_https()?;
         self.validate_emulator()?;
+        self.validate_events()?;
         self.validate_checks()
     }
 
@@ -212,6 +213,50 @@ impl Scenario {
             if b.method == Method::VirtualMedia && b.uri.is_none() {
                 bail!("boot.uri: virtual-media needs an image");
             }
+            if b.eject_after_heartbeat
+                && (b.method != Method::VirtualMedia || self.drivers != [Driver::Sushy])
+            {
+                bail!("boot.eject_after_heartbeat: the sushy driver ejects the CD it inserted; it goes with boot.method = \"virtual-media\" and drivers = [\"sushy\"]");
+            }
+        }
+        if self.machine.waits_for_eject
+            && !self.boot.as_ref().is_some_and(|b| b.eject_after_heartbeat)
+        {
+            bail!("machine.waits_for_eject: the machine would wait for ever; give boot.eject_after_heartbeat");
+        }
+        Ok(())
+    }
+
+    /// `[events]`: subscribers beside the file server `checks.events`
+    /// reads, each with something to check.
+    fn validate_events(&self) -> Result<()> {
+        let Some(e) = &self.events else { return Ok(()) };
+        if self.checks.events.is_empty() {
+            bail!("events: its receivers are checked against checks.events; give those");
+        }
+        if e.retry_interval_secs == Some(0) {
+            bail!("events.retry_interval_secs: at least 1");
+        }
+        if e.late_receiver_secs
+            .is_some_and(|s| !(1..=self.timeout_secs / 2).contains(&s))
+        {
+            bail!(
+                "events.late_receiver_secs: 1 to half of timeout_secs ({} s)",
+                self.timeout_secs / 2
+            );
+        }
+        if e.sse_filter.is_some() == e.sse_events.is_empty() {
+            bail!("events.sse_filter / events.sse_events: an SSE stream's filter goes with what it must carry");
+        }
+        if e.sse_filter.as_deref().is_some_and(|f| f.trim().is_empty()) {
+            bail!("events.sse_filter: empty (a stream without a filter carries everything)");
+        }
+        if let Some(w) = e
+            .sse_events
+            .iter()
+            .find(|w| w.trim().is_empty() || w.starts_with(' '))
+        {
+            bail!("events.sse_events: {w:?} is not `Key` or `Key origin`");
         }
         Ok(())
     }
