@@ -214,6 +214,10 @@ struct BenchArgs {
     /// Rounds per side and operation in A/B mode.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..))]
     ab_rounds: u32,
+    /// Only the events row (GET System beside push subscribers and SSE
+    /// streams, alone and beside, twice), for work on event delivery.
+    #[arg(long, conflicts_with = "ab_baseline")]
+    events_only: bool,
 }
 
 /// The flags of `serve`.
@@ -428,6 +432,7 @@ impl BenchArgs {
         };
         let report = match &ab {
             Some(ab) => bench::run_ab(&opts, ab)?,
+            None if self.events_only => bench::run_events(&opts)?,
             None => bench::run(&opts)?,
         };
         Ok(Report {

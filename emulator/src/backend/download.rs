@@ -63,8 +63,18 @@ impl ureq::unversioned::resolver::Resolver for PolicyResolver {
         config: &ureq::config::Config,
         timeout: ureq::unversioned::transport::NextTimeout,
     ) -> Result<ureq::unversioned::resolver::ResolvedSocketAddrs, ureq::Error> {
-        let all = ureq::unversioned::resolver::DefaultResolver::default()
-            .resolve(uri, config, timeout)?;
+        // An address needs no lookup: ureq's own resolver starts a thread
+        // per request to time a lookup out, which costs every event
+        // delivery to a literal address a thread.
+        let all = match literal(uri) {
+            Some(a) => {
+                let mut one = self.empty();
+                one.push(a);
+                one
+            }
+            None => ureq::unversioned::resolver::DefaultResolver::default()
+                .resolve(uri, config, timeout)?,
+        };
         let mut kept = self.empty();
         let mut refused = Vec::new();
         for a in all.iter() {
@@ -85,6 +95,24 @@ impl ureq::unversioned::resolver::Resolver for PolicyResolver {
         }
         Ok(kept)
     }
+}
+
+/// The socket address of a URI whose host is an IP address (`[…]` for
+/// IPv6), with its port or the scheme's.
+fn literal(uri: &ureq::http::Uri) -> Option<std::net::SocketAddr> {
+    let host = uri.host()?;
+    let ip: std::net::IpAddr = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
+        .parse()
+        .ok()?;
+    let port = uri.port_u16().or(match uri.scheme_str()? {
+        "https" => Some(443),
+        "http" => Some(80),
+        _ => None,
+    })?;
+    Some(std::net::SocketAddr::new(ip, port))
 }
 
 /// Same scheme, host and port.
@@ -345,4 +373,22 @@ fn receive(
             .map_err(|e| BackendError::Internal(e.error.to_string()))?;
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::literal;
+
+    #[test]
+    fn an_address_is_taken_as_it_is_and_a_name_is_looked_up() {
+        let at = |u: &str| literal(&u.parse().unwrap()).map(|a| a.to_string());
+        assert_eq!(at("http://127.0.0.1/e").as_deref(), Some("127.0.0.1:80"));
+        assert_eq!(at("https://10.0.0.1/e").as_deref(), Some("10.0.0.1:443"));
+        assert_eq!(
+            at("http://[fd00::1]:8080/e").as_deref(),
+            Some("[fd00::1]:8080")
+        );
+        assert_eq!(at("http://localhost:8080/e"), None);
+        assert_eq!(at("http://127.0.0.1.example/e"), None);
+    }
 }
