@@ -68,11 +68,41 @@ impl Receiver {
             .expect("an event in time");
         ids_of(&d.body)
     }
+
+    /// A receiver over HTTPS, its certificate self-signed for 127.0.0.1
+    /// (no public root signed it).
+    fn tls(status: u16) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}/events", listener.local_addr().unwrap());
+        let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+        let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![key.cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.key_pair.serialize_der().into()),
+        )
+        .unwrap();
+        let cfg = Arc::new(cfg);
+        let (tx, rx) = mpsc::channel();
+        let tx = Arc::new(Mutex::new(tx));
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let (tx, cfg) = (tx.clone(), cfg.clone());
+                let tls = rustls::ServerConnection::new(cfg).unwrap();
+                std::thread::spawn(move || serve(rustls::StreamOwned::new(tls, conn), status, &tx));
+            }
+        });
+        Receiver { url, rx }
+    }
 }
 
-fn serve(conn: std::net::TcpStream, status: u16, tx: &Mutex<mpsc::Sender<Delivered>>) {
-    let mut r = BufReader::new(conn.try_clone().unwrap());
-    let mut w = conn;
+fn serve(conn: impl Read + Write, status: u16, tx: &Mutex<mpsc::Sender<Delivered>>) {
+    let mut r = BufReader::new(conn);
     loop {
         let mut line = String::new();
         if r.read_line(&mut line).unwrap_or(0) == 0 {
@@ -103,7 +133,12 @@ fn serve(conn: std::net::TcpStream, status: u16, tx: &Mutex<mpsc::Sender<Deliver
         let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let _ = tx.lock().unwrap().send(Delivered { headers, body });
         let reason = if status == 204 { "No Content" } else { "Error" };
-        if write!(w, "HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\n\r\n").is_err() {
+        let w = r.get_mut();
+        let answer = format!("HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\n\r\n");
+        if w.write_all(answer.as_bytes())
+            .and_then(|()| w.flush())
+            .is_err()
+        {
             return;
         }
     }
@@ -472,6 +507,36 @@ async fn a_receiver_down_is_retried_then_its_policy_applies() {
     assert_eq!(r.status, 204, "{r}");
     assert_eq!(back.next_ids(), ["ResourceEvent.ResourcePoweredOn"]);
     assert_eq!(api.get(&suspended).await.body["Status"]["State"], "Enabled");
+}
+
+/// HTTPS: a destination whose certificate no public root signed gets
+/// nothing while its subscription verifies certificates (the default);
+/// once a client turns `VerifyCertificate` off, the retry delivers over
+/// TLS, and the next event follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_destination_is_verified_unless_its_subscription_says_not() {
+    let api = service(1, FakeOptions::default());
+    let sys = api.system(0).await;
+    let r = api
+        .patch(
+            "/redfish/v1/EventService",
+            json!({"DeliveryRetryAttempts": 30, "DeliveryRetryIntervalSeconds": 1}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let rx = Receiver::tls(204);
+    let sub = subscribe(&api, json!({"Destination": rx.url})).await;
+    assert_eq!(api.get(&sub).await.body["VerifyCertificate"], true);
+    api.reset(&sys, "On").await;
+    assert!(
+        rx.next(Duration::from_secs(3)).is_none(),
+        "delivered to a certificate nothing vouches for"
+    );
+    let r = api.patch(&sub, json!({"VerifyCertificate": false})).await;
+    assert_eq!(r.status, 200, "{r}");
+    assert_eq!(rx.next_ids(), ["ResourceEvent.ResourcePoweredOn"]);
+    api.reset(&sys, "ForceOff").await;
+    assert_eq!(rx.next_ids(), ["ResourceEvent.ResourcePoweredOff"]);
 }
 
 /// The next SSE frame's lines (`id:`, `data:`), comments skipped.

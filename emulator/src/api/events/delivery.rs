@@ -12,8 +12,8 @@
 //!
 //! Invariants: a destination's address is checked by the policy when it
 //! is resolved, at every connection (`--event-allow-net`,
-//! `--event-reachable-net`); the HTTP call runs on the blocking pool, so
-//! a slow or dead destination holds its own task only.
+//! `--event-reachable-net`, in `push`); the HTTP call is async, so a
+//! slow or dead destination holds its own task only, never a thread.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,11 +22,12 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::destination::{RetryPolicy, Spec};
+use bytes::Bytes;
+
+use super::destination::RetryPolicy;
+use super::push::Client;
 use super::record::{payload, Event, Record, Shape};
 use super::service::{Events, Sub};
-use super::EventOptions;
-use crate::backend::download::policy_agent;
 use crate::faults::Faults;
 use crate::sync::read;
 
@@ -193,12 +194,19 @@ impl Deliverer<'_> {
             };
             let mut body = payload(ev, &records, &spec.context, shape);
             empty_fields(&mut body, &job.empty);
-            let body = body.to_string();
-            let agent = self.client.agent(&spec, &self.events.options);
-            let (url, headers) = (spec.destination.clone(), spec.headers.clone());
-            let sent = tokio::task::spawn_blocking(move || post(&agent, &url, &headers, body))
+            let body = Bytes::from(body.to_string());
+            let options = &self.events.options;
+            let verify = spec.verify_certificate && !options.insecure;
+            let post = self.client.post(
+                &spec.destination,
+                &spec.headers,
+                body,
+                verify,
+                &options.addresses,
+            );
+            let sent = tokio::time::timeout(TIMEOUT, post)
                 .await
-                .unwrap_or_else(|e| Err(format!("delivery task: {e}")));
+                .unwrap_or_else(|_| Err(format!("no answer in {} s", TIMEOUT.as_secs())));
             let why = match sent {
                 Ok(()) => {
                     tracing::debug!(subscription = %self.sub.id, event = ev.id, "event delivered");
@@ -290,66 +298,5 @@ fn empty_fields(body: &mut serde_json::Value, fields: &[String]) {
                 r[f.as_str()] = blank.clone();
             }
         }
-    }
-}
-
-/// The HTTP client of one subscription, made again when whether it
-/// verifies certificates changes.
-#[derive(Default)]
-struct Client {
-    agent: Option<(bool, ureq::Agent)>,
-}
-
-impl Client {
-    fn agent(&mut self, spec: &Spec, options: &EventOptions) -> ureq::Agent {
-        let verify = spec.verify_certificate && !options.insecure;
-        match &self.agent {
-            Some((v, a)) if *v == verify => a.clone(),
-            _ => {
-                let a = agent(verify, options);
-                self.agent = Some((verify, a.clone()));
-                a
-            }
-        }
-    }
-}
-
-fn agent(verify: bool, options: &EventOptions) -> ureq::Agent {
-    let tls = ureq::tls::TlsConfig::builder()
-        .disable_verification(!verify)
-        .build();
-    policy_agent(
-        tls,
-        (TIMEOUT, Duration::from_secs(5)),
-        &options.addresses,
-        "--event-allow-net, --event-reachable-net",
-    )
-}
-
-/// One POST: `Ok` on a 2xx answer (with a body or none).
-fn post(
-    agent: &ureq::Agent,
-    url: &str,
-    headers: &[(String, String)],
-    body: String,
-) -> Result<(), String> {
-    let mut req = agent
-        .post(url)
-        .header("Content-Type", "application/json")
-        .header(
-            "User-Agent",
-            concat!("shoal-bmc/", env!("CARGO_PKG_VERSION")),
-        );
-    for (k, v) in headers {
-        req = req.header(k.as_str(), v.as_str());
-    }
-    // A byte body: sent with its Content-Length, never chunked (DMTF's
-    // Event Listener answers 411 to chunked).
-    let resp = req.send(body.as_bytes()).map_err(|e| e.to_string())?;
-    let status = resp.status().as_u16();
-    if (200..300).contains(&status) {
-        Ok(())
-    } else {
-        Err(format!("answered {status}"))
     }
 }

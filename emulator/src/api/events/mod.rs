@@ -11,6 +11,7 @@
 
 pub mod body;
 mod delivery;
+mod push;
 pub mod destination;
 pub mod record;
 pub mod service;
