@@ -22,6 +22,7 @@ use serde::Deserialize;
 mod behaviour;
 mod check;
 pub mod dell;
+pub mod event_messages;
 mod load;
 pub mod logs;
 #[cfg(test)]
@@ -435,6 +436,14 @@ pub struct Events {
     /// storage, as iDRAC's and bmcweb's are); SSE streams never do.
     #[serde(default = "yes")]
     pub subscriptions_survive_reset: bool,
+    /// The vendor's own messages for changes its registry has one for,
+    /// sent instead of DMTF's ResourceEvent record.
+    #[serde(default)]
+    pub messages: event_messages::EventMessages,
+    /// Whether a change the vendor's registry has no message for is told
+    /// in DMTF's ResourceEvent (bmcweb sends none).
+    #[serde(default = "yes")]
+    pub resource_events: bool,
 }
 
 fn retry_attempts() -> u32 {
@@ -472,6 +481,8 @@ impl Default for Events {
             ids_as_numbers: false,
             dell_oem: false,
             subscriptions_survive_reset: true,
+            messages: event_messages::EventMessages::default(),
+            resource_events: true,
         }
     }
 }

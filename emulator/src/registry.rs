@@ -330,6 +330,27 @@ pub fn registry_document() -> Value {
     )
 }
 
+/// A vendor's registry (of the messages of it Shoal sends), owned by it.
+pub fn vendor_document(
+    uri: &str,
+    prefix: &str,
+    version: &str,
+    name: &str,
+    defs: &[MessageDef],
+    owner: &str,
+) -> Value {
+    let mut v = document(
+        uri,
+        prefix,
+        version,
+        name,
+        defs,
+        "Messages of the events Shoal sends, as the vendor words them.",
+    );
+    v["OwningEntity"] = Value::from(owner);
+    v
+}
+
 fn document(
     uri: &str,
     prefix: &str,

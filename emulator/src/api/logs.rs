@@ -18,6 +18,7 @@ use axum::Router;
 use serde_json::{json, Value};
 
 use super::events::record::{records_of, Place};
+use super::events::vendor::records_for;
 use super::json::{OptionalJsonObject, Resource};
 use super::{collection, link, AppState, Sys};
 use crate::api::error::{ApiError, Msg};
@@ -328,7 +329,9 @@ fn render(e: &Entry, format: Format, at: &str, place: &Place, profile: &Profile)
             Some(place.system.clone())
         }
         Format::Event => {
-            let r = records_of(&e.record, place).into_iter().next()?;
+            // As the BMC's events say it (bmcweb's event log: its own
+            // registry's DCPowerOn).
+            let r = records_for(&e.record, place, profile).into_iter().next()?;
             v["EntryType"] = json!("Event");
             v["Message"] = json!(r.message);
             v["MessageId"] = json!(r.message_id);

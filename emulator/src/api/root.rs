@@ -120,6 +120,10 @@ fn registry_files(st: &AppState) -> Vec<(&'static str, String)> {
     for r in registry::EVENT_REGISTRIES {
         v.push((r.prefix, format!("{}.{}", r.prefix, r.version)));
     }
+    // The vendor's own, where the profile's events speak it.
+    if let Some((prefix, version)) = st.root_profile.events.messages.registry() {
+        v.push((prefix, format!("{prefix}.{version}")));
+    }
     v
 }
 
@@ -188,7 +192,9 @@ async fn registry(
                 crate::profile::generic(),
                 "GET",
             )),
-            None => Err(ApiError::NotFound(uri)),
+            None => super::events::vendor::registry_document(st.root_profile, &uri)
+                .map(|doc| Resource::new(doc, crate::profile::generic(), "GET"))
+                .ok_or(ApiError::NotFound(uri)),
         },
     }
 }

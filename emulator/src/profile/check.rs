@@ -313,13 +313,21 @@ impl Profile {
             "Alert",
             "Other",
         ];
-        match &e.event_type {
-            Some(t) if !TYPES.contains(&t.as_str()) => Err(format!(
+        if let Some(t) = e.event_type.iter().find(|t| !TYPES.contains(&t.as_str())) {
+            return Err(format!(
                 "events.event_type: {t:?} is not one of {}",
                 TYPES.join(", ")
-            )),
-            _ => Ok(()),
+            ));
         }
+        for (key, m) in e.messages.all() {
+            if let Some(t) = m.event_type.iter().find(|t| !TYPES.contains(&t.as_str())) {
+                return Err(format!(
+                    "events.messages.{key}.event_type: {t:?} is not one of {}",
+                    TYPES.join(", ")
+                ));
+            }
+        }
+        e.messages.check()
     }
 
     /// The quirks this profile has (keys of [`QUIRKS`]), in that order.

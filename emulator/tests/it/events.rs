@@ -177,6 +177,20 @@ fn service(n: usize, opts: FakeOptions) -> Api {
     Api::of_state(api.state.clone().with_events(options))
 }
 
+/// A BMC of profile `name` (its own endpoint) whose events may go to
+/// loopback.
+fn profiled(name: &str) -> Api {
+    let api = Api::own_endpoint(name);
+    let options = EventOptions {
+        addresses: AddressPolicy {
+            allow: vec!["127.0.0.0/8".parse().unwrap()],
+            ..Default::default()
+        },
+        insecure: false,
+    };
+    Api::of_state(api.state.clone().with_events(options))
+}
+
 async fn subscribe(api: &Api, body: Value) -> String {
     let r = api.post(SUBS, body).await;
     assert_eq!(r.status, 201, "{r}");
@@ -1101,4 +1115,122 @@ async fn media_inserted_then_ejected_are_told_about_the_cd() {
         ))
         .await;
     assert_eq!(log.body["Members@odata.count"], 2, "{log}");
+}
+
+/// iLO 5 speaks its own registry: power as iLOEvents ServerPoweredOn and
+/// ServerPoweredOff, a change as ResourceUpdated, each about the resource
+/// (a plain URI, as iLO sends it); a subscription may name the prefix, the
+/// EventService lists it and the registry is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ilo_tells_power_and_changes_in_its_own_registry() {
+    let api = profiled("ilo5");
+    let sys = api.system(0).await;
+    let es = api.get("/redfish/v1/EventService").await;
+    assert!(es.body["RegistryPrefixes"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("iLOEvents")));
+    let rx = Receiver::start(204);
+    subscribe(
+        &api,
+        json!({"Destination": rx.url, "RegistryPrefixes": ["iLOEvents"]}),
+    )
+    .await;
+    // Off, out of POST: the override may change.
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}}))
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    let changed = rx.next(Duration::from_secs(10)).expect("the change told");
+    assert_eq!(ids_of(&changed.body), ["iLOEvents.ResourceUpdated"]);
+    assert_eq!(changed.body["Events"][0]["EventType"], "ResourceUpdated");
+    api.reset(&sys, "On").await;
+    let on = rx.next(Duration::from_secs(10)).expect("power on told");
+    assert_eq!(ids_of(&on.body), ["iLOEvents.ServerPoweredOn"]);
+    let rec = &on.body["Events"][0];
+    assert_eq!(rec["MessageId"], "iLOEvents.2.3.ServerPoweredOn");
+    assert_eq!(rec["Message"], "The server has been powered on.");
+    assert_eq!(rec["EventType"], "Alert");
+    assert_eq!(rec["OriginOfCondition"], sys.as_str());
+    let reg = api.get("/redfish/v1/Registries/iLOEvents/iLOEvents").await;
+    assert_eq!(reg.status, 200, "{reg}");
+    assert_eq!(reg.body["Id"], "iLOEvents.2.3.0");
+    assert_eq!(reg.body["OwningEntity"], "HPE");
+    assert_eq!(
+        reg.body["Messages"]["ServerPoweredOn"]["Message"],
+        "The server has been powered on."
+    );
+    // The vendor's MessageIds are known to a subscription's filter.
+    let by_id = api
+        .post(
+            SUBS,
+            json!({"Destination": rx.url, "MessageIds": ["iLOEvents.ServerPoweredOff"]}),
+        )
+        .await;
+    assert_eq!(by_id.status, 201, "{by_id}");
+}
+
+/// bmcweb pushes its event log's entries in its OpenBMC registry, with
+/// no origin, and no ResourceEvent: a boot override's change is not told;
+/// its EventLog holds the same entries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openbmc_tells_power_in_its_registry_and_no_resource_events() {
+    let api = profiled("openbmc");
+    let sys = api.system(0).await;
+    let rx = Receiver::start(204);
+    subscribe(&api, json!({"Destination": rx.url})).await;
+    api.reset(&sys, "On").await;
+    let on = rx.next(Duration::from_secs(10)).expect("power on told");
+    assert_eq!(ids_of(&on.body), ["OpenBMC.DCPowerOn"]);
+    let rec = &on.body["Events"][0];
+    assert_eq!(rec["MessageId"], "OpenBMC.0.5.DCPowerOn");
+    assert_eq!(rec["Message"], "Host system DC power is on");
+    assert!(rec.get("OriginOfCondition").is_none(), "{rec}");
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}}))
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    api.reset(&sys, "ForceOff").await;
+    let off = rx.next(Duration::from_secs(10)).expect("power off told");
+    assert_eq!(
+        ids_of(&off.body),
+        ["OpenBMC.DCPowerOff"],
+        "nothing before it"
+    );
+    let log = api
+        .get(&format!("{sys}/LogServices/EventLog/Entries"))
+        .await;
+    let ids: Vec<&str> = log.body["Members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["MessageId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["OpenBMC.0.5.DCPowerOn", "OpenBMC.0.5.DCPowerOff"]);
+}
+
+/// An iDRAC's power changes come in its own registry, under its prefix
+/// (IDRAC.2.8.SYS1000), on its SSE stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idrac_tells_power_in_its_own_registry() {
+    let api = Api::own_endpoint("idrac9");
+    let sys = api.system(0).await;
+    let r = api
+        .patch("/redfish/v1/EventService", json!({"ServiceEnabled": true}))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let req = Request::get("/redfish/v1/SSE?$filter=RegistryPrefix%20eq%20'IDRAC'")
+        .header("Accept", "text/event-stream")
+        .body(Body::empty())
+        .unwrap();
+    let resp = api.open(req).await;
+    assert_eq!(resp.status(), 200);
+    let mut body = resp.into_body();
+    api.reset(&sys, "On").await;
+    let (_, on) = frame(&mut body).await.expect("SYS1000");
+    let rec = &on["Events"][0];
+    assert_eq!(rec["MessageId"], "IDRAC.2.8.SYS1000");
+    assert_eq!(rec["Message"], "System is turning on.");
+    assert_eq!(rec["EventType"], "Alert");
+    assert_eq!(rec["OriginOfCondition"]["@odata.id"], sys.as_str());
 }

@@ -11,6 +11,7 @@ use super::record::RESOURCE_TYPES;
 use crate::api::error::{ApiError, Msg};
 use crate::api::input::echo;
 use crate::netpolicy::{AddressPolicy, IpFamily};
+use crate::profile::event_messages::EventMessages;
 use crate::registry::{self, EVENT_REGISTRIES};
 
 /// What a Destination may be at most, as bmcweb bounds it.
@@ -40,6 +41,8 @@ const FORBIDDEN_HEADERS: [&str; 12] = [
 pub struct Offer<'a> {
     pub addresses: &'a AddressPolicy,
     pub https_only: bool,
+    /// The vendor's own messages the BMC sends (its profile's).
+    pub messages: &'a EventMessages,
 }
 
 /// The properties a POST may carry.
@@ -160,7 +163,7 @@ fn string<'b>(
 
 /// Whether `id` names a message Shoal sends (`Prefix.Key` or
 /// `Prefix.x.y.Key`).
-fn known_message(id: &str) -> bool {
+fn known_message(id: &str, vendor: &EventMessages) -> bool {
     let parts: Vec<&str> = id.split('.').collect();
     let (prefix, key) = match parts.as_slice() {
         [p, k] | [p, _, _, k] | [p, _, _, _, k] => (*p, *k),
@@ -172,12 +175,17 @@ fn known_message(id: &str) -> bool {
     EVENT_REGISTRIES
         .iter()
         .any(|r| r.prefix == prefix && r.messages.iter().any(|m| m.id == key))
+        || vendor
+            .all()
+            .any(|(_, m)| m.parts().is_some_and(|(p, _, k)| (p, k) == (prefix, key)))
 }
 
-/// The registry prefixes events come from.
-pub fn registry_prefixes() -> Vec<&'static str> {
+/// The registry prefixes events come from: Base, DMTF's event registries
+/// and the vendor's, where the profile has one.
+pub fn registry_prefixes(vendor: &EventMessages) -> Vec<&str> {
     let mut v = vec![registry::BASE_PREFIX];
     v.extend(EVENT_REGISTRIES.iter().map(|r| r.prefix));
+    v.extend(vendor.registry().map(|(p, _)| p));
     v
 }
 
@@ -229,7 +237,7 @@ pub fn parse_create(body: &Map<String, Value>, offer: &Offer) -> Result<Spec, Ap
     spec.sse = false;
     spec.destination = destination;
     patch_into(&mut spec, body, &mut p);
-    let prefixes = registry_prefixes();
+    let prefixes = registry_prefixes(offer.messages);
     let prefix_ok = |s: &str| prefixes.contains(&s);
     spec.event_types = strings(
         body,
@@ -240,8 +248,9 @@ pub fn parse_create(body: &Map<String, Value>, offer: &Offer) -> Result<Spec, Ap
     spec.registry_prefixes = strings(body, "RegistryPrefixes", Some(&prefix_ok), &mut p);
     spec.exclude_registry_prefixes =
         strings(body, "ExcludeRegistryPrefixes", Some(&prefix_ok), &mut p);
-    spec.message_ids = strings(body, "MessageIds", Some(&known_message), &mut p);
-    spec.exclude_message_ids = strings(body, "ExcludeMessageIds", Some(&known_message), &mut p);
+    let known = |id: &str| known_message(id, offer.messages);
+    spec.message_ids = strings(body, "MessageIds", Some(&known), &mut p);
+    spec.exclude_message_ids = strings(body, "ExcludeMessageIds", Some(&known), &mut p);
     spec.resource_types = strings(
         body,
         "ResourceTypes",
@@ -443,6 +452,7 @@ mod tests {
             &Offer {
                 addresses: &policy,
                 https_only: false,
+                messages: &EventMessages::default(),
             },
         )
     }

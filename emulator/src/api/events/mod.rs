@@ -11,11 +11,12 @@
 
 pub mod body;
 mod delivery;
-mod push;
 pub mod destination;
+mod push;
 pub mod record;
 pub mod service;
 pub mod sse;
+pub mod vendor;
 
 use axum::extract::Path;
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -96,7 +97,7 @@ fn service_json(st: &AppState) -> Value {
         "DeliveryRetryIntervalSeconds": s.retry_interval,
         "EventTypesForSubscription": EVENT_TYPES,
         "EventFormatTypes": ["Event"],
-        "RegistryPrefixes": body::registry_prefixes(),
+        "RegistryPrefixes": body::registry_prefixes(&e.profile.messages),
         "ResourceTypes": RESOURCE_TYPES,
         "ServerSentEventUri": e.profile.sse_uri,
         "SSEFilterPropertiesSupported": sse,
@@ -184,6 +185,7 @@ async fn subscribe(
         &Offer {
             addresses: &events.options.addresses,
             https_only: events.profile.https_only,
+            messages: &events.profile.messages,
         },
     )?;
     spec.sse = false;

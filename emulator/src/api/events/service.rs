@@ -17,7 +17,8 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use super::destination::Spec;
-use super::record::{records_of, Event, Place, Record, Shape};
+use super::record::{Event, Place, Record, Shape};
+use super::vendor::records_for;
 use super::EventOptions;
 use crate::api::AppState;
 use crate::sync::{lock, read, write};
@@ -321,7 +322,7 @@ async fn pump(
                             None => continue,
                         },
                     };
-                    let mut records = records_of(&change, &place);
+                    let mut records = records_for(&change, &place, st.root_profile);
                     if events.wants_origins() {
                         expand_origins(&st, &mut records).await;
                     }

@@ -19,7 +19,7 @@ use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body::Frame;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 
 use super::destination::Spec;
 use super::record::{payload, Event, Record, Shape};
@@ -194,7 +194,17 @@ pub async fn open(st: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Respo
     events.ensure_pump(st);
     tracing::info!(subscription = %sub.id, "SSE stream opened");
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    tokio::spawn(feed(events.clone(), sub.clone(), filter, last, live, tx));
+    // Watched from here, before the feed runs: a DELETE or the service
+    // turned off in between still wakes it.
+    let wake = sub.wake.subscribe();
+    tokio::spawn(feed(
+        events.clone(),
+        sub.clone(),
+        filter,
+        last,
+        (live, wake),
+        tx,
+    ));
     let body = Body::new(Stream {
         rx,
         _open: Open(events, sub),
@@ -230,10 +240,9 @@ async fn feed(
     sub: Arc<Sub>,
     filter: Filter,
     last: Option<u64>,
-    mut live: broadcast::Receiver<Arc<Event>>,
+    (mut live, mut wake): (broadcast::Receiver<Arc<Event>>, watch::Receiver<u64>),
     tx: mpsc::Sender<Bytes>,
 ) {
-    let mut wake = sub.wake.subscribe();
     let mut sent = 0u64;
     let lost = |events: &Events| {
         let ev = Event {
@@ -266,7 +275,9 @@ async fn feed(
     }
     let mut keep_alive = tokio::time::interval(KEEP_ALIVE);
     keep_alive.tick().await;
-    loop {
+    // Ended before it ran (deleted, the service turned off).
+    let ended = |events: &Events| sub.is_closed() || !events.settings().enabled;
+    while !ended(&events) {
         let out = tokio::select! {
             r = live.recv() => match r {
                 Ok(ev) if ev.id > sent => {
@@ -281,7 +292,7 @@ async fn feed(
                 Err(broadcast::error::RecvError::Closed) => break,
             },
             changed = wake.changed() => {
-                if changed.is_err() || sub.is_closed() || !events.settings().enabled {
+                if changed.is_err() {
                     break;
                 }
                 None
