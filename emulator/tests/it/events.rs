@@ -44,13 +44,22 @@ impl Receiver {
 
     fn on(listener: TcpListener, status: u16) -> Receiver {
         let url = format!("http://{}/events", listener.local_addr().unwrap());
+        Self::accepting(listener, url, move |conn, tx| serve(conn, status, tx))
+    }
+
+    /// Serves each connection to `listener` on a thread of its own with
+    /// `each`, which gets the connection and where deliveries go.
+    fn accepting<F>(listener: TcpListener, url: String, each: F) -> Receiver
+    where
+        F: Fn(std::net::TcpStream, &Mutex<mpsc::Sender<Delivered>>) + Send + Sync + 'static,
+    {
         let (tx, rx) = mpsc::channel();
-        let tx = Arc::new(Mutex::new(tx));
+        let (tx, each) = (Arc::new(Mutex::new(tx)), Arc::new(each));
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
-                let tx = tx.clone();
-                std::thread::spawn(move || serve(conn, status, &tx));
+                let (tx, each) = (tx.clone(), each.clone());
+                std::thread::spawn(move || each(conn, &tx));
             }
         });
         Receiver { url, rx }
@@ -87,17 +96,10 @@ impl Receiver {
         )
         .unwrap();
         let cfg = Arc::new(cfg);
-        let (tx, rx) = mpsc::channel();
-        let tx = Arc::new(Mutex::new(tx));
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(conn) = conn else { continue };
-                let (tx, cfg) = (tx.clone(), cfg.clone());
-                let tls = rustls::ServerConnection::new(cfg).unwrap();
-                std::thread::spawn(move || serve(rustls::StreamOwned::new(tls, conn), status, &tx));
-            }
-        });
-        Receiver { url, rx }
+        Self::accepting(listener, url, move |conn, tx| {
+            let tls = rustls::ServerConnection::new(cfg.clone()).unwrap();
+            serve(rustls::StreamOwned::new(tls, conn), status, tx)
+        })
     }
 }
 
@@ -189,6 +191,17 @@ fn profiled(name: &str) -> Api {
         insecure: false,
     };
     Api::of_state(api.state.clone().with_events(options))
+}
+
+/// Sets the service's retries: `attempts` of them, `secs` apart.
+async fn retries(api: &Api, attempts: u32, secs: u32) {
+    let r = api
+        .patch(
+            "/redfish/v1/EventService",
+            json!({"DeliveryRetryAttempts": attempts, "DeliveryRetryIntervalSeconds": secs}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r}");
 }
 
 async fn subscribe(api: &Api, body: Value) -> String {
@@ -459,13 +472,7 @@ async fn a_power_transition_the_machine_ends_itself_is_an_event() {
 async fn a_receiver_down_is_retried_then_its_policy_applies() {
     let api = service(1, FakeOptions::default());
     let sys = api.system(0).await;
-    let r = api
-        .patch(
-            "/redfish/v1/EventService",
-            json!({"DeliveryRetryAttempts": 1, "DeliveryRetryIntervalSeconds": 1}),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{r}");
+    retries(&api, 1, 1).await;
     // Answers 500: delivered to, refused.
     let failing = Receiver::start(500);
     let terminated = subscribe(&api, json!({"Destination": failing.url})).await;
@@ -531,13 +538,7 @@ async fn a_receiver_down_is_retried_then_its_policy_applies() {
 async fn an_https_destination_is_verified_unless_its_subscription_says_not() {
     let api = service(1, FakeOptions::default());
     let sys = api.system(0).await;
-    let r = api
-        .patch(
-            "/redfish/v1/EventService",
-            json!({"DeliveryRetryAttempts": 30, "DeliveryRetryIntervalSeconds": 1}),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{r}");
+    retries(&api, 30, 1).await;
     let rx = Receiver::tls(204);
     let sub = subscribe(&api, json!({"Destination": rx.url})).await;
     assert_eq!(api.get(&sub).await.body["VerifyCertificate"], true);
