@@ -1235,3 +1235,53 @@ async fn an_idrac_tells_power_in_its_own_registry() {
     assert_eq!(rec["EventType"], "Alert");
     assert_eq!(rec["OriginOfCondition"]["@odata.id"], sys.as_str());
 }
+
+/// Event faults act on an SSE stream as on a push delivery (rules whose
+/// path is the stream's URI): a frame dropped, one sent twice with its
+/// fields emptied, one held back until after the next.
+#[tokio::test]
+async fn event_faults_act_on_sse_streams_too() {
+    let api = service(1, FakeOptions::default());
+    let sys = api.system(0).await;
+    let mut body = api.open(sse_request("", None)).await.into_body();
+    let sse = "/redfish/v1/EventService/SSE";
+    faults(
+        &api,
+        json!([{"methods": ["EVENT"], "path": sse, "drop_rate": 1.0, "times": 1}]),
+    );
+    api.reset(&sys, "On").await;
+    api.reset(&sys, "ForceOff").await;
+    let (off, e) = frame(&mut body).await.expect("the second event");
+    assert_eq!(
+        ids_of(&e),
+        ["ResourceEvent.ResourcePoweredOff"],
+        "the first dropped"
+    );
+
+    faults(
+        &api,
+        json!([{"methods": ["EVENT"], "path": sse, "duplicate_rate": 1.0, "times": 1,
+                "empty_fields": ["OriginOfCondition"]}]),
+    );
+    api.reset(&sys, "On").await;
+    let (a, first) = frame(&mut body).await.expect("the event");
+    let (b, again) = frame(&mut body).await.expect("the event again");
+    assert_eq!((a, b), (off + 1, off + 1), "the same id twice");
+    assert_eq!(first, again);
+    assert_eq!(ids_of(&first), ["ResourceEvent.ResourcePoweredOn"]);
+    assert_eq!(first["Events"][0]["OriginOfCondition"], "");
+
+    faults(
+        &api,
+        json!([{"methods": ["EVENT"], "path": sse, "reorder_rate": 1.0, "times": 1}]),
+    );
+    api.reset(&sys, "ForceOff").await;
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideTarget": "Pxe"}}))
+        .await;
+    assert_eq!(r.status, 200, "{r}");
+    let (_, next) = frame(&mut body).await.expect("the next event");
+    let (_, held) = frame(&mut body).await.expect("the one held back");
+    assert_eq!(ids_of(&next), ["ResourceEvent.ResourceChanged"]);
+    assert_eq!(ids_of(&held), ["ResourceEvent.ResourcePoweredOff"]);
+}

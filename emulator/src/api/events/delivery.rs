@@ -284,7 +284,7 @@ async fn sleep_until(at: Option<Instant>) {
 
 /// Sends `fields` of every record empty (an event fault), as some BMCs
 /// send them: `MessageArgs` an empty list, the others an empty string.
-fn empty_fields(body: &mut serde_json::Value, fields: &[String]) {
+pub(super) fn empty_fields(body: &mut serde_json::Value, fields: &[String]) {
     for f in fields {
         let blank = match f.as_str() {
             "MessageArgs" => serde_json::json!([]),

@@ -27,6 +27,7 @@ use super::service::{Events, Refused, Sub};
 use crate::api::error::{ApiError, Msg};
 use crate::api::input::echo;
 use crate::api::AppState;
+use crate::faults::{EventFault, Faults};
 
 /// How often an idle stream gets a comment line.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -197,8 +198,9 @@ pub async fn open(st: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Respo
     // Watched from here, before the feed runs: a DELETE or the service
     // turned off in between still wakes it.
     let wake = sub.wake.subscribe();
+    let faults = st.core.faults.clone();
     tokio::spawn(feed(
-        events.clone(),
+        (events.clone(), faults),
         sub.clone(),
         filter,
         last,
@@ -221,6 +223,11 @@ pub async fn open(st: &AppState, headers: &HeaderMap, uri: &Uri) -> Result<Respo
 
 /// The frame of `ev` (its records `filter` passes), if any passes.
 fn frame(events: &Events, filter: &Filter, ev: &Event) -> Option<Bytes> {
+    framed(events, filter, ev, &[])
+}
+
+/// The same, its records' `empty` fields sent empty (an event fault).
+fn framed(events: &Events, filter: &Filter, ev: &Event, empty: &[String]) -> Option<Bytes> {
     let shape = events.shape();
     let records: Vec<&Record> = ev
         .records
@@ -230,13 +237,17 @@ fn frame(events: &Events, filter: &Filter, ev: &Event) -> Option<Bytes> {
     if records.is_empty() {
         return None;
     }
-    let data = payload(ev, &records, "", shape);
+    let mut data = payload(ev, &records, "", shape);
+    super::delivery::empty_fields(&mut data, empty);
     Some(Bytes::from(format!("id: {}\ndata: {data}\n\n", ev.id)))
 }
 
-/// Feeds one stream until it ends.
+/// Feeds one stream until it ends; the event faults (rules of method
+/// `EVENT` whose path is the stream's URI) act on its live frames as on
+/// a push delivery: delayed, dropped, sent twice, held back until after
+/// the next (or [`HOLD`]), fields emptied.
 async fn feed(
-    events: Arc<Events>,
+    (events, faults): (Arc<Events>, Arc<Faults>),
     sub: Arc<Sub>,
     filter: Filter,
     last: Option<u64>,
@@ -277,12 +288,19 @@ async fn feed(
     keep_alive.tick().await;
     // Ended before it ran (deleted, the service turned off).
     let ended = |events: &Events| sub.is_closed() || !events.settings().enabled;
+    let mut held: Option<Bytes> = None;
     while !ended(&events) {
         let out = tokio::select! {
             r = live.recv() => match r {
                 Ok(ev) if ev.id > sent => {
                     sent = ev.id;
-                    frame(&events, &filter, &ev)
+                    let Some(f) = frame(&events, &filter, &ev) else { continue };
+                    let fault = faults.decide_event(&events.profile.sse_uri);
+                    let frames = faulted(&events, &filter, &ev, f, fault, &mut held).await;
+                    if send_all(&tx, frames).await.is_err() {
+                        break;
+                    }
+                    None
                 }
                 Ok(_) => None,
                 Err(broadcast::error::RecvError::Lagged(n)) => {
@@ -298,6 +316,7 @@ async fn feed(
                 None
             }
             _ = keep_alive.tick() => Some(Bytes::from_static(b": keep-alive\n\n")),
+            _ = tokio::time::sleep(HOLD), if held.is_some() => held.take(),
             _ = tx.closed() => break,
         };
         if let Some(f) = out {
@@ -310,6 +329,52 @@ async fn feed(
     // removed it already).
     events.remove(&sub.id);
     tracing::info!(subscription = %sub.id, "SSE stream closed");
+}
+
+/// How long a frame held back by a reorder fault waits for the next.
+const HOLD: Duration = Duration::from_secs(2);
+
+/// The frames that go out for a live frame `f` under `fault`, in order:
+/// none when it is dropped or held back; twice when duplicated; then
+/// the one held back before.
+async fn faulted(
+    events: &Events,
+    filter: &Filter,
+    ev: &Event,
+    f: Bytes,
+    fault: EventFault,
+    held: &mut Option<Bytes>,
+) -> Vec<Bytes> {
+    if !fault.delay.is_zero() {
+        tokio::time::sleep(fault.delay).await;
+    }
+    if fault.drop {
+        tracing::info!(event = ev.id, "event fault: SSE frame dropped");
+        return Vec::new();
+    }
+    let f = match fault.empty.is_empty() {
+        true => f,
+        false => framed(events, filter, ev, &fault.empty).unwrap_or(f),
+    };
+    if fault.reorder && held.is_none() {
+        tracing::info!(event = ev.id, "event fault: SSE frame held back");
+        *held = Some(f);
+        return Vec::new();
+    }
+    let mut out = vec![f.clone()];
+    if fault.duplicate {
+        tracing::info!(event = ev.id, "event fault: SSE frame sent twice");
+        out.push(f);
+    }
+    out.extend(held.take());
+    out
+}
+
+async fn send_all(tx: &mpsc::Sender<Bytes>, frames: Vec<Bytes>) -> Result<(), ()> {
+    for f in frames {
+        tx.send(f).await.map_err(drop)?;
+    }
+    Ok(())
 }
 
 /// Removes a stream's subscription when its body is dropped (the client
