@@ -972,22 +972,28 @@ async fn a_task_tells_its_start_and_end() {
     assert_eq!(rx.next_ids(), ["TaskEvent.TaskCompletedOK"]);
 }
 
-/// An iDRAC's Dell job (an SCP import) tells its start and completion as
-/// TaskEvents about the job, on an SSE stream filtered to tasks.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dell_jobs_states_are_task_events() {
-    let api = Api::own_endpoint("idrac9");
+/// An iDRAC's EventService turned on (it ships off) and its SSE stream
+/// (`/redfish/v1/SSE`) opened with `$filter` = `filter` (URL-encoded).
+async fn idrac_stream(api: &Api, filter: &str) -> Body {
     let r = api
         .patch("/redfish/v1/EventService", json!({"ServiceEnabled": true}))
         .await;
     assert_eq!(r.status, 200, "{r}");
-    let req = Request::get("/redfish/v1/SSE?$filter=ResourceType%20eq%20'Task'")
+    let req = Request::get(format!("/redfish/v1/SSE?$filter={filter}"))
         .header("Accept", "text/event-stream")
         .body(Body::empty())
         .unwrap();
     let resp = api.open(req).await;
     assert_eq!(resp.status(), 200);
-    let mut body = resp.into_body();
+    resp.into_body()
+}
+
+/// An iDRAC's Dell job (an SCP import) tells its start and completion as
+/// TaskEvents about the job, on an SSE stream filtered to tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dell_jobs_states_are_task_events() {
+    let api = Api::own_endpoint("idrac9");
+    let mut body = idrac_stream(&api, "ResourceType%20eq%20'Task'").await;
     let mgr = "/redfish/v1/Managers/iDRAC.Embedded.1";
     let import = api
         .post(
@@ -1216,17 +1222,7 @@ async fn an_openbmc_tells_power_in_its_registry_and_no_resource_events() {
 async fn an_idrac_tells_power_in_its_own_registry() {
     let api = Api::own_endpoint("idrac9");
     let sys = api.system(0).await;
-    let r = api
-        .patch("/redfish/v1/EventService", json!({"ServiceEnabled": true}))
-        .await;
-    assert_eq!(r.status, 200, "{r}");
-    let req = Request::get("/redfish/v1/SSE?$filter=RegistryPrefix%20eq%20'IDRAC'")
-        .header("Accept", "text/event-stream")
-        .body(Body::empty())
-        .unwrap();
-    let resp = api.open(req).await;
-    assert_eq!(resp.status(), 200);
-    let mut body = resp.into_body();
+    let mut body = idrac_stream(&api, "RegistryPrefix%20eq%20'IDRAC'").await;
     api.reset(&sys, "On").await;
     let (_, on) = frame(&mut body).await.expect("SYS1000");
     let rec = &on["Events"][0];

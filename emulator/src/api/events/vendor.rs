@@ -4,8 +4,6 @@
 //! profile says the BMC sends none), and the vendor's registry itself as
 //! the service serves it.
 
-use std::time::SystemTime;
-
 use serde_json::Value;
 
 use super::record::{records_of, Place, Record};
@@ -102,7 +100,7 @@ fn record(
         origin: msg.origin.then_some(origin),
         origin_body: None,
         resource_type,
-        at: change.at.min(SystemTime::now()),
+        at: change.at,
     }
 }
 
