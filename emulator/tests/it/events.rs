@@ -169,6 +169,11 @@ fn service(n: usize, opts: FakeOptions) -> Api {
         shoal_emulator::auth::AuthStore::open(),
         shoal_emulator::config::FeatureSet::Full,
     );
+    to_loopback(api)
+}
+
+/// `api` with events that may go to loopback.
+fn to_loopback(api: Api) -> Api {
     let options = EventOptions {
         addresses: AddressPolicy {
             allow: vec!["127.0.0.0/8".parse().unwrap()],
@@ -183,14 +188,7 @@ fn service(n: usize, opts: FakeOptions) -> Api {
 /// loopback.
 fn profiled(name: &str) -> Api {
     let api = Api::own_endpoint(name);
-    let options = EventOptions {
-        addresses: AddressPolicy {
-            allow: vec!["127.0.0.0/8".parse().unwrap()],
-            ..Default::default()
-        },
-        insecure: false,
-    };
-    Api::of_state(api.state.clone().with_events(options))
+    to_loopback(api)
 }
 
 /// Sets the service's retries: `attempts` of them, `secs` apart.
