@@ -307,6 +307,8 @@ pub struct Settings {
     pub media_ip_family: Option<crate::netpolicy::IpFamily>,
     /// Where and how events are pushed.
     pub events: crate::api::events::EventOptions,
+    /// How the UpdateService fetches images (InsertMedia's options).
+    pub updates: crate::api::update::UpdateOptions,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -12,6 +12,7 @@ pub mod certs;
 pub mod cli;
 pub mod config;
 pub mod faults;
+pub mod firmware;
 pub mod ipmi;
 pub mod model;
 pub mod netpolicy;

@@ -27,6 +27,7 @@ mod load;
 pub mod logs;
 #[cfg(test)]
 mod tests;
+pub mod update;
 
 pub use check::QUIRKS;
 pub use load::{generic, ProfileError, Profiles};
@@ -386,6 +387,9 @@ pub struct Profile {
     /// The log services of systems and managers.
     #[serde(default)]
     pub logs: logs::Logs,
+    /// Firmware updates (the UpdateService).
+    #[serde(default)]
+    pub update: update::Update,
     #[serde(default)]
     pub sources: Vec<Source>,
 }

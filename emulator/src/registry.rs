@@ -211,11 +211,98 @@ pub const TASK_EVENT: EventRegistry = EventRegistry {
             "The task with Id '%1' has been aborted.",
             "Critical",
         ),
+        def(
+            "TaskCancelled",
+            1,
+            "Work on the task with Id '%1' was halted prior to completion due to an explicit request.",
+            "Warning",
+        ),
+        def(
+            "TaskProgressChanged",
+            2,
+            "The task with Id '%1' has changed to progress %2 percent complete.",
+            "OK",
+        ),
     ],
 };
 
-/// The event registries, served beside Base.
+/// DMTF's Update registry: what a firmware update's task says.
+pub const UPDATE: EventRegistry = EventRegistry {
+    prefix: "Update",
+    version: "1.0.2",
+    name: "Update Message Registry",
+    messages: &[
+        def(
+            "TargetDetermined",
+            2,
+            "The target device '%1' will be updated with image '%2'.",
+            "OK",
+        ),
+        def("UpdateInProgress", 0, "An update is in progress.", "OK"),
+        def(
+            "TransferringToComponent",
+            2,
+            "Image '%1' is being transferred to '%2'.",
+            "OK",
+        ),
+        def(
+            "VerifyingAtComponent",
+            2,
+            "Image '%1' is being verified at '%2'.",
+            "OK",
+        ),
+        def(
+            "InstallingOnComponent",
+            2,
+            "Image '%1' is being installed on '%2'.",
+            "OK",
+        ),
+        def(
+            "ApplyingOnComponent",
+            2,
+            "Image '%1' is being applied on '%2'.",
+            "OK",
+        ),
+        def(
+            "TransferFailed",
+            2,
+            "Transfer of image '%1' to '%2' failed.",
+            "Critical",
+        ),
+        def(
+            "VerificationFailed",
+            2,
+            "Verification of image '%1' at '%2' failed.",
+            "Critical",
+        ),
+        def(
+            "ApplyFailed",
+            2,
+            "Installation of image '%1' to '%2' failed.",
+            "Critical",
+        ),
+        def(
+            "AwaitToActivate",
+            2,
+            "Awaiting for an action to proceed with activating image '%1' on '%2'.",
+            "OK",
+        ),
+        def(
+            "UpdateSuccessful",
+            2,
+            "Device '%1' successfully updated with image '%2'.",
+            "OK",
+        ),
+    ],
+};
+
+/// The registries events are made of.
 pub const EVENT_REGISTRIES: [&EventRegistry; 3] = [&RESOURCE_EVENT, &TASK_EVENT, &HEARTBEAT_EVENT];
+
+/// The registries served beside Base: the events' and the one tasks'
+/// messages come from.
+pub const SERVED_REGISTRIES: [&EventRegistry; 4] =
+    [&RESOURCE_EVENT, &TASK_EVENT, &HEARTBEAT_EVENT, &UPDATE];
 
 impl EventRegistry {
     /// `Prefix.major.minor.Key` and the rendered text and severity of

@@ -89,6 +89,7 @@ pub fn state(settings: &Settings) -> Result<AppState> {
     .with_faults(Arc::new(Faults::new(settings.faults.clone())));
     st.core.power_off_disabled = settings.power_off_disabled;
     st.media_ip_family = settings.media_ip_family;
+    st.updates = Arc::new(settings.updates.clone());
     st.enclosures = Arc::new(
         settings
             .enclosures
@@ -287,6 +288,7 @@ async fn endpoint_state(
     .with_endpoint_systems(refs.iter().map(|r| r.name.clone()).collect());
     state.core.power_off_disabled = main.core.power_off_disabled;
     state.media_ip_family = main.media_ip_family;
+    state.updates = main.updates.clone();
     main.core.faults.register(
         refs.iter().map(|r| r.name.clone()).collect(),
         state.auth.clone(),

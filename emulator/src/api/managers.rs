@@ -41,7 +41,7 @@ const RESET_TYPES: &[&str] = &["GracefulRestart", "ForceRestart"];
 const RESET_GRACE: Duration = Duration::from_secs(1);
 /// How long a BMC is away while it restarts, where its profile does not
 /// say (Dell's: `dell.reset_down_secs`).
-const RESET_DOWN_SECS: u64 = 30;
+pub(super) const RESET_DOWN_SECS: u64 = 30;
 
 async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
     let members = st.core.backend.systems().await?.into_iter().map(|s| {
@@ -78,7 +78,7 @@ fn manager_state(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "ServiceEntryPointUUID": st.service_uuid.hyphenated().to_string(),
         "Manufacturer": profile.manufacturer,
         "Model": profile.manager_model.clone().unwrap_or_else(|| format!("{} BMC", profile.model)),
-        "FirmwareVersion": profile.bmc_firmware_version,
+        "FirmwareVersion": crate::bmc::firmware::installed(sys, profile, crate::firmware::Component::Bmc).version,
         "DateTimeLocalOffset": "+00:00",
         "PowerState": "On",
         "ServiceIdentification": sys.bmc.service_identification,
@@ -174,7 +174,7 @@ async fn reset(
     let (down, settle) = super::vendor::bmc_reset_times(st.profile(&sys))
         .unwrap_or((Duration::from_secs(RESET_DOWN_SECS), Duration::ZERO));
     tracing::info!(system = %sys.name, reset = kind, ?down, "BMC reset");
-    restart_bmc(&st, &sys, down, settle);
+    restart_bmc(&st, &sys, "user initiated", (down, settle));
     Ok(json::no_content())
 }
 
@@ -182,11 +182,15 @@ async fn reset(
 /// (its LC, on a Dell, not ready for `settle` more): on an endpoint of its
 /// own the address refuses connections and the sessions are lost; on a
 /// service that serves many systems, this system's requests answer 503.
-pub(super) fn restart_bmc(st: &AppState, sys: &System, down: Duration, settle: Duration) {
+pub(super) fn restart_bmc(
+    st: &AppState,
+    sys: &System,
+    reason: &'static str,
+    (down, settle): (Duration, Duration),
+) {
     let (st, name, sys) = (st.clone(), sys.name.clone(), sys.clone());
     tokio::spawn(async move {
         tokio::time::sleep(RESET_GRACE).await;
-        st.core.bmc_restarted(&sys, "user initiated");
         if st.fixed.is_some() {
             st.events.restarted();
             st.auth.drop_all_sessions();
@@ -195,6 +199,8 @@ pub(super) fn restart_bmc(st: &AppState, sys: &System, down: Duration, settle: D
         } else {
             st.core.faults.outage(vec![name], down.as_secs());
         }
+        // Away first: no client sees the new firmware before the restart.
+        st.core.bmc_restarted(&sys, reason).await;
     });
 }
 

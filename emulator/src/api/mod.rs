@@ -40,6 +40,7 @@ mod system_parts;
 mod systems;
 pub mod task_store;
 mod tasks;
+pub mod update;
 mod vendor;
 mod vmedia;
 mod vmedia_certs;
@@ -88,6 +89,7 @@ fn routes(f: crate::config::FeatureSet) -> Router {
                 .merge(boot_options::router())
                 .merge(system_parts::router())
                 .merge(network_adapters::router())
+                .merge(update::router())
                 .merge(storage::router());
         }
         r.fallback(|uri: Uri| async move { ApiError::NotFound(uri.path().to_string()) })

@@ -10,6 +10,7 @@
 //! `N` and `N`.
 
 use crate::api::State;
+use crate::firmware::Component;
 use axum::extract::Path;
 use axum::http::Uri;
 use axum::routing::get;
@@ -76,6 +77,11 @@ impl Names {
     }
 }
 
+/// The URI of the adapter of `sys` (which has one where it has NICs).
+pub fn adapter_uri(st: &AppState, sys: &System) -> String {
+    format!("{}/{}", base(st, sys), names(st, sys).adapter())
+}
+
 fn names(st: &AppState, sys: &System) -> Names {
     Names(st.profile(sys).inventory.nic_ids)
 }
@@ -119,6 +125,7 @@ async fn adapter(
         .map(|n| link(&format!("{b}/NetworkDeviceFunctions/{}", names.function(n))))
         .collect();
     let manufacturer = super::vendor::adapter_manufacturer(st.profile(&sys)).unwrap_or("Broadcom");
+    let firmware = crate::bmc::firmware::installed(&sys, st.profile(&sys), Component::Nic);
     Ok(Resource::plain(
         json!({
             "@odata.type": "#NetworkAdapter.v1_9_0.NetworkAdapter",
@@ -132,7 +139,7 @@ async fn adapter(
             "SerialNumber": format!("{}N", super::systems::serial(&sys)),
             "Status": OK(),
             "Controllers": [{
-                "FirmwarePackageVersion": "22.31.6",
+                "FirmwarePackageVersion": firmware.version,
                 "ControllerCapabilities": {
                     "NetworkPortCount": count,
                     "NetworkDeviceFunctionCount": count,

@@ -43,6 +43,7 @@ fn top_level(st: &AppState) -> Vec<(&'static str, &'static str)> {
     ];
     if st.features.full() {
         v.push(("CertificateService", "/redfish/v1/CertificateService"));
+        v.push(("UpdateService", "/redfish/v1/UpdateService"));
     }
     v
 }
@@ -117,7 +118,7 @@ fn registry_files(st: &AppState) -> Vec<(&'static str, String)> {
         // GetBiosRegistries GETs Registries/<AttributeRegistry>).
         v.push((bios::REGISTRY, bios::REGISTRY.to_string()));
     }
-    for r in registry::EVENT_REGISTRIES {
+    for r in registry::SERVED_REGISTRIES {
         v.push((r.prefix, format!("{}.{}", r.prefix, r.version)));
     }
     // The vendor's own, where the profile's events speak it.
@@ -186,7 +187,7 @@ async fn registry(
             crate::profile::generic(),
             "GET",
         )),
-        _ => match registry::EVENT_REGISTRIES.iter().find(|r| r.prefix == id) {
+        _ => match registry::SERVED_REGISTRIES.iter().find(|r| r.prefix == id) {
             Some(r) => Ok(Resource::new(
                 r.document(&uri),
                 crate::profile::generic(),

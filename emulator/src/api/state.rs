@@ -88,6 +88,8 @@ pub struct Service {
     pub media_ip_family: Option<crate::netpolicy::IpFamily>,
     /// The EventService: settings, subscriptions, published events.
     pub events: Arc<super::events::Events>,
+    /// How the UpdateService fetches images.
+    pub updates: Arc<super::update::UpdateOptions>,
 }
 
 /// The ports this service's BMC answers on, set by the server once its
@@ -126,6 +128,7 @@ impl AppState {
             media_ip_family: None,
             media_verifies: true,
             events: Arc::default(),
+            updates: Arc::default(),
         }))
     }
 

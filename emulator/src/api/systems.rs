@@ -106,7 +106,7 @@ pub fn system_json(st: &AppState, sys: &System, profile: &Profile) -> Value {
         "SKU": sku(sys, profile),
         "AssetTag": sys.bmc.asset_tag,
         "PowerRestorePolicy": sys.bmc.power_restore.as_str(),
-        "BiosVersion": profile.bios_version,
+        "BiosVersion": crate::bmc::firmware::installed(sys, profile, crate::firmware::Component::Bios).version,
         "PowerState": sys.power.as_str(),
         "IndicatorLED": sys.bmc.indicator.as_str(),
         "LocationIndicatorActive": sys.bmc.indicator != IndicatorLed::Off,

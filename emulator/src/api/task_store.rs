@@ -40,6 +40,10 @@ const SETTLING: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskState {
+    /// Accepted, not started yet (an iDRAC's update answers this first).
+    New,
+    /// Preparing (a firmware image being fetched and verified).
+    Starting,
     Running,
     Completed,
     Exception,
@@ -48,10 +52,20 @@ pub enum TaskState {
 impl TaskState {
     pub fn as_str(self) -> &'static str {
         match self {
+            TaskState::New => "New",
+            TaskState::Starting => "Starting",
             TaskState::Running => "Running",
             TaskState::Completed => "Completed",
             TaskState::Exception => "Exception",
         }
+    }
+
+    /// Not ended yet.
+    pub fn live(self) -> bool {
+        matches!(
+            self,
+            TaskState::New | TaskState::Starting | TaskState::Running
+        )
     }
 }
 
@@ -66,7 +80,18 @@ pub struct Task {
     pub error: Option<(u16, Vec<Msg>)>,
     /// The resource the task acts on.
     pub target: String,
+    /// How far it is, where its work says (else 0 while live, 100 after).
+    pub percent: Option<u8>,
+    /// What its work said on the way (rendered messages, oldest first).
+    pub messages: Vec<serde_json::Value>,
 }
+
+/// Why a task's work failed: the status and messages its operation's own
+/// response would have had.
+pub type Failure = (u16, Vec<Msg>);
+
+/// Most progress messages a task keeps (the newest).
+const MAX_TASK_MESSAGES: usize = 32;
 
 /// Where staged work stands, as its check finds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,12 +119,7 @@ struct Inner {
 
 impl Inner {
     fn live(&self) -> usize {
-        self.claimed.len()
-            + self
-                .entries
-                .iter()
-                .filter(|e| e.task.state == TaskState::Running)
-                .count()
+        self.claimed.len() + self.entries.iter().filter(|e| e.task.state.live()).count()
     }
 
     fn busy(&self, key: &str) -> bool {
@@ -107,7 +127,7 @@ impl Inner {
             || self
                 .entries
                 .iter()
-                .any(|e| e.task.state == TaskState::Running && e.key == key)
+                .any(|e| e.task.state.live() && e.key == key)
     }
 
     /// Drops expired finished tasks and all but the newest `KEEP`.
@@ -117,15 +137,11 @@ impl Inner {
                 .end
                 .is_none_or(|end| now.duration_since(end).unwrap_or_default() < EXPIRE)
         });
-        let finished = self
-            .entries
-            .iter()
-            .filter(|e| e.task.state != TaskState::Running)
-            .count();
+        let finished = self.entries.iter().filter(|e| !e.task.state.live()).count();
         let mut extra = finished.saturating_sub(KEEP);
         // Entries are in creation order: the oldest finished go first.
         self.entries.retain(|e| {
-            if extra > 0 && e.task.state != TaskState::Running {
+            if extra > 0 && !e.task.state.live() {
                 extra -= 1;
                 false
             } else {
@@ -211,7 +227,7 @@ impl Tasks {
                     || inner
                         .entries
                         .iter()
-                        .any(|e| e.task.state == TaskState::Running && e.key.starts_with(prefix))
+                        .any(|e| e.task.state.live() && e.key.starts_with(prefix))
             };
             if !busy {
                 return true;
@@ -227,12 +243,31 @@ impl Tasks {
     /// task's Id.
     pub fn spawn(
         &self,
-        mut claim: Claim,
+        claim: Claim,
         name: &str,
         target: &str,
         work: BoxFuture<Result<(), BackendError>>,
         events: Arc<Events>,
     ) -> String {
+        self.spawn_tracked(claim, name, target, TaskState::Running, events, move |_| {
+            Box::pin(async move { work.await.map_err(failure) })
+        })
+    }
+
+    /// Starts a task in state `first` whose work tells its progress
+    /// through the [`Progress`] it is given; returns the task's Id.
+    pub fn spawn_tracked<W>(
+        &self,
+        mut claim: Claim,
+        name: &str,
+        target: &str,
+        first: TaskState,
+        events: Arc<Events>,
+        work: W,
+    ) -> String
+    where
+        W: FnOnce(Progress) -> BoxFuture<Result<(), Failure>>,
+    {
         let id = (self.next.fetch_add(1, Ordering::Relaxed) + 1).to_string();
         let uri = format!("{TASKS}/{id}");
         events.task("TaskStarted", &id, uri.clone());
@@ -246,16 +281,25 @@ impl Tasks {
                 task: Task {
                     id: id.clone(),
                     name: name.to_string(),
-                    state: TaskState::Running,
+                    state: first,
                     start: SystemTime::now(),
                     end: None,
                     error: None,
                     target: target.to_string(),
+                    percent: None,
+                    messages: Vec::new(),
                 },
                 key,
             });
             inner.prune(SystemTime::now());
         }
+        let progress = Progress {
+            inner: self.inner.clone(),
+            id: id.clone(),
+            uri: uri.clone(),
+            events: events.clone(),
+        };
+        let work = work(progress);
         let list = self.inner.clone();
         let tid = id.clone();
         let cause = Cause::Bmc(format!("task {id} ({name})"));
@@ -277,15 +321,10 @@ impl Tasks {
                 events.task(key, &tid, uri);
                 match outcome {
                     Ok(()) => t.state = TaskState::Completed,
-                    Err(e) => {
-                        tracing::warn!(task = %tid, error = %e, "task failed");
-                        let api: ApiError = e.into();
-                        let msgs = match &api {
-                            ApiError::BadRequest(m) => m.clone(),
-                            _ => vec![Msg::new("OperationFailed", &[])],
-                        };
+                    Err(failure) => {
+                        tracing::warn!(task = %tid, status = failure.0, "task failed");
                         t.state = TaskState::Exception;
-                        t.error = Some((api.status_code().as_u16(), msgs));
+                        t.error = Some(failure);
                     }
                 }
             }
@@ -352,6 +391,70 @@ impl Tasks {
             .iter()
             .find(|e| e.task.id == id)
             .map(|e| e.task.clone())
+    }
+}
+
+/// What a failed backend operation's own response would have been.
+pub fn failure(e: BackendError) -> Failure {
+    tracing::warn!(error = %e, "task work failed");
+    let api: ApiError = e.into();
+    let msgs = match &api {
+        ApiError::BadRequest(m) => m.clone(),
+        _ => vec![Msg::new("OperationFailed", &[])],
+    };
+    (api.status_code().as_u16(), msgs)
+}
+
+/// A live task's handle on itself: its work says how far it is.
+#[derive(Clone)]
+pub struct Progress {
+    inner: Arc<Mutex<Inner>>,
+    id: String,
+    uri: String,
+    events: Arc<Events>,
+}
+
+impl Progress {
+    /// The task's Id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn with(&self, f: impl FnOnce(&mut Task)) {
+        let mut inner = lock(&self.inner);
+        if let Some(e) = inner.entries.iter_mut().find(|e| e.task.id == self.id) {
+            f(&mut e.task);
+        }
+    }
+
+    /// The task moves to `state` (a live one: its end is its work's).
+    pub fn state(&self, state: TaskState) {
+        debug_assert!(state.live());
+        self.with(|t| t.state = state);
+    }
+
+    /// The task is `percent` done; a change is a TaskProgressChanged event.
+    pub fn percent(&self, percent: u8) {
+        let percent = percent.min(100);
+        let mut moved = false;
+        self.with(|t| {
+            moved = t.percent != Some(percent);
+            t.percent = Some(percent);
+        });
+        if moved {
+            self.events
+                .task_progress(&self.id, percent, self.uri.clone());
+        }
+    }
+
+    /// The task says `message` (a rendered registry message).
+    pub fn message(&self, message: serde_json::Value) {
+        self.with(|t| {
+            if t.messages.len() == MAX_TASK_MESSAGES {
+                t.messages.remove(0);
+            }
+            t.messages.push(message);
+        });
     }
 }
 

@@ -78,14 +78,23 @@ fn task_json(t: &Task) -> serde_json::Value {
         "TaskStatus": match t.state { TaskState::Exception => "Critical", _ => "OK" },
         "StartTime": rfc3339(t.start),
         "TaskMonitor": format!("{TASK_MONITOR_PREFIX}{}", t.id),
-        "PercentComplete": if t.state == TaskState::Running { 0 } else { 100 },
-        "Messages": t.error.as_ref().map(|(_, m)| m.iter().map(|m| m.render()).collect::<Vec<_>>()).unwrap_or_default(),
+        "PercentComplete": t.percent.unwrap_or(if t.state.live() { 0 } else { 100 }),
+        "Messages": messages(t),
         "Payload": { "TargetUri": t.target },
     });
     if let Some(end) = t.end {
         v["EndTime"] = json!(rfc3339(end));
     }
     v
+}
+
+/// What the task's work said, then why it failed.
+fn messages(t: &Task) -> Vec<serde_json::Value> {
+    let failed = t
+        .error
+        .iter()
+        .flat_map(|(_, m)| m.iter().map(|m| m.render()));
+    t.messages.iter().cloned().chain(failed).collect()
 }
 
 async fn task(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -105,13 +114,13 @@ async fn monitor(State(st): State<AppState>, Path(id): Path<String>) -> Result<R
         .get(&id)
         .ok_or_else(|| ApiError::NotFound(format!("{TASK_MONITOR_PREFIX}{id}")))?;
     Ok(match (t.state, &t.error) {
-        (TaskState::Running, _) => accepted(&t),
+        (state, _) if state.live() => accepted(&t),
         (TaskState::Completed, _) => no_content(),
-        (TaskState::Exception, Some((status, msgs))) => {
+        (_, Some((status, msgs))) => {
             let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (status, axum::Json(error_body(msgs))).into_response()
         }
-        (TaskState::Exception, None) => ApiError::Internal("task failed".into()).into_response(),
+        (_, None) => ApiError::Internal("task failed".into()).into_response(),
     })
 }
 

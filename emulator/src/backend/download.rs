@@ -169,6 +169,42 @@ pub fn download(
     slot: MediaSlot,
     keep: Option<&Path>,
 ) -> Result<u64, BackendError> {
+    let resp = get(opts, image)?;
+    let url = &image.image;
+    let total = receive(resp, opts, url, slot, keep)?;
+    tracing::info!(%url, bytes = total, kept = ?keep, "virtual media downloaded");
+    Ok(total)
+}
+
+/// Downloads `image` (a firmware image) into memory, within the size
+/// limit: the same policy, TLS, credentials and redirects as an
+/// InsertMedia's download.
+pub fn fetch_bytes(opts: &MediaOptions, image: &MediaImage) -> Result<Vec<u8>, BackendError> {
+    let resp = get(opts, image)?;
+    let url = &image.image;
+    let mut out = Vec::new();
+    resp.into_body()
+        .into_with_config()
+        .limit(opts.max_bytes)
+        .reader()
+        .read_to_end(&mut out)
+        .map_err(|e| {
+            if e.to_string().contains("limit") {
+                BackendError::from(MediaError::TooLarge)
+            } else {
+                unreachable(url, e.to_string())
+            }
+        })?;
+    tracing::info!(%url, bytes = out.len(), "firmware image downloaded");
+    Ok(out)
+}
+
+/// The GET of `image`, its protocol and URL checked, redirects followed:
+/// the server's 200, or why there is none.
+fn get(
+    opts: &MediaOptions,
+    image: &MediaImage,
+) -> Result<ureq::http::Response<ureq::Body>, BackendError> {
     match image.transfer_protocol {
         Some(TransferProtocol::Http | TransferProtocol::Https) | None => {}
         Some(p) => return Err(MediaError::Protocol(p).into()),
@@ -181,22 +217,17 @@ pub fn download(
     let resp = follow(&agent, opts, image)?;
     let status = resp.status().as_u16();
     match status {
-        200 => {}
-        401 | 403 => {
-            return Err(MediaError::Unauthorized {
-                url: url.clone(),
-                status,
-            }
-            .into())
+        200 => Ok(resp),
+        401 | 403 => Err(MediaError::Unauthorized {
+            url: url.clone(),
+            status,
         }
+        .into()),
         _ => {
             tracing::warn!(%url, status, "image server refused the download");
-            return Err(MediaError::Missing(url.clone()).into());
+            Err(MediaError::Missing(url.clone()).into())
         }
     }
-    let total = receive(resp, opts, url, slot, keep)?;
-    tracing::info!(%url, bytes = total, kept = ?keep, "virtual media downloaded");
-    Ok(total)
 }
 
 fn bad_image(url: &str) -> BackendError {

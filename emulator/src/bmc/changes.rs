@@ -111,6 +111,13 @@ pub enum What {
         before: PowerRestorePolicy,
         after: PowerRestorePolicy,
     },
+    /// A component runs new firmware (`before`: `None` where it ran the
+    /// factory's).
+    Firmware {
+        component: crate::model::firmware::Component,
+        before: Option<crate::model::firmware::Installed>,
+        after: crate::model::firmware::Installed,
+    },
     /// The machine started: what it booted.
     Booted {
         record: BootRecord,
@@ -253,7 +260,17 @@ fn differences(before: &System, after: &System, power: bool) -> Vec<What> {
             after: a.power_restore,
         });
     }
-    let others: [(&'static str, bool); 6] = [
+    for (c, after) in &a.firmware.installed {
+        let before = b.firmware.installed.get(c);
+        if before != Some(after) {
+            out.push(What::Firmware {
+                component: *c,
+                before: before.cloned(),
+                after: after.clone(),
+            });
+        }
+    }
+    let others: [(&'static str, bool); 7] = [
         ("storage", b.storage != a.storage),
         ("boot_certs", b.boot_certs != a.boot_certs),
         ("ntp", b.ntp != a.ntp),
@@ -263,6 +280,7 @@ fn differences(before: &System, after: &System, power: bool) -> Vec<What> {
         ),
         ("cd_tls", b.cd_tls != a.cd_tls),
         ("floppy_tls", b.floppy_tls != a.floppy_tls),
+        ("firmware_staged", b.firmware.staged != a.firmware.staged),
     ];
     out.extend(
         others

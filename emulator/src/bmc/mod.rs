@@ -24,6 +24,7 @@
 
 mod boot;
 pub mod changes;
+pub mod firmware;
 pub mod jobs;
 pub mod log;
 mod power;
@@ -40,7 +41,7 @@ pub use power::{PowerClock, PowerError};
 
 use crate::backend::{Backend, BackendError};
 use crate::faults::Faults;
-use crate::model::System;
+use crate::model::{Change, System};
 use crate::profile::{self, Profile, Profiles};
 
 /// Per-resource async locks serialising read-check-write sequences, keyed
@@ -200,8 +201,9 @@ impl Core {
 
     /// The BMC of `sys` restarts (`reason`: `user initiated`): its log
     /// keeps it (an iDRAC's Lifecycle log says RAC0182, which tools read
-    /// for the last BMC reboot).
-    pub fn bmc_restarted(&self, sys: &System, reason: &'static str) {
+    /// for the last BMC reboot), and it comes back running the firmware
+    /// staged for its restart, if any.
+    pub async fn bmc_restarted(&self, sys: &System, reason: &'static str) {
         self.changes.send(changes::ChangeRecord {
             system: sys.id.clone(),
             name: sys.name.clone(),
@@ -209,6 +211,21 @@ impl Core {
             cause: changes::current_cause(),
             at: std::time::SystemTime::now(),
         });
+        let Ok(locked) = self.locked(&sys.id).await else {
+            return;
+        };
+        let staged = locked
+            .sys
+            .bmc
+            .firmware
+            .staged
+            .get(&crate::firmware::Component::Bmc);
+        if staged.is_some_and(|s| s.apply == crate::model::firmware::ApplyAt::OnReset) {
+            let change = Change::Firmware(crate::model::firmware::FirmwareChange::BmcRestarted);
+            if let Err(e) = self.backend.apply(&sys.id, vec![change]).await {
+                tracing::warn!(system = %sys.name, error = %e, "BMC firmware not installed at restart");
+            }
+        }
     }
 
     /// Takes the system's lock and reads it, for a read-check-write.

@@ -123,6 +123,7 @@ impl Cli {
             .or(sushy.and_then(|c| c.media_ip_family));
         let media = self.media_options(sushy, media_ip_family);
         let fake = self.fake_options(&cfg, sushy, &media);
+        let updates = crate::api::update::UpdateOptions::new(media.clone());
         let backend = match ironic {
             Some(cloud) => BackendChoice::Ironic { cloud, profile },
             None if libvirt => self.libvirt_choice(sushy, profile, libvirt_uris, media),
@@ -175,6 +176,7 @@ impl Cli {
                 },
                 insecure: self.event_insecure,
             },
+            updates,
         })
     }
 

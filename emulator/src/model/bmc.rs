@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::firmware::{FirmwareChange, FirmwareState};
 use super::{
     BiosState, BootMode, BootOverride, BootRecord, BootTarget, IndicatorLed, MediaSlot, MediaState,
     PowerRestorePolicy, ResetKeysType, SecureBoot,
@@ -56,6 +57,9 @@ pub struct BmcState {
     /// ... and the removable device.
     #[serde(default, skip_serializing_if = "MediaTls::is_default")]
     pub floppy_tls: MediaTls,
+    /// Firmware versions an update changed, and images staged.
+    #[serde(default, skip_serializing_if = "FirmwareState::is_empty")]
+    pub firmware: FirmwareState,
 }
 
 /// How a virtual media device checks the HTTPS server of an image it
@@ -141,6 +145,8 @@ pub enum Change {
     ServiceIdentification(String),
     /// A virtual media device's certificate checking, whole.
     MediaTls(MediaSlot, MediaTls),
+    /// A firmware image installed or staged.
+    Firmware(FirmwareChange),
 }
 
 impl BmcState {
@@ -168,6 +174,7 @@ impl BmcState {
             service_identification: String::new(),
             cd_tls: MediaTls::default(),
             floppy_tls: MediaTls::default(),
+            firmware: FirmwareState::default(),
         }
     }
 
@@ -202,6 +209,7 @@ impl BmcState {
                 MediaSlot::Cd => self.cd_tls = tls,
                 MediaSlot::Floppy => self.floppy_tls = tls,
             },
+            Change::Firmware(f) => self.firmware.apply(f),
             Change::Volume {
                 change,
                 staged: true,
@@ -213,8 +221,8 @@ impl BmcState {
         }
     }
 
-    /// What a BMC does when its machine starts: staged volume changes and
-    /// BIOS settings take effect, the Secure Boot state is latched for this
+    /// What a BMC does when its machine starts: staged volume changes,
+    /// firmware images and BIOS settings take effect, the Secure Boot state is latched for this
     /// boot, a Once override is consumed, and the boot is recorded.
     /// `booted` is what the firmware was pointed at, `media` the image it
     /// booted from, if any. Every backend calls this, so the semantics are
@@ -231,6 +239,7 @@ impl BmcState {
             .then(|| self.http_boot_uri_at_start())
             .flatten();
         self.storage.apply_pending(disks);
+        self.firmware.start();
         if !self.bios.held {
             let pending = std::mem::take(&mut self.bios.pending);
             self.bios.current.extend(pending);

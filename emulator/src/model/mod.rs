@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 mod bmc;
 mod enclosure;
+pub mod firmware;
 
 use crate::storage::Disk;
 pub use bmc::{

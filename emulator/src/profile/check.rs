@@ -80,6 +80,7 @@ impl Profile {
         self.check_events()?;
         self.check_vmedia_devices()?;
         self.check_dell()?;
+        self.update.check()?;
         self.check_sources()
     }
 

@@ -20,6 +20,7 @@ mod api_profiles;
 mod api_query;
 mod api_resources;
 mod api_storage;
+mod api_update;
 mod architecture;
 mod binary;
 mod boot_routes;

@@ -164,6 +164,6 @@ pub(super) async fn idrac_reset(
     let down = Duration::from_secs(d.reset_down_secs);
     let settle = Duration::from_secs(d.lc_settle_secs);
     tracing::info!(system = %sys.name, ?down, ?settle, "iDRAC reset");
-    crate::api::managers::restart_bmc(st, sys, down, settle);
+    crate::api::managers::restart_bmc(st, sys, "user initiated", (down, settle));
     Ok(success(dell_msg(d, "RAC064", &[])))
 }

@@ -171,6 +171,12 @@ pub fn records_of(change: &ChangeRecord, at: &Place) -> Vec<Record> {
         | What::PowerRestore { .. } => changed(sys, "ComputerSystem"),
         What::Media { slot, .. } => changed(media(*slot), "VirtualMedia"),
         What::Bios { .. } => changed(format!("{sys}/Bios"), "Bios"),
+        // A new BMC firmware shows on the Manager; the BIOS's and the
+        // NIC's on the System (its BiosVersion, its adapter).
+        What::Firmware { component, .. } => match component {
+            crate::firmware::Component::Bmc => changed(at.manager.clone(), "Manager"),
+            _ => changed(sys, "ComputerSystem"),
+        },
         What::SecureBoot { .. } => changed(format!("{sys}/SecureBoot"), "SecureBoot"),
         What::Other { part } => match *part {
             // Volumes and the HTTPS boot CAs are collections under the
@@ -218,6 +224,19 @@ impl Record {
     /// at `uri`.
     pub fn task(key: &'static str, id: &str, uri: String) -> Record {
         Record::of(&TASK_EVENT, key, &[id], "StatusChange", Some(uri), "Task")
+    }
+
+    /// TaskProgressChanged of task `id`.
+    pub fn task_progress(id: &str, percent: u8, uri: String) -> Record {
+        let percent = percent.to_string();
+        Record::of(
+            &TASK_EVENT,
+            "TaskProgressChanged",
+            &[id, &percent],
+            "StatusChange",
+            Some(uri),
+            "Task",
+        )
     }
 
     /// `ResourceCreated`, `ResourceChanged` or `ResourceRemoved` of the

@@ -258,6 +258,11 @@ impl Events {
         self.publish(vec![Record::task(key, id, uri)]);
     }
 
+    /// A task's TaskProgressChanged.
+    pub fn task_progress(&self, id: &str, percent: u8, uri: String) {
+        self.publish(vec![Record::task_progress(id, percent, uri)]);
+    }
+
     /// A new event Id, for an event sent to one destination only (a test
     /// event is published; a heartbeat is not).
     pub fn next_id(&self) -> u64 {

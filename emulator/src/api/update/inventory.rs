@@ -1,0 +1,151 @@
+//! `FirmwareInventory`: a member per component of each system (its BIOS,
+//! its BMC, its network adapter), showing what the core says it runs, and
+//! the targets a SimpleUpdate may name.
+
+use axum::extract::Path;
+use axum::http::Uri;
+use serde_json::{json, Value};
+
+use crate::api::error::{ApiError, Msg};
+use crate::api::json::Resource;
+use crate::api::{collection, link, AppState, State};
+use crate::bmc::firmware::{components, installed};
+use crate::firmware::Component;
+use crate::model::System;
+
+pub const INVENTORY: &str = "/redfish/v1/UpdateService/FirmwareInventory";
+
+/// A member's Id: the component's name, prefixed by the system's Id where
+/// the service serves more than one.
+pub fn member_id(sys: &System, shared: bool, c: Component) -> String {
+    let name = match c {
+        Component::Bios => "BIOS",
+        Component::Bmc => "BMC",
+        Component::Nic => "NIC",
+    };
+    if shared {
+        format!("{}-{name}", sys.id)
+    } else {
+        name.to_string()
+    }
+}
+
+/// The systems of this service, and whether there are several.
+pub async fn systems(st: &AppState) -> Result<(Vec<System>, bool), ApiError> {
+    let refs = st.core.backend.systems().await?;
+    let shared = refs.len() > 1;
+    let mut all = Vec::with_capacity(refs.len());
+    for r in refs {
+        all.push(st.core.backend.system(&r.id).await?);
+    }
+    Ok((all, shared))
+}
+
+pub async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
+    let (all, shared) = systems(&st).await?;
+    let members = all.iter().flat_map(|sys| {
+        components(sys).map(move |c| format!("{INVENTORY}/{}", member_id(sys, shared, c)))
+    });
+    Ok(Resource::plain(
+        collection(
+            "SoftwareInventoryCollection",
+            INVENTORY,
+            "Firmware Inventory Collection",
+            members.collect::<Vec<_>>(),
+        ),
+        "GET",
+    ))
+}
+
+pub async fn member(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+    uri: Uri,
+) -> Result<Resource, ApiError> {
+    let (all, shared) = systems(&st).await?;
+    let (sys, c) = all
+        .iter()
+        .find_map(|sys| {
+            components(sys)
+                .find(|c| member_id(sys, shared, *c) == id)
+                .map(|c| (sys, c))
+        })
+        .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))?;
+    Ok(Resource::plain(member_json(&st, sys, shared, c), "GET"))
+}
+
+/// The member of `c` of `sys`.
+fn member_json(st: &AppState, sys: &System, shared: bool, c: Component) -> Value {
+    let profile = st.profile(sys);
+    let id = member_id(sys, shared, c);
+    let now = installed(sys, profile, c);
+    let (name, related) = match c {
+        Component::Bios => ("BIOS", format!("/redfish/v1/Systems/{}", sys.id)),
+        Component::Bmc => (
+            "BMC firmware",
+            format!("/redfish/v1/Managers/{}", st.manager_id(sys)),
+        ),
+        Component::Nic => (
+            "Network adapter firmware",
+            crate::api::network_adapters::adapter_uri(st, sys),
+        ),
+    };
+    let mut v = json!({
+        "@odata.type": "#SoftwareInventory.v1_10_0.SoftwareInventory",
+        "@odata.id": format!("{INVENTORY}/{id}"),
+        "Id": id,
+        "Name": name,
+        "Version": now.version,
+        "Updateable": true,
+        "SoftwareId": c.as_str().to_ascii_uppercase(),
+        "Manufacturer": profile.manufacturer,
+        "Status": { "State": "Enabled", "Health": "OK" },
+        "RelatedItem": [link(&related)],
+        "RelatedItem@odata.count": 1,
+    });
+    if let Some(d) = &now.release_date {
+        v["ReleaseDate"] = json!(format!("{d}T00:00:00Z"));
+    }
+    v
+}
+
+/// What a SimpleUpdate target names: a system, and the component when the
+/// target is one (a Manager is its BMC, a network adapter its NIC, an
+/// inventory member its component; a System or its Bios: the image says).
+pub fn resolve_target(
+    st: &AppState,
+    all: &[System],
+    shared: bool,
+    target: &str,
+) -> Option<(System, Option<Component>)> {
+    let path = target.trim_end_matches('/');
+    let path = path.find("/redfish/v1/").map_or(path, |i| &path[i..]);
+    let rest = |prefix: &str| path.strip_prefix(prefix);
+    for sys in all {
+        let system = format!("/redfish/v1/Systems/{}", sys.id);
+        let found = if path == system || rest(&system) == Some("/Bios") {
+            Some(None)
+        } else if path == format!("/redfish/v1/Managers/{}", st.manager_id(sys)) {
+            Some(Some(Component::Bmc))
+        } else if !sys.nics.is_empty() && path == crate::api::network_adapters::adapter_uri(st, sys)
+        {
+            Some(Some(Component::Nic))
+        } else {
+            rest(&format!("{INVENTORY}/"))
+                .and_then(|m| components(sys).find(|c| member_id(sys, shared, *c) == m))
+                .map(Some)
+        };
+        if let Some(c) = found {
+            return Some((sys.clone(), c));
+        }
+    }
+    None
+}
+
+/// A target no component answers to.
+pub fn unknown_target(target: &str, action: &str) -> ApiError {
+    ApiError::bad(Msg::new(
+        "ActionParameterValueNotInList",
+        &[target, "Targets", action],
+    ))
+}

@@ -1,0 +1,321 @@
+//! The UpdateService: `SimpleUpdate` (an image fetched from a URL),
+//! `StartUpdate` (images staged for it), and the `FirmwareInventory`
+//! (`inventory.rs`). An update is a task (`run.rs`); what a component
+//! runs, and when a staged image is installed, is the core's
+//! (`bmc/firmware.rs`).
+//!
+//! A request is checked whole before anything starts: a missing or
+//! non-URL `ImageURI`, a `TransferProtocol` the BMC does not fetch with,
+//! a target no component answers to, an unknown apply time, or a second
+//! update of a system while one runs, each is a Redfish error and starts
+//! nothing.
+
+mod inventory;
+mod run;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Map, Value};
+
+use crate::api::error::{ApiError, Msg};
+use crate::api::json::{self, JsonObject, Resource};
+use crate::api::task_store::TaskState;
+use crate::api::{link, AppState, State};
+use crate::backend::download::MediaOptions;
+use crate::model::firmware::ApplyAt;
+use crate::model::{MediaImage, System};
+
+const SERVICE: &str = "/redfish/v1/UpdateService";
+pub const SIMPLE_UPDATE: &str = "UpdateService.SimpleUpdate";
+const START_UPDATE: &str = "UpdateService.StartUpdate";
+/// The largest image the BMC takes into memory.
+pub const MAX_IMAGE_BYTES: u64 = 64 << 20;
+/// The apply times SimpleUpdate takes.
+const APPLY_TIMES: [&str; 3] = ["Immediate", "OnReset", "OnStartUpdateRequest"];
+
+/// How the BMC fetches images: InsertMedia's download options (its
+/// address policy, TLS, timeout), the size bounded by [`MAX_IMAGE_BYTES`].
+#[derive(Debug, Clone)]
+pub struct UpdateOptions {
+    pub fetch: MediaOptions,
+}
+
+impl UpdateOptions {
+    pub fn new(mut fetch: MediaOptions) -> Self {
+        fetch.max_bytes = fetch.max_bytes.min(MAX_IMAGE_BYTES);
+        UpdateOptions { fetch }
+    }
+}
+
+impl Default for UpdateOptions {
+    /// Verified TLS, the default address policy, ten minutes.
+    fn default() -> Self {
+        UpdateOptions::new(MediaOptions {
+            cache: std::path::PathBuf::new(),
+            max_bytes: MAX_IMAGE_BYTES,
+            timeout: Duration::from_secs(600),
+            insecure: false,
+            addresses: crate::netpolicy::AddressPolicy::default(),
+        })
+    }
+}
+
+pub fn router() -> Router {
+    Router::new()
+        .route(SERVICE, get(service))
+        .route(inventory::INVENTORY, get(inventory::list))
+        .route(
+            &format!("{}/{{id}}", inventory::INVENTORY),
+            get(inventory::member),
+        )
+        .route(
+            &format!("{SERVICE}/Actions/{SIMPLE_UPDATE}"),
+            post(simple_update),
+        )
+        .route(
+            &format!("{SERVICE}/Actions/{START_UPDATE}"),
+            post(start_update),
+        )
+}
+
+async fn service(State(st): State<AppState>) -> Resource {
+    let update = &st.root_profile.update;
+    Resource::plain(
+        json!({
+            "@odata.type": "#UpdateService.v1_11_0.UpdateService",
+            "@odata.id": SERVICE,
+            "Id": "UpdateService",
+            "Name": "Update Service",
+            "Description": "Firmware updates of the BIOS, the BMC and the network adapter",
+            "ServiceEnabled": true,
+            "Status": { "State": "Enabled", "Health": "OK" },
+            "MaxImageSizeBytes": st.updates.fetch.max_bytes,
+            "FirmwareInventory": link(inventory::INVENTORY),
+            "Actions": {
+                format!("#{SIMPLE_UPDATE}"): {
+                    "target": format!("{SERVICE}/Actions/{SIMPLE_UPDATE}"),
+                    "TransferProtocol@Redfish.AllowableValues": update.transfer_protocols,
+                    "@Redfish.OperationApplyTimeSupport": {
+                        "@odata.type": "#Settings.v1_3_5.OperationApplyTimeSupport",
+                        "SupportedValues": APPLY_TIMES,
+                    },
+                },
+                format!("#{START_UPDATE}"): {
+                    "target": format!("{SERVICE}/Actions/{START_UPDATE}"),
+                },
+            },
+        }),
+        "GET",
+    )
+}
+
+/// A string parameter's value, or the action's error.
+fn required<'a>(body: &'a Map<String, Value>, param: &str) -> Result<&'a str, ApiError> {
+    json::action_str(body, param, SIMPLE_UPDATE)?
+        .ok_or_else(|| ApiError::bad(Msg::new("ActionParameterMissing", &[SIMPLE_UPDATE, param])))
+}
+
+/// `@Redfish.OperationApplyTime`: unset, Immediate (`Some(None)`) or a
+/// later time.
+fn apply_time(body: &Map<String, Value>) -> Result<Option<Option<ApplyAt>>, ApiError> {
+    const KEY: &str = "@Redfish.OperationApplyTime";
+    Ok(match json::action_str(body, KEY, SIMPLE_UPDATE)? {
+        None => None,
+        Some("Immediate") => Some(None),
+        Some("OnReset") => Some(Some(ApplyAt::OnReset)),
+        Some("OnStartUpdateRequest") => Some(Some(ApplyAt::OnStartUpdateRequest)),
+        Some(other) => {
+            return Err(ApiError::bad(Msg::new(
+                "ActionParameterValueNotInList",
+                &[other, KEY, SIMPLE_UPDATE],
+            )))
+        }
+    })
+}
+
+/// The system and component the request's `Targets` name; without
+/// targets, the service's one system.
+async fn target(
+    st: &AppState,
+    body: &Map<String, Value>,
+) -> Result<(System, Option<crate::firmware::Component>, String), ApiError> {
+    let (all, shared) = inventory::systems(st).await?;
+    let targets: Vec<&str> = match body.get("Targets") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|t| {
+                t.as_str().ok_or_else(|| {
+                    ApiError::bad(Msg::new(
+                        "ActionParameterValueTypeError",
+                        &[&json::shown(t), "Targets", SIMPLE_UPDATE],
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(v) => {
+            return Err(ApiError::bad(Msg::new(
+                "ActionParameterValueTypeError",
+                &[&json::shown(v), "Targets", SIMPLE_UPDATE],
+            )))
+        }
+    };
+    let mut found: Option<(System, Option<crate::firmware::Component>, String)> = None;
+    for t in &targets {
+        let (sys, c) = inventory::resolve_target(st, &all, shared, t)
+            .ok_or_else(|| inventory::unknown_target(t, SIMPLE_UPDATE))?;
+        match &found {
+            // One BMC updates its own server: one system, one component.
+            Some((s, prev, _))
+                if s.id != sys.id || (prev.is_some() && c.is_some() && *prev != c) =>
+            {
+                return Err(ApiError::bad(Msg::new(
+                    "ActionParameterValueConflict",
+                    &["Targets", SIMPLE_UPDATE],
+                )))
+            }
+            Some((_, Some(_), _)) => {}
+            _ => found = Some((sys, c, t.to_string())),
+        }
+    }
+    match found {
+        Some(f) => Ok(f),
+        None if all.len() == 1 => {
+            let sys = all.into_iter().next().expect("one system");
+            let label = format!("/redfish/v1/Systems/{}", sys.id);
+            Ok((sys, None, label))
+        }
+        None => Err(ApiError::bad(Msg::new(
+            "ActionParameterMissing",
+            &[SIMPLE_UPDATE, "Targets"],
+        ))),
+    }
+}
+
+async fn simple_update(
+    State(st): State<AppState>,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    json::action_known(
+        &body,
+        &[
+            "ImageURI",
+            "TransferProtocol",
+            "Targets",
+            "Username",
+            "Password",
+        ],
+        SIMPLE_UPDATE,
+    )?;
+    let uri = required(&body, "ImageURI")?;
+    let parsed: Option<axum::http::Uri> = uri.parse().ok();
+    if !parsed
+        .as_ref()
+        .is_some_and(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
+    {
+        return Err(ApiError::bad(Msg::new(
+            "ActionParameterValueFormatError",
+            &[uri, "ImageURI", SIMPLE_UPDATE],
+        )));
+    }
+    let protocol = json::action_str(&body, "TransferProtocol", SIMPLE_UPDATE)?;
+    if let Some(p) = protocol {
+        if !st
+            .root_profile
+            .update
+            .transfer_protocols
+            .iter()
+            .any(|x| x == p)
+        {
+            return Err(ApiError::bad(Msg::new(
+                "ActionParameterValueNotInList",
+                &[p, "TransferProtocol", SIMPLE_UPDATE],
+            )));
+        }
+    }
+    let user = json::action_str(&body, "Username", SIMPLE_UPDATE)?;
+    let password = json::action_str(&body, "Password", SIMPLE_UPDATE)?;
+    let apply = apply_time(&body)?;
+    let (sys, only, target) = target(&st, &body).await?;
+    // One update of a system at a time, as a BMC runs one.
+    let claim = st.tasks.claim(&format!("update:{}", sys.id))?;
+    let image = MediaImage {
+        image: uri.to_string(),
+        inserted: false,
+        write_protected: true,
+        // The URL's scheme decides (Ironic sends HTTP for https URLs).
+        transfer_protocol: None,
+        transfer_method: None,
+        user_name: user.map(str::to_string),
+        password: password.map(str::to_string),
+        verify: None,
+        cas: Vec::new(),
+    };
+    let req = run::Request {
+        sys,
+        image,
+        only,
+        apply,
+        target,
+    };
+    let work_state = st.clone();
+    let id = st.tasks.spawn_tracked(
+        claim,
+        "Firmware update",
+        &format!("{SERVICE}/Actions/{SIMPLE_UPDATE}"),
+        TaskState::New,
+        st.events.clone(),
+        move |p| Box::pin(run::run(work_state, req, p)),
+    );
+    let task = st
+        .tasks
+        .get(&id)
+        .ok_or_else(|| ApiError::Internal("the task just started is gone".into()))?;
+    Ok(crate::api::tasks::accepted(&task))
+}
+
+async fn start_update(
+    State(st): State<AppState>,
+    JsonObject(body): JsonObject,
+) -> Result<Response, ApiError> {
+    json::action_known(&body, &[], START_UPDATE)?;
+    let (all, _) = inventory::systems(&st).await?;
+    let mut started = false;
+    for sys in &all {
+        let bmc_waits = sys
+            .bmc
+            .firmware
+            .staged
+            .get(&crate::firmware::Component::Bmc)
+            .is_some_and(|s| s.apply == ApplyAt::OnStartUpdateRequest);
+        if st.core.start_update(&sys.id).await? {
+            started = true;
+            if bmc_waits {
+                restart_for_update(&st, sys);
+            }
+        }
+    }
+    if !started {
+        return Err(ApiError::bad(Msg::new("OperationNotAllowed", &[])));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The BMC of `sys` restarts into the firmware it just wrote, away as
+/// long as the profile says (else as long as a Manager reset).
+pub(super) fn restart_for_update(st: &AppState, sys: &System) {
+    let profile = st.profile(sys);
+    let (reset_down, settle) = super::vendor::bmc_reset_times(profile).unwrap_or((
+        Duration::from_secs(super::managers::RESET_DOWN_SECS),
+        Duration::ZERO,
+    ));
+    let down = profile
+        .update
+        .bmc_down_secs
+        .map_or(reset_down, Duration::from_secs);
+    super::managers::restart_bmc(st, sys, "firmware update", (down, settle));
+}

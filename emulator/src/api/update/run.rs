@@ -1,0 +1,140 @@
+//! One firmware update as a task, the way a BMC runs it: `New`, then
+//! `Starting` while the image is fetched and verified, then `Running`
+//! while it is written (PercentComplete moving), then `Completed` with the
+//! image installed or staged for its apply time, or `Exception` with the
+//! Update registry's message saying what failed. A BMC that installed its
+//! own firmware then restarts into it.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::api::error::Msg;
+use crate::api::task_store::{Failure, Progress, TaskState};
+use crate::api::AppState;
+use crate::bmc::firmware::FirmwareRefused;
+use crate::firmware::Component;
+use crate::model::firmware::ApplyAt;
+use crate::model::{MediaImage, System};
+use crate::registry::UPDATE;
+
+use super::SIMPLE_UPDATE;
+
+/// Steps PercentComplete takes while an image is written.
+const STEPS: u32 = 5;
+
+/// An update request, checked whole before its task starts.
+pub struct Request {
+    pub sys: System,
+    /// The image and how to fetch it.
+    pub image: MediaImage,
+    /// The component the client targeted, where it named one.
+    pub only: Option<Component>,
+    /// The client's `@Redfish.OperationApplyTime`: `None` for Immediate;
+    /// unset: the component's default.
+    pub apply: Option<Option<ApplyAt>>,
+    /// What messages call the target.
+    pub target: String,
+}
+
+/// A message of DMTF's Update registry, rendered.
+pub fn message(key: &str, args: &[&str]) -> Value {
+    let (id, text, severity) = UPDATE.message(key, args);
+    json!({
+        "@odata.type": "#Message.v1_1_1.Message",
+        "MessageId": id,
+        "Message": text,
+        "MessageArgs": args,
+        "MessageSeverity": severity,
+        "Severity": severity,
+        "Resolution": "None.",
+    })
+}
+
+/// The task's work.
+pub async fn run(st: AppState, req: Request, p: Progress) -> Result<(), Failure> {
+    let profile = st.profile(&req.sys);
+    let uri = req.image.image.clone();
+    let fail = |key: &str, why: Msg| -> Failure {
+        p.message(message(key, &[&uri, &req.target]));
+        (400, vec![why])
+    };
+    let new = profile.update.new_secs;
+    if new > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(new)).await;
+    }
+    p.state(TaskState::Starting);
+    p.message(message("TransferringToComponent", &[&uri, &req.target]));
+    let opts = st.updates.fetch.clone();
+    let fetch = req.image.clone();
+    let bytes =
+        tokio::task::spawn_blocking(move || crate::backend::download::fetch_bytes(&opts, &fetch))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "firmware fetch did not finish");
+                fail("TransferFailed", Msg::new("InternalError", &[]))
+            })?;
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(system = %req.sys.name, %uri, error = %e, "firmware image not fetched");
+            let failure = crate::api::task_store::failure(e);
+            p.message(message("TransferFailed", &[&uri, &req.target]));
+            return Err(failure);
+        }
+    };
+    p.message(message("VerifyingAtComponent", &[&uri, &req.target]));
+    let image = crate::firmware::parse(&bytes).map_err(|e| {
+        tracing::warn!(system = %req.sys.name, %uri, error = %e, "firmware image refused");
+        fail("VerificationFailed", bad_image(&uri))
+    })?;
+    let c = image.component;
+    if req.only.is_some_and(|o| o != c)
+        || !crate::bmc::firmware::components(&req.sys).any(|x| x == c)
+    {
+        tracing::warn!(system = %req.sys.name, %uri, component = %c, "firmware image for another target");
+        return Err(fail("VerificationFailed", bad_image(&uri)));
+    }
+    p.message(message("TargetDetermined", &[&req.target, &uri]));
+    p.state(TaskState::Running);
+    p.message(message("InstallingOnComponent", &[&uri, &req.target]));
+    let step = Duration::from_secs_f64(profile.update.apply_secs / f64::from(STEPS));
+    for i in 1..=STEPS {
+        tokio::time::sleep(step).await;
+        p.percent(u8::try_from(i * 100 / STEPS).unwrap_or(100));
+    }
+    let at = req
+        .apply
+        .unwrap_or_else(|| crate::bmc::firmware::default_apply(c));
+    match st
+        .core
+        .install_firmware(&req.sys.id, &image, req.only, at, p.id())
+        .await
+    {
+        Ok(_) => {}
+        Err(FirmwareRefused::WrongTarget { .. }) => {
+            return Err(fail("VerificationFailed", bad_image(&uri)))
+        }
+        Err(FirmwareRefused::Backend(e)) => {
+            p.message(message("ApplyFailed", &[&uri, &req.target]));
+            return Err(crate::api::task_store::failure(e));
+        }
+    }
+    tracing::info!(system = %req.sys.name, component = %c, version = %image.version, apply = ?at, "firmware image taken");
+    if c == Component::Bmc && at.is_none() {
+        // Written: the BMC restarts into it (the version shows then).
+        p.message(message("UpdateSuccessful", &[&req.target, &uri]));
+        super::restart_for_update(&st, &req.sys);
+    } else if at.is_none() {
+        p.message(message("UpdateSuccessful", &[&req.target, &uri]));
+    } else {
+        p.message(message("AwaitToActivate", &[&uri, &req.target]));
+    }
+    Ok(())
+}
+
+/// The image at `uri` is not one the BMC takes.
+fn bad_image(uri: &str) -> Msg {
+    tracing::debug!(%uri, "image refused");
+    Msg::new("ActionParameterValueError", &["ImageURI", SIMPLE_UPDATE])
+}

@@ -1,0 +1,375 @@
+//! The UpdateService in-process: SimpleUpdate's task moving New →
+//! Starting → Running → Completed, the versions following the core's
+//! firmware state at each apply time, a BMC restarting into its new
+//! firmware, and every bad request refused with nothing staged. Images
+//! come from a loopback server the address policy is told to allow.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use shoal_emulator::api::update::UpdateOptions;
+use shoal_emulator::backend::download::MediaOptions;
+use shoal_emulator::firmware::{build, Component, Image};
+use shoal_emulator::netpolicy::AddressPolicy;
+use shoal_emulator::profile::Profiles;
+
+use crate::common::{file_server, Api};
+
+const SIMPLE: &str = "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate";
+
+fn image(component: Component, version: &str) -> Vec<u8> {
+    build(
+        &Image {
+            component,
+            version: version.into(),
+            release_date: Some("2026-11-02".into()),
+        },
+        format!("{component} {version} payload").as_bytes(),
+    )
+}
+
+/// A profile whose updates are quick and whose BMC is back in a second.
+fn quick_profiles() -> Profiles {
+    let dir = tempfile::tempdir().unwrap();
+    let generic = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/generic.toml"
+    ))
+    .unwrap();
+    let text = generic.replacen("name = \"generic\"", "name = \"quick\"", 1)
+        + "\n[update]\napply_secs = 0.3\nnew_secs = 0.2\nbmc_down_secs = 1\n";
+    std::fs::write(dir.path().join("quick.toml"), text).unwrap();
+    Profiles::load(Some(dir.path())).unwrap()
+}
+
+/// `api` fetching images from loopback.
+fn fetching(api: Api) -> Api {
+    let mut state = api.state;
+    state.updates = Arc::new(UpdateOptions::new(MediaOptions {
+        cache: std::env::temp_dir(),
+        max_bytes: 1 << 20,
+        timeout: Duration::from_secs(10),
+        insecure: false,
+        addresses: AddressPolicy {
+            allow: vec!["127.0.0.0/8".parse().unwrap()],
+            ..AddressPolicy::default()
+        },
+    }));
+    Api::of_state(state)
+}
+
+/// Polls the task monitor until it stops answering 202; the task states
+/// seen on the way (from the Task itself), and the Task at the end.
+async fn follow(api: &Api, monitor: &str, task: &str) -> (Vec<String>, Value) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen: Vec<String> = Vec::new();
+    loop {
+        let t = api.get(task).await.body;
+        let state = t["TaskState"].as_str().unwrap_or_default().to_string();
+        if seen.last() != Some(&state) {
+            seen.push(state);
+        }
+        if api.get(monitor).await.status != StatusCode::ACCEPTED {
+            let t = api.get(task).await.body;
+            let last = t["TaskState"].as_str().unwrap_or_default().to_string();
+            if seen.last() != Some(&last) {
+                seen.push(last);
+            }
+            return (seen, t);
+        }
+        assert!(Instant::now() < deadline, "task still running: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+}
+
+/// Starts an update; its monitor and task URIs.
+async fn update(api: &Api, body: Value) -> (String, String) {
+    let r = api.post(SIMPLE, body).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let monitor = r.headers["location"].to_str().unwrap().to_string();
+    let task = r.body["@odata.id"].as_str().unwrap().to_string();
+    assert_eq!(r.body["TaskState"], "New", "{r}");
+    assert!(r.headers.contains_key("retry-after"));
+    (monitor, task)
+}
+
+fn message_ids(task: &Value) -> Vec<String> {
+    task["Messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["MessageId"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_immediate_bios_update_runs_its_states_and_the_versions_follow() {
+    let base = file_server(vec![("/bios.fw", image(Component::Bios, "2.19.1"))]);
+    let api = fetching(Api::profiled("quick", quick_profiles()));
+    let sys = api.system(0).await;
+    assert_eq!(api.get(&sys).await.body["BiosVersion"], "1.0.0");
+    let (monitor, task) = update(
+        &api,
+        json!({"ImageURI": format!("{base}/bios.fw"), "@Redfish.OperationApplyTime": "Immediate"}),
+    )
+    .await;
+    let (seen, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(seen.first().map(String::as_str), Some("New"), "{seen:?}");
+    assert!(seen.iter().any(|s| s == "Running"), "{seen:?}");
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("Completed"),
+        "{seen:?}"
+    );
+    assert_eq!(t["TaskStatus"], "OK");
+    assert_eq!(t["PercentComplete"], 100);
+    let ids = message_ids(&t);
+    assert!(
+        ids.iter()
+            .any(|i| i == "Update.1.0.TransferringToComponent"),
+        "{ids:?}"
+    );
+    assert_eq!(
+        ids.last().unwrap(),
+        "Update.1.0.UpdateSuccessful",
+        "{ids:?}"
+    );
+    assert_eq!(api.get(&sys).await.body["BiosVersion"], "2.19.1");
+    let inv = api
+        .get("/redfish/v1/UpdateService/FirmwareInventory/BIOS")
+        .await
+        .body;
+    assert_eq!(inv["Version"], "2.19.1");
+    assert_eq!(inv["ReleaseDate"], "2026-11-02T00:00:00Z");
+    assert_eq!(inv["RelatedItem"][0]["@odata.id"], sys);
+}
+
+/// Without an apply time a BIOS image waits for the machine's next start
+/// (Ironic reboots for it); the NIC's too.
+#[tokio::test]
+async fn a_host_image_waits_for_the_next_start() {
+    let base = file_server(vec![
+        ("/bios.fw", image(Component::Bios, "3.0")),
+        ("/nic.fw", image(Component::Nic, "23.0.1")),
+    ]);
+    let api = fetching(Api::profiled("quick", quick_profiles()));
+    let sys = api.system(0).await;
+    for file in ["bios.fw", "nic.fw"] {
+        let (monitor, task) = update(&api, json!({"ImageURI": format!("{base}/{file}")})).await;
+        let (_, t) = follow(&api, &monitor, &task).await;
+        assert_eq!(t["TaskState"], "Completed", "{t}");
+        assert_eq!(
+            message_ids(&t).last().unwrap(),
+            "Update.1.0.AwaitToActivate"
+        );
+    }
+    let adapter =
+        "/redfish/v1/Chassis/".to_string() + sys.rsplit('/').next().unwrap() + "/NetworkAdapters/1";
+    let nic = |v: &Value| v["Controllers"][0]["FirmwarePackageVersion"].clone();
+    assert_eq!(
+        api.get(&sys).await.body["BiosVersion"],
+        "1.0.0",
+        "staged only"
+    );
+    assert_eq!(nic(&api.get(&adapter).await.body), "22.31.6");
+    let r = api
+        .post(
+            &format!("{sys}/Actions/ComputerSystem.Reset"),
+            json!({"ResetType": "On"}),
+        )
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api.get(&sys).await.body["BiosVersion"] != "3.0" {
+        assert!(Instant::now() < deadline, "the start installed nothing");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(nic(&api.get(&adapter).await.body), "23.0.1");
+}
+
+/// The BMC writes its own image, restarts (its system answers 503 while
+/// it is away) and comes back running it.
+#[tokio::test]
+async fn a_bmc_update_restarts_the_bmc_into_the_new_version() {
+    let base = file_server(vec![("/bmc.fw", image(Component::Bmc, "9.9.9"))]);
+    let api = fetching(Api::profiled("quick", quick_profiles()));
+    let sys = api.system(0).await;
+    let manager = api.get(&sys).await.body["Links"]["ManagedBy"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (monitor, task) = update(
+        &api,
+        json!({"ImageURI": format!("{base}/bmc.fw"), "Targets": [manager]}),
+    )
+    .await;
+    let (_, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(t["TaskState"], "Completed", "{t}");
+    assert_eq!(api.get(&manager).await.body["FirmwareVersion"], "1.0.0");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut away = false;
+    loop {
+        let r = api.get(&manager).await;
+        away |= r.status == StatusCode::SERVICE_UNAVAILABLE;
+        if r.status == StatusCode::OK && r.body["FirmwareVersion"] == "9.9.9" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the BMC never came back new: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(away, "the BMC restarted without going away");
+}
+
+/// An image that is not Shoal's, whose payload fails its digest, that is
+/// for another component than the target, or that is not there: the task
+/// ends in Exception with the Update registry's message, nothing staged.
+#[tokio::test]
+async fn a_bad_image_fails_the_task_and_stages_nothing() {
+    let mut corrupt = image(Component::Bios, "6.6");
+    *corrupt.last_mut().unwrap() ^= 0x20;
+    let base = file_server(vec![
+        ("/random.bin", b"MZ\x90\x00 not firmware".to_vec()),
+        ("/corrupt.fw", corrupt),
+        ("/nic.fw", image(Component::Nic, "1.2")),
+    ]);
+    let api = fetching(Api::profiled("quick", quick_profiles()));
+    let sys = api.system(0).await;
+    for (file, target, want) in [
+        ("random.bin", None, "Update.1.0.VerificationFailed"),
+        ("corrupt.fw", None, "Update.1.0.VerificationFailed"),
+        (
+            "nic.fw",
+            Some("/redfish/v1/UpdateService/FirmwareInventory/BIOS"),
+            "Update.1.0.VerificationFailed",
+        ),
+        ("missing.fw", None, "Update.1.0.TransferFailed"),
+    ] {
+        let mut body = json!({"ImageURI": format!("{base}/{file}")});
+        if let Some(t) = target {
+            body["Targets"] = json!([t]);
+        }
+        let (monitor, task) = update(&api, body).await;
+        let (_, t) = follow(&api, &monitor, &task).await;
+        assert_eq!(t["TaskState"], "Exception", "{file}: {t}");
+        assert_eq!(t["TaskStatus"], "Critical", "{file}");
+        assert!(message_ids(&t).iter().any(|i| i == want), "{file}: {t}");
+        let r = api.get(&monitor).await;
+        assert!(r.status.is_client_error(), "{file}: the monitor says {r}");
+    }
+    let s = api.get(&sys).await.body;
+    assert_eq!(s["BiosVersion"], "1.0.0");
+    let state = &api
+        .state
+        .core
+        .backend
+        .system(sys.rsplit('/').next().unwrap())
+        .await
+        .unwrap();
+    assert!(state.bmc.firmware.staged.is_empty() && state.bmc.firmware.installed.is_empty());
+}
+
+#[tokio::test]
+async fn bad_requests_are_refused_before_anything_starts() {
+    let base = file_server(vec![("/bios.fw", image(Component::Bios, "2.0"))]);
+    let api = fetching(Api::new(2));
+    let url = format!("{base}/bios.fw");
+    let sys = api.system(0).await;
+    let other = api.system(1).await;
+    for (body, want) in [
+        (json!({}), "ActionParameterMissing"),
+        (
+            json!({"ImageURI": 7, "Targets": [sys]}),
+            "ActionParameterValueTypeError",
+        ),
+        (
+            json!({"ImageURI": "bios.fw", "Targets": [sys]}),
+            "ActionParameterValueFormatError",
+        ),
+        (
+            json!({"ImageURI": "ftp://h/bios.fw", "Targets": [sys]}),
+            "ActionParameterValueFormatError",
+        ),
+        (
+            json!({"ImageURI": url, "TransferProtocol": "NFS", "Targets": [sys]}),
+            "ActionParameterValueNotInList",
+        ),
+        (
+            json!({"ImageURI": url, "Targets": ["/redfish/v1/Systems/nope"]}),
+            "ActionParameterValueNotInList",
+        ),
+        (
+            json!({"ImageURI": url, "Targets": sys}),
+            "ActionParameterValueTypeError",
+        ),
+        (
+            json!({"ImageURI": url, "Targets": [sys, other]}),
+            "ActionParameterValueConflict",
+        ),
+        // Two systems: which one is the client's?
+        (json!({"ImageURI": url}), "ActionParameterMissing"),
+        (
+            json!({"ImageURI": url, "Targets": [sys], "@Redfish.OperationApplyTime": "AtMaintenanceWindowStart"}),
+            "ActionParameterValueNotInList",
+        ),
+        (
+            json!({"ImageURI": url, "Targets": [sys], "Force": true}),
+            "ActionParameterUnknown",
+        ),
+    ] {
+        let r = api.post(SIMPLE, body.clone()).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {r}");
+        assert_eq!(r.message_ids(), [want], "{body}: {r}");
+    }
+    let tasks = api.get("/redfish/v1/TaskService/Tasks").await.body;
+    assert_eq!(tasks["Members@odata.count"], 0, "nothing started: {tasks}");
+    // One update of a system at a time; another system's may run.
+    let (monitor, task) = update(&api, json!({"ImageURI": url, "Targets": [sys]})).await;
+    let r = api
+        .post(SIMPLE, json!({"ImageURI": url, "Targets": [sys]}))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{r}");
+    update(&api, json!({"ImageURI": url, "Targets": [other]})).await;
+    follow(&api, &monitor, &task).await;
+    // Nothing waits for StartUpdate.
+    let r = api
+        .post(
+            "/redfish/v1/UpdateService/Actions/UpdateService.StartUpdate",
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+}
+
+/// OnStartUpdateRequest: staged until StartUpdate, then installed.
+#[tokio::test]
+async fn start_update_installs_what_waits_for_it() {
+    let base = file_server(vec![("/bios.fw", image(Component::Bios, "4.1"))]);
+    let api = fetching(Api::profiled("quick", quick_profiles()));
+    let sys = api.system(0).await;
+    let (monitor, task) = update(
+        &api,
+        json!({"ImageURI": format!("{base}/bios.fw"),
+               "@Redfish.OperationApplyTime": "OnStartUpdateRequest"}),
+    )
+    .await;
+    follow(&api, &monitor, &task).await;
+    assert_eq!(api.get(&sys).await.body["BiosVersion"], "1.0.0");
+    let svc = api.get("/redfish/v1/UpdateService").await.body;
+    let start = svc["Actions"]["#UpdateService.StartUpdate"]["target"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = api.post(&start, json!({})).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{r}");
+    assert_eq!(api.get(&sys).await.body["BiosVersion"], "4.1");
+    let inv = api
+        .get("/redfish/v1/UpdateService/FirmwareInventory")
+        .await
+        .body;
+    assert_eq!(inv["Members@odata.count"], 3, "BIOS, BMC, NIC: {inv}");
+}
