@@ -148,3 +148,78 @@ fn sushy_copes_with_injected_faults() {
         "{stdout}"
     );
 }
+
+/// Firmware updates the way Ironic's redfish firmware interface asks for
+/// them: the real sushy's `simple_update` with the system (then the
+/// Manager) as target and its TaskMonitor polled to the end; the versions
+/// read back where Ironic reads them.
+#[test]
+fn sushy_updates_firmware_through_the_update_service() {
+    use shoal_emulator::firmware::{build, Component, Image};
+    let Some(python) = venv_program("python") else {
+        return;
+    };
+    let image = |component, version: &str| {
+        build(
+            &Image {
+                component,
+                version: version.into(),
+                release_date: None,
+            },
+            b"payload",
+        )
+    };
+    let base = crate::common::file_server(vec![
+        ("/bios.fw", image(Component::Bios, "2.19.1")),
+        ("/bmc.fw", image(Component::Bmc, "9.9.9")),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let pw = htpasswd(dir.path(), "admin", "sushy-pass", 4);
+    let quick = dir.path().join("profiles");
+    std::fs::create_dir(&quick).unwrap();
+    let generic = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/generic.toml"
+    ))
+    .unwrap();
+    std::fs::write(
+        quick.join("quick.toml"),
+        generic.replacen("name = \"generic\"", "name = \"quick\"", 1)
+            + "\n[update]\napply_secs = 0.5\nnew_secs = 0.3\nbmc_down_secs = 2\n",
+    )
+    .unwrap();
+    let emu = Spawned::start(&[
+        "--fake-systems",
+        "1",
+        "--auth-file",
+        pw.to_str().unwrap(),
+        "--profile-dir",
+        quick.to_str().unwrap(),
+        "--profile",
+        "quick",
+        "--media-allow-net",
+        "127.0.0.0/8",
+    ]);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sushy/update.py");
+    let out = Command::new(python)
+        .args([
+            script,
+            "--url",
+            &emu.url,
+            "--bios-image",
+            &format!("{base}/bios.fw"),
+            "--bmc-image",
+            &format!("{base}/bmc.fw"),
+            "--username",
+            "admin",
+            "--password",
+            "sushy-pass",
+        ])
+        .output()
+        .expect("run update.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "sushy's update failed:\n{stdout}");
+    assert!(stdout.contains("update: passed"), "{stdout}");
+}
