@@ -75,6 +75,7 @@ messages! {
     NoValidSession = ("Critical", 0, "There is no valid session established with the implementation.", "Establish a session before attempting any operations.");
     InsufficientPrivilege = ("Critical", 0, "There are insufficient privileges for the account or credentials associated with the current session to perform the requested operation.", "Either abandon the operation or change the associated access rights and resubmit the request if the operation failed.");
     SessionLimitExceeded = ("Critical", 0, "The session establishment failed due to the number of simultaneous sessions exceeding the limit of the implementation.", "Reduce the number of other sessions before trying to establish the session or increase the limit of simultaneous sessions, if supported.");
+    MissingOrMalformedPart = ("Critical", 0, "The multipart request contains malformed parts or is missing required parts.", "Add any missing required parts or correct the malformed parts and resubmit the request.");
     PreconditionFailed = ("Critical", 0, "The ETag supplied did not match the ETag required to change this resource.", "Try the operation again using the appropriate ETag.");
     PreconditionRequired = ("Critical", 0, "A precondition header or annotation is required to change this resource.", "Try the operation again using an If-Match or If-None-Match header and appropriate ETag.");
     ServiceTemporarilyUnavailable = ("Critical", 1, "The service is temporarily unavailable.  Retry in %1 seconds.", "Wait for the indicated retry duration and retry the operation.");

@@ -63,7 +63,12 @@ pub async fn check(st: &AppState, req: Request) -> Result<(Request, BodyHold), R
     }
     let decision = super::authorize(st, &parts.headers, &parts.method, parts.uri.path()).await;
     let (body, hold) = match &decision {
-        Ok(_) => match tokio::time::timeout(BODY_TIMEOUT, read_bounded(body)).await {
+        Ok(_) => match tokio::time::timeout(
+            BODY_TIMEOUT,
+            read_bounded(body, body_limit(&parts.method, parts.uri.path())),
+        )
+        .await
+        {
             Ok(Ok((bytes, hold))) => (Body::from(bytes), hold),
             Ok(Err(e)) => return Err(closing(e.into_response())),
             Err(_) => return Err(closing(timed_out())),
@@ -109,14 +114,28 @@ fn closing(mut r: Response) -> Response {
     r
 }
 
-/// Reads a body whole within [`MAX_BODY`] and the process's budget.
-async fn read_bounded(mut body: Body) -> Result<(Bytes, BodyHold), ApiError> {
+/// The largest body a request may have: a firmware image pushed to the
+/// UpdateService (a POST under it that is no action) up to the image
+/// limit, every other [`MAX_BODY`].
+fn body_limit(method: &Method, path: &str) -> usize {
+    let push = *method == Method::POST
+        && path.starts_with(super::update::PUSH_PREFIX)
+        && !path.contains("/Actions/");
+    if push {
+        super::update::MAX_IMAGE_BYTES as usize
+    } else {
+        MAX_BODY
+    }
+}
+
+/// Reads a body whole within `limit` bytes and the process's budget.
+async fn read_bounded(mut body: Body, limit: usize) -> Result<(Bytes, BodyHold), ApiError> {
     let mut buf = Vec::new();
     let mut hold = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|_| ApiError::bad(Msg::new("UnrecognizedRequestBody", &[])))?;
         if let Ok(data) = frame.into_data() {
-            if buf.len() + data.len() > MAX_BODY {
+            if buf.len() + data.len() > limit {
                 return Err(ApiError::PayloadTooLarge);
             }
             let kib = data.len().div_ceil(1024) as u32;

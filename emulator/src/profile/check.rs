@@ -44,6 +44,7 @@ pub const QUIRKS: &[&str] = &[
     "hpe",
     "events",
     "logs",
+    "update",
 ];
 /// Boot fields a settings object may carry.
 const BOOT_FIELDS: &[&str] = &[
@@ -373,6 +374,7 @@ impl Profile {
             self.hpe.is_some(),
             self.events != super::Events::default(),
             self.logs != super::logs::Logs::default(),
+            !self.update.is_neutral(),
         ];
         QUIRKS
             .iter()

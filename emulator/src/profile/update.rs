@@ -26,6 +26,14 @@ pub struct Update {
     /// `TransferProtocol`s SimpleUpdate fetches with.
     #[serde(default = "protocols")]
     pub transfer_protocols: Vec<String>,
+    /// `MultipartHttpPushUri` (bmcweb: `/redfish/v1/UpdateService/update-multipart`);
+    /// empty: none.
+    #[serde(default = "multipart_uri")]
+    pub multipart_push_uri: String,
+    /// `HttpPushUri`, where the image is the body (bmcweb's `/update`);
+    /// empty (the default): none.
+    #[serde(default)]
+    pub http_push_uri: String,
 }
 
 impl Default for Update {
@@ -36,6 +44,8 @@ impl Default for Update {
             apply_secs: apply_secs(),
             bmc_down_secs: None,
             transfer_protocols: protocols(),
+            multipart_push_uri: multipart_uri(),
+            http_push_uri: String::new(),
         }
     }
 }
@@ -48,11 +58,35 @@ fn apply_secs() -> f64 {
     3.0
 }
 
+fn multipart_uri() -> String {
+    "/redfish/v1/UpdateService/upload".into()
+}
+
 fn protocols() -> Vec<String> {
     vec!["HTTP".into(), "HTTPS".into()]
 }
 
 impl Update {
+    /// The neutral BMC's behaviour (its factory NIC version aside, which
+    /// is identity, not a quirk).
+    pub fn is_neutral(&self) -> bool {
+        let neutral = Update {
+            nic_firmware_version: self.nic_firmware_version.clone(),
+            ..Update::default()
+        };
+        *self == neutral
+    }
+
+    /// `MultipartHttpPushUri`, where there is one.
+    pub fn multipart_uri(&self) -> Option<&str> {
+        Some(self.multipart_push_uri.as_str()).filter(|u| !u.is_empty())
+    }
+
+    /// `HttpPushUri`, where there is one.
+    pub fn push_uri(&self) -> Option<&str> {
+        Some(self.http_push_uri.as_str()).filter(|u| !u.is_empty())
+    }
+
     /// Every value in range; the error names the key.
     pub fn check(&self) -> Result<(), String> {
         for (key, v) in [("new_secs", self.new_secs), ("apply_secs", self.apply_secs)] {
@@ -69,6 +103,25 @@ impl Update {
                 "update.nic_firmware_version: {v:?} must be 1 to {} characters",
                 crate::firmware::MAX_VERSION
             ));
+        }
+        let push = [
+            ("multipart_push_uri", &self.multipart_push_uri),
+            ("http_push_uri", &self.http_push_uri),
+        ];
+        for (key, uri) in push {
+            if uri.is_empty() {
+                continue;
+            }
+            let segment = uri.strip_prefix("/redfish/v1/UpdateService/").unwrap_or("");
+            let taken = ["FirmwareInventory", "SoftwareInventory", "Actions"].contains(&segment);
+            if segment.is_empty() || segment.contains('/') || taken {
+                return Err(format!(
+                    "update.{key}: {uri:?} must be /redfish/v1/UpdateService/<one new segment>"
+                ));
+            }
+        }
+        if !self.http_push_uri.is_empty() && self.multipart_push_uri == self.http_push_uri {
+            return Err("update.http_push_uri: the same URI as multipart_push_uri".into());
         }
         if self.transfer_protocols.is_empty() {
             return Err("update.transfer_protocols: at least one of HTTP, HTTPS".into());

@@ -39,9 +39,21 @@ fn quick_profiles() -> Profiles {
     ))
     .unwrap();
     let text = generic.replacen("name = \"generic\"", "name = \"quick\"", 1)
-        + "\n[update]\napply_secs = 0.3\nnew_secs = 0.2\nbmc_down_secs = 1\n";
+        + "\n[update]\napply_secs = 0.3\nnew_secs = 0.2\nbmc_down_secs = 1\n"
+        + "http_push_uri = \"/redfish/v1/UpdateService/update\"\n"
+        + "[[sources]]\nquirks = [\"update\"]\nsynthetic = true\nshows = \"a test's quick BMC\"\n";
     std::fs::write(dir.path().join("quick.toml"), text).unwrap();
     Profiles::load(Some(dir.path())).unwrap()
+}
+
+/// A service of one system with the quick profile, which its root speaks
+/// for (as `server` sets it for systems that share one).
+fn quick() -> Api {
+    let profiles = quick_profiles();
+    let api = Api::profiled("quick", profiles.clone());
+    let mut state = api.state;
+    state.root_profile = profiles.get("quick").unwrap();
+    Api::of_state(state)
 }
 
 /// `api` fetching images from loopback.
@@ -107,7 +119,7 @@ fn message_ids(task: &Value) -> Vec<String> {
 #[tokio::test]
 async fn an_immediate_bios_update_runs_its_states_and_the_versions_follow() {
     let base = file_server(vec![("/bios.fw", image(Component::Bios, "2.19.1"))]);
-    let api = fetching(Api::profiled("quick", quick_profiles()));
+    let api = fetching(quick());
     let sys = api.system(0).await;
     assert_eq!(api.get(&sys).await.body["BiosVersion"], "1.0.0");
     let (monitor, task) = update(
@@ -154,7 +166,7 @@ async fn a_host_image_waits_for_the_next_start() {
         ("/bios.fw", image(Component::Bios, "3.0")),
         ("/nic.fw", image(Component::Nic, "23.0.1")),
     ]);
-    let api = fetching(Api::profiled("quick", quick_profiles()));
+    let api = fetching(quick());
     let sys = api.system(0).await;
     for file in ["bios.fw", "nic.fw"] {
         let (monitor, task) = update(&api, json!({"ImageURI": format!("{base}/{file}")})).await;
@@ -194,7 +206,7 @@ async fn a_host_image_waits_for_the_next_start() {
 #[tokio::test]
 async fn a_bmc_update_restarts_the_bmc_into_the_new_version() {
     let base = file_server(vec![("/bmc.fw", image(Component::Bmc, "9.9.9"))]);
-    let api = fetching(Api::profiled("quick", quick_profiles()));
+    let api = fetching(quick());
     let sys = api.system(0).await;
     let manager = api.get(&sys).await.body["Links"]["ManagedBy"][0]["@odata.id"]
         .as_str()
@@ -237,7 +249,7 @@ async fn a_bad_image_fails_the_task_and_stages_nothing() {
         ("/corrupt.fw", corrupt),
         ("/nic.fw", image(Component::Nic, "1.2")),
     ]);
-    let api = fetching(Api::profiled("quick", quick_profiles()));
+    let api = fetching(quick());
     let sys = api.system(0).await;
     for (file, target, want) in [
         ("random.bin", None, "Update.1.0.VerificationFailed"),
@@ -349,7 +361,7 @@ async fn bad_requests_are_refused_before_anything_starts() {
 #[tokio::test]
 async fn start_update_installs_what_waits_for_it() {
     let base = file_server(vec![("/bios.fw", image(Component::Bios, "4.1"))]);
-    let api = fetching(Api::profiled("quick", quick_profiles()));
+    let api = fetching(quick());
     let sys = api.system(0).await;
     let (monitor, task) = update(
         &api,
@@ -372,4 +384,242 @@ async fn start_update_installs_what_waits_for_it() {
         .await
         .body;
     assert_eq!(inv["Members@odata.count"], 3, "BIOS, BMC, NIC: {inv}");
+}
+
+const UPLOAD: &str = "/redfish/v1/UpdateService/upload";
+
+/// A multipart body of `parts` (name, file name, bytes) and its
+/// Content-Type.
+fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "shoal-b0undary";
+    let mut body = Vec::new();
+    for (name, file, bytes) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+        let disposition = match file {
+            Some(f) => format!("form-data; name=\"{name}\"; filename=\"{f}\""),
+            None => format!("form-data; name=\"{name}\""),
+        };
+        body.extend_from_slice(format!("Content-Disposition: {disposition}\r\n\r\n").as_bytes());
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+async fn push(api: &Api, path: &str, content_type: &str, body: Vec<u8>) -> crate::common::Reply {
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri(path)
+        .header("Content-Type", content_type)
+        .body(axum::body::Body::from(body))
+        .unwrap();
+    api.raw(req).await
+}
+
+/// MultipartHttpPushUri: UpdateParameters and UpdateFile, as DMTF,
+/// bmcweb, iDRAC and community.general send them.
+#[tokio::test]
+async fn a_multipart_upload_updates_like_a_simple_update() {
+    let api = quick();
+    let sys = api.system(0).await;
+    let svc = api.get("/redfish/v1/UpdateService").await.body;
+    assert_eq!(svc["MultipartHttpPushUri"], UPLOAD);
+    let params = br#"{"Targets": [], "@Redfish.OperationApplyTime": "Immediate"}"#;
+    let img = image(Component::Bios, "5.0.2");
+    let (ct, body) = multipart(&[
+        ("UpdateParameters", None, params),
+        ("UpdateFile", Some("bios.fw"), &img),
+    ]);
+    let r = push(&api, UPLOAD, &ct, body).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let monitor = r.headers["location"].to_str().unwrap().to_string();
+    let task = r.body["@odata.id"].as_str().unwrap().to_string();
+    let (_, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(t["TaskState"], "Completed", "{t}");
+    assert_eq!(api.get(&sys).await.body["BiosVersion"], "5.0.2");
+}
+
+#[tokio::test]
+async fn bad_uploads_are_refused_and_stage_nothing() {
+    let api = quick();
+    let sys = api.system(0).await;
+    let img = image(Component::Bios, "7.0");
+    let params: &[u8] = br#"{"Targets": []}"#;
+    let cases: Vec<(String, Vec<u8>, StatusCode, &str)> = vec![
+        {
+            let (ct, b) = multipart(&[("UpdateParameters", None, params)]);
+            (ct, b, StatusCode::BAD_REQUEST, "PropertyMissing")
+        },
+        {
+            let (ct, b) = multipart(&[("UpdateFile", Some("f"), &img)]);
+            (ct, b, StatusCode::BAD_REQUEST, "PropertyMissing")
+        },
+        {
+            let (ct, b) = multipart(&[
+                (
+                    "UpdateParameters",
+                    None,
+                    br#"{"Targets": [], "Reboot": true}"#,
+                ),
+                ("UpdateFile", Some("f"), &img),
+            ]);
+            (ct, b, StatusCode::BAD_REQUEST, "PropertyUnknown")
+        },
+        {
+            let (ct, b) = multipart(&[
+                (
+                    "UpdateParameters",
+                    None,
+                    br#"{"Targets": ["/redfish/v1/Chassis/x"]}"#,
+                ),
+                ("UpdateFile", Some("f"), &img),
+            ]);
+            (ct, b, StatusCode::BAD_REQUEST, "PropertyValueNotInList")
+        },
+        {
+            let (ct, b) = multipart(&[
+                ("UpdateParameters", None, b"[1]"),
+                ("UpdateFile", Some("f"), &img),
+            ]);
+            (ct, b, StatusCode::BAD_REQUEST, "PropertyValueTypeError")
+        },
+        {
+            let (ct, mut b) = multipart(&[("UpdateFile", Some("f"), &img)]);
+            b.truncate(b.len() - 8);
+            (ct, b, StatusCode::BAD_REQUEST, "MissingOrMalformedPart")
+        },
+        (
+            "application/octet-stream".into(),
+            img.clone(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnrecognizedRequestBody",
+        ),
+        {
+            let big = vec![0u8; 33 << 20];
+            let (ct, b) = multipart(&[
+                ("UpdateParameters", None, params),
+                ("UpdateFile", Some("f"), &big),
+            ]);
+            (ct, b, StatusCode::PAYLOAD_TOO_LARGE, "PayloadTooLarge")
+        },
+    ];
+    for (ct, body, status, want) in cases {
+        let r = push(&api, UPLOAD, &ct, body).await;
+        assert_eq!(r.status, status, "{want}: {r}");
+        assert_eq!(r.message_ids(), [want], "{r}");
+    }
+    let r = push(
+        &api,
+        "/redfish/v1/UpdateService/elsewhere",
+        "application/octet-stream",
+        img,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{r}");
+    let tasks = api.get("/redfish/v1/TaskService/Tasks").await.body;
+    assert_eq!(tasks["Members@odata.count"], 0, "nothing started: {tasks}");
+    // An upload that is no Shoal image fails its task.
+    let (ct, body) = multipart(&[
+        ("UpdateParameters", None, params),
+        ("UpdateFile", Some("x.bin"), b"\x7fELF not firmware"),
+    ]);
+    let r = push(&api, UPLOAD, &ct, body).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let monitor = r.headers["location"].to_str().unwrap().to_string();
+    let task = r.body["@odata.id"].as_str().unwrap().to_string();
+    let (_, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(t["TaskState"], "Exception", "{t}");
+    assert!(
+        message_ids(&t)
+            .iter()
+            .any(|m| m == "Update.1.0.VerificationFailed"),
+        "{t}"
+    );
+    assert_eq!(
+        api.get(&monitor).await.message_ids(),
+        ["MissingOrMalformedPart"]
+    );
+    assert_eq!(api.get(&sys).await.body["BiosVersion"], "1.0.0");
+}
+
+/// HttpPushUri (bmcweb's `/update`): the image is the body, installed at
+/// once; a BMC image restarts the BMC into it.
+#[tokio::test]
+async fn an_http_push_installs_at_once() {
+    let api = quick();
+    let sys = api.system(0).await;
+    let svc = api.get("/redfish/v1/UpdateService").await.body;
+    let uri = svc["HttpPushUri"].as_str().unwrap().to_string();
+    let r = push(
+        &api,
+        &uri,
+        "application/octet-stream",
+        image(Component::Nic, "30.1"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let monitor = r.headers["location"].to_str().unwrap().to_string();
+    let task = r.body["@odata.id"].as_str().unwrap().to_string();
+    let (_, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(t["TaskState"], "Completed", "{t}");
+    let adapter =
+        "/redfish/v1/Chassis/".to_string() + sys.rsplit('/').next().unwrap() + "/NetworkAdapters/1";
+    let nic = api.get(&adapter).await.body;
+    assert_eq!(
+        nic["Controllers"][0]["FirmwarePackageVersion"], "30.1",
+        "{nic}"
+    );
+    let r = push(
+        &api,
+        &uri,
+        "multipart/form-data; boundary=x",
+        image(Component::Nic, "30.2"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{r}");
+}
+
+/// An iDRAC's update task answers `New` first and stays so a while
+/// (Ironic's fix-firmware-update-new-task-state: Ironic took `New` for a
+/// failure); its multipart URI is Dell's.
+#[tokio::test]
+async fn an_idrac_update_is_new_at_first() {
+    let base = file_server(vec![("/bios.fw", image(Component::Bios, "1.14.0"))]);
+    let api = fetching(Api::own_endpoint("idrac9"));
+    let svc = api.get("/redfish/v1/UpdateService").await.body;
+    assert_eq!(
+        svc["MultipartHttpPushUri"],
+        "/redfish/v1/UpdateService/MultipartUpload"
+    );
+    let (monitor, task) = update(&api, json!({"ImageURI": format!("{base}/bios.fw")})).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(api.get(&task).await.body["TaskState"], "New");
+    assert_eq!(api.get(&monitor).await.status, StatusCode::ACCEPTED);
+    let (seen, _) = follow(&api, &monitor, &task).await;
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("Completed"),
+        "{seen:?}"
+    );
+}
+
+/// bmcweb fetches over HTTPS only: sushy's default `HTTP` is refused.
+#[tokio::test]
+async fn openbmc_takes_https_image_uris_only() {
+    let api = Api::own_endpoint("openbmc");
+    let r = api
+        .post(
+            SIMPLE,
+            json!({"ImageURI": "https://images.example/bmc.fw", "TransferProtocol": "HTTP"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+    assert_eq!(r.message_ids(), ["ActionParameterValueNotInList"]);
+    let svc = api.get("/redfish/v1/UpdateService").await.body;
+    assert_eq!(svc["HttpPushUri"], "/redfish/v1/UpdateService/update");
+    assert_eq!(
+        svc["MultipartHttpPushUri"],
+        "/redfish/v1/UpdateService/update-multipart"
+    );
 }

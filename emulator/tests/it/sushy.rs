@@ -185,7 +185,8 @@ fn sushy_updates_firmware_through_the_update_service() {
     std::fs::write(
         quick.join("quick.toml"),
         generic.replacen("name = \"generic\"", "name = \"quick\"", 1)
-            + "\n[update]\napply_secs = 0.5\nnew_secs = 0.3\nbmc_down_secs = 2\n",
+            + "\n[update]\napply_secs = 0.5\nnew_secs = 0.3\nbmc_down_secs = 2\n"
+            + "[[sources]]\nquirks = [\"update\"]\nsynthetic = true\nshows = \"a test's quick BMC\"\n",
     )
     .unwrap();
     let emu = Spawned::start(&[

@@ -6,7 +6,7 @@ use axum::extract::Path;
 use axum::http::Uri;
 use serde_json::{json, Value};
 
-use crate::api::error::{ApiError, Msg};
+use crate::api::error::ApiError;
 use crate::api::json::Resource;
 use crate::api::{collection, link, AppState, State};
 use crate::bmc::firmware::{components, installed};
@@ -140,12 +140,4 @@ pub fn resolve_target(
         }
     }
     None
-}
-
-/// A target no component answers to.
-pub fn unknown_target(target: &str, action: &str) -> ApiError {
-    ApiError::bad(Msg::new(
-        "ActionParameterValueNotInList",
-        &[target, "Targets", action],
-    ))
 }

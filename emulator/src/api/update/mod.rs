@@ -11,6 +11,8 @@
 //! nothing.
 
 mod inventory;
+mod multipart;
+mod push;
 mod run;
 
 use std::time::Duration;
@@ -32,8 +34,12 @@ use crate::model::{MediaImage, System};
 const SERVICE: &str = "/redfish/v1/UpdateService";
 pub const SIMPLE_UPDATE: &str = "UpdateService.SimpleUpdate";
 const START_UPDATE: &str = "UpdateService.StartUpdate";
-/// The largest image the BMC takes into memory.
-pub const MAX_IMAGE_BYTES: u64 = 64 << 20;
+/// The largest image the BMC takes into memory (bmcweb's default is 30
+/// MiB).
+pub const MAX_IMAGE_BYTES: u64 = 32 << 20;
+/// Where images are pushed: a POST under it that is no action may carry
+/// one (the guard reads such bodies up to [`MAX_IMAGE_BYTES`]).
+pub const PUSH_PREFIX: &str = "/redfish/v1/UpdateService/";
 /// The apply times SimpleUpdate takes.
 const APPLY_TIMES: [&str; 3] = ["Immediate", "OnReset", "OnStartUpdateRequest"];
 
@@ -80,37 +86,43 @@ pub fn router() -> Router {
             &format!("{SERVICE}/Actions/{START_UPDATE}"),
             post(start_update),
         )
+        .route(&format!("{PUSH_PREFIX}{{segment}}"), post(push::push))
 }
 
 async fn service(State(st): State<AppState>) -> Resource {
     let update = &st.root_profile.update;
-    Resource::plain(
-        json!({
-            "@odata.type": "#UpdateService.v1_11_0.UpdateService",
-            "@odata.id": SERVICE,
-            "Id": "UpdateService",
-            "Name": "Update Service",
-            "Description": "Firmware updates of the BIOS, the BMC and the network adapter",
-            "ServiceEnabled": true,
-            "Status": { "State": "Enabled", "Health": "OK" },
-            "MaxImageSizeBytes": st.updates.fetch.max_bytes,
-            "FirmwareInventory": link(inventory::INVENTORY),
-            "Actions": {
-                format!("#{SIMPLE_UPDATE}"): {
-                    "target": format!("{SERVICE}/Actions/{SIMPLE_UPDATE}"),
-                    "TransferProtocol@Redfish.AllowableValues": update.transfer_protocols,
-                    "@Redfish.OperationApplyTimeSupport": {
-                        "@odata.type": "#Settings.v1_3_5.OperationApplyTimeSupport",
-                        "SupportedValues": APPLY_TIMES,
-                    },
-                },
-                format!("#{START_UPDATE}"): {
-                    "target": format!("{SERVICE}/Actions/{START_UPDATE}"),
+    let mut v = json!({
+        "@odata.type": "#UpdateService.v1_11_0.UpdateService",
+        "@odata.id": SERVICE,
+        "Id": "UpdateService",
+        "Name": "Update Service",
+        "Description": "Firmware updates of the BIOS, the BMC and the network adapter",
+        "ServiceEnabled": true,
+        "Status": { "State": "Enabled", "Health": "OK" },
+        "MaxImageSizeBytes": st.updates.fetch.max_bytes,
+        "FirmwareInventory": link(inventory::INVENTORY),
+        "Actions": {
+            format!("#{SIMPLE_UPDATE}"): {
+                "target": format!("{SERVICE}/Actions/{SIMPLE_UPDATE}"),
+                "TransferProtocol@Redfish.AllowableValues": update.transfer_protocols,
+                "@Redfish.OperationApplyTimeSupport": {
+                    "@odata.type": "#Settings.v1_3_5.OperationApplyTimeSupport",
+                    "SupportedValues": APPLY_TIMES,
                 },
             },
-        }),
-        "GET",
-    )
+            format!("#{START_UPDATE}"): {
+                "target": format!("{SERVICE}/Actions/{START_UPDATE}"),
+            },
+        },
+    });
+    if let Some(uri) = update.multipart_uri() {
+        v["MultipartHttpPushUri"] = json!(uri);
+    }
+    if let Some(uri) = update.push_uri() {
+        v["HttpPushUri"] = json!(uri);
+        v["HttpPushUriOptions"] = json!({ "HttpPushUriApplyTime": { "ApplyTime": "Immediate" } });
+    }
+    Resource::plain(v, "GET")
 }
 
 /// A string parameter's value, or the action's error.
@@ -119,64 +131,91 @@ fn required<'a>(body: &'a Map<String, Value>, param: &str) -> Result<&'a str, Ap
         .ok_or_else(|| ApiError::bad(Msg::new("ActionParameterMissing", &[SIMPLE_UPDATE, param])))
 }
 
+/// Where a request's parameters come from, for their error messages: an
+/// action's body, or a push's `UpdateParameters`.
+#[derive(Clone, Copy)]
+pub(super) enum Ctx {
+    Action(&'static str),
+    Parameters,
+}
+
+impl Ctx {
+    fn type_error(self, v: &Value, param: &str) -> ApiError {
+        let shown = json::shown(v);
+        ApiError::bad(match self {
+            Ctx::Action(a) => Msg::new("ActionParameterValueTypeError", &[&shown, param, a]),
+            Ctx::Parameters => Msg::new("PropertyValueTypeError", &[&shown, param]),
+        })
+    }
+
+    fn not_in_list(self, v: &str, param: &str) -> ApiError {
+        ApiError::bad(match self {
+            Ctx::Action(a) => Msg::new("ActionParameterValueNotInList", &[v, param, a]),
+            Ctx::Parameters => Msg::new("PropertyValueNotInList", &[v, param]),
+        })
+    }
+
+    fn missing(self, param: &str) -> ApiError {
+        ApiError::bad(match self {
+            Ctx::Action(a) => Msg::new("ActionParameterMissing", &[a, param]),
+            Ctx::Parameters => Msg::new("PropertyMissing", &[param]),
+        })
+    }
+
+    fn conflict(self, param: &str) -> ApiError {
+        ApiError::bad(match self {
+            Ctx::Action(a) => Msg::new("ActionParameterValueConflict", &[param, a]),
+            Ctx::Parameters => Msg::new("PropertyValueConflict", &[param, param]),
+        })
+    }
+}
+
 /// `@Redfish.OperationApplyTime`: unset, Immediate (`Some(None)`) or a
 /// later time.
-fn apply_time(body: &Map<String, Value>) -> Result<Option<Option<ApplyAt>>, ApiError> {
+fn apply_time(body: &Map<String, Value>, ctx: Ctx) -> Result<Option<Option<ApplyAt>>, ApiError> {
     const KEY: &str = "@Redfish.OperationApplyTime";
-    Ok(match json::action_str(body, KEY, SIMPLE_UPDATE)? {
-        None => None,
-        Some("Immediate") => Some(None),
-        Some("OnReset") => Some(Some(ApplyAt::OnReset)),
-        Some("OnStartUpdateRequest") => Some(Some(ApplyAt::OnStartUpdateRequest)),
-        Some(other) => {
-            return Err(ApiError::bad(Msg::new(
-                "ActionParameterValueNotInList",
-                &[other, KEY, SIMPLE_UPDATE],
-            )))
-        }
+    Ok(match body.get(KEY) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match s.as_str() {
+            "Immediate" => Some(None),
+            "OnReset" => Some(Some(ApplyAt::OnReset)),
+            "OnStartUpdateRequest" => Some(Some(ApplyAt::OnStartUpdateRequest)),
+            other => return Err(ctx.not_in_list(other, KEY)),
+        },
+        Some(v) => return Err(ctx.type_error(v, KEY)),
     })
 }
 
-/// The system and component the request's `Targets` name; without
-/// targets, the service's one system.
-async fn target(
+/// What an update acts on: a system, the component a target named, and
+/// what messages call it.
+pub(super) type Target = (System, Option<crate::firmware::Component>, String);
+
+/// The system and component `Targets` name; without targets, the
+/// service's one system.
+pub(super) async fn target(
     st: &AppState,
-    body: &Map<String, Value>,
-) -> Result<(System, Option<crate::firmware::Component>, String), ApiError> {
+    targets: Option<&Value>,
+    ctx: Ctx,
+) -> Result<Target, ApiError> {
     let (all, shared) = inventory::systems(st).await?;
-    let targets: Vec<&str> = match body.get("Targets") {
+    let targets: Vec<&str> = match targets {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a
             .iter()
-            .map(|t| {
-                t.as_str().ok_or_else(|| {
-                    ApiError::bad(Msg::new(
-                        "ActionParameterValueTypeError",
-                        &[&json::shown(t), "Targets", SIMPLE_UPDATE],
-                    ))
-                })
-            })
+            .map(|t| t.as_str().ok_or_else(|| ctx.type_error(t, "Targets")))
             .collect::<Result<_, _>>()?,
-        Some(v) => {
-            return Err(ApiError::bad(Msg::new(
-                "ActionParameterValueTypeError",
-                &[&json::shown(v), "Targets", SIMPLE_UPDATE],
-            )))
-        }
+        Some(v) => return Err(ctx.type_error(v, "Targets")),
     };
-    let mut found: Option<(System, Option<crate::firmware::Component>, String)> = None;
+    let mut found: Option<Target> = None;
     for t in &targets {
         let (sys, c) = inventory::resolve_target(st, &all, shared, t)
-            .ok_or_else(|| inventory::unknown_target(t, SIMPLE_UPDATE))?;
+            .ok_or_else(|| ctx.not_in_list(t, "Targets"))?;
         match &found {
             // One BMC updates its own server: one system, one component.
             Some((s, prev, _))
                 if s.id != sys.id || (prev.is_some() && c.is_some() && *prev != c) =>
             {
-                return Err(ApiError::bad(Msg::new(
-                    "ActionParameterValueConflict",
-                    &["Targets", SIMPLE_UPDATE],
-                )))
+                return Err(ctx.conflict("Targets"))
             }
             Some((_, Some(_), _)) => {}
             _ => found = Some((sys, c, t.to_string())),
@@ -189,11 +228,40 @@ async fn target(
             let label = format!("/redfish/v1/Systems/{}", sys.id);
             Ok((sys, None, label))
         }
-        None => Err(ApiError::bad(Msg::new(
-            "ActionParameterMissing",
-            &[SIMPLE_UPDATE, "Targets"],
-        ))),
+        None => Err(ctx.missing("Targets")),
     }
+}
+
+/// Starts the update task of `req`: 202 with its monitor and the Task.
+pub(super) fn start(
+    st: &AppState,
+    req: run::Request,
+    claim: crate::api::task_store::Claim,
+    action: &str,
+) -> Result<Response, ApiError> {
+    let work_state = st.clone();
+    let id = st.tasks.spawn_tracked(
+        claim,
+        "Firmware update",
+        action,
+        TaskState::New,
+        st.events.clone(),
+        move |p| Box::pin(run::run(work_state, req, p)),
+    );
+    let task = st
+        .tasks
+        .get(&id)
+        .ok_or_else(|| ApiError::Internal("the task just started is gone".into()))?;
+    Ok(crate::api::tasks::accepted(&task))
+}
+
+/// The right to update `sys`: one update of a system at a time, as a BMC
+/// runs one (409 while another runs).
+pub(super) fn claim(
+    st: &AppState,
+    sys: &System,
+) -> Result<crate::api::task_store::Claim, ApiError> {
+    st.tasks.claim(&format!("update:{}", sys.id))
 }
 
 async fn simple_update(
@@ -239,10 +307,10 @@ async fn simple_update(
     }
     let user = json::action_str(&body, "Username", SIMPLE_UPDATE)?;
     let password = json::action_str(&body, "Password", SIMPLE_UPDATE)?;
-    let apply = apply_time(&body)?;
-    let (sys, only, target) = target(&st, &body).await?;
-    // One update of a system at a time, as a BMC runs one.
-    let claim = st.tasks.claim(&format!("update:{}", sys.id))?;
+    let ctx = Ctx::Action(SIMPLE_UPDATE);
+    let apply = apply_time(&body, ctx)?;
+    let (sys, only, target) = target(&st, body.get("Targets"), ctx).await?;
+    let claim = claim(&st, &sys)?;
     let image = MediaImage {
         image: uri.to_string(),
         inserted: false,
@@ -257,25 +325,17 @@ async fn simple_update(
     };
     let req = run::Request {
         sys,
-        image,
+        source: run::Source::Fetch(image),
         only,
         apply,
         target,
     };
-    let work_state = st.clone();
-    let id = st.tasks.spawn_tracked(
+    start(
+        &st,
+        req,
         claim,
-        "Firmware update",
         &format!("{SERVICE}/Actions/{SIMPLE_UPDATE}"),
-        TaskState::New,
-        st.events.clone(),
-        move |p| Box::pin(run::run(work_state, req, p)),
-    );
-    let task = st
-        .tasks
-        .get(&id)
-        .ok_or_else(|| ApiError::Internal("the task just started is gone".into()))?;
-    Ok(crate::api::tasks::accepted(&task))
+    )
 }
 
 async fn start_update(

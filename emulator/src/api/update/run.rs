@@ -23,11 +23,19 @@ use super::SIMPLE_UPDATE;
 /// Steps PercentComplete takes while an image is written.
 const STEPS: u32 = 5;
 
+/// Where the image comes from.
+pub enum Source {
+    /// Fetched from a URL (SimpleUpdate's `ImageURI`).
+    Fetch(MediaImage),
+    /// Pushed by the client (MultipartHttpPushUri, HttpPushUri), under
+    /// this name.
+    Pushed(axum::body::Bytes, String),
+}
+
 /// An update request, checked whole before its task starts.
 pub struct Request {
     pub sys: System,
-    /// The image and how to fetch it.
-    pub image: MediaImage,
+    pub source: Source,
     /// The component the client targeted, where it named one.
     pub only: Option<Component>,
     /// The client's `@Redfish.OperationApplyTime`: `None` for Immediate;
@@ -54,7 +62,10 @@ pub fn message(key: &str, args: &[&str]) -> Value {
 /// The task's work.
 pub async fn run(st: AppState, req: Request, p: Progress) -> Result<(), Failure> {
     let profile = st.profile(&req.sys);
-    let uri = req.image.image.clone();
+    let uri = match &req.source {
+        Source::Fetch(image) => image.image.clone(),
+        Source::Pushed(_, name) => name.clone(),
+    };
     let fail = |key: &str, why: Msg| -> Failure {
         p.message(message(key, &[&uri, &req.target]));
         (400, vec![why])
@@ -65,35 +76,25 @@ pub async fn run(st: AppState, req: Request, p: Progress) -> Result<(), Failure>
     }
     p.state(TaskState::Starting);
     p.message(message("TransferringToComponent", &[&uri, &req.target]));
-    let opts = st.updates.fetch.clone();
-    let fetch = req.image.clone();
-    let bytes =
-        tokio::task::spawn_blocking(move || crate::backend::download::fetch_bytes(&opts, &fetch))
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "firmware fetch did not finish");
-                fail("TransferFailed", Msg::new("InternalError", &[]))
-            })?;
-    let bytes = match bytes {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::warn!(system = %req.sys.name, %uri, error = %e, "firmware image not fetched");
-            let failure = crate::api::task_store::failure(e);
-            p.message(message("TransferFailed", &[&uri, &req.target]));
-            return Err(failure);
-        }
+    let bytes = match &req.source {
+        Source::Pushed(bytes, _) => bytes.clone(),
+        Source::Fetch(image) => fetch(&st, &req, image, &p).await?.into(),
+    };
+    let refused = || match &req.source {
+        Source::Fetch(_) => bad_image(&uri),
+        Source::Pushed(..) => Msg::new("MissingOrMalformedPart", &[]),
     };
     p.message(message("VerifyingAtComponent", &[&uri, &req.target]));
     let image = crate::firmware::parse(&bytes).map_err(|e| {
         tracing::warn!(system = %req.sys.name, %uri, error = %e, "firmware image refused");
-        fail("VerificationFailed", bad_image(&uri))
+        fail("VerificationFailed", refused())
     })?;
     let c = image.component;
     if req.only.is_some_and(|o| o != c)
         || !crate::bmc::firmware::components(&req.sys).any(|x| x == c)
     {
         tracing::warn!(system = %req.sys.name, %uri, component = %c, "firmware image for another target");
-        return Err(fail("VerificationFailed", bad_image(&uri)));
+        return Err(fail("VerificationFailed", refused()));
     }
     p.message(message("TargetDetermined", &[&req.target, &uri]));
     p.state(TaskState::Running);
@@ -113,7 +114,7 @@ pub async fn run(st: AppState, req: Request, p: Progress) -> Result<(), Failure>
     {
         Ok(_) => {}
         Err(FirmwareRefused::WrongTarget { .. }) => {
-            return Err(fail("VerificationFailed", bad_image(&uri)))
+            return Err(fail("VerificationFailed", refused()))
         }
         Err(FirmwareRefused::Backend(e)) => {
             p.message(message("ApplyFailed", &[&uri, &req.target]));
@@ -131,6 +132,34 @@ pub async fn run(st: AppState, req: Request, p: Progress) -> Result<(), Failure>
         p.message(message("AwaitToActivate", &[&uri, &req.target]));
     }
     Ok(())
+}
+
+/// The image from its URL, or the task's failure.
+async fn fetch(
+    st: &AppState,
+    req: &Request,
+    image: &MediaImage,
+    p: &Progress,
+) -> Result<Vec<u8>, Failure> {
+    let opts = st.updates.fetch.clone();
+    let fetch = image.clone();
+    let fetched =
+        tokio::task::spawn_blocking(move || crate::backend::download::fetch_bytes(&opts, &fetch))
+            .await;
+    let uri = &image.image;
+    match fetched {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => {
+            tracing::warn!(system = %req.sys.name, %uri, error = %e, "firmware image not fetched");
+            p.message(message("TransferFailed", &[uri, &req.target]));
+            Err(crate::api::task_store::failure(e))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "firmware fetch did not finish");
+            p.message(message("TransferFailed", &[uri, &req.target]));
+            Err((500, vec![Msg::new("InternalError", &[])]))
+        }
+    }
 }
 
 /// The image at `uri` is not one the BMC takes.
