@@ -84,6 +84,9 @@ pub struct Task {
     pub percent: Option<u8>,
     /// What its work said on the way (rendered messages, oldest first).
     pub messages: Vec<serde_json::Value>,
+    /// Dropped when it ends rather than kept for late pollers (a vendor
+    /// whose TaskService forgets it).
+    pub forget: bool,
 }
 
 /// Why a task's work failed: the status and messages its operation's own
@@ -175,6 +178,17 @@ impl Default for Tasks {
 pub struct Claim {
     inner: Arc<Mutex<Inner>>,
     key: Option<String>,
+    /// The Id the task takes (a vendor's job Id), if not the next number.
+    id: Option<String>,
+}
+
+impl Claim {
+    /// The task started under this claim takes Id `id` (unique: a
+    /// vendor's job Id).
+    pub fn with_id(mut self, id: String) -> Claim {
+        self.id = Some(id);
+        self
+    }
 }
 
 impl Drop for Claim {
@@ -208,6 +222,7 @@ impl Tasks {
         Ok(Claim {
             inner: self.inner.clone(),
             key: Some(key.to_string()),
+            id: None,
         })
     }
 
@@ -255,7 +270,8 @@ impl Tasks {
     }
 
     /// Starts a task in state `first` whose work tells its progress
-    /// through the [`Progress`] it is given; returns the task's Id.
+    /// through the [`Progress`] it is given; returns the task's Id: the
+    /// claim's where it has one ([`Claim::with_id`]), else the next number.
     pub fn spawn_tracked<W>(
         &self,
         mut claim: Claim,
@@ -268,7 +284,10 @@ impl Tasks {
     where
         W: FnOnce(Progress) -> BoxFuture<Result<(), Failure>>,
     {
-        let id = (self.next.fetch_add(1, Ordering::Relaxed) + 1).to_string();
+        let id = claim
+            .id
+            .take()
+            .unwrap_or_else(|| (self.next.fetch_add(1, Ordering::Relaxed) + 1).to_string());
         let uri = format!("{TASKS}/{id}");
         events.task("TaskStarted", &id, uri.clone());
         let key = claim.key.take().unwrap_or_default();
@@ -288,6 +307,7 @@ impl Tasks {
                     target: target.to_string(),
                     percent: None,
                     messages: Vec::new(),
+                    forget: false,
                 },
                 key,
             });
@@ -328,6 +348,9 @@ impl Tasks {
                     }
                 }
             }
+            inner
+                .entries
+                .retain(|e| !(e.task.id == tid && e.task.forget));
             inner.prune(now);
         }));
         id
@@ -445,6 +468,12 @@ impl Progress {
             self.events
                 .task_progress(&self.id, percent, self.uri.clone());
         }
+    }
+
+    /// The task is dropped when it ends (its Task and monitor then answer
+    /// 404).
+    pub fn forget(&self) {
+        self.with(|t| t.forget = true);
     }
 
     /// The task says `message` (a rendered registry message).

@@ -48,13 +48,17 @@ async fn service() -> Resource {
 }
 
 async fn list(State(st): State<AppState>) -> Resource {
-    // The BMC's jobs are Tasks too.
-    let jobs = st.jobs.all().into_iter().map(|j| j.id);
-    let members = st
-        .tasks
-        .list()
+    // The BMC's jobs are Tasks too (once each: a job may run as a task).
+    let tasks: Vec<String> = st.tasks.list().into_iter().map(|t| t.id).collect();
+    let jobs = st
+        .jobs
+        .all()
         .into_iter()
-        .map(|t| t.id)
+        .filter(|j| !tasks.contains(&j.id) && !super::vendor::job_task_gone(j))
+        .map(|j| j.id);
+    let members = tasks
+        .clone()
+        .into_iter()
         .chain(jobs)
         .map(|id| format!("/redfish/v1/TaskService/Tasks/{id}"));
     Resource::plain(
@@ -98,14 +102,15 @@ fn messages(t: &Task) -> Vec<serde_json::Value> {
 }
 
 async fn task(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    if let Some(job) = st.jobs.get(&id) {
-        return super::vendor::job_task(&st, &job).await;
+    if let Some(t) = st.tasks.get(&id) {
+        return Ok(Resource::plain(task_json(&t), "GET").into_response());
     }
-    let t = st
-        .tasks
-        .get(&id)
-        .ok_or_else(|| ApiError::NotFound(format!("/redfish/v1/TaskService/Tasks/{id}")))?;
-    Ok(Resource::plain(task_json(&t), "GET").into_response())
+    match st.jobs.get(&id) {
+        Some(job) => super::vendor::job_task(&st, &job).await,
+        None => Err(ApiError::NotFound(format!(
+            "/redfish/v1/TaskService/Tasks/{id}"
+        ))),
+    }
 }
 
 async fn monitor(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {

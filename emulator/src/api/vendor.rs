@@ -94,9 +94,35 @@ pub(super) fn bios_job_scheduled(st: &AppState, sys: &System) -> Response {
     dell::bios_job_scheduled(st, sys)
 }
 
-/// The Task of a job of the BMC's job queue.
+/// The Task of a job of the BMC's job queue (not found where the vendor
+/// drops it: an iDRAC's staged update).
 pub(super) async fn job_task(st: &AppState, job: &Job) -> Result<Response, ApiError> {
+    if job_task_gone(job) {
+        return Err(ApiError::NotFound(format!(
+            "/redfish/v1/TaskService/Tasks/{}",
+            job.id
+        )));
+    }
     dell::task_response(st, job).await
+}
+
+/// Whether the vendor shows no Task for job `job` now.
+pub(super) fn job_task_gone(job: &Job) -> bool {
+    dell::update::task_gone(job)
+}
+
+/// How a firmware update ended, for the vendor's job of it.
+pub(super) use dell::UpdateOutcome;
+
+/// The Id a new firmware update of `sys` takes where the vendor runs it
+/// as a job of its own (an iDRAC's JID).
+pub(super) fn update_job(st: &AppState, sys: &System) -> Option<String> {
+    dell::update::update_started(st, sys)
+}
+
+/// The firmware update `id` of `sys`, a vendor's job, ended so.
+pub(super) fn update_job_ended(st: &AppState, sys: &System, id: &str, outcome: UpdateOutcome) {
+    dell::update::update_ended(st, sys, id, outcome);
 }
 
 /// Adds the vendor's parts of the Storage resource to `v`.

@@ -82,6 +82,9 @@ impl Profile {
         self.check_vmedia_devices()?;
         self.check_dell()?;
         self.update.check()?;
+        if self.update.dell_job && self.dell.is_none() {
+            return Err("update.dell_job: needs the [dell] section (its job queue)".into());
+        }
         self.check_sources()
     }
 

@@ -40,6 +40,9 @@ pub const MESSAGES: &[(&str, &str, &str, &str)] = &[
     ("STOR023", "Informational", "Unable to perform configuration operations because a configuration job for the device already exists.", "Wait for the configuration job to complete, or delete it, and retry the operation."),
     ("JCP001", "Informational", "Task successfully scheduled.", "No response action is required."),
     ("PR19", "Informational", "Job completed successfully.", "No response action is required."),
+    // A firmware image that fails its check (the resolution is Shoal's
+    // words; the Id and text are in Dell's iDRAC 7/8 articles).
+    ("RED007", "Critical", "Unable to verify Update Package signature.", "Download the Update Package again and retry the operation."),
     ("SYS518", "Critical", "iDRAC is not ready. The configuration values cannot be accessed. Please retry after a few minutes.", "Wait for the Lifecycle Controller to be ready and retry the operation."),
 ];
 

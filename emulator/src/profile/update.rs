@@ -34,6 +34,11 @@ pub struct Update {
     /// empty (the default): none.
     #[serde(default)]
     pub http_push_uri: String,
+    /// The update is a Dell job (its Task's Id is the JID), and once its
+    /// image is staged for the host's reset the Task is gone (404) while
+    /// the job waits `Scheduled` in the job queue (needs `[dell]`).
+    #[serde(default)]
+    pub dell_job: bool,
 }
 
 impl Default for Update {
@@ -46,6 +51,7 @@ impl Default for Update {
             transfer_protocols: protocols(),
             multipart_push_uri: multipart_uri(),
             http_push_uri: String::new(),
+            dell_job: false,
         }
     }
 }

@@ -592,7 +592,11 @@ async fn an_idrac_update_is_new_at_first() {
         svc["MultipartHttpPushUri"],
         "/redfish/v1/UpdateService/MultipartUpload"
     );
-    let (monitor, task) = update(&api, json!({"ImageURI": format!("{base}/bios.fw")})).await;
+    let (monitor, task) = update(
+        &api,
+        json!({"ImageURI": format!("{base}/bios.fw"), "@Redfish.OperationApplyTime": "Immediate"}),
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(api.get(&task).await.body["TaskState"], "New");
     assert_eq!(api.get(&monitor).await.status, StatusCode::ACCEPTED);
@@ -622,4 +626,61 @@ async fn openbmc_takes_https_image_uris_only() {
         svc["MultipartHttpPushUri"],
         "/redfish/v1/UpdateService/update-multipart"
     );
+}
+
+/// An iDRAC runs the update as a Lifecycle Controller job: the Task's Id
+/// is the JID; once the BIOS image is staged the Task answers 404 while
+/// the job waits Scheduled in the job queue, which is what Ironic's
+/// redfish firmware interface then looks for before it reboots (Ironic's
+/// fix-bios-update-silent-fail and fix-dell-silent-failure); the host's
+/// start installs the image and completes the job.
+#[tokio::test]
+async fn an_idrac_update_leaves_its_task_for_a_scheduled_job() {
+    let base = file_server(vec![
+        ("/bios.fw", image(Component::Bios, "1.15.1")),
+        ("/bad.fw", b"not an update package".to_vec()),
+    ]);
+    let api = fetching(Api::own_endpoint("idrac9"));
+    let sys = "/redfish/v1/Systems/System.Embedded.1";
+    let (_, task) = update(&api, json!({"ImageURI": format!("{base}/bios.fw")})).await;
+    let jid = task.rsplit('/').next().unwrap().to_string();
+    assert!(jid.starts_with("JID_"), "{task}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = api.get(&task).await;
+        if r.status == StatusCode::NOT_FOUND {
+            break;
+        }
+        assert!(r.status.is_success(), "{r}");
+        assert!(Instant::now() < deadline, "the task never went: {r}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let manager = api.get("/redfish/v1/Managers/iDRAC.Embedded.1").await.body;
+    let jobs = manager["Links"]["Oem"]["Dell"]["Jobs"]["@odata.id"]
+        .as_str()
+        .expect("the Manager links its job queue")
+        .to_string();
+    let job = api.get(&format!("{jobs}/{jid}")).await.body;
+    assert_eq!(job["JobState"], "Scheduled", "{job}");
+    assert_eq!(job["MessageId"], "JCP001", "{job}");
+    assert_eq!(job["JobType"], "FirmwareUpdate", "{job}");
+    let listed = api.get("/redfish/v1/TaskService/Tasks").await.body;
+    assert!(!listed.to_string().contains(&jid), "{listed}");
+    assert_eq!(api.get(sys).await.body["BiosVersion"], "1.13.2");
+    api.reset(sys, "On").await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while api.get(&format!("{jobs}/{jid}")).await.body["JobState"] != "Completed" {
+        assert!(Instant::now() < deadline, "the start completed no job");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(api.get(sys).await.body["BiosVersion"], "1.15.1");
+    assert_eq!(api.get(&task).await.body["TaskState"], "Completed");
+    // A package that fails its check fails its job (RED007).
+    let (monitor, task) = update(&api, json!({"ImageURI": format!("{base}/bad.fw")})).await;
+    let (_, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(t["TaskState"], "Exception", "{t}");
+    let jid = task.rsplit('/').next().unwrap();
+    let job = api.get(&format!("{jobs}/{jid}")).await.body;
+    assert_eq!(job["JobState"], "Failed", "{job}");
+    assert_eq!(job["MessageId"], "RED007", "{job}");
 }

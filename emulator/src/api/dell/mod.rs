@@ -24,6 +24,7 @@ mod jobs;
 pub mod raid;
 mod scp;
 mod services;
+pub(in crate::api) mod update;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +50,7 @@ use import::{HOST_POWER_STATES, SHUTDOWN_TYPES, TARGETS};
 use jobs::job_uri;
 pub(in crate::api) use jobs::{bios_job_scheduled, bios_jobs, check_bios_job, task_response};
 use services::{API_STATUS, DELETE_QUEUE, IDRAC_RESET};
+pub(in crate::api) use update::Outcome as UpdateOutcome;
 
 /// The wing's routes in feature set `f`: the Lifecycle Controller API in
 /// every one, the BIOS registry under `Bios` in the full one.

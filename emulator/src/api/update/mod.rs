@@ -239,6 +239,14 @@ pub(super) fn start(
     claim: crate::api::task_store::Claim,
     action: &str,
 ) -> Result<Response, ApiError> {
+    let mut req = req;
+    let claim = match super::vendor::update_job(st, &req.sys) {
+        Some(jid) => {
+            req.vendor_job = true;
+            claim.with_id(jid)
+        }
+        None => claim,
+    };
     let work_state = st.clone();
     let id = st.tasks.spawn_tracked(
         claim,
@@ -329,6 +337,7 @@ async fn simple_update(
         only,
         apply,
         target,
+        vendor_job: false,
     };
     start(
         &st,

@@ -76,6 +76,7 @@ async fn multipart_push(
         only,
         apply,
         target,
+        vendor_job: false,
     };
     start(st, req, claim, path)
 }
@@ -124,6 +125,7 @@ async fn http_push(
         only,
         apply: Some(None),
         target,
+        vendor_job: false,
     };
     start(st, req, claim, path)
 }

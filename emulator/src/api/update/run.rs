@@ -18,6 +18,7 @@ use crate::model::firmware::ApplyAt;
 use crate::model::{MediaImage, System};
 use crate::registry::UPDATE;
 
+use super::super::vendor::UpdateOutcome as Outcome;
 use super::SIMPLE_UPDATE;
 
 /// Steps PercentComplete takes while an image is written.
@@ -43,6 +44,8 @@ pub struct Request {
     pub apply: Option<Option<ApplyAt>>,
     /// What messages call the target.
     pub target: String,
+    /// The task is the vendor's job of the update (its Id the job's).
+    pub vendor_job: bool,
 }
 
 /// A message of DMTF's Update registry, rendered.
@@ -59,16 +62,37 @@ pub fn message(key: &str, args: &[&str]) -> Value {
     })
 }
 
-/// The task's work.
+/// The task's work; where the vendor runs updates as jobs of its own,
+/// the job follows the outcome.
 pub async fn run(st: AppState, req: Request, p: Progress) -> Result<(), Failure> {
+    let result = work(&st, &req, &p).await;
+    if req.vendor_job {
+        let outcome = match &result {
+            Ok(o) | Err((_, o)) => *o,
+        };
+        if matches!(outcome, Outcome::Staged(_)) {
+            // The vendor's TaskService forgets it; its job waits.
+            p.forget();
+        }
+        super::super::vendor::update_job_ended(&st, &req.sys, p.id(), outcome);
+    }
+    result.map(|_| ()).map_err(|(f, _)| f)
+}
+
+/// Fetch, verify, write, then install or stage: how it ended.
+async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Failure, Outcome)> {
     let profile = st.profile(&req.sys);
     let uri = match &req.source {
         Source::Fetch(image) => image.image.clone(),
         Source::Pushed(_, name) => name.clone(),
     };
-    let fail = |key: &str, why: Msg| -> Failure {
+    let refused = |key: &str| -> (Failure, Outcome) {
         p.message(message(key, &[&uri, &req.target]));
-        (400, vec![why])
+        let why = match &req.source {
+            Source::Fetch(_) => bad_image(&uri),
+            Source::Pushed(..) => Msg::new("MissingOrMalformedPart", &[]),
+        };
+        ((400, vec![why]), Outcome::Refused)
     };
     let new = profile.update.new_secs;
     if new > 0.0 {
@@ -78,23 +102,22 @@ pub async fn run(st: AppState, req: Request, p: Progress) -> Result<(), Failure>
     p.message(message("TransferringToComponent", &[&uri, &req.target]));
     let bytes = match &req.source {
         Source::Pushed(bytes, _) => bytes.clone(),
-        Source::Fetch(image) => fetch(&st, &req, image, &p).await?.into(),
-    };
-    let refused = || match &req.source {
-        Source::Fetch(_) => bad_image(&uri),
-        Source::Pushed(..) => Msg::new("MissingOrMalformedPart", &[]),
+        Source::Fetch(image) => fetch(st, req, image, p)
+            .await
+            .map_err(|f| (f, Outcome::NotFetched))?
+            .into(),
     };
     p.message(message("VerifyingAtComponent", &[&uri, &req.target]));
     let image = crate::firmware::parse(&bytes).map_err(|e| {
         tracing::warn!(system = %req.sys.name, %uri, error = %e, "firmware image refused");
-        fail("VerificationFailed", refused())
+        refused("VerificationFailed")
     })?;
     let c = image.component;
     if req.only.is_some_and(|o| o != c)
         || !crate::bmc::firmware::components(&req.sys).any(|x| x == c)
     {
         tracing::warn!(system = %req.sys.name, %uri, component = %c, "firmware image for another target");
-        return Err(fail("VerificationFailed", refused()));
+        return Err(refused("VerificationFailed"));
     }
     p.message(message("TargetDetermined", &[&req.target, &uri]));
     p.state(TaskState::Running);
@@ -113,25 +136,31 @@ pub async fn run(st: AppState, req: Request, p: Progress) -> Result<(), Failure>
         .await
     {
         Ok(_) => {}
-        Err(FirmwareRefused::WrongTarget { .. }) => {
-            return Err(fail("VerificationFailed", refused()))
-        }
+        Err(FirmwareRefused::WrongTarget { .. }) => return Err(refused("VerificationFailed")),
         Err(FirmwareRefused::Backend(e)) => {
             p.message(message("ApplyFailed", &[&uri, &req.target]));
-            return Err(crate::api::task_store::failure(e));
+            return Err((crate::api::task_store::failure(e), Outcome::Refused));
         }
     }
     tracing::info!(system = %req.sys.name, component = %c, version = %image.version, apply = ?at, "firmware image taken");
-    if c == Component::Bmc && at.is_none() {
-        // Written: the BMC restarts into it (the version shows then).
-        p.message(message("UpdateSuccessful", &[&req.target, &uri]));
-        super::restart_for_update(&st, &req.sys);
-    } else if at.is_none() {
-        p.message(message("UpdateSuccessful", &[&req.target, &uri]));
-    } else {
-        p.message(message("AwaitToActivate", &[&uri, &req.target]));
-    }
-    Ok(())
+    Ok(match at {
+        None => {
+            p.message(message("UpdateSuccessful", &[&req.target, &uri]));
+            if c == Component::Bmc {
+                // Written: the BMC restarts into it (the version shows then).
+                super::restart_for_update(st, &req.sys);
+            }
+            Outcome::Installed
+        }
+        Some(apply) => {
+            p.message(message("AwaitToActivate", &[&uri, &req.target]));
+            if apply == ApplyAt::OnReset && c != Component::Bmc {
+                Outcome::Staged(c)
+            } else {
+                Outcome::Waiting
+            }
+        }
+    })
 }
 
 /// The image from its URL, or the task's failure.
