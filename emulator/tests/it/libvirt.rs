@@ -1299,3 +1299,49 @@ async fn a_host_that_does_not_answer_leaves_the_other_hosts_served() {
         assert_eq!(r.status, StatusCode::OK, "{r}");
     }
 }
+
+/// A BIOS an update installed is what the guest reads: the domain's
+/// SMBIOS type 0 (`<sysinfo type='smbios'><bios>`, handed to the
+/// firmware with `<smbios mode='sysinfo'/>`) carries its version and
+/// date, at once when installed now, at the start that installs it when
+/// staged for the reset.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_installed_bios_is_in_the_domains_smbios() {
+    use shoal_emulator::firmware::{Component, Image};
+    use shoal_emulator::model::firmware::ApplyAt;
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("smbios-vm"));
+    let api = api(&["smbios-vm"]);
+    let image = |v: &str| Image {
+        component: Component::Bios,
+        version: v.into(),
+        release_date: Some("2026-11-02".into()),
+    };
+    let core = &api.state.core;
+    core.install_firmware(&id, &image("2.19.1"), None, None, "1")
+        .await
+        .unwrap();
+    let xml = hv.xml(&id, true);
+    assert!(
+        xml.contains("<entry name='version'>2.19.1</entry>"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<entry name='date'>11/02/2026</entry>"),
+        "{xml}"
+    );
+    assert!(xml.contains("<smbios mode='sysinfo'/>"), "{xml}");
+    core.install_firmware(&id, &image("3.0"), None, Some(ApplyAt::OnReset), "2")
+        .await
+        .unwrap();
+    assert!(!hv.xml(&id, true).contains("3.0</entry>"), "staged only");
+    let sys = format!("/redfish/v1/Systems/{id}");
+    assert_eq!(api.get(&sys).await.body["BiosVersion"], "2.19.1");
+    api.reset(&sys, "On").await;
+    for inactive in [false, true] {
+        let xml = hv.xml(&id, inactive);
+        assert!(xml.contains("<entry name='version'>3.0</entry>"), "{xml}");
+    }
+    assert_eq!(api.get(&sys).await.body["BiosVersion"], "3.0");
+    api.reset(&sys, "ForceOff").await;
+}

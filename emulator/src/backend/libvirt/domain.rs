@@ -165,6 +165,45 @@ pub fn write_state(d: &mut Element, s: &BmcState) {
             .with_attr("xmlns:shoal", NS)
             .with_text(&json),
     );
+    if let Some(bios) = s.firmware.installed.get(&crate::firmware::Component::Bios) {
+        set_bios_smbios(d, bios);
+    }
+}
+
+/// The BIOS an update installed, as the guest reads it (SMBIOS type 0,
+/// `dmidecode -t bios`, `/sys/class/dmi/id/bios_version`): the domain's
+/// `<sysinfo type='smbios'><bios>` version and date, which QEMU hands the
+/// firmware, from the next start. Other sysinfo the domain has is kept.
+pub fn set_bios_smbios(d: &mut Element, bios: &crate::model::firmware::Installed) {
+    let smbios = |e: &Element| e.name == "sysinfo" && e.attr("type") == Some("smbios");
+    if !d.elements().any(smbios) {
+        d.push(Element::new("sysinfo").with_attr("type", "smbios"));
+    }
+    let Some(sysinfo) = d.elements_mut().find(|e| smbios(e)) else {
+        return;
+    };
+    let b = sysinfo.child_or_insert("bios");
+    b.remove_where(|e| matches!(e.attr("name"), Some("version" | "date")));
+    b.push(
+        Element::new("entry")
+            .with_attr("name", "version")
+            .with_text(&bios.version),
+    );
+    // SMBIOS dates are MM/DD/YYYY.
+    let date = bios.release_date.as_deref().and_then(|d| {
+        let (y, m, day) = (d.get(0..4)?, d.get(5..7)?, d.get(8..10)?);
+        Some(format!("{m}/{day}/{y}"))
+    });
+    if let Some(us) = date {
+        b.push(
+            Element::new("entry")
+                .with_attr("name", "date")
+                .with_text(&us),
+        );
+    }
+    let os = d.child_or_insert("os");
+    os.remove_where(|e| e.name == "smbios");
+    os.push(Element::new("smbios").with_attr("mode", "sysinfo"));
 }
 
 /// The class of device a boot target means in the domain XML.
