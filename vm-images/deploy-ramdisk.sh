@@ -5,6 +5,7 @@
 #   SHOAL-MARKER deploy-ramdisk
 #   SHOAL-CMDLINE <kernel command line>
 #   SHOAL-BOOTPATH uefi-http | uefi-cd | uefi | bios   (from BootCurrent)
+#   SHOAL-BIOS version=<SMBIOS BIOS version> date=<its date>
 # on the serial port, takes DHCP, POSTs a heartbeat (marker, boot path,
 # command line) to http://<DHCP server>:8080/heartbeat, like an agent
 # would, and powers off.
@@ -76,6 +77,7 @@ mount -t devtmpfs devtmpfs /dev
 echo "SHOAL-MARKER deploy-ramdisk"
 cmdline=$(cat /proc/cmdline)
 echo "SHOAL-CMDLINE $cmdline"
+echo "SHOAL-BIOS version=$(cat /sys/class/dmi/id/bios_version 2>/dev/null) date=$(cat /sys/class/dmi/id/bios_date 2>/dev/null)"
 while read -r m; do insmod "/mods/$m" 2>/dev/null; done </mods/order
 bootpath=bios
 g=8be4df61-93ca-11d2-aa0d-00e098032b8c

@@ -17,8 +17,8 @@
 //! (of the payload, lower-case hex) are required; `ReleaseDate`
 //! (`YYYY-MM-DD`) is optional. Any other key, a repeated key, a header
 //! over [`MAX_HEADER`] bytes or a payload whose digest differs makes the
-//! image unusable, as a BMC refuses an image whose signature fails.
-//! [`build`] writes one.
+//! image unusable, as a BMC refuses an image whose signature fails. The
+//! harness writes them (`shoal_harness::firmware`).
 
 use std::fmt;
 
@@ -147,24 +147,6 @@ pub fn parse(bytes: &[u8]) -> Result<Image, ImageError> {
     })
 }
 
-/// Writes an image of `image` around `payload`.
-pub fn build(image: &Image, payload: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "{MAGIC}\nComponent: {}\nVersion: {}\n",
-        image.component, image.version
-    );
-    if let Some(d) = &image.release_date {
-        out.push_str(&format!("ReleaseDate: {d}\n"));
-    }
-    out.push_str(&format!(
-        "Payload-SHA256: {}\n\n",
-        hex::encode(Sha256::digest(payload))
-    ));
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(payload);
-    bytes
-}
-
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
@@ -197,6 +179,16 @@ mod tests {
             version: version.into(),
             release_date: Some("2026-11-02".into()),
         }
+    }
+
+    /// The harness's image of `i` around `payload`.
+    fn build(i: &Image, payload: &[u8]) -> Vec<u8> {
+        shoal_harness::firmware::image(
+            i.component.as_str(),
+            &i.version,
+            i.release_date.as_deref(),
+            payload,
+        )
     }
 
     #[test]

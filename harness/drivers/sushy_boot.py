@@ -9,6 +9,7 @@ library, the way Ironic's redfish boot interfaces do, then powers on.
     sushy_boot.py --url URL --system ID pxe --enabled Once
     sushy_boot.py --url URL --system ID disk --enabled Once
     sushy_boot.py --url URL --system ID power-on
+    sushy_boot.py --url URL --system ID --firmware-update IMAGE-URL ACTION ...
 
 uefi-http without --uri sends HttpBootUri null (the URL comes from DHCP).
 --bios stages BIOS attributes first (the vendor route for the URI where the
@@ -19,6 +20,11 @@ HTTPS boot; the CA is then listed from the collection.
 --eject-after-heartbeat waits, after the power-on, for the machine's first
 heartbeat (a line in LOG, the boot server's heartbeat log) and then ejects
 the CD, as Ironic does once its agent reports the deploy done.
+--firmware-update first updates the firmware from IMAGE-URL the way Ironic's
+redfish firmware interface does: UpdateService.SimpleUpdate with the system
+as target, then the task followed (a fresh GET each time) until it is no
+longer New, Starting, Running or Pending; it must end Completed with status
+OK. A BIOS image is staged for the reset: the boot's power-on installs it.
 Prints the Boot object the BMC reports afterwards, as JSON.
 """
 
@@ -48,6 +54,25 @@ def heartbeats(log):
         return False
 
 
+def update_firmware(root, system, url):
+    """SimpleUpdate with the system as target, followed to the task's end."""
+    monitor = root.get_update_service().simple_update(url, targets=[system.path])
+    deadline = time.monotonic() + 300
+    while True:
+        task = monitor.get_task()
+        state = str(getattr(task.task_state, 'value', task.task_state))
+        if state not in ('New', 'Starting', 'Running', 'Pending'):
+            break
+        if time.monotonic() > deadline:
+            sys.exit('sushy_boot: the firmware update is still ' + state)
+        time.sleep(0.5)
+    status = str(getattr(task.task_status, 'value', task.task_status))
+    said = '; '.join(m.message or m.message_id for m in task.messages or [])
+    if state != 'Completed' or status != 'OK':
+        sys.exit(f'sushy_boot: the firmware update ended {state}/{status}: {said}')
+    print(f'sushy_boot: firmware update {state}: {said}', file=sys.stderr)
+
+
 def enroll(system, pem):
     """Adds the CA to Boot.Certificates and checks the BMC lists it."""
     path = system.json['Boot']['Certificates']['@odata.id']
@@ -66,6 +91,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument('--url', required=True)
     p.add_argument('--system', required=True)
+    p.add_argument('--firmware-update', metavar='IMAGE-URL')
     sub = p.add_subparsers(dest='action', required=True)
     u = sub.add_parser('uefi-http')
     u.add_argument('--enabled', choices=['Once', 'Continuous'], default='Once')
@@ -91,6 +117,9 @@ def main():
             system.reset_system(sushy.RESET_FORCE_OFF)
             wait('power off', lambda: (system.refresh(), system.power_state)[1]
                  == sushy.PowerState.OFF)
+        system.refresh()
+    if a.firmware_update:
+        update_firmware(root, system, a.firmware_update)
         system.refresh()
     if a.action in ('pxe', 'disk'):
         # Ironic's pxe interface on a BIOS-mode (OpenPOWER) node; its

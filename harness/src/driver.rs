@@ -56,6 +56,9 @@ pub struct BootRequest {
     /// Virtual media: once a line shows in this heartbeat log, the driver
     /// ejects the CD (Ironic's end of a deploy).
     pub eject_after: Option<PathBuf>,
+    /// sushy: a firmware image's URL the driver updates with first
+    /// (SimpleUpdate, its task followed to the end).
+    pub firmware_update: Option<String>,
 }
 
 #[derive(Clone)]
@@ -210,6 +213,9 @@ impl Bmc {
 
     fn sushy_args(&self, req: &BootRequest) -> Vec<String> {
         let mut a = Vec::new();
+        if let Some(u) = &req.firmware_update {
+            a.extend(["--firmware-update".into(), u.clone()]);
+        }
         match req.method {
             Method::UefiHttp => {
                 a.extend([
@@ -439,6 +445,7 @@ mod tests {
             lock_flags: true,
             enroll: None,
             eject_after: None,
+            firmware_update: None,
         };
         let text = "petitboot,bootdevs=network";
         let args = pyghmi_args(&req(text)).unwrap();

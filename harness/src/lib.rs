@@ -16,6 +16,7 @@ pub mod doctor;
 pub mod driver;
 pub mod emulator;
 pub mod fileserver;
+pub mod firmware;
 pub mod fuzz;
 pub mod images;
 pub mod ironic;

@@ -19,6 +19,12 @@ pub struct Update {
     /// moving through them.
     #[serde(default = "apply_secs")]
     pub apply_secs: f64,
+    /// How much longer than `apply_secs` an update may take, as a fraction
+    /// of it (0.5: up to half again): each update's share is fixed by its
+    /// system and task, so a fleet updating at once finishes spread out,
+    /// the same way each run.
+    #[serde(default = "apply_spread")]
+    pub apply_spread: f64,
     /// Seconds the BMC is away after it installed its own firmware;
     /// unset: as long as a Manager reset keeps it away.
     #[serde(default)]
@@ -47,6 +53,7 @@ impl Default for Update {
             nic_firmware_version: nic_version(),
             new_secs: 0.0,
             apply_secs: apply_secs(),
+            apply_spread: apply_spread(),
             bmc_down_secs: None,
             transfer_protocols: protocols(),
             multipart_push_uri: multipart_uri(),
@@ -62,6 +69,10 @@ fn nic_version() -> String {
 
 fn apply_secs() -> f64 {
     3.0
+}
+
+fn apply_spread() -> f64 {
+    0.5
 }
 
 fn multipart_uri() -> String {
@@ -99,6 +110,12 @@ impl Update {
             if !(0.0..=3600.0).contains(&v) {
                 return Err(format!("update.{key}: {v} is not 0 to 3600 seconds"));
             }
+        }
+        if !(0.0..=4.0).contains(&self.apply_spread) {
+            return Err(format!(
+                "update.apply_spread: {} is not a fraction from 0 to 4",
+                self.apply_spread
+            ));
         }
         if self.bmc_down_secs.is_some_and(|s| s > 3600) {
             return Err("update.bmc_down_secs: more than 3600 seconds".into());

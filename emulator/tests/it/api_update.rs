@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 use shoal_emulator::api::update::UpdateOptions;
 use shoal_emulator::backend::download::MediaOptions;
-use shoal_emulator::firmware::{build, Component, Image};
+use shoal_emulator::firmware::Component;
 use shoal_emulator::netpolicy::AddressPolicy;
 use shoal_emulator::profile::Profiles;
 
@@ -20,12 +20,10 @@ use crate::common::{file_server, Api};
 const SIMPLE: &str = "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate";
 
 fn image(component: Component, version: &str) -> Vec<u8> {
-    build(
-        &Image {
-            component,
-            version: version.into(),
-            release_date: Some("2026-11-02".into()),
-        },
+    shoal_harness::firmware::image(
+        component.as_str(),
+        version,
+        Some("2026-11-02"),
         format!("{component} {version} payload").as_bytes(),
     )
 }

@@ -42,6 +42,7 @@ fn boot_with(profile: &str, bios: &[(&str, &str)]) -> anyhow::Result<serde_json:
             // As before an HTTPS boot: the CA goes in first.
             enroll: Some(crate::api_boot_certs::cert_pem("Driver CA", true)),
             eject_after: None,
+            firmware_update: None,
         },
     )?;
     let sys = curl_json(&format!("{}/redfish/v1/Systems/{id}", emu.url));
@@ -161,6 +162,7 @@ fn ipmi_drivers_set_the_flags_and_mailbox_then_power_on() {
                 lock_flags: true,
                 enroll: None,
                 eject_after: None,
+                firmware_update: None,
             },
         )
         .unwrap_or_else(|e| panic!("{}: {e:#}", driver.name()));

@@ -155,23 +155,13 @@ fn sushy_copes_with_injected_faults() {
 /// read back where Ironic reads them.
 #[test]
 fn sushy_updates_firmware_through_the_update_service() {
-    use shoal_emulator::firmware::{build, Component, Image};
+    use shoal_harness::firmware::artifact;
     let Some(python) = venv_program("python") else {
         return;
     };
-    let image = |component, version: &str| {
-        build(
-            &Image {
-                component,
-                version: version.into(),
-                release_date: None,
-            },
-            b"payload",
-        )
-    };
     let base = crate::common::file_server(vec![
-        ("/bios.fw", image(Component::Bios, "2.19.1")),
-        ("/bmc.fw", image(Component::Bmc, "9.9.9")),
+        ("/bios.fw", artifact("bios", "2.19.1")),
+        ("/bmc.fw", artifact("bmc", "9.9.9")),
     ]);
     let dir = tempfile::tempdir().unwrap();
     let pw = htpasswd(dir.path(), "admin", "sushy-pass", 4);

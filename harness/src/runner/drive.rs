@@ -77,6 +77,11 @@ pub(super) fn drive(
         eject_after: boot
             .eject_after_heartbeat
             .then(|| case.dir.join("heartbeat.log")),
+        // The BMC fetches it, as it fetches virtual media.
+        firmware_update: boot
+            .firmware_update
+            .as_ref()
+            .map(|f| format!("{}/{f}", case.bmc_url)),
     };
     let subscribers = super::events::subscribe(s, case)?;
     case.bmc.boot(driver, &req)?;

@@ -16,6 +16,19 @@ use crate::scenario::{Enroll, Image, Platform, Scenario};
 pub(super) fn copy_artifacts(s: &Scenario, www: &Path) -> Result<()> {
     for a in &s.artifacts {
         let marker = a.marker.as_deref().unwrap_or_default();
+        let firmware = match a.image {
+            Image::FirmwareBios => Some("bios"),
+            Image::FirmwareBmc => Some("bmc"),
+            Image::FirmwareNic => Some("nic"),
+            _ => None,
+        };
+        if let Some(component) = firmware {
+            std::fs::write(
+                www.join(&a.name),
+                crate::firmware::artifact(component, marker),
+            )?;
+            continue;
+        }
         let built = match a.image {
             Image::GrubMarkerEfi => crate::images::grub_marker("efi", marker)?,
             Image::GrubMarkerIso => crate::images::grub_marker("iso", marker)?,
@@ -41,6 +54,9 @@ pub(super) fn copy_artifacts(s: &Scenario, www: &Path) -> Result<()> {
             Image::InstanceQcow2 => crate::images::instance_image("qcow2", marker)?,
             Image::InstanceRaw => crate::images::instance_image("raw", marker)?,
             Image::Ppc64lePayload => ppc64le("payload", "payload.cpio.gz")?,
+            Image::FirmwareBios | Image::FirmwareBmc | Image::FirmwareNic => {
+                unreachable!("written above")
+            }
         };
         std::fs::copy(&built, www.join(&a.name))?;
     }

@@ -127,6 +127,14 @@ pub enum Image {
     InstanceRaw,
     /// The ppc64le payload initramfs: marker, command line, heartbeat.
     Ppc64lePayload,
+    /// A Shoal firmware image for the BIOS (`crate::firmware`): the
+    /// marker is its version, then optionally a space and its release
+    /// date (`2.19.1 2026-11-02`).
+    FirmwareBios,
+    /// The same for the BMC.
+    FirmwareBmc,
+    /// The same for the network adapter.
+    FirmwareNic,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -422,6 +430,12 @@ pub struct Boot {
     /// ejects the virtual CD, as Ironic does when its agent is done.
     #[serde(default)]
     pub eject_after_heartbeat: bool,
+    /// sushy: before the boot, the driver updates the firmware with this
+    /// artifact (a `firmware-*` image) through the UpdateService's
+    /// SimpleUpdate, as Ironic's redfish firmware interface does, and
+    /// follows the task to its end; a BIOS image is staged for the reset,
+    /// so the boot's power-on installs it.
+    pub firmware_update: Option<String>,
 }
 
 fn once() -> Enabled {

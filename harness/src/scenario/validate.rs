@@ -165,9 +165,12 @@ impl Scenario {
                     | Image::GrubMarkerIso
                     | Image::InstanceQcow2
                     | Image::InstanceRaw
+                    | Image::FirmwareBios
+                    | Image::FirmwareBmc
+                    | Image::FirmwareNic
             );
             if marked != a.marker.is_some() {
-                bail!("artifacts[{i}].marker: grub marker and instance images need one, other images take none");
+                bail!("artifacts[{i}].marker: grub marker, instance and firmware images need one (a firmware image's version), other images take none");
             }
         }
         if let Some(b) = &self.network.bootfile {
@@ -212,6 +215,21 @@ impl Scenario {
             }
             if b.method == Method::VirtualMedia && b.uri.is_none() {
                 bail!("boot.uri: virtual-media needs an image");
+            }
+            if let Some(f) = &b.firmware_update {
+                let firmware = self.artifacts.iter().any(|a| {
+                    a.name == *f
+                        && matches!(
+                            a.image,
+                            Image::FirmwareBios | Image::FirmwareBmc | Image::FirmwareNic
+                        )
+                });
+                if !firmware {
+                    bail!("boot.firmware_update: {f:?} is not a firmware-* artifact");
+                }
+                if self.drivers != [Driver::Sushy] {
+                    bail!("boot.firmware_update: the sushy driver updates the firmware; it goes with drivers = [\"sushy\"]");
+                }
             }
             if b.eject_after_heartbeat
                 && (b.method != Method::VirtualMedia || self.drivers != [Driver::Sushy])

@@ -122,7 +122,8 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
     p.message(message("TargetDetermined", &[&req.target, &uri]));
     p.state(TaskState::Running);
     p.message(message("InstallingOnComponent", &[&uri, &req.target]));
-    let step = Duration::from_secs_f64(profile.update.apply_secs / f64::from(STEPS));
+    let secs = apply_secs(&profile.update, &req.sys.id, p.id());
+    let step = Duration::from_secs_f64(secs / f64::from(STEPS));
     for i in 1..=STEPS {
         tokio::time::sleep(step).await;
         p.percent(u8::try_from(i * 100 / STEPS).unwrap_or(100));
@@ -163,6 +164,17 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
     })
 }
 
+/// How long writing the image takes: the profile's time, plus a share of
+/// its spread fixed by the system and the task (a fleet's updates end
+/// spread out, alike from run to run).
+fn apply_secs(update: &crate::profile::update::Update, system: &str, task: &str) -> f64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (system, task).hash(&mut h);
+    let share = (h.finish() % 1000) as f64 / 1000.0;
+    update.apply_secs * (1.0 + update.apply_spread * share)
+}
+
 /// The image from its URL, or the task's failure.
 async fn fetch(
     st: &AppState,
@@ -195,4 +207,29 @@ async fn fetch(
 fn bad_image(uri: &str) -> Msg {
     tracing::debug!(%uri, "image refused");
     Msg::new("ActionParameterValueError", &["ImageURI", SIMPLE_UPDATE])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::apply_secs;
+    use crate::profile::update::Update;
+
+    #[test]
+    fn a_fleets_updates_end_spread_out_and_alike_each_run() {
+        let u = Update::default();
+        let times: Vec<f64> = (0..50)
+            .map(|i| apply_secs(&u, &format!("node-{i}"), "1"))
+            .collect();
+        assert!(times.iter().all(|t| (3.0..=4.5).contains(t)), "{times:?}");
+        let (min, max) = times
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(a, b), t| (a.min(*t), b.max(*t)));
+        assert!(max - min > 1.0, "spread out: {min}..{max}");
+        assert_eq!(times[7], apply_secs(&u, "node-7", "1"), "alike");
+        let none = Update {
+            apply_spread: 0.0,
+            ..Update::default()
+        };
+        assert_eq!(apply_secs(&none, "node-7", "1"), 3.0);
+    }
 }
