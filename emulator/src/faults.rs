@@ -30,7 +30,7 @@ mod tests;
 
 pub use rules::{
     FaultConfig, Rule, EMPTY_FIELDS, EVENT, IPMI, MAX_LATENCY_MS, MAX_PATH, MAX_POWER_DELAY_MS,
-    MAX_RULES, MAX_SYSTEMS,
+    MAX_RULES, MAX_SYSTEMS, UPDATE,
 };
 
 /// A BMC reboot in progress.
@@ -68,6 +68,17 @@ pub enum Decision {
     Drop,
     /// The BMC is rebooting: 503 for this many more seconds.
     Unavailable(u32),
+}
+
+/// What happens to one firmware update.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpdateFault {
+    /// Added to the time the image takes to write.
+    pub delay: Duration,
+    /// The write fails; nothing is installed.
+    pub fail: bool,
+    /// The task hangs in Running until the BMC restarts.
+    pub stuck: bool,
 }
 
 /// What happens to one event delivery.
@@ -286,6 +297,36 @@ impl Faults {
             out.reorder |= reorder;
             out.empty.extend(r.empty_fields.iter().cloned());
             if drop || duplicate || reorder || !r.empty_fields.is_empty() {
+                *fired += 1;
+            }
+        }
+        out
+    }
+
+    /// Decides a firmware update's fate (of `system`, its image at a URL
+    /// whose path is `path`): longer, failed, or stuck.
+    pub fn decide_update(&self, system: &str, path: &str) -> UpdateFault {
+        let mut out = UpdateFault::default();
+        if !self.active() {
+            return out;
+        }
+        let mut st = self.lock();
+        let State {
+            config, rng, fired, ..
+        } = &mut *st;
+        let systems = [system.to_string()];
+        for (r, fired) in config.rules.iter().zip(fired.iter_mut()) {
+            if r.times.is_some_and(|n| *fired >= n) || !r.matches(UPDATE, path, &systems) {
+                continue;
+            }
+            out.delay = out
+                .delay
+                .saturating_add(Duration::from_millis(r.latency_ms));
+            let mut hit = |rate: f64| rate > 0.0 && rng.random::<f64>() < rate;
+            let (fail, stuck) = (hit(r.error_rate), hit(r.stuck_rate));
+            out.fail |= fail;
+            out.stuck |= stuck;
+            if fail || stuck {
                 *fired += 1;
             }
         }

@@ -137,6 +137,16 @@ pub struct Core {
     pub power_off_disabled: bool,
     /// The background work power actions wait for and wake.
     pub work: Arc<dyn Work>,
+    /// How many times each system's BMC restarted, and a wake-up for
+    /// work that waits for one ([`Core::bmc_restart`]).
+    restarts: Arc<Restarts>,
+}
+
+/// BMC restarts per system, with a wake-up at each.
+#[derive(Default)]
+struct Restarts {
+    counts: Mutex<HashMap<String, u64>>,
+    wake: tokio::sync::Notify,
 }
 
 impl Core {
@@ -155,6 +165,7 @@ impl Core {
             power_clock: Arc::default(),
             power_off_disabled: false,
             work: Arc::new(NoWork),
+            restarts: Arc::default(),
         }
     }
 
@@ -204,6 +215,10 @@ impl Core {
     /// for the last BMC reboot), and it comes back running the firmware
     /// staged for its restart, if any.
     pub async fn bmc_restarted(&self, sys: &System, reason: &'static str) {
+        *lock(&self.restarts.counts)
+            .entry(sys.id.clone())
+            .or_default() += 1;
+        self.restarts.wake.notify_waiters();
         self.changes.send(changes::ChangeRecord {
             system: sys.id.clone(),
             name: sys.name.clone(),
@@ -225,6 +240,20 @@ impl Core {
             if let Err(e) = self.backend.apply(&sys.id, vec![change]).await {
                 tracing::warn!(system = %sys.name, error = %e, "BMC firmware not installed at restart");
             }
+        }
+    }
+
+    /// Waits until the BMC of system `id` restarts (work its restart
+    /// ends, as a task it never finishes).
+    pub async fn bmc_restart(&self, id: &str) {
+        let count = || lock(&self.restarts.counts).get(id).copied().unwrap_or(0);
+        let before = count();
+        loop {
+            let woken = self.restarts.wake.notified();
+            if count() != before {
+                return;
+            }
+            woken.await;
         }
     }
 

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 const METHODS: &[&str] = &[
-    "GET", "HEAD", "POST", "PATCH", "PUT", "DELETE", "IPMI", "EVENT",
+    "GET", "HEAD", "POST", "PATCH", "PUT", "DELETE", "IPMI", "EVENT", "UPDATE",
 ];
 /// The method of a request to the host's in-band IPMI interface, whose
 /// path is `/ipmi/in-band/NN/CC` (network function and command, two hex
@@ -19,6 +19,12 @@ pub const IPMI: &str = "IPMI";
 /// it drops, delays, duplicates or holds back deliveries, or empties
 /// fields of what is sent; it selects by path alone.
 pub const EVENT: &str = "EVENT";
+/// The method of a firmware update, whose path is its image URL's (a
+/// pushed image's: `/`). A rule with only this method is an update
+/// fault: its task takes `latency_ms` longer, fails (`error_rate`, the
+/// image not installed) or hangs in Running until the BMC restarts
+/// (`stuck_rate`); it selects by system and path.
+pub const UPDATE: &str = "UPDATE";
 /// The fields of an event's records an event fault may send empty.
 pub const EMPTY_FIELDS: &[&str] = &[
     "OriginOfCondition",
@@ -106,6 +112,10 @@ pub struct Rule {
     /// Event faults: fields of every record (of `EMPTY_FIELDS`) sent empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub empty_fields: Vec<String>,
+    /// Update faults: the share of updates whose task hangs in Running
+    /// until the BMC restarts.
+    #[serde(default)]
+    pub stuck_rate: f64,
 }
 
 /// What `[faults]` and the admin endpoint's `PUT` carry.
@@ -197,7 +207,9 @@ impl FaultConfig {
                 ));
             }
             check_event_rule(r).map_err(|(k, why)| format!("{}: {why}", key(k)))?;
+            check_update_rule(r).map_err(|(k, why)| format!("{}: {why}", key(k)))?;
             for (name, rate) in [
+                ("stuck_rate", r.stuck_rate),
                 ("error_rate", r.error_rate),
                 ("drop_rate", r.drop_rate),
                 ("duplicate_rate", r.duplicate_rate),
@@ -293,6 +305,41 @@ fn check_event_rule(r: &Rule) -> Result<(), (&'static str, String)> {
     }
 }
 
+/// An update fault (methods `["UPDATE"]`) delays, fails or hangs
+/// updates; `stuck_rate` is only on update faults.
+fn check_update_rule(r: &Rule) -> Result<(), (&'static str, String)> {
+    if !r.methods.iter().any(|m| m == UPDATE) {
+        return match r.stuck_rate != 0.0 {
+            true => Err((
+                "stuck_rate",
+                "applies to firmware updates only (methods = [\"UPDATE\"])".into(),
+            )),
+            false => Ok(()),
+        };
+    }
+    if r.methods.len() > 1 {
+        return Err((
+            "methods",
+            "\"UPDATE\" stands alone (an update fault is no request fault)".into(),
+        ));
+    }
+    for (k, set) in [
+        ("status", r.status.is_some()),
+        ("message_id", r.message_id.is_some()),
+        ("drop_rate", r.drop_rate != 0.0),
+        ("power_delay_ms", r.power_delay_ms != 0),
+    ] {
+        if set {
+            return Err((
+                k,
+                "is no update fault (an update fault delays, fails or hangs an update's task)"
+                    .into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A rule's `message_id` is one Shoal can send.
 fn check_message_id(id: &str) -> Result<(), String> {
     if id.len() > MAX_MESSAGE_ID {
@@ -346,7 +393,7 @@ impl Rule {
 
     pub(super) fn matches(&self, method: &str, path: &str, systems: &[String]) -> bool {
         let by_method = match self.methods.is_empty() {
-            true => method != IPMI && method != EVENT,
+            true => ![IPMI, EVENT, UPDATE].contains(&method),
             false => self.methods.iter().any(|m| m == method),
         };
         self.selects_systems(systems)

@@ -293,3 +293,53 @@ fn a_rule_with_times_is_spent_after_that_many_failures() {
     f.replace(cfg);
     assert_eq!(import().1, fail("LC068"), "replaced rules fire again");
 }
+
+#[test]
+fn update_faults_select_updates_only_and_take_only_their_members() {
+    let stuck = Rule {
+        methods: vec![UPDATE.into()],
+        path: Some("/bios.fw".into()),
+        stuck_rate: 1.0,
+        ..Rule::default()
+    };
+    let f = Faults::new(FaultConfig {
+        seed: 0,
+        rules: vec![stuck.clone()],
+    });
+    assert!(f.decide_update("node-0", "/bios.fw").stuck);
+    assert!(!f.decide_update("node-0", "/bmc.fw").stuck, "by path");
+    let (latency, decision) = f.decide("POST", "/bios.fw", &["node-0".into()]);
+    assert_eq!(
+        (latency, decision),
+        (Duration::ZERO, Decision::Pass),
+        "no request fault"
+    );
+    let bad = |r: Rule| {
+        FaultConfig {
+            seed: 0,
+            rules: vec![r],
+        }
+        .check()
+        .unwrap_err()
+    };
+    assert!(bad(Rule {
+        stuck_rate: 0.5,
+        ..Rule::default()
+    })
+    .contains("rules[0].stuck_rate"));
+    assert!(bad(Rule {
+        status: Some(503),
+        ..stuck.clone()
+    })
+    .contains("rules[0].status"));
+    assert!(bad(Rule {
+        methods: vec![UPDATE.into(), "POST".into()],
+        ..stuck.clone()
+    })
+    .contains("rules[0].methods"));
+    assert!(bad(Rule {
+        stuck_rate: 2.0,
+        ..stuck
+    })
+    .contains("rules[0].stuck_rate"));
+}

@@ -682,3 +682,84 @@ async fn an_idrac_update_leaves_its_task_for_a_scheduled_job() {
     assert_eq!(job["JobState"], "Failed", "{job}");
     assert_eq!(job["MessageId"], "RED007", "{job}");
 }
+
+/// Update faults: a task that hangs in Running until the BMC restarts
+/// (which ends it in Exception, nothing installed), and one whose write
+/// fails; an image the rule's path does not select goes through.
+#[tokio::test]
+async fn update_faults_hang_or_fail_the_task() {
+    use shoal_emulator::faults::{FaultConfig, Rule, UPDATE};
+    let base = file_server(vec![
+        ("/stuck.fw", image(Component::Bios, "8.0")),
+        ("/fails.fw", image(Component::Bios, "8.1")),
+        ("/fine.fw", image(Component::Bios, "8.2")),
+    ]);
+    let api = fetching(quick());
+    let sys = api.system(0).await;
+    let rule = |path: &str| Rule {
+        methods: vec![UPDATE.into()],
+        path: Some(path.into()),
+        ..Rule::default()
+    };
+    api.state.core.faults.replace(FaultConfig {
+        seed: 1,
+        rules: vec![Rule {
+            stuck_rate: 1.0,
+            ..rule("/stuck.fw")
+        }],
+    });
+    let now = json!("Immediate");
+    let (monitor, task) = update(
+        &api,
+        json!({"ImageURI": format!("{base}/stuck.fw"), "@Redfish.OperationApplyTime": now}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let t = api.get(&task).await.body;
+    assert_eq!(t["TaskState"], "Running", "{t}");
+    assert!(t["PercentComplete"].as_u64().unwrap() < 100, "{t}");
+    let manager = api.get(&sys).await.body["Links"]["ManagedBy"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = api
+        .post(
+            &format!("{manager}/Actions/Manager.Reset"),
+            json!({"ResetType": "GracefulRestart"}),
+        )
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    let (_, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(t["TaskState"], "Exception", "{t}");
+    assert!(
+        message_ids(&t)
+            .iter()
+            .any(|m| m == "Update.1.0.ApplyFailed"),
+        "{t}"
+    );
+    // On a BMC that is up: the failing write, then a clean one.
+    let api = fetching(quick());
+    api.state.core.faults.replace(FaultConfig {
+        seed: 1,
+        rules: vec![Rule {
+            error_rate: 1.0,
+            ..rule("/fails.fw")
+        }],
+    });
+    let (monitor, task) = update(
+        &api,
+        json!({"ImageURI": format!("{base}/fails.fw"), "@Redfish.OperationApplyTime": now}),
+    )
+    .await;
+    let (_, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(t["TaskState"], "Exception", "{t}");
+    assert_eq!(api.get(&sys).await.body["BiosVersion"], "1.0.0");
+    let (monitor, task) = update(
+        &api,
+        json!({"ImageURI": format!("{base}/fine.fw"), "@Redfish.OperationApplyTime": now}),
+    )
+    .await;
+    let (_, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(t["TaskState"], "Completed", "{t}");
+    assert_eq!(api.get(&sys).await.body["BiosVersion"], "8.2");
+}

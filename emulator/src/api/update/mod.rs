@@ -106,7 +106,7 @@ async fn service(State(st): State<AppState>) -> Resource {
                 "target": format!("{SERVICE}/Actions/{SIMPLE_UPDATE}"),
                 "TransferProtocol@Redfish.AllowableValues": update.transfer_protocols,
                 "@Redfish.OperationApplyTimeSupport": {
-                    "@odata.type": "#Settings.v1_3_5.OperationApplyTimeSupport",
+                    "@odata.type": "#Settings.v1_4_0.OperationApplyTimeSupport",
                     "SupportedValues": APPLY_TIMES,
                 },
             },

@@ -122,11 +122,36 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
     p.message(message("TargetDetermined", &[&req.target, &uri]));
     p.state(TaskState::Running);
     p.message(message("InstallingOnComponent", &[&uri, &req.target]));
-    let secs = apply_secs(&profile.update, &req.sys.id, p.id());
+    let path = match &req.source {
+        Source::Fetch(_) => uri
+            .parse::<axum::http::Uri>()
+            .map_or("/".into(), |u| u.path().to_string()),
+        Source::Pushed(..) => "/".into(),
+    };
+    let fault = st.core.faults.decide_update(&req.sys.name, &path);
+    let secs = apply_secs(&profile.update, &req.sys.id, p.id()) + fault.delay.as_secs_f64();
     let step = Duration::from_secs_f64(secs / f64::from(STEPS));
     for i in 1..=STEPS {
+        if fault.stuck && i > STEPS / 2 {
+            // Hung: the BMC's restart is what ends it.
+            tracing::warn!(system = %req.sys.name, task = %p.id(), "firmware update stuck (fault)");
+            st.core.bmc_restart(&req.sys.id).await;
+            p.message(message("ApplyFailed", &[&uri, &req.target]));
+            return Err((
+                (500, vec![Msg::new("OperationFailed", &[])]),
+                Outcome::Refused,
+            ));
+        }
         tokio::time::sleep(step).await;
         p.percent(u8::try_from(i * 100 / STEPS).unwrap_or(100));
+    }
+    if fault.fail {
+        tracing::warn!(system = %req.sys.name, task = %p.id(), "firmware update failed (fault)");
+        p.message(message("ApplyFailed", &[&uri, &req.target]));
+        return Err((
+            (500, vec![Msg::new("OperationFailed", &[])]),
+            Outcome::Refused,
+        ));
     }
     let at = req
         .apply
