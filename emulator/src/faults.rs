@@ -270,36 +270,48 @@ impl Faults {
         (latency, decision)
     }
 
-    /// Decides an event delivery's fate (to a destination whose URL's
-    /// path is `path`): the delay first, then dropped, or sent twice,
-    /// held back, with fields emptied.
-    pub fn decide_event(&self, path: &str) -> EventFault {
-        let mut out = EventFault::default();
+    /// Runs `decide` on every rule of pseudo-method `method` selecting
+    /// `path` and `systems` and not spent, with a draw from the seeded
+    /// generator (`hit(rate)`); `decide` says whether the rule fired.
+    fn each_rule<F>(&self, method: &str, path: &str, systems: &[String], mut decide: F)
+    where
+        F: FnMut(&Rule, &mut dyn FnMut(f64) -> bool) -> bool,
+    {
         if !self.active() {
-            return out;
+            return;
         }
         let mut st = self.lock();
         let State {
             config, rng, fired, ..
         } = &mut *st;
         for (r, fired) in config.rules.iter().zip(fired.iter_mut()) {
-            if r.times.is_some_and(|n| *fired >= n) || !r.matches(EVENT, path, &[]) {
+            if r.times.is_some_and(|n| *fired >= n) || !r.matches(method, path, systems) {
                 continue;
             }
+            let mut hit = |rate: f64| rate > 0.0 && rng.random::<f64>() < rate;
+            if decide(r, &mut hit) {
+                *fired += 1;
+            }
+        }
+    }
+
+    /// Decides an event delivery's fate (to a destination whose URL's
+    /// path is `path`): the delay first, then dropped, or sent twice,
+    /// held back, with fields emptied.
+    pub fn decide_event(&self, path: &str) -> EventFault {
+        let mut out = EventFault::default();
+        self.each_rule(EVENT, path, &[], |r, hit| {
             out.delay = out
                 .delay
                 .saturating_add(Duration::from_millis(r.latency_ms));
-            let mut hit = |rate: f64| rate > 0.0 && rng.random::<f64>() < rate;
             let (drop, duplicate, reorder) =
                 (hit(r.drop_rate), hit(r.duplicate_rate), hit(r.reorder_rate));
             out.drop |= drop;
             out.duplicate |= duplicate;
             out.reorder |= reorder;
             out.empty.extend(r.empty_fields.iter().cloned());
-            if drop || duplicate || reorder || !r.empty_fields.is_empty() {
-                *fired += 1;
-            }
-        }
+            drop || duplicate || reorder || !r.empty_fields.is_empty()
+        });
         out
     }
 
@@ -307,29 +319,15 @@ impl Faults {
     /// whose path is `path`): longer, failed, or stuck.
     pub fn decide_update(&self, system: &str, path: &str) -> UpdateFault {
         let mut out = UpdateFault::default();
-        if !self.active() {
-            return out;
-        }
-        let mut st = self.lock();
-        let State {
-            config, rng, fired, ..
-        } = &mut *st;
-        let systems = [system.to_string()];
-        for (r, fired) in config.rules.iter().zip(fired.iter_mut()) {
-            if r.times.is_some_and(|n| *fired >= n) || !r.matches(UPDATE, path, &systems) {
-                continue;
-            }
+        self.each_rule(UPDATE, path, &[system.to_string()], |r, hit| {
             out.delay = out
                 .delay
                 .saturating_add(Duration::from_millis(r.latency_ms));
-            let mut hit = |rate: f64| rate > 0.0 && rng.random::<f64>() < rate;
             let (fail, stuck) = (hit(r.error_rate), hit(r.stuck_rate));
             out.fail |= fail;
             out.stuck |= stuck;
-            if fail || stuck {
-                *fired += 1;
-            }
-        }
+            fail || stuck
+        });
         out
     }
 
