@@ -111,6 +111,26 @@ pub(super) fn job_task_gone(job: &Job) -> bool {
     dell::update::task_gone(job)
 }
 
+/// The parameters SimpleUpdate takes beyond DMTF's (HPE's tools').
+pub(super) fn simple_update_params(profile: &Profile) -> &'static [&'static str] {
+    hpe::update::simple_update_params(profile)
+}
+
+/// The vendor's answer to a SimpleUpdate that started task `t`, where it
+/// is not DMTF's 202 (iLO's 200).
+pub(super) fn simple_update_accepted(
+    profile: &Profile,
+    t: &super::task_store::Task,
+) -> Option<Response> {
+    hpe::update::accepted(profile, t)
+}
+
+/// Adds the vendor's parts of the UpdateService to `v` (iLO's update
+/// state).
+pub(super) fn update_service_parts(st: &AppState, v: &mut Value) {
+    hpe::update::service_oem(st, v);
+}
+
 /// How a firmware update ended, for the vendor's job of it.
 pub(super) use dell::UpdateOutcome;
 

@@ -763,3 +763,74 @@ async fn update_faults_hang_or_fail_the_task() {
     assert_eq!(t["TaskState"], "Completed", "{t}");
     assert_eq!(api.get(&sys).await.body["BiosVersion"], "8.2");
 }
+
+/// iLO, as `ilorest firmwareupdate` drives it: SimpleUpdate with HPE's
+/// `Action` and `TPMOverrideFlag` answers 200 (iLO's extended info, the
+/// task's monitor in Location), and the UpdateService's `Oem.Hpe.State`
+/// goes from Idle through Updating (FlashProgressPercent moving) to
+/// Complete.
+#[tokio::test]
+async fn an_ilo_update_is_followed_in_the_update_services_state() {
+    let base = file_server(vec![
+        ("/bios.fw", image(Component::Bios, "U46 v2.90")),
+        ("/bad.fw", b"not firmware".to_vec()),
+    ]);
+    let api = fetching(Api::own_endpoint("ilo5"));
+    let svc = "/redfish/v1/UpdateService";
+    let hpe = |v: &Value| v["Oem"]["Hpe"].clone();
+    assert_eq!(hpe(&api.get(svc).await.body)["State"], "Idle");
+    let r = api
+        .post(
+            SIMPLE,
+            json!({"Action": "SimpleUpdate", "ImageURI": format!("{base}/bios.fw"), "TPMOverrideFlag": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(
+        r.body["error"]["@Message.ExtendedInfo"][0]["MessageId"],
+        "Base.1.4.Success"
+    );
+    assert!(r.headers.contains_key("location"), "{r}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    loop {
+        let h = hpe(&api.get(svc).await.body);
+        let state = h["State"].as_str().unwrap().to_string();
+        if seen.last() != Some(&state) {
+            seen.push(state.clone());
+        }
+        if state == "Complete" {
+            assert_eq!(h["FlashProgressPercent"], 100);
+            break;
+        }
+        assert!(Instant::now() < deadline, "{seen:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(seen.iter().any(|s| s == "Updating"), "{seen:?}");
+    let r = api
+        .post(
+            SIMPLE,
+            json!({"Action": "SimpleUpdate", "ImageURI": format!("{base}/bad.fw")}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while hpe(&api.get(svc).await.body)["State"] != "Error" {
+        assert!(Instant::now() < deadline, "no Error state");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let h = hpe(&api.get(svc).await.body);
+    assert_eq!(
+        h["Result"]["MessageId"], "Update.1.0.VerificationFailed",
+        "{h}"
+    );
+    // Elsewhere, HPE's parameters are unknown.
+    let api = fetching(quick());
+    let r = api
+        .post(
+            SIMPLE,
+            json!({"Action": "SimpleUpdate", "ImageURI": format!("{base}/bios.fw")}),
+        )
+        .await;
+    assert_eq!(r.message_ids(), ["ActionParameterUnknown"], "{r}");
+}

@@ -26,6 +26,7 @@ mod media;
 mod raid;
 mod system;
 mod tls;
+pub(in crate::api) mod update;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;

@@ -33,6 +33,8 @@ use crate::model::{MediaImage, System};
 
 const SERVICE: &str = "/redfish/v1/UpdateService";
 pub const SIMPLE_UPDATE: &str = "UpdateService.SimpleUpdate";
+/// The Name of every update's Task.
+pub const TASK_NAME: &str = "Firmware update";
 const START_UPDATE: &str = "UpdateService.StartUpdate";
 /// The largest image the BMC takes into memory (bmcweb's default is 30
 /// MiB).
@@ -118,6 +120,7 @@ async fn service(State(st): State<AppState>) -> Resource {
     if let Some(uri) = update.multipart_uri() {
         v["MultipartHttpPushUri"] = json!(uri);
     }
+    super::vendor::update_service_parts(&st, &mut v);
     if let Some(uri) = update.push_uri() {
         v["HttpPushUri"] = json!(uri);
         v["HttpPushUriOptions"] = json!({ "HttpPushUriApplyTime": { "ApplyTime": "Immediate" } });
@@ -240,6 +243,7 @@ pub(super) fn start(
     action: &str,
 ) -> Result<Response, ApiError> {
     let mut req = req;
+    let task_system = req.sys.clone();
     let claim = match super::vendor::update_job(st, &req.sys) {
         Some(jid) => {
             req.vendor_job = true;
@@ -250,7 +254,7 @@ pub(super) fn start(
     let work_state = st.clone();
     let id = st.tasks.spawn_tracked(
         claim,
-        "Firmware update",
+        TASK_NAME,
         action,
         TaskState::New,
         st.events.clone(),
@@ -260,7 +264,10 @@ pub(super) fn start(
         .tasks
         .get(&id)
         .ok_or_else(|| ApiError::Internal("the task just started is gone".into()))?;
-    Ok(crate::api::tasks::accepted(&task))
+    let profile = st.profile(&task_system);
+    Ok(super::vendor::simple_update_accepted(profile, &task)
+        .filter(|_| action.ends_with(SIMPLE_UPDATE))
+        .unwrap_or_else(|| crate::api::tasks::accepted(&task)))
 }
 
 /// The right to update `sys`: one update of a system at a time, as a BMC
@@ -276,17 +283,16 @@ async fn simple_update(
     State(st): State<AppState>,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    json::action_known(
-        &body,
-        &[
-            "ImageURI",
-            "TransferProtocol",
-            "Targets",
-            "Username",
-            "Password",
-        ],
-        SIMPLE_UPDATE,
-    )?;
+    const PARAMS: [&str; 5] = [
+        "ImageURI",
+        "TransferProtocol",
+        "Targets",
+        "Username",
+        "Password",
+    ];
+    let vendor = super::vendor::simple_update_params(st.root_profile);
+    let known: Vec<&str> = PARAMS.iter().chain(vendor).copied().collect();
+    json::action_known(&body, &known, SIMPLE_UPDATE)?;
     let uri = required(&body, "ImageURI")?;
     let parsed: Option<axum::http::Uri> = uri.parse().ok();
     if !parsed
