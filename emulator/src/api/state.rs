@@ -90,6 +90,8 @@ pub struct Service {
     pub events: Arc<super::events::Events>,
     /// How the UpdateService fetches images.
     pub updates: Arc<super::update::UpdateOptions>,
+    /// Images uploaded to this BMC's FirmwareInventory, not installed yet.
+    pub uploads: Arc<super::update::Uploads>,
 }
 
 /// The ports this service's BMC answers on, set by the server once its
@@ -129,6 +131,7 @@ impl AppState {
             media_verifies: true,
             events: Arc::default(),
             updates: Arc::default(),
+            uploads: Arc::default(),
         }))
     }
 

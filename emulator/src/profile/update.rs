@@ -40,6 +40,12 @@ pub struct Update {
     /// empty (the default): none.
     #[serde(default)]
     pub http_push_uri: String,
+    /// The HttpPushUri keeps an uploaded image (a multipart `file` part)
+    /// as an `Available-…` inventory member that a SimpleUpdate's
+    /// ImageURI then names (an iDRAC, whose HttpPushUri is the
+    /// FirmwareInventory itself).
+    #[serde(default)]
+    pub http_push_stores: bool,
     /// The update is a Dell job (its Task's Id is the JID), and once its
     /// image is staged for the host's reset the Task is gone (404) while
     /// the job waits `Scheduled` in the job queue (needs `[dell]`).
@@ -58,6 +64,7 @@ impl Default for Update {
             transfer_protocols: protocols(),
             multipart_push_uri: multipart_uri(),
             http_push_uri: String::new(),
+            http_push_stores: false,
             dell_job: false,
         }
     }
@@ -136,12 +143,20 @@ impl Update {
                 continue;
             }
             let segment = uri.strip_prefix("/redfish/v1/UpdateService/").unwrap_or("");
-            let taken = ["FirmwareInventory", "SoftwareInventory", "Actions"].contains(&segment);
+            let inventory =
+                segment == "FirmwareInventory" && key == "http_push_uri" && self.http_push_stores;
+            let taken = !inventory
+                && ["FirmwareInventory", "SoftwareInventory", "Actions"].contains(&segment);
             if segment.is_empty() || segment.contains('/') || taken {
                 return Err(format!(
                     "update.{key}: {uri:?} must be /redfish/v1/UpdateService/<one new segment>"
                 ));
             }
+        }
+        if self.http_push_stores
+            && self.http_push_uri != "/redfish/v1/UpdateService/FirmwareInventory"
+        {
+            return Err("update.http_push_stores: the HttpPushUri that keeps uploads is /redfish/v1/UpdateService/FirmwareInventory".into());
         }
         if !self.http_push_uri.is_empty() && self.multipart_push_uri == self.http_push_uri {
             return Err("update.http_push_uri: the same URI as multipart_push_uri".into());

@@ -834,3 +834,74 @@ async fn an_ilo_update_is_followed_in_the_update_services_state() {
         .await;
     assert_eq!(r.message_ids(), ["ActionParameterUnknown"], "{r}");
 }
+
+/// Dell's DeviceFirmwareSimpleUpdateREDFISH.py: the package is POSTed to
+/// the HttpPushUri (the FirmwareInventory) as a multipart `file`, with
+/// If-Match set to the collection's ETag; the 201 names an Available
+/// member, which SimpleUpdate's ImageURI then names; the job's Task
+/// follows (its Id the JID). A stale ETag or a package that is no image
+/// is refused and keeps nothing; DELETE removes an upload.
+#[tokio::test]
+async fn an_idrac_takes_an_uploaded_package_then_installs_it() {
+    let api = Api::own_endpoint("idrac9");
+    let svc = api.get("/redfish/v1/UpdateService").await.body;
+    let push = svc["HttpPushUri"].as_str().unwrap().to_string();
+    assert_eq!(push, "/redfish/v1/UpdateService/FirmwareInventory");
+    let etag = api.get(&push).await.headers["etag"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let upload = |etag: String, body: Vec<u8>| {
+        let (ct, body) = multipart(&[("file", Some("BIOS_XYZ.EXE"), &body)]);
+        let req = axum::http::Request::builder()
+            .method("POST")
+            .uri(&push)
+            .header("Content-Type", ct)
+            .header("If-Match", etag)
+            .body(axum::body::Body::from(body))
+            .unwrap();
+        api.raw(req)
+    };
+    let r = upload("\"stale\"".into(), image(Component::Bios, "1.16.0")).await;
+    assert_eq!(r.status, StatusCode::PRECONDITION_FAILED, "{r}");
+    let r = upload(etag.clone(), b"MZ not a package".to_vec()).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+    let r = upload(etag, image(Component::Bios, "1.16.0")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{r}");
+    let id = r.body["Id"].as_str().unwrap().to_string();
+    assert_eq!(id, "Available-BIOS-1.16.0");
+    let location = r.headers["location"].to_str().unwrap().to_string();
+    assert_eq!(api.get(&location).await.body["Version"], "1.16.0");
+    let listed = api.get(&push).await.body;
+    assert!(listed.to_string().contains(&id), "{listed}");
+    // As the script: the member's path as ImageURI, installed at once.
+    let r = api
+        .post(
+            SIMPLE,
+            json!({"ImageURI": format!("{push}/{id}"), "@Redfish.OperationApplyTime": "Immediate"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{r}");
+    let task = r.body["@odata.id"].as_str().unwrap().to_string();
+    assert!(task.contains("JID_"), "{task}");
+    let monitor = r.headers["location"].to_str().unwrap().to_string();
+    let (_, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(t["TaskState"], "Completed", "{t}");
+    let sys = api.get("/redfish/v1/Systems/System.Embedded.1").await.body;
+    assert_eq!(sys["BiosVersion"], "1.16.0");
+    assert_eq!(
+        api.get(&location).await.status,
+        StatusCode::NOT_FOUND,
+        "spent"
+    );
+    // Another upload, deleted.
+    let etag = api.get(&push).await.headers["etag"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let r = upload(etag, image(Component::Nic, "23.1")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{r}");
+    let nic = r.headers["location"].to_str().unwrap().to_string();
+    assert_eq!(api.delete(&nic).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(api.get(&nic).await.status, StatusCode::NOT_FOUND);
+}

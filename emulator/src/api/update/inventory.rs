@@ -41,20 +41,32 @@ pub async fn systems(st: &AppState) -> Result<(Vec<System>, bool), ApiError> {
     Ok((all, shared))
 }
 
-pub async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
-    let (all, shared) = systems(&st).await?;
-    let members = all.iter().flat_map(|sys| {
-        components(sys).map(move |c| format!("{INVENTORY}/{}", member_id(sys, shared, c)))
-    });
-    Ok(Resource::plain(
-        collection(
-            "SoftwareInventoryCollection",
-            INVENTORY,
-            "Firmware Inventory Collection",
-            members.collect::<Vec<_>>(),
-        ),
-        "GET",
+/// The collection: every system's components, then the images uploaded
+/// and not yet installed.
+pub async fn list_json(st: &AppState) -> Result<Value, ApiError> {
+    let (all, shared) = systems(st).await?;
+    let members = all
+        .iter()
+        .flat_map(|sys| {
+            components(sys).map(move |c| format!("{INVENTORY}/{}", member_id(sys, shared, c)))
+        })
+        .chain(super::store::members(st));
+    Ok(collection(
+        "SoftwareInventoryCollection",
+        INVENTORY,
+        "Firmware Inventory Collection",
+        members.collect::<Vec<_>>(),
     ))
+}
+
+/// The collection with its ETag (what an upload's If-Match is checked
+/// against), taking uploads where the BMC does.
+pub async fn list(State(st): State<AppState>) -> Result<Resource, ApiError> {
+    let allow = match st.root_profile.update.http_push_stores {
+        true => "GET, POST",
+        false => "GET",
+    };
+    Ok(Resource::new(list_json(&st).await?, st.root_profile, allow))
 }
 
 pub async fn member(
@@ -62,6 +74,12 @@ pub async fn member(
     Path(id): Path<String>,
     uri: Uri,
 ) -> Result<Resource, ApiError> {
+    if let Some(u) = st.uploads.get(&id) {
+        return Ok(Resource::plain(
+            super::store::member_json(&u),
+            "GET, DELETE",
+        ));
+    }
     let (all, shared) = systems(&st).await?;
     let (sys, c) = all
         .iter()

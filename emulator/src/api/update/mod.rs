@@ -14,6 +14,9 @@ mod inventory;
 mod multipart;
 mod push;
 mod run;
+mod store;
+
+pub use store::Uploads;
 
 use std::time::Duration;
 
@@ -75,10 +78,13 @@ impl Default for UpdateOptions {
 pub fn router() -> Router {
     Router::new()
         .route(SERVICE, get(service))
-        .route(inventory::INVENTORY, get(inventory::list))
+        .route(
+            inventory::INVENTORY,
+            get(inventory::list).post(store::upload),
+        )
         .route(
             &format!("{}/{{id}}", inventory::INVENTORY),
-            get(inventory::member),
+            get(inventory::member).delete(store::delete),
         )
         .route(
             &format!("{SERVICE}/Actions/{SIMPLE_UPDATE}"),
@@ -294,11 +300,14 @@ async fn simple_update(
     let known: Vec<&str> = PARAMS.iter().chain(vendor).copied().collect();
     json::action_known(&body, &known, SIMPLE_UPDATE)?;
     let uri = required(&body, "ImageURI")?;
+    // An image uploaded to the inventory (an iDRAC's HttpPushUri), or
+    // one to fetch.
+    let upload = store::named(&st, uri);
     let parsed: Option<axum::http::Uri> = uri.parse().ok();
-    if !parsed
+    let fetchable = parsed
         .as_ref()
-        .is_some_and(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some())
-    {
+        .is_some_and(|u| matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some());
+    if upload.is_none() && !fetchable {
         return Err(ApiError::bad(Msg::new(
             "ActionParameterValueFormatError",
             &[uri, "ImageURI", SIMPLE_UPDATE],
@@ -337,9 +346,13 @@ async fn simple_update(
         verify: None,
         cas: Vec::new(),
     };
+    let source = match upload.and_then(|u| st.uploads.take(&u.id)) {
+        Some(u) => run::Source::Pushed(u.bytes, u.id),
+        None => run::Source::Fetch(image),
+    };
     let req = run::Request {
         sys,
-        source: run::Source::Fetch(image),
+        source,
         only,
         apply,
         target,
