@@ -20,18 +20,11 @@ const B: &str = "7d2a0c6e-3b1f-4c5e-9a0d-2f6b8e4c1a02";
 
 /// What sushy-tools serves for the fake systems and Shoal does not, and
 /// why (`{A}` and `{B}` are the systems' UUIDs).
-const ONLY_SUSHY_TOOLS: &[(&str, &str)] = &[
-    (
-        "/redfish/v1/Registries/Messages",
-        "sushy-tools' registry file: Shoal serves the Base registry it uses \
+const ONLY_SUSHY_TOOLS: &[(&str, &str)] = &[(
+    "/redfish/v1/Registries/Messages",
+    "sushy-tools' registry file: Shoal serves the Base registry it uses \
          under its DMTF Id",
-    ),
-    (
-        "/redfish/v1/UpdateService",
-        "firmware updates: not served yet (sushy-tools' SimpleUpdate bumps \
-         the BIOS version)",
-    ),
-];
+)];
 
 /// The same for the libvirt test driver's domain (`{test}`).
 #[cfg(feature = "libvirt")]
@@ -47,10 +40,6 @@ const ONLY_SUSHY_TOOLS_LIBVIRT: &[(&str, &str)] = &[
         "/redfish/v1/Systems/{test}/Processors/CPU1",
         "sushy-tools lists a Processor per vCPU; Shoal one socket with the \
          domain's vCPUs as its cores",
-    ),
-    (
-        "/redfish/v1/UpdateService",
-        "firmware updates: not served yet",
     ),
 ];
 

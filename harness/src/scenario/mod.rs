@@ -137,6 +137,16 @@ pub enum Image {
     FirmwareNic,
 }
 
+impl Image {
+    /// A Shoal firmware image (`firmware-*`).
+    pub fn is_firmware(self) -> bool {
+        matches!(
+            self,
+            Image::FirmwareBios | Image::FirmwareBmc | Image::FirmwareNic
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {

@@ -385,3 +385,29 @@ fn event_receivers_and_the_eject_are_checked() {
     let sse = "sse_filter = \"EventType eq 'Alert'\"\nsse_events = [\" x\"]";
     assert!(e(with(sse, events)).contains("events.sse_events"));
 }
+
+/// `boot.firmware_update` names a firmware artifact, for the sushy
+/// driver; a firmware artifact carries its version as its marker.
+#[test]
+fn a_firmware_update_names_a_firmware_artifact_for_sushy() {
+    let e = |t: String| parse(&t).unwrap_err().to_string();
+    let fw = "[[artifacts]]\nname = \"bios.fw\"\nimage = \"firmware-bios\"\nmarker = \"2.0 2026-11-02\"\n";
+    let with = |name: &str| {
+        format!("drivers = [\"sushy\"]\n{OK}")
+            .replace("[boot]", &format!("{fw}[boot]"))
+            .replace(
+                "[checks]",
+                &format!("firmware_update = \"{name}\"\n[checks]"),
+            )
+    };
+    parse(&with("bios.fw")).unwrap();
+    assert!(e(with("m.efi")).contains("boot.firmware_update"));
+    assert!(
+        e(with("bios.fw").replace("[\"sushy\"]", "[\"ironic-sequence\"]"))
+            .contains("boot.firmware_update")
+    );
+    let unmarked = OK
+        .replace("[boot]", &format!("{fw}[boot]"))
+        .replace("marker = \"2.0 2026-11-02\"\n", "");
+    assert!(e(unmarked).contains("marker"));
+}

@@ -165,10 +165,7 @@ impl Scenario {
                     | Image::GrubMarkerIso
                     | Image::InstanceQcow2
                     | Image::InstanceRaw
-                    | Image::FirmwareBios
-                    | Image::FirmwareBmc
-                    | Image::FirmwareNic
-            );
+            ) || a.image.is_firmware();
             if marked != a.marker.is_some() {
                 bail!("artifacts[{i}].marker: grub marker, instance and firmware images need one (a firmware image's version), other images take none");
             }
@@ -217,14 +214,11 @@ impl Scenario {
                 bail!("boot.uri: virtual-media needs an image");
             }
             if let Some(f) = &b.firmware_update {
-                let firmware = self.artifacts.iter().any(|a| {
-                    a.name == *f
-                        && matches!(
-                            a.image,
-                            Image::FirmwareBios | Image::FirmwareBmc | Image::FirmwareNic
-                        )
-                });
-                if !firmware {
+                if !self
+                    .artifacts
+                    .iter()
+                    .any(|a| a.name == *f && a.image.is_firmware())
+                {
                     bail!("boot.firmware_update: {f:?} is not a firmware-* artifact");
                 }
                 if self.drivers != [Driver::Sushy] {
