@@ -29,9 +29,8 @@ async fn hpe(api: &Api) -> Value {
 /// ilo5 with a POST window of `secs`, for watching it pass.
 fn ilo5_post_secs(secs: u64) -> Api {
     let dir = tempfile::tempdir().unwrap();
-    let text = include_str!("../../profiles/ilo5.toml")
-        .replace("post_secs = 15", &format!("post_secs = {secs}"));
-    std::fs::write(dir.path().join("ilo5.toml"), text).unwrap();
+    let post = format!("post_secs = {secs}");
+    crate::common::derived_profile(dir.path(), "ilo5", "ilo5", &[("post_secs = 15", &post)], "");
     let profiles = shoal_emulator::profile::Profiles::load(Some(dir.path())).unwrap();
     Api::own_endpoint_with("ilo5", profiles)
 }

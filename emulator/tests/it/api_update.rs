@@ -31,16 +31,12 @@ fn image(component: Component, version: &str) -> Vec<u8> {
 /// A profile whose updates are quick and whose BMC is back in a second.
 fn quick_profiles() -> Profiles {
     let dir = tempfile::tempdir().unwrap();
-    let generic = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/profiles/generic.toml"
-    ))
-    .unwrap();
-    let text = generic.replacen("name = \"generic\"", "name = \"quick\"", 1)
-        + "\n[update]\napply_secs = 0.3\nnew_secs = 0.2\nbmc_down_secs = 1\n"
-        + "http_push_uri = \"/redfish/v1/UpdateService/update\"\n"
-        + "[[sources]]\nquirks = [\"update\"]\nsynthetic = true\nshows = \"a test's quick BMC\"\n";
-    std::fs::write(dir.path().join("quick.toml"), text).unwrap();
+    crate::common::quick_update_profile(
+        dir.path(),
+        "apply_secs = 0.3\nnew_secs = 0.2\nbmc_down_secs = 1\n\
+         http_push_uri = \"/redfish/v1/UpdateService/update\"\n",
+        "",
+    );
     Profiles::load(Some(dir.path())).unwrap()
 }
 
@@ -904,4 +900,52 @@ async fn an_idrac_takes_an_uploaded_package_then_installs_it() {
     let nic = r.headers["location"].to_str().unwrap().to_string();
     assert_eq!(api.delete(&nic).await.status, StatusCode::NO_CONTENT);
     assert_eq!(api.get(&nic).await.status, StatusCode::NOT_FOUND);
+}
+
+/// Where one service serves several systems, each has its own members
+/// (`{system}-BIOS`, …), a target names one system's component, and the
+/// others are untouched; without a target the request is ambiguous.
+#[tokio::test]
+async fn a_fleet_service_updates_the_system_its_target_names() {
+    let base = file_server(vec![("/bios.fw", image(Component::Bios, "4.1"))]);
+    let api = fetching(Api::new(3));
+    let (one, two) = (api.system(0).await, api.system(1).await);
+    let id2 = two.rsplit('/').next().unwrap().to_string();
+    let inv = api
+        .get("/redfish/v1/UpdateService/FirmwareInventory")
+        .await
+        .body;
+    assert_eq!(inv["Members@odata.count"], 9, "{inv}");
+    let member = format!("/redfish/v1/UpdateService/FirmwareInventory/{id2}-BMC");
+    let bmc = api.get(&member).await;
+    assert_eq!(bmc.status, StatusCode::OK, "{bmc}");
+    assert_eq!(
+        bmc.body["RelatedItem"][0]["@odata.id"],
+        format!("/redfish/v1/Managers/{id2}")
+    );
+    let missing = api
+        .get("/redfish/v1/UpdateService/FirmwareInventory/nope-BMC")
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{missing}");
+
+    let image_uri = format!("{base}/bios.fw");
+    let (monitor, task) = update(
+        &api,
+        json!({"ImageURI": image_uri, "Targets": [two], "@Redfish.OperationApplyTime": "Immediate"}),
+    )
+    .await;
+    let (seen, _) = follow(&api, &monitor, &task).await;
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("Completed"),
+        "{seen:?}"
+    );
+    assert_eq!(api.get(&two).await.body["BiosVersion"], "4.1");
+    assert_ne!(api.get(&one).await.body["BiosVersion"], "4.1");
+    let bios = api
+        .get(&format!(
+            "/redfish/v1/UpdateService/FirmwareInventory/{id2}-BIOS"
+        ))
+        .await;
+    assert_eq!(bios.body["Version"], "4.1", "{bios}");
 }

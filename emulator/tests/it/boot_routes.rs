@@ -119,18 +119,19 @@ fn boot(target: &str, enabled: &str, mode: &str) -> Option<Value> {
 const STRICT: &str = "idrac9-strict";
 
 fn profiles(dir: &std::path::Path) -> Profiles {
-    let idrac9 = include_str!("../../profiles/idrac9.toml");
-    let strict = idrac9
-        .replacen("name = \"idrac9\"", &format!("name = \"{STRICT}\""), 1)
-        .replacen("continuous = true", "continuous = false", 1)
-        .replacen(
-            "hidden_targets = [\"UefiShell\"]",
-            "hidden_targets = [\"UefiShell\", \"Floppy\"]",
-            1,
-        )
-        + "\n[[sources]]\nquirks = [\"boot.continuous\"]\nshows = \"a test's profile\"\nsynthetic = true\n";
-    assert!(strict.contains("continuous = false") && strict.contains("\"Floppy\"]"));
-    std::fs::write(dir.join(format!("{STRICT}.toml")), strict).unwrap();
+    crate::common::derived_profile(
+        dir,
+        "idrac9",
+        STRICT,
+        &[
+            ("continuous = true", "continuous = false"),
+            (
+                "hidden_targets = [\"UefiShell\"]",
+                "hidden_targets = [\"UefiShell\", \"Floppy\"]",
+            ),
+        ],
+        "[[sources]]\nquirks = [\"boot.continuous\"]\nshows = \"a test's profile\"\nsynthetic = true\n",
+    );
     Profiles::load(Some(dir)).unwrap()
 }
 

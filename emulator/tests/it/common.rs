@@ -573,3 +573,39 @@ pub fn free_udp_port() -> u16 {
 pub fn ipmitool_installed() -> bool {
     required("/usr/bin/ipmitool", "Debian package ipmitool").is_some()
 }
+
+/// Writes into `dir` the user profile `name`: the built-in profile `base`
+/// renamed, each `(from, to)` of `edits` replaced once (each must be
+/// there), then `extra` appended (the `[[sources]]` row its quirks need).
+pub fn derived_profile(
+    dir: &std::path::Path,
+    base: &str,
+    name: &str,
+    edits: &[(&str, &str)],
+    extra: &str,
+) {
+    let path = format!("{}/profiles/{base}.toml", env!("CARGO_MANIFEST_DIR"));
+    let mut text = std::fs::read_to_string(path).unwrap();
+    let rename = (format!("name = \"{base}\""), format!("name = \"{name}\""));
+    let edits =
+        std::iter::once((rename.0.as_str(), rename.1.as_str())).chain(edits.iter().copied());
+    for (from, to) in edits {
+        assert!(text.contains(from), "{base}.toml has no {from:?}");
+        text = text.replacen(from, to, 1);
+    }
+    std::fs::write(dir.join(format!("{name}.toml")), text + "\n" + extra).unwrap();
+}
+
+/// The generic profile as `quick`, whose updates take fractions of a
+/// second and whose BMC is back in a second or two, plus `extra`.
+pub fn quick_update_profile(dir: &std::path::Path, update: &str, extra: &str) {
+    let row =
+        "[[sources]]\nquirks = [\"update\"]\nsynthetic = true\nshows = \"a test's quick BMC\"\n";
+    derived_profile(
+        dir,
+        "generic",
+        "quick",
+        &[],
+        &format!("[update]\n{update}{extra}{row}"),
+    );
+}

@@ -167,18 +167,11 @@ fn sushy_updates_firmware_through_the_update_service() {
     let pw = htpasswd(dir.path(), "admin", "sushy-pass", 4);
     let quick = dir.path().join("profiles");
     std::fs::create_dir(&quick).unwrap();
-    let generic = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/profiles/generic.toml"
-    ))
-    .unwrap();
-    std::fs::write(
-        quick.join("quick.toml"),
-        generic.replacen("name = \"generic\"", "name = \"quick\"", 1)
-            + "\n[update]\napply_secs = 0.5\nnew_secs = 0.3\nbmc_down_secs = 2\n"
-            + "[[sources]]\nquirks = [\"update\"]\nsynthetic = true\nshows = \"a test's quick BMC\"\n",
-    )
-    .unwrap();
+    crate::common::quick_update_profile(
+        &quick,
+        "apply_secs = 0.5\nnew_secs = 0.3\nbmc_down_secs = 2\n",
+        "",
+    );
     let emu = Spawned::start(&[
         "--fake-systems",
         "1",

@@ -41,6 +41,39 @@ pub async fn systems(st: &AppState) -> Result<(Vec<System>, bool), ApiError> {
     Ok((all, shared))
 }
 
+/// The one system `path` can be about, read alone (a fleet's other
+/// systems are not): the service's only system, else the one whose Id
+/// the path carries (`/redfish/v1/{Systems,Managers,Chassis}/{id}/…`, an
+/// inventory member `{id}-{NAME}`). Also whether the service has several.
+pub async fn system_for(st: &AppState, path: &str) -> Result<(Option<System>, bool), ApiError> {
+    let refs = st.core.backend.systems().await?;
+    let shared = refs.len() > 1;
+    let found = match shared {
+        false => refs.into_iter().next(),
+        true => match id_in(path) {
+            Some(id) => st.core.backend.find(id).await?,
+            None => None,
+        },
+    };
+    Ok(match found {
+        Some(r) => (Some(st.core.backend.system(&r.id).await?), shared),
+        None => (None, shared),
+    })
+}
+
+/// The system Id a path names, on a service of several systems.
+fn id_in(path: &str) -> Option<&str> {
+    let path = path.find("/redfish/v1/").map_or(path, |i| &path[i..]);
+    if let Some(member) = path.strip_prefix(&format!("{INVENTORY}/")) {
+        return member.rsplit_once('-').map(|(id, _)| id);
+    }
+    ["Systems", "Managers", "Chassis"].iter().find_map(|c| {
+        path.strip_prefix(&format!("/redfish/v1/{c}/"))
+            .and_then(|rest| rest.split('/').next())
+            .filter(|id| !id.is_empty())
+    })
+}
+
 /// The collection: every system's components, then the images uploaded
 /// and not yet installed.
 pub async fn list_json(st: &AppState) -> Result<Value, ApiError> {
@@ -80,16 +113,14 @@ pub async fn member(
             "GET, DELETE",
         ));
     }
-    let (all, shared) = systems(&st).await?;
-    let (sys, c) = all
-        .iter()
-        .find_map(|sys| {
-            components(sys)
-                .find(|c| member_id(sys, shared, *c) == id)
-                .map(|c| (sys, c))
+    let (sys, shared) = system_for(&st, uri.path()).await?;
+    let (sys, c) = sys
+        .and_then(|sys| {
+            let c = components(&sys).find(|c| member_id(&sys, shared, *c) == id)?;
+            Some((sys, c))
         })
         .ok_or_else(|| ApiError::NotFound(uri.path().to_string()))?;
-    Ok(Resource::plain(member_json(&st, sys, shared, c), "GET"))
+    Ok(Resource::plain(member_json(&st, &sys, shared, c), "GET"))
 }
 
 /// The member of `c` of `sys`.
@@ -130,32 +161,27 @@ fn member_json(st: &AppState, sys: &System, shared: bool, c: Component) -> Value
 /// What a SimpleUpdate target names: a system, and the component when the
 /// target is one (a Manager is its BMC, a network adapter its NIC, an
 /// inventory member its component; a System or its Bios: the image says).
-pub fn resolve_target(
+pub async fn resolve_target(
     st: &AppState,
-    all: &[System],
-    shared: bool,
     target: &str,
-) -> Option<(System, Option<Component>)> {
+) -> Result<Option<(System, Option<Component>)>, ApiError> {
     let path = target.trim_end_matches('/');
     let path = path.find("/redfish/v1/").map_or(path, |i| &path[i..]);
+    let (Some(sys), shared) = system_for(st, path).await? else {
+        return Ok(None);
+    };
     let rest = |prefix: &str| path.strip_prefix(prefix);
-    for sys in all {
-        let system = format!("/redfish/v1/Systems/{}", sys.id);
-        let found = if path == system || rest(&system) == Some("/Bios") {
-            Some(None)
-        } else if path == format!("/redfish/v1/Managers/{}", st.manager_id(sys)) {
-            Some(Some(Component::Bmc))
-        } else if !sys.nics.is_empty() && path == crate::api::network_adapters::adapter_uri(st, sys)
-        {
-            Some(Some(Component::Nic))
-        } else {
-            rest(&format!("{INVENTORY}/"))
-                .and_then(|m| components(sys).find(|c| member_id(sys, shared, *c) == m))
-                .map(Some)
-        };
-        if let Some(c) = found {
-            return Some((sys.clone(), c));
-        }
-    }
-    None
+    let system = format!("/redfish/v1/Systems/{}", sys.id);
+    let found = if path == system || rest(&system) == Some("/Bios") {
+        Some(None)
+    } else if path == format!("/redfish/v1/Managers/{}", st.manager_id(&sys)) {
+        Some(Some(Component::Bmc))
+    } else if !sys.nics.is_empty() && path == crate::api::network_adapters::adapter_uri(st, &sys) {
+        Some(Some(Component::Nic))
+    } else {
+        rest(&format!("{INVENTORY}/"))
+            .and_then(|m| components(&sys).find(|c| member_id(&sys, shared, *c) == m))
+            .map(Some)
+    };
+    Ok(found.map(|c| (sys, c)))
 }

@@ -206,7 +206,6 @@ pub(super) async fn target(
     targets: Option<&Value>,
     ctx: Ctx,
 ) -> Result<Target, ApiError> {
-    let (all, shared) = inventory::systems(st).await?;
     let targets: Vec<&str> = match targets {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a
@@ -217,7 +216,8 @@ pub(super) async fn target(
     };
     let mut found: Option<Target> = None;
     for t in &targets {
-        let (sys, c) = inventory::resolve_target(st, &all, shared, t)
+        let (sys, c) = inventory::resolve_target(st, t)
+            .await?
             .ok_or_else(|| ctx.not_in_list(t, "Targets"))?;
         match &found {
             // One BMC updates its own server: one system, one component.
@@ -230,26 +230,26 @@ pub(super) async fn target(
             _ => found = Some((sys, c, t.to_string())),
         }
     }
-    match found {
-        Some(f) => Ok(f),
-        None if all.len() == 1 => {
-            let sys = all.into_iter().next().expect("one system");
+    if let Some(f) = found {
+        return Ok(f);
+    }
+    match inventory::system_for(st, "").await? {
+        (Some(sys), false) => {
             let label = format!("/redfish/v1/Systems/{}", sys.id);
             Ok((sys, None, label))
         }
-        None => Err(ctx.missing("Targets")),
+        _ => Err(ctx.missing("Targets")),
     }
 }
 
-/// Starts the update task of `req`: 202 with its monitor and the Task.
+/// Starts the update task of `req`: the Task, as it stands.
 pub(super) fn start(
     st: &AppState,
     req: run::Request,
     claim: crate::api::task_store::Claim,
     action: &str,
-) -> Result<Response, ApiError> {
+) -> Result<crate::api::task_store::Task, ApiError> {
     let mut req = req;
-    let task_system = req.sys.clone();
     let claim = match super::vendor::update_job(st, &req.sys) {
         Some(jid) => {
             req.vendor_job = true;
@@ -266,14 +266,9 @@ pub(super) fn start(
         st.events.clone(),
         move |p| Box::pin(run::run(work_state, req, p)),
     );
-    let task = st
-        .tasks
+    st.tasks
         .get(&id)
-        .ok_or_else(|| ApiError::Internal("the task just started is gone".into()))?;
-    let profile = st.profile(&task_system);
-    Ok(super::vendor::simple_update_accepted(profile, &task)
-        .filter(|_| action.ends_with(SIMPLE_UPDATE))
-        .unwrap_or_else(|| crate::api::tasks::accepted(&task)))
+        .ok_or_else(|| ApiError::Internal("the task just started is gone".into()))
 }
 
 /// The right to update `sys`: one update of a system at a time, as a BMC
@@ -346,10 +341,18 @@ async fn simple_update(
         verify: None,
         cas: Vec::new(),
     };
-    let source = match upload.and_then(|u| st.uploads.take(&u.id)) {
-        Some(u) => run::Source::Pushed(u.bytes, u.id),
+    // Taken once the update is sure to run: a refused one leaves it.
+    let source = match upload {
+        Some(u) => {
+            let u = st
+                .uploads
+                .take(&u.id)
+                .ok_or_else(|| ApiError::NotFound(format!("{}/{}", inventory::INVENTORY, u.id)))?;
+            run::Source::Pushed(u.bytes, u.id)
+        }
         None => run::Source::Fetch(image),
     };
+    let profile = st.profile(&sys);
     let req = run::Request {
         sys,
         source,
@@ -358,12 +361,14 @@ async fn simple_update(
         target,
         vendor_job: false,
     };
-    start(
+    let task = start(
         &st,
         req,
         claim,
         &format!("{SERVICE}/Actions/{SIMPLE_UPDATE}"),
-    )
+    )?;
+    Ok(super::vendor::simple_update_accepted(profile, &task)
+        .unwrap_or_else(|| crate::api::tasks::accepted(&task)))
 }
 
 async fn start_update(

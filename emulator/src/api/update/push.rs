@@ -78,7 +78,7 @@ async fn multipart_push(
         target,
         vendor_job: false,
     };
-    start(st, req, claim, path)
+    Ok(crate::api::tasks::accepted(&start(st, req, claim, path)?))
 }
 
 /// The `UpdateParameters` part: a JSON object of known properties.
@@ -127,5 +127,5 @@ async fn http_push(
         target,
         vendor_job: false,
     };
-    start(st, req, claim, path)
+    Ok(crate::api::tasks::accepted(&start(st, req, claim, path)?))
 }
