@@ -29,21 +29,24 @@ fn image(component: Component, version: &str) -> Vec<u8> {
 }
 
 /// A profile whose updates are quick and whose BMC is back in a second.
-fn quick_profiles() -> Profiles {
+fn quick_profiles(update: &str) -> Profiles {
     let dir = tempfile::tempdir().unwrap();
-    crate::common::quick_update_profile(
-        dir.path(),
-        "apply_secs = 0.3\nnew_secs = 0.2\nbmc_down_secs = 1\n\
-         http_push_uri = \"/redfish/v1/UpdateService/update\"\n",
-        "",
-    );
+    crate::common::quick_update_profile(dir.path(), update, "");
     Profiles::load(Some(dir.path())).unwrap()
 }
 
 /// A service of one system with the quick profile, which its root speaks
 /// for (as `server` sets it for systems that share one).
 fn quick() -> Api {
-    let profiles = quick_profiles();
+    quick_with(
+        "apply_secs = 0.3\nnew_secs = 0.2\nbmc_down_secs = 1\n\
+         http_push_uri = \"/redfish/v1/UpdateService/update\"\n",
+    )
+}
+
+/// The same with the profile's `[update]` rows `update`.
+fn quick_with(update: &str) -> Api {
+    let profiles = quick_profiles(update);
     let api = Api::profiled("quick", profiles.clone());
     let mut state = api.state;
     state.root_profile = profiles.get("quick").unwrap();
@@ -193,6 +196,51 @@ async fn a_host_image_waits_for_the_next_start() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(nic(&api.get(&adapter).await.body), "23.0.1");
+}
+
+/// A staged image is in the BMC's staging area before its task ends: a
+/// reset while the task is Running installs it (Ironic resets the host
+/// when it sees its BIOS update Running), and the task then ends saying
+/// it went through rather than that it waits.
+#[tokio::test]
+async fn a_reset_while_the_task_runs_installs_the_staged_image() {
+    let base = file_server(vec![("/bios.fw", image(Component::Bios, "3.1"))]);
+    let api = fetching(quick_with(
+        "apply_secs = 2\napply_spread = 0\nnew_secs = 0\n",
+    ));
+    let sys = api.system(0).await;
+    let (monitor, task) = update(&api, json!({"ImageURI": format!("{base}/bios.fw")})).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api.get(&task).await.body["TaskState"] != "Running" {
+        assert!(Instant::now() < deadline, "never Running");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for reset in ["ForceOff", "On"] {
+        let r = api
+            .post(
+                &format!("{sys}/Actions/ComputerSystem.Reset"),
+                json!({"ResetType": reset}),
+            )
+            .await;
+        assert!(r.status.is_success(), "{r}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api.get(&sys).await.body["BiosVersion"] != "3.1" {
+        assert!(Instant::now() < deadline, "the start installed nothing");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let running = api.get(&task).await.body;
+    assert_eq!(
+        running["TaskState"], "Running",
+        "installed before the task ended: {running}"
+    );
+    let (_, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(t["TaskState"], "Completed", "{t}");
+    assert_eq!(
+        message_ids(&t).last().unwrap(),
+        "Update.1.0.UpdateSuccessful",
+        "{t}"
+    );
 }
 
 /// The BMC writes its own image, restarts (its system answers 503 while

@@ -129,6 +129,17 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
         Source::Pushed(..) => "/".into(),
     };
     let fault = st.core.faults.decide_update(&req.sys.name, &path);
+    let at = req
+        .apply
+        .unwrap_or_else(|| crate::bmc::firmware::default_apply(c));
+    // An image for later is in the BMC's staging area before it is
+    // written out: a reset while the task runs installs it (Ironic resets
+    // a host as soon as it sees its BIOS update Starting or Running). A
+    // failing write stages nothing.
+    let early = at.is_some() && !fault.fail && !fault.stuck;
+    if early {
+        take(st, req, p, &image, at, &uri).await?;
+    }
     let secs = apply_secs(&profile.update, &req.sys.id, p.id()) + fault.delay.as_secs_f64();
     let step = Duration::from_secs_f64(secs / f64::from(STEPS));
     for i in 1..=STEPS {
@@ -153,32 +164,26 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
             Outcome::Refused,
         ));
     }
-    let at = req
-        .apply
-        .unwrap_or_else(|| crate::bmc::firmware::default_apply(c));
-    match st
-        .core
-        .install_firmware(&req.sys.id, &image, req.only, at, p.id())
-        .await
-    {
-        Ok(_) => {}
-        Err(FirmwareRefused::WrongTarget { .. }) => return Err(refused("VerificationFailed")),
-        Err(FirmwareRefused::Backend(e)) => {
-            p.message(message("ApplyFailed", &[&uri, &req.target]));
-            return Err((crate::api::task_store::failure(e), Outcome::Refused));
-        }
+    if !early {
+        take(st, req, p, &image, at, &uri).await?;
     }
-    tracing::info!(system = %req.sys.name, component = %c, version = %image.version, apply = ?at, "firmware image taken");
+    // A reset while the task ran may have installed it already.
+    let waits = match at {
+        None => false,
+        Some(_) => st
+            .core
+            .backend
+            .system(&req.sys.id)
+            .await
+            .map_err(|e| (crate::api::task_store::failure(e.into()), Outcome::Refused))?
+            .bmc
+            .firmware
+            .staged
+            .get(&c)
+            .is_some_and(|s| s.task == p.id()),
+    };
     Ok(match at {
-        None => {
-            p.message(message("UpdateSuccessful", &[&req.target, &uri]));
-            if c == Component::Bmc {
-                // Written: the BMC restarts into it (the version shows then).
-                super::restart_for_update(st, &req.sys);
-            }
-            Outcome::Installed
-        }
-        Some(apply) => {
+        Some(apply) if waits => {
             p.message(message("AwaitToActivate", &[&uri, &req.target]));
             if apply == ApplyAt::OnReset && c != Component::Bmc {
                 Outcome::Staged(c)
@@ -186,7 +191,44 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
                 Outcome::Waiting
             }
         }
+        _ => {
+            p.message(message("UpdateSuccessful", &[&req.target, &uri]));
+            if c == Component::Bmc && at.is_none() {
+                // Written: the BMC restarts into it (the version shows then).
+                super::restart_for_update(st, &req.sys);
+            }
+            Outcome::Installed
+        }
     })
+}
+
+/// Hands the verified image to the core: installed now, or staged for
+/// its apply time.
+async fn take(
+    st: &AppState,
+    req: &Request,
+    p: &Progress,
+    image: &crate::firmware::Image,
+    at: Option<ApplyAt>,
+    uri: &str,
+) -> Result<(), (Failure, Outcome)> {
+    match st
+        .core
+        .install_firmware(&req.sys.id, image, req.only, at, p.id())
+        .await
+    {
+        Ok(_) => {}
+        Err(FirmwareRefused::WrongTarget { .. }) => {
+            p.message(message("VerificationFailed", &[uri, &req.target]));
+            return Err(((400, vec![bad_image(uri)]), Outcome::Refused));
+        }
+        Err(FirmwareRefused::Backend(e)) => {
+            p.message(message("ApplyFailed", &[uri, &req.target]));
+            return Err((crate::api::task_store::failure(e), Outcome::Refused));
+        }
+    }
+    tracing::info!(system = %req.sys.name, component = %image.component, version = %image.version, apply = ?at, "firmware image taken");
+    Ok(())
 }
 
 /// How long writing the image takes: the profile's time, plus a share of
