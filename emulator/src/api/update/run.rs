@@ -175,7 +175,7 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
             .backend
             .system(&req.sys.id)
             .await
-            .map_err(|e| (crate::api::task_store::failure(e.into()), Outcome::Refused))?
+            .map_err(|e| (crate::api::task_store::failure(e), Outcome::Refused))?
             .bmc
             .firmware
             .staged
