@@ -9,7 +9,7 @@
         [--console-port PORT] [--deploy-interface direct]
         [--driver-info K=V ...] [--inspect redfish|agent|idrac-redfish|ilo ...]
         [--clean-step JSON ...] [--raid-interface I --target-raid-config JSON]
-        [--subscribe URL]
+        [--subscribe URL] [--firmware-interface redfish [--firmware-expect C=V ...]]
     ironic_node.py --api URL --log FILE console --name N --out FILE
     ironic_node.py --api URL --log FILE deploy --name N [--instance K=V ...]
     ironic_node.py --api URL --log FILE undeploy --name N
@@ -32,7 +32,11 @@ cleaning, which must bring the node back to manageable, and
 before the cleaning; the node's raid_interface --raid-interface) the node's
 raid_config afterwards is printed as `IRONIC-RAID <json>` and must hold the
 target's RAID levels if raid.create_configuration ran last, no logical disk
-if raid.delete_configuration did; with --subscribe the node's vendor
+if raid.delete_configuration did; with --firmware-interface (the node's,
+for firmware.update clean steps) the components Ironic recorded after the
+cleaning are printed as `IRONIC-FIRMWARE <json>` and each --firmware-expect
+COMPONENT=VERSION must be among them as its current_version (`nic` stands
+for every `nic:<id>`); with --subscribe the node's vendor
 interface is redfish and, once it is available, an event subscription to
 URL is created, listed, read and deleted through Ironic's vendor passthru
 as metal3's BMCEventSubscription does (each checked by the next call;
@@ -221,6 +225,24 @@ def check_raid(drv, name, target, steps):
                  % (have, want, last))
 
 
+def check_firmware(drv, name, expect):
+    """The firmware components Ironic recorded (GET /v1/nodes/N/firmware)
+    against the versions the updates were to leave."""
+    have = drv.ic.node.list_firmware_components(name)
+    drv.record('GET firmware', have)
+    print('IRONIC-FIRMWARE %s' % json.dumps(have, default=str), flush=True)
+    current = {}
+    for c in have:
+        key = 'nic' if c['component'].startswith('nic:') else c['component']
+        current.setdefault(key, []).append(c.get('current_version'))
+    wrong = ['%s is %s, not %s' % (k, current.get(k, 'unrecorded'), v)
+             for k, v in sorted(expect.items())
+             if not current.get(k) or any(x != v for x in current[k])]
+    if wrong:
+        print('IRONIC-ERROR firmware components: ' + '; '.join(wrong), flush=True)
+        sys.exit('ironic_node: firmware components: ' + '; '.join(wrong))
+
+
 def subscriptions(drv, api, name, dest):
     """Ironic's redfish vendor passthru for BMC event subscriptions, called
     as metal3 calls it (gophercloud: JSON bodies, the DELETE's too, which
@@ -291,6 +313,9 @@ def main():
     e.add_argument('--target-raid-config', type=json.loads,
                    help="the node's target_raid_config, as JSON")
     e.add_argument('--subscribe', help='an event destination, through the vendor passthru')
+    e.add_argument('--firmware-interface', help="the node's firmware_interface")
+    e.add_argument('--firmware-expect', action='append', default=[],
+                   help='COMPONENT=VERSION Ironic must record after the cleaning')
     c = sub.add_parser('console')
     c.add_argument('--name', required=True)
     c.add_argument('--out', required=True)
@@ -353,6 +378,8 @@ def main():
             extra['console_interface'] = 'ipmitool-socat'
         if a.raid_interface:
             extra['raid_interface'] = a.raid_interface
+        if a.firmware_interface:
+            extra['firmware_interface'] = a.firmware_interface
         if a.subscribe:
             extra['vendor_interface'] = 'redfish'
             if a.driver != 'redfish':
@@ -376,6 +403,8 @@ def main():
                 [s['interface'] + '.' + s['step'] for s in a.clean_step])), flush=True)
         if a.target_raid_config:
             check_raid(drv, a.name, a.target_raid_config, a.clean_step)
+        if a.firmware_interface:
+            check_firmware(drv, a.name, pairs(a.firmware_expect))
         drv.act(a.name, 'provide', 'available', a.timeout)
         if a.subscribe:
             subscriptions(drv, a.api, a.name, a.subscribe)

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::lock;
 use anyhow::{anyhow, bail, Context, Result};
 
-pub use layout::{deploy_args, render, Agent, Layout};
+pub use layout::{deploy_args, render, render_json, Agent, Layout};
 
 mod layout;
 

@@ -191,6 +191,7 @@ pub(super) fn restart_bmc(
     let (st, name, sys) = (st.clone(), sys.name.clone(), sys.clone());
     tokio::spawn(async move {
         tokio::time::sleep(RESET_GRACE).await;
+        tracing::info!(system = %name, reason, down_secs = down.as_secs_f64(), "BMC restarting");
         if st.fixed.is_some() {
             st.events.restarted();
             st.auth.drop_all_sessions();

@@ -98,6 +98,7 @@ pub(super) fn bios_job_scheduled(st: &AppState, sys: &System) -> Response {
 /// drops it: an iDRAC's staged update).
 pub(super) async fn job_task(st: &AppState, job: &Job) -> Result<Response, ApiError> {
     if job_task_gone(job) {
+        tracing::info!(job = %job.id, "the Task of a scheduled firmware job is gone (404): its job waits in the queue");
         return Err(ApiError::NotFound(format!(
             "/redfish/v1/TaskService/Tasks/{}",
             job.id

@@ -53,6 +53,20 @@ fn quick_with(update: &str) -> Api {
     Api::of_state(state)
 }
 
+/// iDRAC 9 on its own endpoint, its packages written in a second rather
+/// than twelve.
+fn idrac9_quick() -> Api {
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::derived_profile(
+        dir.path(),
+        "idrac9",
+        "idrac9",
+        &[("apply_secs = 12.0", "apply_secs = 1.0")],
+        "",
+    );
+    Api::own_endpoint_with("idrac9", Profiles::load(Some(dir.path())).unwrap())
+}
+
 /// `api` fetching images from loopback.
 fn fetching(api: Api) -> Api {
     let mut state = api.state;
@@ -628,7 +642,7 @@ async fn an_http_push_installs_at_once() {
 #[tokio::test]
 async fn an_idrac_update_is_new_at_first() {
     let base = file_server(vec![("/bios.fw", image(Component::Bios, "1.14.0"))]);
-    let api = fetching(Api::own_endpoint("idrac9"));
+    let api = fetching(idrac9_quick());
     let svc = api.get("/redfish/v1/UpdateService").await.body;
     assert_eq!(
         svc["MultipartHttpPushUri"],
@@ -682,7 +696,7 @@ async fn an_idrac_update_leaves_its_task_for_a_scheduled_job() {
         ("/bios.fw", image(Component::Bios, "1.15.1")),
         ("/bad.fw", b"not an update package".to_vec()),
     ]);
-    let api = fetching(Api::own_endpoint("idrac9"));
+    let api = fetching(idrac9_quick());
     let sys = "/redfish/v1/Systems/System.Embedded.1";
     let (_, task) = update(&api, json!({"ImageURI": format!("{base}/bios.fw")})).await;
     let jid = task.rsplit('/').next().unwrap().to_string();
@@ -887,7 +901,7 @@ async fn an_ilo_update_is_followed_in_the_update_services_state() {
 /// is refused and keeps nothing; DELETE removes an upload.
 #[tokio::test]
 async fn an_idrac_takes_an_uploaded_package_then_installs_it() {
-    let api = Api::own_endpoint("idrac9");
+    let api = idrac9_quick();
     let svc = api.get("/redfish/v1/UpdateService").await.body;
     let push = svc["HttpPushUri"].as_str().unwrap().to_string();
     assert_eq!(push, "/redfish/v1/UpdateService/FirmwareInventory");

@@ -207,3 +207,82 @@ fn sushy_updates_firmware_through_the_update_service() {
     assert!(out.status.success(), "sushy's update failed:\n{stdout}");
     assert!(stdout.contains("update: passed"), "{stdout}");
 }
+
+/// The real sushy through Dell's and HPE's update behaviours, each on a
+/// BMC endpoint of its own: iDRAC 9's Task answering New, then 404 once
+/// staged with its job Scheduled and completed by the start (what Ironic's
+/// check_scheduled_idrac_job reads); iLO 6's 200 answer, the update
+/// followed in `Oem.Hpe.State`.
+#[test]
+fn sushy_follows_idrac_and_ilo_firmware_updates() {
+    use shoal_harness::firmware::artifact;
+    let Some(python) = venv_program("python") else {
+        return;
+    };
+    let base = crate::common::file_server(vec![("/bios.fw", artifact("bios", "2.19.1"))]);
+    for (profile, vendor, ip) in [
+        ("idrac9", "idrac", "127.0.4.21"),
+        ("ilo6", "ilo", "127.0.4.22"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let pw = htpasswd(dir.path(), "admin", "sushy-pass", 4);
+        let profiles = dir.path().join("profiles");
+        std::fs::create_dir(&profiles).unwrap();
+        // iDRAC's twelve seconds of package checks made one.
+        let quick: &[(&str, &str)] = match profile {
+            "idrac9" => &[("apply_secs = 12.0", "apply_secs = 1.0")],
+            _ => &[],
+        };
+        crate::common::derived_profile(&profiles, profile, profile, quick, "");
+        let cfg = dir.path().join("shoal.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "[[systems]]\nname = \"fw\"\nprofile = \"{profile}\"\n\
+                 [[endpoints]]\nlisten = \"{ip}:0\"\nsystems = [\"fw\"]\n"
+            ),
+        )
+        .unwrap();
+        let (_emu, lines) = Spawned::start_lines(
+            &[
+                "--config",
+                cfg.to_str().unwrap(),
+                "--ipmi-port",
+                "0",
+                "--auth-file",
+                pw.to_str().unwrap(),
+                "--profile-dir",
+                profiles.to_str().unwrap(),
+                "--media-allow-net",
+                "127.0.0.0/8",
+            ],
+            2,
+        );
+        let url = lines[1].rsplit(' ').next().unwrap();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sushy/update.py");
+        let out = Command::new(&python)
+            .args([
+                script,
+                "--url",
+                url,
+                "--bios-image",
+                &format!("{base}/bios.fw"),
+                "--username",
+                "admin",
+                "--password",
+                "sushy-pass",
+                "--vendor",
+                vendor,
+            ])
+            .output()
+            .expect("run update.py");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        println!("{profile}: {stdout}");
+        eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "sushy's {vendor} update failed:\n{stdout}"
+        );
+        assert!(stdout.contains("update: passed"), "{stdout}");
+    }
+}

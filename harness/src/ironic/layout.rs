@@ -146,7 +146,8 @@ enabled_vendor_interfaces = no-vendor,redfish
 default_vendor_interface = no-vendor
 enabled_bios_interfaces = no-bios
 enabled_console_interfaces = no-console,ipmitool-socat
-enabled_firmware_interfaces = no-firmware
+enabled_firmware_interfaces = no-firmware,redfish
+default_firmware_interface = no-firmware
 {verify}
 [api]
 host_ip = {host_ip}
@@ -258,6 +259,19 @@ min_command_interval = 1
 # default: a minute of nothing per volume change).
 raid_config_status_interval = 5
 raid_config_fail_interval = 5
+# Firmware updates (the redfish firmware interface), at a test's pace:
+# tasks polled every 2 s rather than 60; two good reads of System, Manager,
+# Chassis and NetworkAdapters 2 s apart rather than three 30 s apart;
+# a BMC's new version looked for every 5 s; reboots wait up to 120 s.
+firmware_update_status_interval = 2
+firmware_update_fail_interval = 5
+firmware_update_required_successes = 2
+firmware_update_validation_interval = 2
+firmware_update_resource_validation_timeout = 120
+firmware_update_bmc_version_check_interval = 5
+firmware_update_reboot_delay = 120
+firmware_update_nic_starting_wait = 5
+firmware_update_overall_timeout = 1200
 {agent_append}
 [dhcp]
 dhcp_provider = dnsmasq
@@ -294,6 +308,25 @@ pub fn render(value: &str, layout: &Layout) -> Result<String> {
         out.replace_range(start..=end, &hex::encode(sha2::Sha256::digest(&bytes)));
     }
     Ok(out)
+}
+
+/// Renders every string inside `value` (a clean step's arguments).
+pub fn render_json(value: &mut serde_json::Value, layout: &Layout) -> Result<()> {
+    match value {
+        serde_json::Value::String(s) => *s = render(s, layout)?,
+        serde_json::Value::Array(a) => {
+            for v in a {
+                render_json(v, layout)?;
+            }
+        }
+        serde_json::Value::Object(o) => {
+            for v in o.values_mut() {
+                render_json(v, layout)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// `ironic_node.py deploy` for node `name` with `instance` (rendered).

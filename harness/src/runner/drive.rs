@@ -245,7 +245,15 @@ fn enroll_args(node: &IronicNode, l: &Layout, case: &Prepared) -> Result<Vec<Str
         args.extend(["--inspect".into(), how.clone()]);
     }
     for step in &node.clean_steps {
-        args.extend(["--clean-step".into(), serde_json::to_string(step)?]);
+        let mut json = serde_json::to_value(step)?;
+        crate::ironic::render_json(&mut json, l)?;
+        args.extend(["--clean-step".into(), json.to_string()]);
+    }
+    if node.updates_firmware() {
+        args.extend(["--firmware-interface".into(), "redfish".into()]);
+    }
+    for (component, version) in &node.firmware {
+        args.extend(["--firmware-expect".into(), format!("{component}={version}")]);
     }
     if let Some(t) = &node.target_raid_config {
         let raid = match node.driver {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use anyhow::{bail, Result};
 use serde::Deserialize;
 
 /// Ironic's boot interfaces the harness drives.
@@ -117,6 +118,12 @@ pub struct IronicNode {
     /// the node manageable again.
     #[serde(default)]
     pub clean_steps: Vec<CleanStep>,
+    /// After a `firmware.update` clean step (the node's firmware
+    /// interface is then `redfish`): the versions Ironic must have recorded
+    /// for its components afterwards (`GET /v1/nodes/{node}/firmware`),
+    /// by component (`bios`, `bmc`; `nic` stands for every `nic:<id>`).
+    #[serde(default)]
+    pub firmware: BTreeMap<String, String>,
     /// The node's `target_raid_config` (`{ logical_disks = [{ size_gb =
     /// "MAX", raid_level = "0", is_root_volume = true }] }`), set before
     /// the clean steps, among which `raid` steps then run through the
@@ -140,6 +147,61 @@ pub struct IronicNode {
     /// deploy, and the harness reads it from the TCP address Ironic gives.
     #[serde(default)]
     pub console: Vec<String>,
+}
+
+impl IronicNode {
+    /// Whether a clean step updates firmware: the node's firmware
+    /// interface is then `redfish`.
+    pub fn updates_firmware(&self) -> bool {
+        self.clean_steps.iter().any(|c| c.interface == "firmware")
+    }
+
+    /// `firmware.update` clean steps as Ironic 39 takes them (its
+    /// `settings` schema), on a node that can run them, and the versions
+    /// expected after them.
+    pub fn validate_firmware(&self) -> Result<()> {
+        for c in self
+            .clean_steps
+            .iter()
+            .filter(|c| c.interface == "firmware")
+        {
+            if c.step != "update" {
+                bail!("ironic.clean_steps: firmware.{} is not update (the redfish firmware interface's step)", c.step);
+            }
+            let settings = c.args.get("settings").and_then(|s| s.as_array());
+            let Some(settings) = settings.filter(|a| !a.is_empty()) else {
+                bail!("ironic.clean_steps: firmware.update takes args.settings, a list of {{ component, url[, wait] }}");
+            };
+            for (i, item) in settings.iter().enumerate() {
+                let component = item.get("component").and_then(|v| v.as_str());
+                if !component.is_some_and(|c| c == "bios" || c == "bmc" || c.starts_with("nic:")) {
+                    bail!("ironic.clean_steps: firmware.update settings[{i}].component is \"bios\", \"bmc\" or \"nic:<id>\"");
+                }
+                if !item.get("url").is_some_and(|v| v.is_str()) {
+                    bail!("ironic.clean_steps: firmware.update settings[{i}] needs a url (\"{{http}}/bios.fw\")");
+                }
+            }
+        }
+        if self.updates_firmware() {
+            if !matches!(self.driver, IronicDriver::Redfish | IronicDriver::Idrac) {
+                bail!("ironic.clean_steps: firmware.update runs through the redfish firmware interface (the redfish or idrac hardware type)");
+            }
+            if self.deploy_interface != DeployInterface::Direct {
+                // requires_ramdisk=True: manual cleaning boots the agent.
+                bail!("ironic.clean_steps: firmware.update as a clean step boots the agent; deploy_interface = \"direct\"");
+            }
+        } else if !self.firmware.is_empty() {
+            bail!("ironic.firmware: the versions to expect after a firmware.update clean step; add one");
+        }
+        if let Some(k) = self
+            .firmware
+            .keys()
+            .find(|k| !["bios", "bmc", "nic"].contains(&k.as_str()))
+        {
+            bail!("ironic.firmware: {k:?} is not bios, bmc or nic");
+        }
+        Ok(())
+    }
 }
 
 /// One manual clean step, as Ironic's API takes it.

@@ -411,3 +411,61 @@ fn a_firmware_update_names_a_firmware_artifact_for_sushy() {
         .replace("marker = \"2.0 2026-11-02\"\n", "");
     assert!(e(unmarked).contains("marker"));
 }
+
+/// firmware.update clean steps take Ironic's `settings` (bios, bmc,
+/// nic:<id>, each with a url), boot the agent (direct deploy), and go with
+/// the versions to expect; those name known components.
+#[test]
+fn firmware_steps_take_ironics_settings_and_boot_the_agent() {
+    const FW: &str = r#"
+description = "x"
+drivers = ["ironic"]
+[machine]
+disk_gib = 5
+[[artifacts]]
+name = "k"
+image = "ipa-kernel"
+[[artifacts]]
+name = "i"
+image = "ipa-initrd"
+[[artifacts]]
+name = "q"
+image = "instance-qcow2"
+marker = "m"
+[ironic]
+boot_interface = "redfish-virtual-media"
+deploy_interface = "direct"
+driver_info = { deploy_kernel = "{http}/k", deploy_ramdisk = "{http}/i" }
+instance = { image_source = "{http}/q", image_os_hash_algo = "sha256", image_os_hash_value = "{sha256:q}" }
+clean_steps = [{ interface = "firmware", step = "update", args = { settings = [{ component = "bios", url = "{http}/b" }, { component = "nic:1", url = "{http}/n" }] } }]
+firmware = { bios = "2.0", nic = "3.0" }
+[checks]
+serial = ["SHOAL-MARKER m"]
+"#;
+    let s = parse(FW).unwrap();
+    let node = s.ironic.unwrap();
+    assert!(node.updates_firmware());
+    assert_eq!(node.firmware["nic"], "3.0");
+    let e = |text: String| parse(&text).unwrap_err().to_string();
+    assert!(e(FW.replace("\"bios\", url", "\"cpld\", url")).contains("settings[0].component"));
+    assert!(e(FW.replace("url = \"{http}/n\"", "wait = 5")).contains("settings[1] needs a url"));
+    assert!(e(FW.replace("step = \"update\"", "step = \"flash\"")).contains("firmware.flash"));
+    assert!(e(FW.replace("args = { settings = [", "args = { other = [")).contains("args.settings"));
+    assert!(e(FW.replace("nic = \"3.0\"", "cpld = \"3.0\"")).contains("\"cpld\""));
+    let no_step = FW.replace(
+        &FW[FW.find("clean_steps").unwrap()..FW.find("firmware = {").unwrap()],
+        "",
+    );
+    assert!(e(no_step).contains("add one"));
+    let ramdisk = FW
+        .replace("deploy_interface = \"direct\"\n", "")
+        .replace(
+            "instance = { image_source = \"{http}/q\", image_os_hash_algo = \"sha256\", image_os_hash_value = \"{sha256:q}\" }",
+            "instance = { boot_iso = \"{http}/q\" }",
+        );
+    assert!(
+        e(ramdisk).contains("boots the agent"),
+        "{}",
+        e(FW.replace("deploy_interface = \"direct\"\n", ""))
+    );
+}

@@ -388,6 +388,7 @@ impl Scenario {
         self.validate_ironic_deploy(node)?;
         validate_ironic_inspection(node)?;
         self.validate_ironic_raid(node)?;
+        node.validate_firmware()?;
         if !node.inspect.is_empty() && self.machine.disk_gib.is_none() {
             bail!("ironic.inspect: inspection compares the disk Ironic found with machine.disk_gib; give one");
         }

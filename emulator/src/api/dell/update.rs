@@ -49,6 +49,7 @@ pub(in crate::api) fn update_ended(st: &AppState, sys: &System, jid: &str, outco
         }
         Outcome::Staged(c) => {
             moved(st, jid, JobState::Scheduled, "JCP001");
+            tracing::info!(system = %sys.name, job = %jid, component = %c, "firmware job scheduled: its Task is gone, the host's next start installs it");
             let (st, id, jid) = (st.clone(), sys.id.clone(), jid.to_string());
             tokio::spawn(async move {
                 let installed = |s: &System| {
@@ -59,6 +60,7 @@ pub(in crate::api) fn update_ended(st: &AppState, sys: &System, jid: &str, outco
                         .is_none_or(|staged| staged.task != jid)
                 };
                 if until_applied(&st, &id, &jid, installed).await {
+                    tracing::info!(job = %jid, "firmware job completed: installed at the host's start");
                     complete(&st, &jid, "PR19");
                 }
             });

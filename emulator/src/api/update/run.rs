@@ -135,8 +135,10 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
     // An image for later is in the BMC's staging area before it is
     // written out: a reset while the task runs installs it (Ironic resets
     // a host as soon as it sees its BIOS update Starting or Running). A
-    // failing write stages nothing.
-    let early = at.is_some() && !fault.fail && !fault.stuck;
+    // failing write stages nothing; a vendor that runs updates as jobs of
+    // its own (iDRAC) schedules the job once the package is written, and a
+    // reset before then applies nothing.
+    let early = at.is_some() && !fault.fail && !fault.stuck && !req.vendor_job;
     if early {
         take(st, req, p, &image, at, &uri).await?;
     }
