@@ -188,6 +188,12 @@ pub(super) fn restart_bmc(
     reason: &'static str,
     (down, settle): (Duration, Duration),
 ) {
+    let booting = st.profile(sys).update.not_ready_secs;
+    if booting > 0 {
+        // Back from the restart, it is still booting its update service.
+        let until = tokio::time::Instant::now() + RESET_GRACE + down + Duration::from_secs(booting);
+        st.uploads.not_ready_until(&sys.id, until);
+    }
     let (st, name, sys) = (st.clone(), sys.name.clone(), sys.clone());
     tokio::spawn(async move {
         tokio::time::sleep(RESET_GRACE).await;

@@ -51,6 +51,22 @@ pub struct Update {
     /// the job waits `Scheduled` in the job queue (needs `[dell]`).
     #[serde(default)]
     pub dell_job: bool,
+    /// The Task answers `New` until an image for later is staged (an
+    /// iDRAC: Ironic resets a host for its BIOS update only once the task
+    /// is Starting or Running, and reads a 404 before any reset as the
+    /// image staged, its job waiting); an image installed at once goes
+    /// `Running` once verified.
+    #[serde(default)]
+    pub new_until_staged: bool,
+    /// After a restart, the BMC's web server answers before its update
+    /// service is ready: for this many seconds once it is back, a
+    /// multipart push is refused with 400 and `not_ready`'s message
+    /// (AMI MegaRAC's `AmiOem.1.0.BMCNotReadyForFirmwareUpdate`).
+    #[serde(default)]
+    pub not_ready_secs: u64,
+    /// The vendor's message for such a refusal (after Base's
+    /// ServiceTemporarilyUnavailable).
+    pub not_ready: Option<super::VendorMessage>,
 }
 
 impl Default for Update {
@@ -66,6 +82,9 @@ impl Default for Update {
             http_push_uri: String::new(),
             http_push_stores: false,
             dell_job: false,
+            new_until_staged: false,
+            not_ready_secs: 0,
+            not_ready: None,
         }
     }
 }
@@ -126,6 +145,17 @@ impl Update {
         }
         if self.bmc_down_secs.is_some_and(|s| s > 3600) {
             return Err("update.bmc_down_secs: more than 3600 seconds".into());
+        }
+        if self.not_ready_secs > 3600 {
+            return Err("update.not_ready_secs: more than 3600 seconds".into());
+        }
+        if self.not_ready.is_some() && self.not_ready_secs == 0 {
+            return Err(
+                "update.not_ready: a refusal that never comes; set update.not_ready_secs".into(),
+            );
+        }
+        if self.not_ready_secs > 0 && self.multipart_push_uri.is_empty() {
+            return Err("update.not_ready_secs: refuses multipart pushes; the profile has no update.multipart_push_uri".into());
         }
         let v = &self.nic_firmware_version;
         if v.is_empty() || v.len() > crate::firmware::MAX_VERSION {

@@ -226,14 +226,6 @@ fn sushy_follows_idrac_and_ilo_firmware_updates() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let pw = htpasswd(dir.path(), "admin", "sushy-pass", 4);
-        let profiles = dir.path().join("profiles");
-        std::fs::create_dir(&profiles).unwrap();
-        // iDRAC's twelve seconds of package checks made one.
-        let quick: &[(&str, &str)] = match profile {
-            "idrac9" => &[("apply_secs = 12.0", "apply_secs = 1.0")],
-            _ => &[],
-        };
-        crate::common::derived_profile(&profiles, profile, profile, quick, "");
         let cfg = dir.path().join("shoal.toml");
         std::fs::write(
             &cfg,
@@ -251,8 +243,6 @@ fn sushy_follows_idrac_and_ilo_firmware_updates() {
                 "0",
                 "--auth-file",
                 pw.to_str().unwrap(),
-                "--profile-dir",
-                profiles.to_str().unwrap(),
                 "--media-allow-net",
                 "127.0.0.0/8",
             ],

@@ -67,6 +67,7 @@ async fn multipart_push(
     let ctx = Ctx::Parameters;
     let apply = super::apply_time(&params, ctx)?;
     let (sys, only, target) = target(st, params.get("Targets"), ctx).await?;
+    not_ready(st, &sys)?;
     let claim = claim(st, &sys)?;
     let name = file.filename.clone().unwrap_or_else(|| "UpdateFile".into());
     let image = body.slice_ref(file.body);
@@ -79,6 +80,22 @@ async fn multipart_push(
         vendor_job: false,
     };
     Ok(crate::api::tasks::accepted(&start(st, req, claim, path)?))
+}
+
+/// 400 while the BMC of `sys` is still booting after a restart, where
+/// its profile says so (AMI MegaRAC).
+fn not_ready(st: &AppState, sys: &crate::model::System) -> Result<(), ApiError> {
+    let Some(left) = st.uploads.not_ready_for(&sys.id) else {
+        return Ok(());
+    };
+    let update = &st.profile(sys).update;
+    let secs = left.as_secs().max(1).to_string();
+    let mut msgs = vec![Msg::new("ServiceTemporarilyUnavailable", &[&secs])];
+    if let Some(m) = &update.not_ready {
+        msgs.push(Msg::vendor_with(m, &["UpdateService.MultipartPush"]));
+    }
+    tracing::info!(system = %sys.name, secs = %secs, "multipart push refused: the BMC is still booting");
+    Err(ApiError::BadRequest(msgs))
 }
 
 /// The `UpdateParameters` part: a JSON object of known properties.

@@ -98,7 +98,10 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
     if new > 0.0 {
         tokio::time::sleep(Duration::from_secs_f64(new)).await;
     }
-    p.state(TaskState::Starting);
+    let hold_new = profile.update.new_until_staged;
+    if !hold_new {
+        p.state(TaskState::Starting);
+    }
     p.message(message("TransferringToComponent", &[&uri, &req.target]));
     let bytes = match &req.source {
         Source::Pushed(bytes, _) => bytes.clone(),
@@ -120,7 +123,12 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
         return Err(refused("VerificationFailed"));
     }
     p.message(message("TargetDetermined", &[&req.target, &uri]));
-    p.state(TaskState::Running);
+    let at = req
+        .apply
+        .unwrap_or_else(|| crate::bmc::firmware::default_apply(c));
+    if !(hold_new && at.is_some()) {
+        p.state(TaskState::Running);
+    }
     p.message(message("InstallingOnComponent", &[&uri, &req.target]));
     let path = match &req.source {
         Source::Fetch(_) => uri
@@ -129,9 +137,6 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
         Source::Pushed(..) => "/".into(),
     };
     let fault = st.core.faults.decide_update(&req.sys.name, &path);
-    let at = req
-        .apply
-        .unwrap_or_else(|| crate::bmc::firmware::default_apply(c));
     // An image for later is in the BMC's staging area before it is
     // written out: a reset while the task runs installs it (Ironic resets
     // a host as soon as it sees its BIOS update Starting or Running). A

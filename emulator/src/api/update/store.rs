@@ -6,13 +6,16 @@
 //! `ImageURI` then names; DELETE removes it. Each BMC keeps at most
 //! [`MAX_UPLOADS`] images, the oldest dropped first.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Request};
 use axum::http::{header, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
+use tokio::time::Instant;
 
 use super::inventory::{self, INVENTORY};
 use super::multipart;
@@ -33,28 +36,49 @@ pub struct Upload {
     pub bytes: Bytes,
 }
 
-/// A BMC's uploaded images, oldest first.
+/// A BMC's uploaded images, oldest first, and until when each of its
+/// systems' BMC refuses pushes after a restart.
 #[derive(Default)]
-pub struct Uploads(Mutex<Vec<Upload>>);
+pub struct Uploads {
+    images: Mutex<Vec<Upload>>,
+    not_ready: Mutex<HashMap<String, Instant>>,
+}
 
 impl Uploads {
     pub fn list(&self) -> Vec<Upload> {
-        lock(&self.0).clone()
+        lock(&self.images).clone()
     }
 
     pub fn get(&self, id: &str) -> Option<Upload> {
-        lock(&self.0).iter().find(|u| u.id == id).cloned()
+        lock(&self.images).iter().find(|u| u.id == id).cloned()
     }
 
     /// Takes the upload out (an update installs it).
     pub fn take(&self, id: &str) -> Option<Upload> {
-        let mut v = lock(&self.0);
+        let mut v = lock(&self.images);
         let i = v.iter().position(|u| u.id == id)?;
         Some(v.remove(i))
     }
 
+    /// The BMC of `system` takes no push until `until` (it is still
+    /// booting after a restart).
+    pub fn not_ready_until(&self, system: &str, until: Instant) {
+        let mut m = lock(&self.not_ready);
+        let now = Instant::now();
+        m.retain(|_, t| *t > now);
+        m.insert(system.to_string(), until);
+    }
+
+    /// How long the BMC of `system` still takes no push.
+    pub fn not_ready_for(&self, system: &str) -> Option<Duration> {
+        let until = *lock(&self.not_ready).get(system)?;
+        until
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+    }
+
     fn keep(&self, upload: Upload) {
-        let mut v = lock(&self.0);
+        let mut v = lock(&self.images);
         v.retain(|u| u.id != upload.id);
         if v.len() == MAX_UPLOADS {
             v.remove(0);
