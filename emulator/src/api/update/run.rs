@@ -148,29 +148,7 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
         take(st, req, p, &image, at, &uri).await?;
     }
     let secs = apply_secs(&profile.update, &req.sys.id, p.id()) + fault.delay.as_secs_f64();
-    let step = Duration::from_secs_f64(secs / f64::from(STEPS));
-    for i in 1..=STEPS {
-        if fault.stuck && i > STEPS / 2 {
-            // Hung: the BMC's restart is what ends it.
-            tracing::warn!(system = %req.sys.name, task = %p.id(), "firmware update stuck (fault)");
-            st.core.bmc_restart(&req.sys.id).await;
-            p.message(message("ApplyFailed", &[&uri, &req.target]));
-            return Err((
-                (500, vec![Msg::new("OperationFailed", &[])]),
-                Outcome::Refused,
-            ));
-        }
-        tokio::time::sleep(step).await;
-        p.percent(u8::try_from(i * 100 / STEPS).unwrap_or(100));
-    }
-    if fault.fail {
-        tracing::warn!(system = %req.sys.name, task = %p.id(), "firmware update failed (fault)");
-        p.message(message("ApplyFailed", &[&uri, &req.target]));
-        return Err((
-            (500, vec![Msg::new("OperationFailed", &[])]),
-            Outcome::Refused,
-        ));
-    }
+    write(st, req, p, &fault, secs, &uri).await?;
     if !early {
         take(st, req, p, &image, at, &uri).await?;
     }
@@ -207,6 +185,41 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
             Outcome::Installed
         }
     })
+}
+
+/// Writing the image: PercentComplete through `secs`; a fault hangs it
+/// (until the BMC restarts) or fails it.
+async fn write(
+    st: &AppState,
+    req: &Request,
+    p: &Progress,
+    fault: &crate::faults::UpdateFault,
+    secs: f64,
+    uri: &str,
+) -> Result<(), (Failure, Outcome)> {
+    let failed = || {
+        p.message(message("ApplyFailed", &[uri, &req.target]));
+        Err((
+            (500, vec![Msg::new("OperationFailed", &[])]),
+            Outcome::Refused,
+        ))
+    };
+    let step = Duration::from_secs_f64(secs / f64::from(STEPS));
+    for i in 1..=STEPS {
+        if fault.stuck && i > STEPS / 2 {
+            // Hung: the BMC's restart is what ends it.
+            tracing::warn!(system = %req.sys.name, task = %p.id(), "firmware update stuck (fault)");
+            st.core.bmc_restart(&req.sys.id).await;
+            return failed();
+        }
+        tokio::time::sleep(step).await;
+        p.percent(u8::try_from(i * 100 / STEPS).unwrap_or(100));
+    }
+    if fault.fail {
+        tracing::warn!(system = %req.sys.name, task = %p.id(), "firmware update failed (fault)");
+        return failed();
+    }
+    Ok(())
 }
 
 /// Hands the verified image to the core: installed now, or staged for
