@@ -119,8 +119,8 @@ fn closing(mut r: Response) -> Response {
 /// limit, every other [`MAX_BODY`].
 fn body_limit(method: &Method, path: &str) -> usize {
     let push = *method == Method::POST
-        && path.starts_with(super::update::PUSH_PREFIX)
-        && !path.contains("/Actions/");
+        && ((path.starts_with(super::update::PUSH_PREFIX) && !path.contains("/Actions/"))
+            || super::vendor::image_upload(path));
     if push {
         super::update::MAX_IMAGE_BYTES as usize
     } else {

@@ -126,6 +126,12 @@ pub(super) fn simple_update_accepted(
     hpe::update::accepted(profile, t)
 }
 
+/// Whether `path` is a vendor's own image upload (iLO's
+/// `/cgi-bin/uploadFile`), whose body may be as large as an image.
+pub(super) fn image_upload(path: &str) -> bool {
+    path == hpe::IMAGE_UPLOAD_URI
+}
+
 /// Adds the vendor's parts of the UpdateService to `v` (iLO's update
 /// state).
 pub(super) fn update_service_parts(st: &AppState, v: &mut Value) {

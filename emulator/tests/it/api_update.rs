@@ -19,7 +19,7 @@ use crate::common::{file_server, Api};
 
 const SIMPLE: &str = "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate";
 
-fn image(component: Component, version: &str) -> Vec<u8> {
+pub(crate) fn image(component: Component, version: &str) -> Vec<u8> {
     shoal_harness::firmware::image(
         component.as_str(),
         version,
@@ -432,7 +432,7 @@ const UPLOAD: &str = "/redfish/v1/UpdateService/upload";
 
 /// A multipart body of `parts` (name, file name, bytes) and its
 /// Content-Type.
-fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
+pub(crate) fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
     let boundary = "shoal-b0undary";
     let mut body = Vec::new();
     for (name, file, bytes) in parts {
@@ -449,7 +449,12 @@ fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
-async fn push(api: &Api, path: &str, content_type: &str, body: Vec<u8>) -> crate::common::Reply {
+pub(crate) async fn push(
+    api: &Api,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> crate::common::Reply {
     let req = axum::http::Request::builder()
         .method("POST")
         .uri(path)

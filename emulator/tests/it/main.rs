@@ -21,6 +21,7 @@ mod api_query;
 mod api_resources;
 mod api_storage;
 mod api_update;
+mod api_update_ilo;
 mod architecture;
 mod binary;
 mod boot_routes;

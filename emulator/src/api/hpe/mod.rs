@@ -23,7 +23,9 @@
 mod bios;
 mod inventory;
 mod media;
+mod queue;
 mod raid;
+mod repository;
 mod system;
 mod tls;
 pub(in crate::api) mod update;
@@ -42,6 +44,7 @@ use crate::profile::Profile;
 
 pub(in crate::api) use bios::bios_parts;
 pub(in crate::api) use media::{media_parts, patch_boot_next};
+pub(in crate::api) use repository::PUSH_URI as IMAGE_UPLOAD_URI;
 pub(in crate::api) use system::{post_state, system_parts};
 
 /// The wing's routes in feature set `f`: iLO's virtual media actions
@@ -57,7 +60,9 @@ pub fn router(f: FeatureSet) -> Router {
             .merge(system::router())
             .merge(bios::router())
             .merge(inventory::router())
-            .merge(raid::router());
+            .merge(raid::router())
+            .merge(repository::router())
+            .merge(queue::router());
     }
     r
 }

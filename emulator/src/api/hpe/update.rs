@@ -81,4 +81,5 @@ pub(in crate::api) fn service_oem(st: &AppState, v: &mut Value) {
         "Result": result,
         "DowngradePolicy": "AllowDowngrade",
     }});
+    super::repository::service_links(v);
 }

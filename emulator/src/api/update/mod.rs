@@ -11,12 +11,13 @@
 //! nothing.
 
 mod inventory;
-mod multipart;
+pub(super) mod multipart;
 mod push;
 mod run;
 mod store;
 
-pub use store::Uploads;
+pub(super) use inventory::system_for;
+pub use store::{Kept, QueueState, Queued, Uploads};
 
 use std::time::Duration;
 
@@ -269,6 +270,43 @@ pub(super) fn start(
     st.tasks
         .get(&id)
         .ok_or_else(|| ApiError::Internal("the task just started is gone".into()))
+}
+
+/// The boundary of a `multipart/form-data` body's content type.
+pub(super) fn multipart_boundary(content_type: &str) -> Result<String, ApiError> {
+    multipart::boundary(content_type).map_err(|_| ApiError::UnsupportedMediaType)
+}
+
+/// The parts of a `multipart/form-data` body, or the client's error.
+pub(super) fn multipart_parts<'a>(
+    boundary: &str,
+    body: &'a [u8],
+) -> Result<Vec<multipart::Part<'a>>, ApiError> {
+    multipart::parse(boundary, body).map_err(|e| {
+        tracing::info!(error = %e, "multipart upload refused");
+        ApiError::bad(Msg::new("MissingOrMalformedPart", &[]))
+    })
+}
+
+/// Starts the update of `sys` with `bytes` pushed under `name` (to
+/// `path`), at each component's default apply time: the Task.
+pub(super) async fn start_pushed(
+    st: &AppState,
+    bytes: axum::body::Bytes,
+    name: String,
+    path: &str,
+) -> Result<crate::api::task_store::Task, ApiError> {
+    let (sys, only, target) = target(st, None, Ctx::Parameters).await?;
+    let claim = claim(st, &sys)?;
+    let req = run::Request {
+        sys,
+        source: run::Source::Pushed(bytes, name),
+        only,
+        apply: None,
+        target,
+        vendor_job: false,
+    };
+    start(st, req, claim, path)
 }
 
 /// The right to update `sys`: one update of a system at a time, as a BMC

@@ -36,12 +36,57 @@ pub struct Upload {
     pub bytes: Bytes,
 }
 
-/// A BMC's uploaded images, oldest first, and until when each of its
-/// systems' BMC refuses pushes after a restart.
+/// A component kept in a BMC's repository (iLO's ComponentRepository)
+/// under the file name it was uploaded with.
+#[derive(Clone)]
+pub struct Kept {
+    pub id: String,
+    pub filename: String,
+    pub image: Image,
+    pub bytes: Bytes,
+    pub created: std::time::SystemTime,
+}
+
+/// Where an entry of a BMC's update task queue stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueState {
+    Pending,
+    InProgress,
+    Complete,
+    Exception,
+}
+
+/// An entry of a BMC's update task queue (iLO's UpdateTaskQueue).
+#[derive(Debug, Clone)]
+pub struct Queued {
+    pub id: String,
+    pub name: String,
+    pub command: String,
+    pub filename: Option<String>,
+    pub updatable_by: Vec<String>,
+    pub wait_secs: u64,
+    pub tpm_override: bool,
+    pub state: QueueState,
+    /// The outcome's MessageId (`Success`, `VerificationFailed`…).
+    pub result: &'static str,
+    pub created: std::time::SystemTime,
+    /// A run of the queue holds it (working on it, or waiting for what it
+    /// needs).
+    pub held: bool,
+}
+
+/// Most entries a BMC's update task queue holds.
+pub const MAX_QUEUED: usize = 32;
+
+/// A BMC's uploaded images, oldest first, its component repository and
+/// update task queue, and until when each of its systems' BMC refuses
+/// pushes after a restart.
 #[derive(Default)]
 pub struct Uploads {
     images: Mutex<Vec<Upload>>,
     not_ready: Mutex<HashMap<String, Instant>>,
+    kept: Mutex<Vec<Kept>>,
+    queue: Mutex<Vec<Queued>>,
 }
 
 impl Uploads {
@@ -75,6 +120,73 @@ impl Uploads {
         until
             .checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())
+    }
+
+    /// The repository's components, oldest first.
+    pub fn kept(&self) -> Vec<Kept> {
+        lock(&self.kept).clone()
+    }
+
+    /// Keeps `k` in the repository, replacing a component of the same
+    /// file name; the oldest goes past [`MAX_UPLOADS`].
+    pub fn keep_component(&self, k: Kept) {
+        let mut v = lock(&self.kept);
+        v.retain(|c| !c.filename.eq_ignore_ascii_case(&k.filename));
+        if v.len() == MAX_UPLOADS {
+            v.remove(0);
+        }
+        v.push(k);
+    }
+
+    /// Removes the component `id` from the repository.
+    pub fn forget_component(&self, id: &str) -> Option<Kept> {
+        let mut v = lock(&self.kept);
+        let i = v.iter().position(|c| c.id == id)?;
+        Some(v.remove(i))
+    }
+
+    /// The update task queue, oldest first.
+    pub fn queue(&self) -> Vec<Queued> {
+        lock(&self.queue).clone()
+    }
+
+    /// Queues `q`; `false` when the queue is full.
+    pub fn enqueue(&self, q: Queued) -> bool {
+        let mut v = lock(&self.queue);
+        if v.len() == MAX_QUEUED {
+            return false;
+        }
+        v.push(q);
+        true
+    }
+
+    /// The first unfinished entry, held for the caller; `None` when none
+    /// is left or another run holds it.
+    pub fn take_next(&self) -> Option<Queued> {
+        let mut v = lock(&self.queue);
+        let q = v
+            .iter_mut()
+            .find(|q| !matches!(q.state, QueueState::Complete | QueueState::Exception))?;
+        if q.held {
+            return None;
+        }
+        q.held = true;
+        Some(q.clone())
+    }
+
+    /// Moves queue entry `id` to `state`, saying `result`.
+    pub fn queued_moved(&self, id: &str, state: QueueState, result: &'static str) {
+        if let Some(q) = lock(&self.queue).iter_mut().find(|q| q.id == id) {
+            q.state = state;
+            q.result = result;
+        }
+    }
+
+    /// Removes queue entry `id`.
+    pub fn dequeue(&self, id: &str) -> Option<Queued> {
+        let mut v = lock(&self.queue);
+        let i = v.iter().position(|q| q.id == id)?;
+        Some(v.remove(i))
     }
 
     fn keep(&self, upload: Upload) {
