@@ -268,7 +268,9 @@ mod tests {
                 Ok(Outcome::success(&a, "POST /x"))
             })
         });
-        let st = run(addr, 1, Duration::from_millis(100), post).await;
+        // Long enough for one answer on a loaded machine (100 ms was not,
+        // beside a running suite).
+        let st = run(addr, 1, Duration::from_secs(1), post).await;
         assert_eq!(st.ok, 0);
         assert!(st.errors > 0);
         assert_eq!(

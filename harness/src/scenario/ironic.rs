@@ -73,8 +73,9 @@ pub struct IronicNode {
     /// Node properties (`capabilities = "boot_mode:bios"`, `cpu_arch`).
     #[serde(default)]
     pub properties: BTreeMap<String, String>,
-    /// The deploy must fail, and Ironic's error (last_error, or the API's
-    /// refusal) must contain this text.
+    /// The deploy (or, with clean steps, the manual cleaning) must fail,
+    /// and Ironic's error (last_error, or the API's refusal) must contain
+    /// this text.
     pub expect_error: Option<String>,
     /// Text Ironic's DHCP provider must have written into its options
     /// folder by the time the node is active (evidence for what DHCP
@@ -189,6 +190,9 @@ impl IronicNode {
             if self.deploy_interface != DeployInterface::Direct {
                 // requires_ramdisk=True: manual cleaning boots the agent.
                 bail!("ironic.clean_steps: firmware.update as a clean step boots the agent; deploy_interface = \"direct\"");
+            }
+            if self.expect_error.is_some() && !self.firmware.is_empty() {
+                bail!("ironic.firmware: a cleaning that must fail records no new version; leave it out");
             }
         } else if !self.firmware.is_empty() {
             bail!("ironic.firmware: the versions to expect after a firmware.update clean step; add one");

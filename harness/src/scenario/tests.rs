@@ -452,6 +452,11 @@ serial = ["SHOAL-MARKER m"]
     assert!(e(FW.replace("step = \"update\"", "step = \"flash\"")).contains("firmware.flash"));
     assert!(e(FW.replace("args = { settings = [", "args = { other = [")).contains("args.settings"));
     assert!(e(FW.replace("nic = \"3.0\"", "cpld = \"3.0\"")).contains("\"cpld\""));
+    let failing = FW.replace(
+        "firmware = {",
+        "expect_error = \"Firmware update failed\"\nfirmware = {",
+    );
+    assert!(e(failing).contains("records no new version"));
     let no_step = FW.replace(
         &FW[FW.find("clean_steps").unwrap()..FW.find("firmware = {").unwrap()],
         "",
