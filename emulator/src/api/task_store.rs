@@ -45,8 +45,13 @@ pub enum TaskState {
     /// Preparing (a firmware image being fetched and verified).
     Starting,
     Running,
+    /// Asked to stop (a DELETE of the Task); its work stops at its next
+    /// step.
+    Cancelling,
     Completed,
     Exception,
+    /// Stopped before it finished, as asked.
+    Cancelled,
 }
 
 impl TaskState {
@@ -55,8 +60,10 @@ impl TaskState {
             TaskState::New => "New",
             TaskState::Starting => "Starting",
             TaskState::Running => "Running",
+            TaskState::Cancelling => "Cancelling",
             TaskState::Completed => "Completed",
             TaskState::Exception => "Exception",
+            TaskState::Cancelled => "Cancelled",
         }
     }
 
@@ -64,7 +71,7 @@ impl TaskState {
     pub fn live(self) -> bool {
         matches!(
             self,
-            TaskState::New | TaskState::Starting | TaskState::Running
+            TaskState::New | TaskState::Starting | TaskState::Running | TaskState::Cancelling
         )
     }
 }
@@ -87,6 +94,17 @@ pub struct Task {
     /// Dropped when it ends rather than kept for late pollers (a vendor
     /// whose TaskService forgets it).
     pub forget: bool,
+    /// Its work stops when asked (a DELETE cancels it).
+    pub cancellable: bool,
+}
+
+/// What a DELETE of a Task did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deleted {
+    /// A running task was asked to stop.
+    Cancelling,
+    /// A finished task was removed.
+    Removed,
 }
 
 /// Why a task's work failed: the status and messages its operation's own
@@ -226,6 +244,29 @@ impl Tasks {
         })
     }
 
+    /// A DELETE of task `id`: a running one that can stop is asked to
+    /// (Cancelling), a finished one removed; `None` when there is none.
+    /// 409 for a running task whose work cannot stop.
+    pub fn delete(&self, id: &str) -> Result<Option<Deleted>, ApiError> {
+        let mut inner = lock(&self.inner);
+        let Some(i) = inner.entries.iter().position(|e| e.task.id == id) else {
+            return Ok(None);
+        };
+        let t = &mut inner.entries[i].task;
+        if !t.state.live() {
+            inner.entries.remove(i);
+            return Ok(Some(Deleted::Removed));
+        }
+        if !t.cancellable {
+            return Err(ApiError::Status(
+                axum::http::StatusCode::CONFLICT,
+                vec![Msg::new("OperationNotAllowed", &[])],
+            ));
+        }
+        t.state = TaskState::Cancelling;
+        Ok(Some(Deleted::Cancelling))
+    }
+
     /// Whether a task on `key` runs (or is being started).
     pub fn busy(&self, key: &str) -> bool {
         lock(&self.inner).busy(key)
@@ -308,6 +349,7 @@ impl Tasks {
                     percent: None,
                     messages: Vec::new(),
                     forget: false,
+                    cancellable: false,
                 },
                 key,
             });
@@ -334,13 +376,17 @@ impl Tasks {
                 .find(|t| t.id == tid)
             {
                 t.end = Some(now);
+                let cancelled = t.state == TaskState::Cancelling;
                 let key = match &outcome {
                     Ok(()) => "TaskCompletedOK",
+                    Err(_) if cancelled => "TaskCancelled",
                     Err(_) => "TaskAborted",
                 };
                 events.task(key, &tid, uri);
                 match outcome {
+                    // Done before it saw the request to stop.
                     Ok(()) => t.state = TaskState::Completed,
+                    Err(_) if cancelled => t.state = TaskState::Cancelled,
                     Err(failure) => {
                         tracing::warn!(task = %tid, status = failure.0, "task failed");
                         t.state = TaskState::Exception;
@@ -450,10 +496,27 @@ impl Progress {
         }
     }
 
-    /// The task moves to `state` (a live one: its end is its work's).
+    /// The task moves to `state` (a live one: its end is its work's),
+    /// unless it was asked to stop.
     pub fn state(&self, state: TaskState) {
         debug_assert!(state.live());
-        self.with(|t| t.state = state);
+        self.with(|t| {
+            if t.state != TaskState::Cancelling {
+                t.state = state;
+            }
+        });
+    }
+
+    /// The task's work stops when asked: a DELETE of the Task cancels it.
+    pub fn cancellable(&self) {
+        self.with(|t| t.cancellable = true);
+    }
+
+    /// Whether the task was asked to stop.
+    pub fn cancelled(&self) -> bool {
+        let mut asked = false;
+        self.with(|t| asked = t.state == TaskState::Cancelling);
+        asked
     }
 
     /// The task is `percent` done; a change is a TaskProgressChanged event.
@@ -513,6 +576,51 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         panic!("tasks still running");
+    }
+
+    /// A DELETE stops a task whose work can stop (Cancelling until its
+    /// next step, then Cancelled), is refused for one whose work cannot,
+    /// and removes a finished one.
+    #[tokio::test]
+    async fn a_delete_cancels_what_can_stop_and_removes_what_ended() {
+        let t = Tasks::default();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let fixed = t.spawn(
+            t.claim("a").unwrap(),
+            "insert",
+            "/x",
+            Box::pin(async move {
+                let _ = rx.await;
+                Ok(())
+            }),
+            Arc::default(),
+        );
+        assert!(t.delete(&fixed).is_err(), "its work cannot stop");
+        let stoppable = t.spawn_tracked(
+            t.claim("b").unwrap(),
+            "update",
+            "/y",
+            TaskState::New,
+            Arc::default(),
+            |p| {
+                Box::pin(async move {
+                    p.cancellable();
+                    while !p.cancelled() {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    Err((409, Vec::new()))
+                })
+            },
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(t.delete(&stoppable).unwrap(), Some(Deleted::Cancelling));
+        tx.send(()).unwrap();
+        settle(&t).await;
+        assert_eq!(t.get(&stoppable).unwrap().state, TaskState::Cancelled);
+        assert_eq!(t.get(&fixed).unwrap().state, TaskState::Completed);
+        assert_eq!(t.delete(&fixed).unwrap(), Some(Deleted::Removed));
+        assert!(t.get(&fixed).is_none());
+        assert_eq!(t.delete("nope").unwrap(), None);
     }
 
     #[tokio::test]

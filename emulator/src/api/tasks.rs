@@ -24,7 +24,10 @@ pub fn router() -> Router {
     Router::new()
         .route("/redfish/v1/TaskService", get(service))
         .route("/redfish/v1/TaskService/Tasks", get(list))
-        .route("/redfish/v1/TaskService/Tasks/{id}", get(task))
+        .route(
+            "/redfish/v1/TaskService/Tasks/{id}",
+            get(task).delete(delete_task),
+        )
         .route("/redfish/v1/TaskService/TaskMonitors/{id}", get(monitor))
 }
 
@@ -79,7 +82,11 @@ fn task_json(t: &Task) -> serde_json::Value {
         "Id": t.id,
         "Name": t.name,
         "TaskState": t.state.as_str(),
-        "TaskStatus": match t.state { TaskState::Exception => "Critical", _ => "OK" },
+        "TaskStatus": match t.state {
+            TaskState::Exception => "Critical",
+            TaskState::Cancelling | TaskState::Cancelled => "Warning",
+            _ => "OK",
+        },
         "StartTime": rfc3339(t.start),
         "TaskMonitor": format!("{TASK_MONITOR_PREFIX}{}", t.id),
         "PercentComplete": t.percent.unwrap_or(if t.state.live() { 0 } else { 100 }),
@@ -103,10 +110,34 @@ fn messages(t: &Task) -> Vec<serde_json::Value> {
 
 async fn task(State(st): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     if let Some(t) = st.tasks.get(&id) {
-        return Ok(Resource::plain(task_json(&t), "GET").into_response());
+        let allow = if t.cancellable || !t.state.live() {
+            "GET, DELETE"
+        } else {
+            "GET"
+        };
+        return Ok(Resource::plain(task_json(&t), allow).into_response());
     }
     match st.jobs.get(&id) {
         Some(job) => super::vendor::job_task(&st, &job).await,
+        None => Err(ApiError::NotFound(format!(
+            "/redfish/v1/TaskService/Tasks/{id}"
+        ))),
+    }
+}
+
+/// DELETE of a Task: a running one that can stop is cancelled (it reads
+/// Cancelling, then Cancelled), a finished one removed; a vendor job's
+/// Task is the job's, deleted through the vendor's job queue.
+async fn delete_task(
+    State(st): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    match st.tasks.delete(&id)? {
+        Some(d) => {
+            tracing::info!(task = %id, outcome = ?d, "task deleted");
+            Ok(crate::api::json::no_content())
+        }
+        None if st.jobs.get(&id).is_some() => Err(ApiError::MethodNotAllowed),
         None => Err(ApiError::NotFound(format!(
             "/redfish/v1/TaskService/Tasks/{id}"
         ))),
@@ -121,6 +152,7 @@ async fn monitor(State(st): State<AppState>, Path(id): Path<String>) -> Result<R
     Ok(match (t.state, &t.error) {
         (state, _) if state.live() => accepted(&t),
         (TaskState::Completed, _) => no_content(),
+        (TaskState::Cancelled, _) => Resource::plain(task_json(&t), "GET").into_response(),
         (_, Some((status, msgs))) => {
             let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (status, axum::Json(error_body(msgs))).into_response()

@@ -58,6 +58,21 @@ pub enum FirmwareRefused {
 }
 
 impl Core {
+    /// Drops the image update task `task` staged for `c`, if it still
+    /// waits (the task was cancelled).
+    pub async fn withdraw_firmware(
+        &self,
+        id: &str,
+        c: Component,
+        task: &str,
+    ) -> Result<(), BackendError> {
+        let change = FirmwareChange::Withdraw(c, task.to_string());
+        self.backend
+            .apply(id, vec![Change::Firmware(change)])
+            .await?;
+        Ok(())
+    }
+
     /// Installs `image` on system `id` now (`at` `None`) or stages it for
     /// `at`, under the system's lock. `only` is the component the client
     /// targeted, if it named one. A BMC image installed now is staged for

@@ -76,6 +76,9 @@ pub enum FirmwareChange {
     StartUpdate,
     /// The BMC restarted: its image waiting for `OnReset` is installed.
     BmcRestarted,
+    /// The update task `task` was cancelled: the image it staged for the
+    /// component, if still waiting, is dropped.
+    Withdraw(Component, String),
 }
 
 impl FirmwareState {
@@ -97,6 +100,11 @@ impl FirmwareState {
             }
             FirmwareChange::BmcRestarted => {
                 self.install_where(|c, s| c == Component::Bmc && s.apply == ApplyAt::OnReset)
+            }
+            FirmwareChange::Withdraw(c, task) => {
+                if self.staged.get(&c).is_some_and(|s| s.task == task) {
+                    self.staged.remove(&c);
+                }
             }
         }
     }

@@ -1080,3 +1080,47 @@ async fn ami_refuses_a_push_while_it_boots_after_a_restart() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// A DELETE of a running update's Task cancels it: Cancelling, then
+/// Cancelled with TaskEvent's TaskCancelled, the image staged before the
+/// write withdrawn (the next start installs nothing); a finished Task's
+/// DELETE removes it.
+#[tokio::test]
+async fn deleting_a_running_update_cancels_it_and_stages_nothing() {
+    let base = file_server(vec![("/bios.fw", image(Component::Bios, "7.7"))]);
+    let api = fetching(quick_with(
+        "apply_secs = 3\napply_spread = 0\nnew_secs = 0\n",
+    ));
+    let sys = api.system(0).await;
+    let (monitor, task) = update(&api, json!({"ImageURI": format!("{base}/bios.fw")})).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api.get(&task).await.body["TaskState"] != "Running" {
+        assert!(Instant::now() < deadline, "never Running");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = api.delete(&task).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{r}");
+    let (seen, t) = follow(&api, &monitor, &task).await;
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("Cancelled"),
+        "{seen:?}"
+    );
+    assert_eq!(t["TaskStatus"], "Warning", "{t}");
+    assert_eq!(
+        message_ids(&t).last().unwrap(),
+        "TaskEvent.1.0.TaskCancelled",
+        "{t}"
+    );
+    api.reset(&sys, "On").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        api.get(&sys).await.body["BiosVersion"],
+        "1.0.0",
+        "nothing staged"
+    );
+    // Ended: a DELETE removes it; then it is gone.
+    assert_eq!(api.delete(&task).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(api.get(&task).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(api.delete(&task).await.status, StatusCode::NOT_FOUND);
+}

@@ -63,9 +63,10 @@ pub(in crate::api) fn service_oem(st: &AppState, v: &mut Value) {
         None => ("Idle", 0),
         Some(t) => match t.state {
             TaskState::New | TaskState::Starting => ("Verifying", 0),
-            TaskState::Running => ("Updating", t.percent.unwrap_or(0)),
+            TaskState::Running | TaskState::Cancelling => ("Updating", t.percent.unwrap_or(0)),
             TaskState::Completed => ("Complete", 100),
             TaskState::Exception => ("Error", t.percent.unwrap_or(0)),
+            TaskState::Cancelled => ("Idle", 0),
         },
     };
     // The task's last message (Update registry): what went wrong, or

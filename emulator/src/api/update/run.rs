@@ -65,6 +65,8 @@ pub fn message(key: &str, args: &[&str]) -> Value {
 /// The task's work; where the vendor runs updates as jobs of its own,
 /// the job follows the outcome.
 pub async fn run(st: AppState, req: Request, p: Progress) -> Result<(), Failure> {
+    // A DELETE of its Task stops it at its next step.
+    p.cancellable();
     let result = work(&st, &req, &p).await;
     if req.vendor_job {
         let outcome = match &result {
@@ -98,6 +100,7 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
     if new > 0.0 {
         tokio::time::sleep(Duration::from_secs_f64(new)).await;
     }
+    stop_if_cancelled(p)?;
     let hold_new = profile.update.new_until_staged;
     if !hold_new {
         p.state(TaskState::Starting);
@@ -110,6 +113,7 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
             .map_err(|f| (f, Outcome::NotFetched))?
             .into(),
     };
+    stop_if_cancelled(p)?;
     p.message(message("VerifyingAtComponent", &[&uri, &req.target]));
     let image = crate::firmware::parse(&bytes).map_err(|e| {
         tracing::warn!(system = %req.sys.name, %uri, error = %e, "firmware image refused");
@@ -148,7 +152,15 @@ async fn work(st: &AppState, req: &Request, p: &Progress) -> Result<Outcome, (Fa
         take(st, req, p, &image, at, &uri).await?;
     }
     let secs = apply_secs(&profile.update, &req.sys.id, p.id()) + fault.delay.as_secs_f64();
-    write(st, req, p, &fault, secs, &uri).await?;
+    if let Err(e) = write(st, req, p, &fault, secs, &uri).await {
+        if early {
+            // Cancelled while writing: what it staged goes too.
+            if let Err(w) = st.core.withdraw_firmware(&req.sys.id, c, p.id()).await {
+                tracing::warn!(system = %req.sys.name, error = %w, "staged image not withdrawn");
+            }
+        }
+        return Err(e);
+    }
     if !early {
         take(st, req, p, &image, at, &uri).await?;
     }
@@ -206,6 +218,7 @@ async fn write(
     };
     let step = Duration::from_secs_f64(secs / f64::from(STEPS));
     for i in 1..=STEPS {
+        stop_if_cancelled(p)?;
         if fault.stuck && i > STEPS / 2 {
             // Hung: the BMC's restart is what ends it.
             tracing::warn!(system = %req.sys.name, task = %p.id(), "firmware update stuck (fault)");
@@ -220,6 +233,26 @@ async fn write(
         return failed();
     }
     Ok(())
+}
+
+/// The task's end when its Task was deleted: Cancelled, saying so
+/// (TaskEvent's TaskCancelled), nothing installed; a vendor's job goes.
+fn stop_if_cancelled(p: &Progress) -> Result<(), (Failure, Outcome)> {
+    if !p.cancelled() {
+        return Ok(());
+    }
+    let (id, text, severity) = crate::registry::TASK_EVENT.message("TaskCancelled", &[p.id()]);
+    p.message(json!({
+        "@odata.type": "#Message.v1_1_1.Message",
+        "MessageId": id,
+        "Message": text,
+        "MessageArgs": [p.id()],
+        "MessageSeverity": severity,
+        "Severity": severity,
+        "Resolution": "None.",
+    }));
+    tracing::info!(task = %p.id(), "firmware update cancelled");
+    Err(((409, Vec::new()), Outcome::NotFetched))
 }
 
 /// Hands the verified image to the core: installed now, or staged for
