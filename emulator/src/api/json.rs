@@ -356,6 +356,21 @@ pub fn action_known(
     }
 }
 
+/// Refuses properties a body (not an action's) does not define, each
+/// with PropertyUnknown.
+pub fn properties_known(body: &Map<String, Value>, known: &[&str]) -> Result<(), ApiError> {
+    let unknown: Vec<Msg> = body
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .map(|k| Msg::new("PropertyUnknown", &[k]))
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(unknown))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

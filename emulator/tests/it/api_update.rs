@@ -93,6 +93,15 @@ async fn follow(api: &Api, monitor: &str, task: &str) -> (Vec<String>, Value) {
     }
 }
 
+/// Waits for task `task` to be Running.
+async fn until_running(api: &Api, task: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while api.get(task).await.body["TaskState"] != "Running" {
+        assert!(Instant::now() < deadline, "never Running");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Starts an update; its monitor and task URIs.
 async fn update(api: &Api, body: Value) -> (String, String) {
     let r = api.post(SIMPLE, body).await;
@@ -210,11 +219,7 @@ async fn a_reset_while_the_task_runs_installs_the_staged_image() {
     ));
     let sys = api.system(0).await;
     let (monitor, task) = update(&api, json!({"ImageURI": format!("{base}/bios.fw")})).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while api.get(&task).await.body["TaskState"] != "Running" {
-        assert!(Instant::now() < deadline, "never Running");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_running(&api, &task).await;
     for reset in ["ForceOff", "On"] {
         let r = api
             .post(
@@ -1093,11 +1098,7 @@ async fn deleting_a_running_update_cancels_it_and_stages_nothing() {
     ));
     let sys = api.system(0).await;
     let (monitor, task) = update(&api, json!({"ImageURI": format!("{base}/bios.fw")})).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while api.get(&task).await.body["TaskState"] != "Running" {
-        assert!(Instant::now() < deadline, "never Running");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_running(&api, &task).await;
     let r = api.delete(&task).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT, "{r}");
     let (seen, t) = follow(&api, &monitor, &task).await;

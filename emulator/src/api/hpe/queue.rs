@@ -123,14 +123,7 @@ async fn delete_entry(
 
 /// A queue entry as posted, checked whole.
 fn posted(st: &AppState, body: &Map<String, Value>) -> Result<Queued, ApiError> {
-    let unknown: Vec<Msg> = body
-        .keys()
-        .filter(|k| !ENTRY.contains(&k.as_str()))
-        .map(|k| Msg::new("PropertyUnknown", &[k]))
-        .collect();
-    if !unknown.is_empty() {
-        return Err(ApiError::BadRequest(unknown));
-    }
+    json::properties_known(body, &ENTRY)?;
     let text = |k: &str| -> Result<Option<String>, ApiError> {
         match body.get(k) {
             None | Some(Value::Null) => Ok(None),

@@ -109,14 +109,7 @@ fn parameters(part: Option<&[u8]>) -> Result<(bool, bool), ApiError> {
             &[&json::shown(&v), "parameters"],
         )));
     };
-    let unknown: Vec<Msg> = map
-        .keys()
-        .filter(|k| !PARAMETERS.contains(&k.as_str()))
-        .map(|k| Msg::new("PropertyUnknown", &[k]))
-        .collect();
-    if !unknown.is_empty() {
-        return Err(ApiError::BadRequest(unknown));
-    }
+    crate::api::json::properties_known(&map, &PARAMETERS)?;
     let flag = |k: &str, default: bool| match map.get(k) {
         None | Some(Value::Null) => Ok(default),
         Some(Value::Bool(b)) => Ok(*b),

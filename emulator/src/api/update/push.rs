@@ -106,14 +106,7 @@ fn parameters(part: Option<&Part<'_>>) -> Result<Map<String, Value>, ApiError> {
     let Value::Object(map) = v else {
         return Err(Ctx::Parameters.type_error(&v, "UpdateParameters"));
     };
-    let unknown: Vec<Msg> = map
-        .keys()
-        .filter(|k| !PARAMETERS.contains(&k.as_str()))
-        .map(|k| Msg::new("PropertyUnknown", &[k]))
-        .collect();
-    if !unknown.is_empty() {
-        return Err(ApiError::BadRequest(unknown));
-    }
+    crate::api::json::properties_known(&map, &PARAMETERS)?;
     if let Some(v) = map.get("ForceUpdate").filter(|v| !v.is_boolean()) {
         return Err(Ctx::Parameters.type_error(v, "ForceUpdate"));
     }
