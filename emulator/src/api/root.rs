@@ -45,6 +45,7 @@ fn top_level(st: &AppState) -> Vec<(&'static str, &'static str)> {
         v.push(("CertificateService", "/redfish/v1/CertificateService"));
         v.push(("UpdateService", "/redfish/v1/UpdateService"));
     }
+    v.extend(super::vendor::top_level(st));
     v
 }
 

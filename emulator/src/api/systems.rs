@@ -396,7 +396,21 @@ async fn reset(
     Sys(sys): Sys,
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
-    json::action_known(&body, &["ResetType"], RESET)?;
+    // iLO also takes the action's own name as `Action` (HPE's iLOrest
+    // sends it with every action).
+    let named = super::vendor::takes_action_name(st.profile(&sys));
+    let known: &[&str] = if named {
+        &["ResetType", "Action"]
+    } else {
+        &["ResetType"]
+    };
+    json::action_known(&body, known, RESET)?;
+    if let Some(a) = json::action_str(&body, "Action", RESET)?.filter(|a| *a != RESET) {
+        return Err(ApiError::bad(Msg::new(
+            "ActionParameterValueNotInList",
+            &[a, "Action", RESET],
+        )));
+    }
     let reset = match json::action_str(&body, "ResetType", RESET)? {
         None => {
             return Err(ApiError::bad(Msg::new(

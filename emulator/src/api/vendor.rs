@@ -25,6 +25,12 @@ use crate::model::{MediaSlot, System};
 use crate::profile::Profile;
 
 /// The service root's `Oem`: an iDRAC's service tag, an iLO's generation.
+/// The vendor's own top-level resources (iLO's JsonSchemas, where HPE's
+/// iLOrest finds the schemas it asks for at login).
+pub(super) fn top_level(st: &AppState) -> Vec<(&'static str, &'static str)> {
+    hpe::top_level(st.root_profile)
+}
+
 pub(super) fn root_oem(st: &AppState) -> Option<Value> {
     dell::root_oem(st).or_else(|| hpe::root_oem(st.root_profile))
 }
@@ -110,6 +116,12 @@ pub(super) async fn job_task(st: &AppState, job: &Job) -> Result<Response, ApiEr
 /// Whether the vendor shows no Task for job `job` now.
 pub(super) fn job_task_gone(job: &Job) -> bool {
     dell::update::task_gone(job)
+}
+
+/// Whether actions also take their own name as an `Action` parameter
+/// (iLO: HPE's iLOrest sends it).
+pub(super) fn takes_action_name(profile: &Profile) -> bool {
+    profile.hpe.is_some()
 }
 
 /// The parameters SimpleUpdate takes beyond DMTF's (HPE's tools').

@@ -458,3 +458,35 @@ async fn smart_storage_config_stages_logical_drives_for_the_next_reset_and_refus
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+/// iLO takes an action's own name as `Action` (HPE's iLOrest sends it);
+/// another name is refused, and other profiles know no such parameter.
+#[tokio::test]
+async fn ilo_actions_take_their_own_name_as_action() {
+    let api = Api::own_endpoint("ilo6");
+    let reset = format!("{SYS}/Actions/ComputerSystem.Reset");
+    let r = api
+        .post(
+            &reset,
+            json!({"Action": "ComputerSystem.Reset", "ResetType": "ForceOff"}),
+        )
+        .await;
+    assert!(r.status.is_success(), "{r}");
+    let r = api
+        .post(
+            &reset,
+            json!({"Action": "Manager.Reset", "ResetType": "On"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{r}");
+    assert_eq!(r.message_ids(), ["ActionParameterValueNotInList"], "{r}");
+    let generic = Api::new(1);
+    let sys = generic.system(0).await;
+    let r = generic
+        .post(
+            &format!("{sys}/Actions/ComputerSystem.Reset"),
+            json!({"Action": "ComputerSystem.Reset", "ResetType": "On"}),
+        )
+        .await;
+    assert_eq!(r.message_ids(), ["ActionParameterUnknown"], "{r}");
+}

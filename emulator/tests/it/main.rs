@@ -29,6 +29,7 @@ mod changes;
 mod common;
 mod drivers;
 mod events;
+mod ilorest;
 mod ipmi;
 mod ironic_backend;
 #[cfg(feature = "libvirt")]

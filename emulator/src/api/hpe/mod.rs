@@ -62,9 +62,41 @@ pub fn router(f: FeatureSet) -> Router {
             .merge(inventory::router())
             .merge(raid::router())
             .merge(repository::router())
-            .merge(queue::router());
+            .merge(queue::router())
+            .route(JSON_SCHEMAS, axum::routing::get(json_schemas));
     }
     r
+}
+
+/// Where iLO lists its JSON schemas.
+const JSON_SCHEMAS: &str = "/redfish/v1/JsonSchemas";
+
+/// iLO's top-level resources beyond DMTF's usual: `JsonSchemas`, which
+/// iLOrest needs at login (it reads the iLO's version after fetching
+/// `JsonSchemas/?$expand=.` and `Registries/?$expand=.`).
+pub(in crate::api) fn top_level(profile: &Profile) -> Vec<(&'static str, &'static str)> {
+    match profile.hpe {
+        Some(_) => vec![("JsonSchemas", JSON_SCHEMAS)],
+        None => Vec::new(),
+    }
+}
+
+/// The JSON schema collection: the service serves no schema files of its
+/// own (clients validate against DMTF's), so it has no members.
+async fn json_schemas(
+    crate::api::State(st): crate::api::State<AppState>,
+    uri: axum::http::Uri,
+) -> Result<crate::api::json::Resource, ApiError> {
+    if st.root_profile.hpe.is_none() {
+        return Err(ApiError::NotFound(uri.path().to_string()));
+    }
+    let v = crate::api::collection(
+        "JsonSchemaFileCollection",
+        JSON_SCHEMAS,
+        "JSON Schema Files",
+        Vec::<String>::new(),
+    );
+    Ok(crate::api::json::Resource::plain(v, "GET"))
 }
 
 /// iLO's root says which iLO it is (`Oem.Hpe.Manager[0].ManagerType`,
