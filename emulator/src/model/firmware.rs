@@ -81,6 +81,17 @@ pub enum FirmwareChange {
     Withdraw(Component, String),
 }
 
+/// What became of a staged image (see [`FirmwareState::fate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StagedFate {
+    /// Still waiting for its apply time.
+    Waiting,
+    /// Installed: the component runs it.
+    Installed,
+    /// Gone without being installed.
+    Dropped,
+}
+
 impl FirmwareState {
     pub fn is_empty(&self) -> bool {
         self.installed.is_empty() && self.staged.is_empty()
@@ -113,6 +124,18 @@ impl FirmwareState {
     /// are installed (the firmware flashes them in POST).
     pub fn start(&mut self) {
         self.install_where(|c, s| c != Component::Bmc && s.apply == ApplyAt::OnReset);
+    }
+
+    /// What became of the image `version` task `task` staged for `c`.
+    pub fn fate(&self, c: Component, task: &str, version: &str) -> StagedFate {
+        if self.staged.get(&c).is_some_and(|s| s.task == task) {
+            StagedFate::Waiting
+        } else if self.installed.get(&c).is_some_and(|i| i.version == version) {
+            StagedFate::Installed
+        } else {
+            // Withdrawn, or replaced by a later image before it was due.
+            StagedFate::Dropped
+        }
     }
 
     fn install_where(&mut self, pick: impl Fn(Component, &Staged) -> bool) {
@@ -187,5 +210,27 @@ mod tests {
         f.apply(FirmwareChange::Install(Component::Bios, image("4")));
         f.start();
         assert_eq!(f.installed.get(&Component::Bios), Some(&image("4")));
+    }
+
+    #[test]
+    fn a_staged_image_is_installed_or_dropped_never_both() {
+        let mut f = FirmwareState::default();
+        let nic = Component::Nic;
+        f.apply(FirmwareChange::Stage(nic, staged("5", ApplyAt::OnReset)));
+        assert_eq!(f.fate(nic, "1", "5"), StagedFate::Waiting);
+        // A later image for the same component replaces it.
+        let mut later = staged("6", ApplyAt::OnReset);
+        later.task = "2".into();
+        f.apply(FirmwareChange::Stage(nic, later));
+        assert_eq!(f.fate(nic, "1", "5"), StagedFate::Dropped);
+        f.start();
+        assert_eq!(f.fate(nic, "1", "5"), StagedFate::Dropped);
+        assert_eq!(f.fate(nic, "2", "6"), StagedFate::Installed);
+        // Withdrawn by its own task only.
+        f.apply(FirmwareChange::Stage(nic, staged("7", ApplyAt::OnReset)));
+        f.apply(FirmwareChange::Withdraw(nic, "2".into()));
+        assert_eq!(f.fate(nic, "1", "7"), StagedFate::Waiting);
+        f.apply(FirmwareChange::Withdraw(nic, "1".into()));
+        assert_eq!(f.fate(nic, "1", "7"), StagedFate::Dropped);
     }
 }

@@ -305,3 +305,64 @@ async fn bad_ilo_uploads_and_entries_are_refused() {
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{r}");
     assert_eq!(generic.get(REPO).await.status, StatusCode::NOT_FOUND);
 }
+
+/// Polls the UpdateService until iLO's `Oem.Hpe.State` has finished.
+async fn flashed(api: &Api) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let svc = api.get("/redfish/v1/UpdateService/").await.body;
+        let state = &svc["Oem"]["Hpe"]["State"];
+        if state == "Complete" || state == "Error" {
+            return state.clone();
+        }
+        assert!(Instant::now() < deadline, "{svc}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A pending UEFI entry's image waits for the start only while the entry
+/// does: deleting the entry withdraws it, and an image flashed over it
+/// before the start ends the entry in Exception.
+#[tokio::test]
+async fn a_pending_uefi_entry_deleted_or_replaced_does_not_install() {
+    let api = Api::own_endpoint("ilo6");
+    let adapter = api.get("/redfish/v1/Chassis/1/NetworkAdapters/").await.body;
+    let adapter = adapter["Members"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let factory = nic(&api.get(&adapter).await.body);
+    let img = image(Component::Nic, "22.41.1");
+    let r = upload(&api, &parameters(true, false, "nic.fw"), "nic.fw", &img).await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    let apply = json!({"Name": "Update-1", "Command": "ApplyUpdate", "Filename": "nic.fw",
+                       "UpdatableBy": ["Uefi"], "TPMOverride": false});
+
+    // Deleted while pending: the start installs nothing.
+    let entry = queued(&api, apply.clone()).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(api.get(&entry).await.body["State"], "Pending");
+    assert_eq!(api.delete(&entry).await.status, StatusCode::NO_CONTENT);
+    api.reset(SYS, "On").await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(nic(&api.get(&adapter).await.body), factory, "withdrawn");
+    api.reset(SYS, "ForceOff").await;
+
+    // Replaced while pending by a flashed image: Exception, and the start
+    // installs the later image.
+    let entry = queued(&api, apply).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(api.get(&entry).await.body["State"], "Pending");
+    let later = image(Component::Nic, "22.50.0");
+    let r = upload(&api, &parameters(false, true, "nic2.fw"), "nic2.fw", &later).await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    assert_eq!(flashed(&api).await, "Complete");
+    let e = until(&api, &entry, "State", "Exception").await;
+    assert_eq!(e["Result"]["MessageId"], "iLO.2.14.UpdateFailed", "{e}");
+    api.reset(SYS, "On").await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while nic(&api.get(&adapter).await.body) != "22.50.0" {
+        assert!(Instant::now() < deadline, "the later image installs");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

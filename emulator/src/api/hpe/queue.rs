@@ -17,7 +17,7 @@ use crate::api::json::{self, JsonObject, Resource};
 use crate::api::update::{QueueState, Queued};
 use crate::api::{collection, AppState, State};
 use crate::firmware::Component;
-use crate::model::firmware::ApplyAt;
+use crate::model::firmware::{ApplyAt, StagedFate};
 use crate::model::System;
 use crate::timefmt::rfc3339;
 
@@ -113,6 +113,13 @@ async fn delete_entry(
             vec![Msg::new("ResourceInUse", &[])],
         )),
         Some(_) => {
+            // A UEFI image it staged does not wait for the start any more.
+            let staged = st.core.backend.system(&sys.id).await?;
+            for (c, s) in &staged.bmc.firmware.staged {
+                if s.task == id {
+                    st.core.withdraw_firmware(&sys.id, *c, &id).await?;
+                }
+            }
             st.uploads.dequeue(&id);
             // What waited behind it may run now.
             tokio::spawn(run_queue(st.clone(), sys));
@@ -329,23 +336,21 @@ async fn apply(st: &AppState, sys: &System, q: &Queued) -> Option<(QueueState, &
     if !uefi {
         return Some((QueueState::Complete, "Success"));
     }
-    // Pending (held by this run) until the start installs it.
+    // Pending (held by this run) until the start installs it; deleting
+    // the entry withdraws the image (see `delete_entry`).
     loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
+        if !st.uploads.queue().iter().any(|e| e.id == q.id) {
+            return None;
+        }
         let Ok(now) = st.core.backend.system(&sys.id).await else {
             return None;
         };
-        let waiting = now
-            .bmc
-            .firmware
-            .staged
-            .get(&c)
-            .is_some_and(|s| s.task == q.id);
-        if !waiting {
-            return Some((QueueState::Complete, "Success"));
-        }
-        if !st.uploads.queue().iter().any(|e| e.id == q.id) {
-            return None;
+        match now.bmc.firmware.fate(c, &q.id, &k.image.version) {
+            StagedFate::Waiting => {}
+            StagedFate::Installed => return Some((QueueState::Complete, "Success")),
+            // A later update replaced it before the start.
+            StagedFate::Dropped => return Some((QueueState::Exception, "UpdateFailed")),
         }
     }
 }
