@@ -14,6 +14,7 @@ pub mod config;
 pub mod faults;
 pub mod firmware;
 pub mod ipmi;
+pub mod mockup;
 pub mod model;
 pub mod netpolicy;
 pub mod nvram;

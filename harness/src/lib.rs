@@ -3,7 +3,7 @@
 //! the host check (`doctor`), the one JUnit writer,
 //! the standalone Ironic of the `ironic` driver,
 //! the HTTPS side of the boot server (test CAs, OpenSSL),
-//! the runner, the conformance run of DMTF's tools, the HTTP fuzzer, and
+//! the runner, the capture of a live Redfish service (`capture`), the conformance run of DMTF's tools, the HTTP fuzzer, and
 //! the benchmark
 //! against sushy-tools and nginx with its load generator.
 //!
@@ -11,6 +11,7 @@
 //! are behind the cargo feature `lab` (on by default).
 
 pub mod bench;
+pub mod capture;
 pub mod conformance;
 pub mod doctor;
 pub mod driver;

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use shoal_harness::{bench, conformance, doctor, fuzz};
+use shoal_harness::{bench, capture, conformance, doctor, fuzz};
 #[cfg(feature = "lab")]
 use shoal_harness::{runner, scenario::Scenario};
 
@@ -51,6 +51,10 @@ enum Command {
     Bench(BenchArgs),
     /// Serve a folder as the boot file server does.
     Serve(ServeArgs),
+    /// Record a live Redfish service into DIR in DMTF Redfish-Mockup-
+    /// Creator's layout (index.json, headers.json, time.json per URI),
+    /// which `shoal-emulator --mockup` and DMTF's Mockup-Server replay.
+    Capture(capture::Args),
 }
 
 /// The flags of `run`.
@@ -281,6 +285,15 @@ fn real_main() -> Result<ExitCode> {
         Command::Serve(args) => return args.serve(),
         Command::Conformance(args) => args.run()?,
         Command::Fuzz(args) => args.run()?,
+        Command::Capture(args) => {
+            let (summary, _) = args.run()?;
+            Report {
+                files: Vec::new(),
+                summary,
+                look: None,
+                passed: true,
+            }
+        }
         Command::Bench(args) => args.run()?,
         #[cfg(feature = "lab")]
         Command::Run(args) => args.run()?,

@@ -1,0 +1,92 @@
+//! What a captured ComputerSystem offers, as the behaviour profile the
+//! core decides with: the boot targets and frequencies its
+//! `@Redfish.AllowableValues` list, whether it shows `HttpBootUri`, its
+//! names and BIOS version. The rest is the generic profile's.
+
+use serde_json::Value;
+
+use crate::model::{BootTarget, OverrideEnabled};
+use crate::profile::{generic, HttpBootUri, Profile};
+
+fn allowable<'a>(boot: &'a Value, property: &str) -> Option<Vec<&'a str>> {
+    let list = boot.get(format!("{property}@Redfish.AllowableValues"))?;
+    Some(list.as_array()?.iter().filter_map(Value::as_str).collect())
+}
+
+/// The profile named `name` for the captured system `system` of a service
+/// whose root is `root`.
+pub fn derived_profile(name: &str, root: &Value, system: &Value) -> Profile {
+    let mut p = generic().clone();
+    p.name = name.to_string();
+    p.description = format!(
+        "derived from the captured system {}",
+        system
+            .get("@odata.id")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+    );
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    if let Some(v) = text(root, "Vendor").or_else(|| text(system, "Manufacturer")) {
+        p.vendor = v;
+    }
+    if let Some(m) = text(system, "Manufacturer") {
+        p.manufacturer = m;
+    }
+    if let Some(m) = text(system, "Model") {
+        p.model = m;
+    }
+    if let Some(b) = text(system, "BiosVersion") {
+        p.bios_version = b;
+    }
+    let boot = system.get("Boot").cloned().unwrap_or(Value::Null);
+    if let Some(targets) = allowable(&boot, "BootSourceOverrideTarget") {
+        p.boot.hidden_targets = BootTarget::ALL
+            .iter()
+            .filter(|t| !targets.contains(&t.as_str()))
+            .map(|t| t.as_str().to_string())
+            .collect();
+    }
+    if let Some(enabled) = allowable(&boot, "BootSourceOverrideEnabled") {
+        p.boot.continuous = enabled.contains(&OverrideEnabled::Continuous.as_str());
+    }
+    p.boot.http_boot_uri = if boot.get("HttpBootUri").is_some() {
+        HttpBootUri::Writable
+    } else {
+        HttpBootUri::Absent
+    };
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_captured_systems_allowable_values_are_what_it_offers() {
+        let root = json!({"Vendor": "Dell"});
+        let sys = json!({
+            "@odata.id": "/redfish/v1/Systems/System.Embedded.1",
+            "Manufacturer": "Dell Inc.", "Model": "PowerEdge R650", "BiosVersion": "1.5.4",
+            "Boot": {
+                "BootSourceOverrideTarget@Redfish.AllowableValues": ["None", "Pxe", "Cd", "Hdd", "UefiHttp"],
+                "BootSourceOverrideEnabled@Redfish.AllowableValues": ["Once", "Disabled"],
+            }
+        });
+        let p = derived_profile("capture-1", &root, &sys);
+        assert_eq!(p.vendor, "Dell");
+        assert_eq!(p.model, "PowerEdge R650");
+        assert_eq!(p.bios_version, "1.5.4");
+        assert!(p.offers(BootTarget::UefiHttp));
+        assert!(p.offers(BootTarget::Pxe));
+        assert!(!p.offers(BootTarget::Usb));
+        assert!(!p.offers(BootTarget::BiosSetup));
+        assert!(!p.boot.continuous);
+        assert_eq!(p.boot.http_boot_uri, HttpBootUri::Absent);
+        // Nothing listed: nothing hidden.
+        let open = derived_profile("c", &root, &json!({"Boot": {"HttpBootUri": null}}));
+        assert!(open.offers(BootTarget::Usb));
+        assert!(open.boot.continuous);
+        assert_eq!(open.boot.http_boot_uri, HttpBootUri::Writable);
+    }
+}
