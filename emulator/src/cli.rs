@@ -57,6 +57,17 @@ pub struct Cli {
     /// config lists none [default: 2].
     #[arg(long, env = "SHOAL_FAKE_SYSTEMS")]
     pub fake_systems: Option<usize>,
+    /// Replay a capture of a real BMC on the main service root: a folder
+    /// (`shoal-harness capture`'s or Redfish-Mockup-Creator's layout, or a
+    /// DMTF mockup's short form) or a .tar.gz of one, served as captured,
+    /// with a machine behind each captured system (power, boot override).
+    /// The fake backend makes one machine per captured system.
+    #[arg(long, env = "SHOAL_MOCKUP")]
+    pub mockup: Option<PathBuf>,
+    /// Answer each replayed GET after the time it took the captured BMC
+    /// (its time.json).
+    #[arg(long, env = "SHOAL_MOCKUP_LATENCY", requires = "mockup")]
+    pub mockup_latency: bool,
     /// Address to listen on [default: 127.0.0.1].
     #[arg(short = 'i', long, env = "SHOAL_INTERFACE")]
     pub interface: Option<IpAddr>,
@@ -309,6 +320,9 @@ pub struct Settings {
     pub events: crate::api::events::EventOptions,
     /// How the UpdateService fetches images (InsertMedia's options).
     pub updates: crate::api::update::UpdateOptions,
+    /// A capture the main service root replays, and whether with its
+    /// latencies (`--mockup`).
+    pub mockup: Option<(std::sync::Arc<crate::mockup::Mockup>, bool)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -333,6 +347,8 @@ pub enum CliError {
     Ipmi(String),
     #[error("{0}: {1}")]
     Unsupported(&'static str, &'static str),
+    #[error("--mockup: {0}")]
+    Mockup(#[from] crate::mockup::MockupError),
     #[error(transparent)]
     Cloud(#[from] crate::backend::ironic::cloud::CloudError),
     #[error("--ironic-cloud serves Ironic's nodes; it cannot be combined with {0}")]

@@ -27,6 +27,7 @@ mod logs;
 mod managers;
 pub mod metadata;
 mod middleware;
+pub mod mockup;
 mod network_adapters;
 pub mod patch;
 pub mod query;
@@ -110,6 +111,14 @@ fn routes(f: crate::config::FeatureSet) -> Router {
     tables[i].clone()
 }
 
+/// This endpoint's routes: its feature set's, or a replayed capture's.
+fn routes_of(st: &AppState) -> Router {
+    match st.replay {
+        Some(_) => mockup::routes(),
+        None => routes(st.features),
+    }
+}
+
 /// A resource of this endpoint as a GET of `uri` renders it, past the
 /// middlewares (the service's own read, for an event's expanded
 /// `OriginOfCondition`); `None` unless it answers 200 with JSON (a
@@ -118,7 +127,7 @@ pub async fn render(st: &AppState, uri: &str) -> Option<serde_json::Value> {
     use tower::ServiceExt;
     let mut req = Request::get(uri).body(axum::body::Body::empty()).ok()?;
     req.extensions_mut().insert(st.clone());
-    let resp = routes(st.features).oneshot(req).await.ok()?;
+    let resp = routes_of(st).oneshot(req).await.ok()?;
     if resp.status() != axum::http::StatusCode::OK {
         return None;
     }
@@ -133,7 +142,7 @@ pub fn app(state: AppState) -> Router {
     // The middlewares wrap the routed service as a whole (routing is
     // their innermost step, as with `Router::layer`), so that layering
     // does not rebuild every route per endpoint.
-    let routed: Router = routes(state.features);
+    let routed: Router = routes_of(&state);
     let own = state.clone();
     let inner = tower::ServiceBuilder::new()
         .layer(axum::middleware::from_fn_with_state(

@@ -22,13 +22,19 @@ use crate::auth::{self, AuthError, Principal, Privilege, Session};
 use crate::timefmt::rfc3339;
 
 pub fn router() -> Router {
+    // DSP0266 §6.4: a POST to a collection's Members is the same create.
+    live_router().route(
+        "/redfish/v1/SessionService",
+        get(service).patch(patch_service),
+    )
+}
+
+/// The sessions themselves, without the SessionService resource: a
+/// replayed capture (`mockup.rs`) shows its own SessionService and logs
+/// in here.
+pub fn live_router() -> Router {
     Router::new()
-        .route(
-            "/redfish/v1/SessionService",
-            get(service).patch(patch_service),
-        )
         .route("/redfish/v1/SessionService/Sessions", get(list).post(login))
-        // DSP0266 §6.4: a POST to a collection's Members is the same create.
         .route(
             "/redfish/v1/SessionService/Sessions/Members",
             axum::routing::post(login),

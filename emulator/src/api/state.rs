@@ -92,6 +92,9 @@ pub struct Service {
     pub updates: Arc<super::update::UpdateOptions>,
     /// Images uploaded to this BMC's FirmwareInventory, not installed yet.
     pub uploads: Arc<super::update::Uploads>,
+    /// A captured BMC this endpoint replays instead of Shoal's own
+    /// resources (`--mockup`, `api/mockup.rs`).
+    pub replay: Option<Arc<super::mockup::Replay>>,
 }
 
 /// The ports this service's BMC answers on, set by the server once its
@@ -132,6 +135,7 @@ impl AppState {
             events: Arc::default(),
             updates: Arc::default(),
             uploads: Arc::default(),
+            replay: None,
         }))
     }
 

@@ -37,6 +37,18 @@ fn enclosures(
     }
 }
 
+/// Each fake machine behind a captured system runs on a profile derived
+/// from that system (what its AllowableValues offer).
+fn fit_mockup(m: &crate::mockup::Mockup, systems: &mut [System], profiles: &mut Profiles) {
+    let root = m.json("/redfish/v1").cloned().unwrap_or_default();
+    for (i, (uri, sys)) in m.systems.iter().zip(systems.iter_mut()).enumerate() {
+        let captured = m.json(uri).cloned().unwrap_or_default();
+        let name = format!("capture-{}", i + 1);
+        profiles.insert(crate::mockup::derived_profile(&name, &root, &captured));
+        sys.profile = name;
+    }
+}
+
 impl Cli {
     /// The sushy-tools configuration Shoal serves, if started as
     /// sushy-emulator is: with one (`--sushy-config`, or a `--config`
@@ -87,7 +99,8 @@ impl Cli {
         };
         let sushy = sushy.map(|(_, c)| c);
         let sushy = sushy.as_ref();
-        let (profiles, profile) = self.profiles(&cfg, sushy.is_some())?;
+        let (mut profiles, profile) = self.profiles(&cfg, sushy.is_some())?;
+        let mockup = self.mockup(&cfg)?;
         let faults = cfg.faults.clone().unwrap_or_default();
         faults
             .check()
@@ -105,10 +118,18 @@ impl Cli {
             (false, None) => "fake",
         };
         self.check_backend_flags(running)?;
-        let systems = match libvirt || ironic.is_some() {
+        let mut systems = match libvirt || ironic.is_some() {
             true => Vec::new(),
             false => self.inventory(&file, &cfg, sushy, &profiles, &profile)?,
         };
+        if let Some((m, _)) = &mockup {
+            if !libvirt && ironic.is_none() {
+                if cfg.systems.is_empty() && self.fake_systems.is_none() {
+                    systems = config::fake_systems(m.systems.len());
+                }
+                fit_mockup(m, &mut systems, &mut profiles);
+            }
+        }
         let tls = match (&self.ssl_certificate, &self.ssl_key, &cfg.tls) {
             (Some(c), Some(k), _) => Some((c.clone(), k.clone())),
             (_, _, Some(t)) => Some((t.certificate.clone(), t.key.clone())),
@@ -177,7 +198,36 @@ impl Cli {
                 insecure: self.event_insecure,
             },
             updates,
+            mockup,
         })
+    }
+
+    /// `--mockup`, loaded and checked; the main service root alone
+    /// replays it.
+    fn mockup(
+        &self,
+        cfg: &ConfigFile,
+    ) -> Result<Option<(std::sync::Arc<crate::mockup::Mockup>, bool)>, CliError> {
+        let Some(path) = &self.mockup else {
+            return Ok(None);
+        };
+        if !cfg.endpoints.is_empty() || self.endpoint_per_system.is_some() {
+            return Err(CliError::Unsupported(
+                "--mockup",
+                "the main service root replays the capture; [[endpoints]] and --endpoint-per-system are not combined with it",
+            ));
+        }
+        let m = crate::mockup::Mockup::load(path)?;
+        tracing::info!(
+            capture = %path.display(),
+            resources = m.resources.len(),
+            systems = m.systems.len(),
+            "capture loaded"
+        );
+        for (from, to) in m.dangling.iter().take(20) {
+            tracing::warn!(resource = %from, link = %to, "the capture links to what it does not hold (served as 404)");
+        }
+        Ok(Some((std::sync::Arc::new(m), self.mockup_latency)))
     }
 
     /// The profiles (built in and `--profile-dir`) and the default one,

@@ -109,6 +109,14 @@ impl Profiles {
             .ok_or_else(|| ProfileError::Unknown(name.to_string(), self.names().join(", ")))
     }
 
+    /// Adds a profile made at start-up (one derived from a capture),
+    /// replacing any of its name.
+    pub fn insert(&mut self, p: Profile) -> &'static Profile {
+        let p: &'static Profile = Box::leak(Box::new(p));
+        self.0.insert(p.name.clone(), p);
+        p
+    }
+
     pub fn names(&self) -> Vec<&str> {
         self.0.keys().map(String::as_str).collect()
     }
