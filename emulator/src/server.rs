@@ -136,12 +136,8 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
     if plan.listed.is_empty() && plan.per_system.is_none() {
         let refs = main.core.backend.systems().await?;
         main.root_profile = root_profile_of(&main, &refs).await?;
-        if let Some((capture, latency)) = &settings.mockup {
-            let ids: Vec<String> = refs.iter().map(|r| r.id.clone()).collect();
-            let replay = crate::api::mockup::Replay::new(capture.clone(), &ids, *latency)
-                .map_err(|e| anyhow::anyhow!("--mockup: {e}"))?;
-            main.replay = Some(Arc::new(replay));
-        }
+        main.replay =
+            crate::api::mockup::replay_of(&settings.mockup, &refs).map_err(anyhow::Error::msg)?;
         main.core.faults.register(
             refs.into_iter().map(|r| r.name).collect(),
             main.auth.clone(),

@@ -64,12 +64,17 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// The capture over `ids`, the endpoint's systems in order: one for
+    /// The capture over `refs`, the endpoint's systems in order: one for
     /// each captured system.
-    pub fn new(capture: Arc<Mockup>, ids: &[String], latency: bool) -> Result<Replay, String> {
+    pub fn new(
+        capture: Arc<Mockup>,
+        refs: &[crate::model::SystemRef],
+        latency: bool,
+    ) -> Result<Replay, String> {
+        let ids: Vec<String> = refs.iter().map(|r| r.id.clone()).collect();
         if ids.len() != capture.systems.len() {
             return Err(format!(
-                "{}: the capture has {} system(s), the endpoint {}",
+                "--mockup {}: the capture has {} system(s), the service {}",
                 capture.source.display(),
                 capture.systems.len(),
                 ids.len()
@@ -132,6 +137,22 @@ impl Replay {
                 .map(|r| r.as_str().to_string())
                 .collect()
         })
+    }
+}
+
+/// The replay of `--mockup` (capture, latency) over the service's
+/// systems `refs`, if asked.
+pub fn replay_of(
+    mockup: &Option<(Arc<Mockup>, bool)>,
+    refs: &[crate::model::SystemRef],
+) -> Result<Option<Arc<Replay>>, String> {
+    match mockup {
+        None => Ok(None),
+        Some((capture, latency)) => Ok(Some(Arc::new(Replay::new(
+            capture.clone(),
+            refs,
+            *latency,
+        )?))),
     }
 }
 

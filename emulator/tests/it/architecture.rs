@@ -42,6 +42,14 @@ const NEVER: &[(&str, &[&str], &str)] = &[
         ],
         "the vocabulary every layer shares sits below them all",
     ),
+    (
+        "mockup",
+        &[
+            "api", "ipmi", "bmc", "backend", "server", "serve", "cli", "config", "sushy", "admin",
+            "faults", "auth",
+        ],
+        "a capture is data: the Redfish front-end replays it over the core",
+    ),
 ];
 
 /// Production files stay under this many lines (their test module aside).

@@ -36,6 +36,7 @@ mod ironic_backend;
 mod libvirt;
 #[cfg(feature = "libvirt")]
 mod libvirt_hosts;
+mod mockup;
 mod nvram;
 mod proliantutils;
 mod props_config;

@@ -160,7 +160,9 @@ pub(in crate::api) fn controller_parts(st: &AppState, sys: &System, names: &Name
             }
         }
     });
-    if st.core.backend.manages_volumes() {
+    // The settings object is served where the rest of the Lifecycle
+    // Controller API is: on an endpoint of its own (`raid_of`).
+    if st.core.backend.manages_volumes() && st.fixed.is_some() {
         v["@Redfish.Settings"] = json!({
             "@odata.type": "#Settings.v1_3_3.Settings",
             "SettingsObject": link(&format!(

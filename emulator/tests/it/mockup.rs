@@ -1,0 +1,406 @@
+//! Capture and replay on the real binaries: `shoal-harness capture` of
+//! every built-in vendor profile, replayed by `shoal-emulator --mockup`
+//! and captured again, shows no difference but ETags, dates and times;
+//! a replayed capture takes power and boot through its own targets (and
+//! its AllowableValues), with session logins, from raw requests, sushy
+//! and Ironic's request sequence; a bad capture stops the start naming
+//! its file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+use shoal_harness::capture::{self, Auth, Options};
+use shoal_harness::driver::{Bmc, BootRequest};
+use shoal_harness::scenario::{Driver, Enabled, Method};
+
+use crate::common::{htpasswd, venv_program, Spawned};
+
+fn options(base: &str, dir: &Path, user: Option<(&str, &str)>) -> Options {
+    Options {
+        base: base.trim_end_matches('/').to_string(),
+        dir: dir.to_path_buf(),
+        auth: if user.is_some() {
+            Auth::Session
+        } else {
+            Auth::None
+        },
+        user: user.map(|u| u.0.to_string()),
+        password: user.map(|u| u.1.to_string()),
+        insecure: false,
+        ca: None,
+        rate: 0.0,
+        max_resources: 20_000,
+        max_members: 200,
+        timeout: std::time::Duration::from_secs(30),
+        redact: false,
+        description: "test".into(),
+        quiet: true,
+    }
+}
+
+/// `http://host:port` of a spawned emulator.
+fn base(emu: &Spawned) -> String {
+    emu.url
+        .trim_end_matches('/')
+        .trim_end_matches("/redfish/v1")
+        .to_string()
+}
+
+/// Every file of a capture, by path below it.
+fn files(dir: &Path) -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().to_string();
+                out.insert(rel, p);
+            }
+        }
+    }
+    out
+}
+
+/// What two captures differ in, beyond ETags, dates, response times and
+/// the README.
+fn differences(a: &Path, b: &Path) -> Vec<String> {
+    let (fa, fb) = (files(a), files(b));
+    let mut out = Vec::new();
+    let keys: std::collections::BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
+    for k in keys {
+        if k == "README" || k.ends_with("time.json") {
+            continue;
+        }
+        let (Some(pa), Some(pb)) = (fa.get(k), fb.get(k)) else {
+            out.push(format!("only in one: {k}"));
+            continue;
+        };
+        let (ta, tb) = (std::fs::read(pa).unwrap(), std::fs::read(pb).unwrap());
+        if !k.ends_with(".json") {
+            if ta != tb {
+                out.push(format!("differs: {k}"));
+            }
+            continue;
+        }
+        let clean = |bytes: &[u8]| -> Value {
+            let mut v: Value = serde_json::from_slice(bytes).unwrap();
+            if k.ends_with("headers.json") {
+                let h = v["GET"].as_object_mut().unwrap();
+                h.remove("date");
+                h.remove("etag");
+            } else if let Some(m) = v.as_object_mut() {
+                m.remove("@odata.etag");
+            }
+            v
+        };
+        let (va, vb) = (clean(&ta), clean(&tb));
+        if va != vb {
+            out.push(format!("differs: {k}\n  captured: {va}\n  replayed: {vb}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_builtin_profile_round_trips_through_capture_and_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let profiles = shoal_emulator::profile::Profiles::default();
+    for profile in profiles.names() {
+        let first = dir.path().join(format!("{profile}-bmc"));
+        let emu = Spawned::start(&["--profile", profile, "--fake-systems", "1"]);
+        let s = capture::capture(&options(&base(&emu), &first, None)).unwrap();
+        drop(emu);
+        assert!(s.resources > 50, "{profile}: {s:?}");
+        assert!(s.errors.is_empty(), "{profile}: {:?}", s.errors);
+        let replay = Spawned::start(&["--mockup", first.to_str().unwrap()]);
+        let second = dir.path().join(format!("{profile}-replay"));
+        let s2 = capture::capture(&options(&base(&replay), &second, None)).unwrap();
+        assert_eq!(s2.resources, s.resources, "{profile}");
+        let diff = differences(&first, &second);
+        assert!(diff.is_empty(), "{profile}: {}", diff.join("\n"));
+    }
+}
+
+/// A request with the session's token; (status, headers' ETag, body).
+fn call(method: &str, url: &str, token: &str, body: Option<Value>) -> (u16, Option<String>, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let resp = match body {
+        Some(b) => agent
+            .run(
+                ureq::http::Request::builder()
+                    .method(method)
+                    .uri(url)
+                    .header("X-Auth-Token", token)
+                    .header("Content-Type", "application/json")
+                    .body(b.to_string())
+                    .unwrap(),
+            )
+            .unwrap(),
+        None => agent
+            .run(
+                ureq::http::Request::builder()
+                    .method(method)
+                    .uri(url)
+                    .header("X-Auth-Token", token)
+                    .body(())
+                    .unwrap(),
+            )
+            .unwrap(),
+    };
+    let status = resp.status().as_u16();
+    let etag = resp
+        .headers()
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = resp.into_body().read_to_string().unwrap_or_default();
+    (
+        status,
+        etag,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
+}
+
+fn login(base: &str, user: &str, pass: &str) -> String {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let resp = agent
+        .post(&format!("{base}/redfish/v1/SessionService/Sessions"))
+        .header("Content-Type", "application/json")
+        .send(json!({"UserName": user, "Password": pass}).to_string())
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    resp.headers()["x-auth-token"].to_str().unwrap().to_string()
+}
+
+/// Edits the captured system's Boot and Reset offers, as a capture of a
+/// BMC that lists less than Shoal's profiles do.
+fn narrow(capture: &Path, system: &str) {
+    let file = capture.join(&system[1..]).join("index.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    v["Boot"]["BootSourceOverrideTarget@Redfish.AllowableValues"] =
+        json!(["None", "Pxe", "Hdd", "Cd"]);
+    v["Actions"]["#ComputerSystem.Reset"]["ResetType@Redfish.AllowableValues"] =
+        json!(["On", "ForceOff", "ForceRestart"]);
+    std::fs::write(&file, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn a_replayed_capture_takes_power_and_boot_through_its_own_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let pw = htpasswd(dir.path(), "admin", "replay-pass", 4);
+    let cap = dir.path().join("idrac");
+    let cfg = dir.path().join("shoal.toml");
+    // An endpoint of its own: the iDRAC's own Ids (System.Embedded.1).
+    std::fs::write(
+        &cfg,
+        "[[systems]]\nname = \"r650\"\nprofile = \"idrac9\"\n\
+         [[endpoints]]\nlisten = \"127.0.4.53:0\"\nsystems = [\"r650\"]\n",
+    )
+    .unwrap();
+    let (bmc, lines) = Spawned::start_lines(
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--auth-file",
+            pw.to_str().unwrap(),
+        ],
+        2,
+    );
+    let url = lines[1]
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_end_matches("/redfish/v1/");
+    let s = capture::capture(&options(url, &cap, Some(("admin", "replay-pass")))).unwrap();
+    drop(bmc);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    let sys = "/redfish/v1/Systems/System.Embedded.1";
+    narrow(&cap, sys);
+
+    let replay = Spawned::start(&[
+        "--mockup",
+        cap.to_str().unwrap(),
+        "--auth-file",
+        pw.to_str().unwrap(),
+    ]);
+    let base = base(&replay);
+    let (status, _, _) = call("GET", &format!("{base}{sys}"), "nope", None);
+    assert_eq!(status, 401, "credentials are still asked for");
+    let token = login(&base, "admin", "replay-pass");
+    let at = |p: &str| format!("{base}{p}");
+    let (status, etag, v) = call("GET", &at(sys), &token, None);
+    assert_eq!(status, 200);
+    assert_eq!(v["Id"], "System.Embedded.1");
+    assert_eq!(v["PowerState"], "Off");
+    let target = v["Actions"]["#ComputerSystem.Reset"]["target"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Power through the captured target, with the captured values only.
+    let (status, _, _) = call(
+        "POST",
+        &at(&target),
+        &token,
+        Some(json!({"ResetType": "On"})),
+    );
+    assert_eq!(status, 204);
+    let (_, etag_on, v) = call("GET", &at(sys), &token, None);
+    assert_eq!(v["PowerState"], "On");
+    assert_ne!(etag, etag_on, "the ETag follows the live state");
+    let (status, _, e) = call(
+        "POST",
+        &at(&target),
+        &token,
+        Some(json!({"ResetType": "GracefulShutdown"})),
+    );
+    assert_eq!(status, 400, "{e}");
+    assert_eq!(
+        e["error"]["@Message.ExtendedInfo"][0]["MessageId"],
+        "Base.1.19.ActionParameterValueNotInList"
+    );
+
+    // The boot override against the captured AllowableValues.
+    let patch =
+        json!({"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}});
+    let (status, _, _) = call("PATCH", &at(sys), &token, Some(patch));
+    assert_eq!(status, 204);
+    let (_, _, v) = call("GET", &at(sys), &token, None);
+    assert_eq!(v["Boot"]["BootSourceOverrideTarget"], "Pxe");
+    assert_eq!(v["Boot"]["BootSourceOverrideEnabled"], "Once");
+    let (status, _, e) = call(
+        "PATCH",
+        &at(sys),
+        &token,
+        Some(json!({"Boot": {"BootSourceOverrideTarget": "Usb"}})),
+    );
+    assert_eq!(status, 400, "not offered by the capture: {e}");
+    let (status, _, _) = call("PATCH", &at(sys), &token, Some(json!({"AssetTag": "x"})));
+    assert_eq!(status, 400, "only what the replay can change is writable");
+    let stale = ureq::http::Request::builder()
+        .method("PATCH")
+        .uri(at(sys))
+        .header("X-Auth-Token", &token)
+        .header("If-Match", etag.unwrap())
+        .header("Content-Type", "application/json")
+        .body(json!({"Boot": {"BootSourceOverrideTarget": "Hdd"}}).to_string())
+        .unwrap();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    assert_eq!(agent.run(stale).unwrap().status().as_u16(), 412);
+
+    // What a capture cannot show is refused; what it never held is 404.
+    let (status, _, _) = call("DELETE", &at("/redfish/v1/Chassis"), &token, None);
+    assert_eq!(status, 405);
+    let (status, _, _) = call("GET", &at("/redfish/v1/NotCaptured"), &token, None);
+    assert_eq!(status, 404);
+}
+
+/// sushy and Ironic's request sequence drive a replayed capture as they
+/// drive the BMC it was taken from.
+#[test]
+fn sushy_and_ironics_sequence_drive_a_replayed_capture() {
+    let Some(python) = venv_program("python") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for profile in ["idrac9", "ilo6", "openbmc", "supermicro-x12"] {
+        let cap = dir.path().join(profile);
+        let emu = Spawned::start(&["--profile", profile, "--fake-systems", "1"]);
+        capture::capture(&options(&base(&emu), &cap, None)).unwrap();
+        drop(emu);
+        let replay = Spawned::start(&["--mockup", cap.to_str().unwrap()]);
+        let systems: Value = serde_json::from_slice(
+            &Command::new("curl")
+                .args(["-sS", &format!("{}/redfish/v1/Systems", base(&replay))])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let id = systems["Members"][0]["@odata.id"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_string();
+        let bmc = Bmc {
+            url: replay.url.clone(),
+            system: id.clone(),
+            python: Some(python.clone()),
+            ipmi: None,
+        };
+        // Continuous: the override outlives the start it causes.
+        let req = BootRequest {
+            method: Method::Pxe,
+            uri: None,
+            enabled: Enabled::Continuous,
+            bios: Vec::new(),
+            with_mode: false,
+            mailbox: None,
+            lock_flags: false,
+            enroll: None,
+            eject_after: None,
+            firmware_update: None,
+        };
+        bmc.boot(Driver::Sushy, &req)
+            .unwrap_or_else(|e| panic!("{profile}: sushy: {e:#}"));
+        assert_eq!(bmc.property("PowerState").unwrap(), "On", "{profile}");
+        assert_eq!(
+            bmc.property("Boot/BootSourceOverrideTarget").unwrap(),
+            "Pxe",
+            "{profile}"
+        );
+        bmc.boot(Driver::IronicSequence, &req)
+            .unwrap_or_else(|e| panic!("{profile}: Ironic's sequence: {e:#}"));
+        assert_eq!(bmc.property("PowerState").unwrap(), "On", "{profile}");
+    }
+}
+
+#[test]
+fn a_bad_capture_stops_the_start_naming_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad");
+    std::fs::create_dir_all(bad.join("redfish/v1/Systems")).unwrap();
+    std::fs::write(
+        bad.join("redfish/v1/index.json"),
+        r#"{"Systems": {"@odata.id": "/redfish/v1/Systems"}}"#,
+    )
+    .unwrap();
+    std::fs::write(bad.join("redfish/v1/Systems/index.json"), "{\"Members\": [").unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args(["--port", "0", "--mockup", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--mockup: ") && err.contains("redfish/v1/Systems/index.json: not JSON"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing listened");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("notes.txt"), "not a capture").unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args(["--port", "0", "--mockup", empty.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("is not a capture"), "{err}");
+}
