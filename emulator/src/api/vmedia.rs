@@ -447,10 +447,26 @@ pub(super) async fn insert(
     JsonObject(body): JsonObject,
 ) -> Result<Response, ApiError> {
     let (slot, id) = slot_of(&st, &sys, &slot, &uri)?;
-    let profile = st.profile(&sys);
-    if profile.vmedia.insert_by_patch {
+    if st.profile(&sys).vmedia.insert_by_patch {
         return Err(ApiError::NotFound(uri.path().to_string()));
     }
+    let target = format!(
+        "/redfish/v1/{}/VirtualMedia/{id}",
+        owner_of(&st, &sys, &uri)
+    );
+    insert_into(&st, &sys, slot, &target, &body).await
+}
+
+/// InsertMedia of the device `target` (`slot` of `sys`), its parameters
+/// checked whole: done, or a task while the backend downloads.
+pub(super) async fn insert_into(
+    st: &AppState,
+    sys: &System,
+    slot: MediaSlot,
+    target: &str,
+    body: &serde_json::Map<String, Value>,
+) -> Result<Response, ApiError> {
+    let profile = st.profile(sys);
     let mut refused: Vec<Msg> = profile
         .vmedia
         .insert_refuses
@@ -469,8 +485,8 @@ pub(super) async fn insert(
     if !refused.is_empty() {
         return Err(ApiError::BadRequest(refused));
     }
-    let image = parse_insert(&body)?;
-    check_family(&st, &image, false)?;
+    let image = parse_insert(body)?;
+    check_family(st, &image, false)?;
     let _guard = st.core.locks.lock(&sys.id).await;
     let sys = st.core.backend.system(&sys.id).await?;
     if sys.bmc.media(slot).inserted {
@@ -482,10 +498,6 @@ pub(super) async fn insert(
     // Held from here until the insert is done (or failed): a concurrent
     // insert is refused, not raced.
     let claim = st.tasks.claim(&slot_key(&sys, slot))?;
-    let target = format!(
-        "/redfish/v1/{}/VirtualMedia/{id}",
-        owner_of(&st, &sys, &uri)
-    );
     tracing::info!(system = %sys.name, %slot, image = %image.image, "insert media");
     match st
         .core
@@ -497,7 +509,7 @@ pub(super) async fn insert(
         Completion::Running(work) => {
             let id = st
                 .tasks
-                .spawn(claim, INSERT, &target, work, st.events.clone());
+                .spawn(claim, INSERT, target, work, st.events.clone());
             let task = st
                 .tasks
                 .get(&id)
@@ -525,9 +537,19 @@ pub(super) async fn eject(
         None if profile.vmedia.eject_needs_body => return Err(ApiError::UnsupportedMediaType),
         None => serde_json::Map::new(),
     };
-    json::action_known(&body, &[], EJECT)?;
+    eject_from(&st, &sys, slot, &body).await
+}
+
+/// EjectMedia of `slot` of `sys` (refused while an insert runs).
+pub(super) async fn eject_from(
+    st: &AppState,
+    sys: &System,
+    slot: MediaSlot,
+    body: &serde_json::Map<String, Value>,
+) -> Result<Response, ApiError> {
+    json::action_known(body, &[], EJECT)?;
     let _guard = st.core.locks.lock(&sys.id).await;
-    check_not_inserting(&st, &sys, slot)?;
+    check_not_inserting(st, sys, slot)?;
     st.core
         .backend
         .apply(&sys.id, vec![Change::Media(slot, MediaState::default())])

@@ -40,6 +40,8 @@ pub fn derived_profile(name: &str, root: &Value, system: &Value) -> Profile {
     }
     let boot = system.get("Boot").cloned().unwrap_or(Value::Null);
     if let Some(targets) = allowable(&boot, "BootSourceOverrideTarget") {
+        // Supermicro's virtual CD is a USB CD (`UsbCd`, where sushy sends it).
+        p.vmedia.usb_cd = targets.contains(&BootTarget::UsbCd.as_str());
         p.boot.hidden_targets = BootTarget::ALL
             .iter()
             .filter(|t| !targets.contains(&t.as_str()))
@@ -69,7 +71,7 @@ mod tests {
             "@odata.id": "/redfish/v1/Systems/System.Embedded.1",
             "Manufacturer": "Dell Inc.", "Model": "PowerEdge R650", "BiosVersion": "1.5.4",
             "Boot": {
-                "BootSourceOverrideTarget@Redfish.AllowableValues": ["None", "Pxe", "Cd", "Hdd", "UefiHttp"],
+                "BootSourceOverrideTarget@Redfish.AllowableValues": ["None", "Pxe", "Cd", "Hdd", "UefiHttp", "UsbCd"],
                 "BootSourceOverrideEnabled@Redfish.AllowableValues": ["Once", "Disabled"],
             }
         });
@@ -82,11 +84,13 @@ mod tests {
         assert!(!p.offers(BootTarget::Usb));
         assert!(!p.offers(BootTarget::BiosSetup));
         assert!(!p.boot.continuous);
+        assert!(p.vmedia.usb_cd && p.offers(BootTarget::UsbCd));
         assert_eq!(p.boot.http_boot_uri, HttpBootUri::Absent);
         // Nothing listed: nothing hidden.
         let open = derived_profile("c", &root, &json!({"Boot": {"HttpBootUri": null}}));
         assert!(open.offers(BootTarget::Usb));
         assert!(open.boot.continuous);
+        assert!(!open.vmedia.usb_cd);
         assert_eq!(open.boot.http_boot_uri, HttpBootUri::Writable);
     }
 }

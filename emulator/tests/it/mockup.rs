@@ -302,6 +302,45 @@ fn a_replayed_capture_takes_power_and_boot_through_its_own_targets() {
         .into();
     assert_eq!(agent.run(stale).unwrap().status().as_u16(), 412);
 
+    // Virtual media through the captured device's own actions.
+    let cd = find_media(&cap, "CD").expect("the iDRAC capture has a virtual CD");
+    let (_, _, dev) = call("GET", &at(&cd), &token, None);
+    assert_eq!(dev["Inserted"], false, "{dev}");
+    let insert = dev["Actions"]["#VirtualMedia.InsertMedia"]["target"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let eject = dev["Actions"]["#VirtualMedia.EjectMedia"]["target"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, _, e) = call(
+        "POST",
+        &at(&insert),
+        &token,
+        Some(json!({"Image": "not a url"})),
+    );
+    assert_eq!(status, 400, "{e}");
+    let image = "http://192.0.2.10/images/deploy.iso";
+    let (status, _, e) = call(
+        "POST",
+        &at(&insert),
+        &token,
+        Some(json!({"Image": image, "Inserted": true, "WriteProtected": true})),
+    );
+    assert_eq!(status, 204, "{e}");
+    let (_, _, dev) = call("GET", &at(&cd), &token, None);
+    assert_eq!(dev["Inserted"], true, "{dev}");
+    assert_eq!(dev["Image"], image);
+    assert_eq!(dev["ImageName"], "deploy.iso");
+    let (status, _, _) = call("POST", &at(&insert), &token, Some(json!({"Image": image})));
+    assert_eq!(status, 409, "a second insert while one is in");
+    let (status, _, _) = call("POST", &at(&eject), &token, Some(json!({})));
+    assert_eq!(status, 204);
+    let (_, _, dev) = call("GET", &at(&cd), &token, None);
+    assert_eq!(dev["Inserted"], false, "{dev}");
+    assert_eq!(dev["Image"], Value::Null);
+
     // What a capture cannot show is refused; what it never held is 404.
     let (status, _, _) = call("DELETE", &at("/redfish/v1/Chassis"), &token, None);
     assert_eq!(status, 405);
@@ -368,7 +407,48 @@ fn sushy_and_ironics_sequence_drive_a_replayed_capture() {
         bmc.boot(Driver::IronicSequence, &req)
             .unwrap_or_else(|e| panic!("{profile}: Ironic's sequence: {e:#}"));
         assert_eq!(bmc.property("PowerState").unwrap(), "On", "{profile}");
+        // Virtual media as Ironic's redfish-virtual-media boot asks sushy:
+        // the CD inserted at the capture's own device.
+        let vm = BootRequest {
+            method: Method::VirtualMedia,
+            uri: Some("http://192.0.2.10/deploy.iso".into()),
+            ..req.clone()
+        };
+        bmc.boot(Driver::Sushy, &vm)
+            .unwrap_or_else(|e| panic!("{profile}: sushy virtual media: {e:#}"));
+        // (The one-time Cd override is spent by the start sushy asks.)
+        let cd = find_media(&cap, "CD").unwrap_or_else(|| panic!("{profile}: no CD captured"));
+        let dev: Value = serde_json::from_slice(
+            &Command::new("curl")
+                .args(["-sS", &format!("{}{cd}", base(&replay))])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        assert_eq!(
+            dev["Image"], "http://192.0.2.10/deploy.iso",
+            "{profile}: {dev}"
+        );
     }
+}
+
+/// The URI of the first captured VirtualMedia device whose MediaTypes
+/// hold `kind`.
+fn find_media(cap: &Path, kind: &str) -> Option<String> {
+    files(cap)
+        .into_iter()
+        .filter(|(k, _)| k.ends_with("index.json"))
+        .filter_map(|(_, p)| serde_json::from_slice::<Value>(&std::fs::read(p).ok()?).ok())
+        .find(|v| {
+            v["@odata.type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("#VirtualMedia.") && !t.contains("Collection"))
+                && v["MediaTypes"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|m| m == kind))
+        })
+        .and_then(|v| v["@odata.id"].as_str().map(str::to_string))
 }
 
 #[test]

@@ -5,33 +5,39 @@
 //! read from the backend, the Reset action at the capture's own target
 //! with the capture's ResetType values, a Boot PATCH checked against the
 //! capture's AllowableValues and decided by the core (each system runs on
-//! a profile derived from its capture, `mockup::derived_profile`), and
-//! ETags recomputed where the capture had them. Sessions are Shoal's own,
+//! a profile derived from its capture, `mockup::derived_profile`;
+//! `system.rs`), virtual media inserted and ejected at each captured
+//! device's own targets into a machine's CD or removable slot
+//! (`media.rs`), and ETags recomputed where the capture had them. Sessions are Shoal's own,
 //! at the standard URIs. Latencies from `time.json` when asked.
 //!
 //! Invariants: a captured resource is served byte for byte as JSON
 //! re-serialised, except the grafted properties; a write reaches the
-//! machine only through the core (`power_action`, `decide_boot`); a
+//! machine only through the core (`power_action`, `decide_boot`) or the
+//! media path every InsertMedia takes (`vmedia::insert_into`); a
 //! write the capture cannot show is refused with a Redfish error.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod media;
+mod system;
+
 use axum::body::Bytes;
 use axum::extract::Request;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Map, Value};
 
-use super::boot_rules::{boot_refused, boot_request, checked_patch};
 use super::error::{ApiError, Msg};
 use super::json::{self, etag_of};
-use super::patch::{writable, Kind, Writable};
 use super::{AppState, State};
 use crate::mockup::{key, Body, Mockup};
-use crate::model::{BootMode, BootTarget, Change, OverrideEnabled, ResetType, System};
+use crate::model::{MediaSlot, ResetType};
+use media::{media_action, media_devices, media_grafted};
+use system::{grafted, patch, reset};
 
 /// The Reset action's name in a ComputerSystem's `Actions`.
 const RESET: &str = "#ComputerSystem.Reset";
@@ -59,6 +65,11 @@ pub struct Replay {
     pub systems: BTreeMap<String, String>,
     /// Each system's Reset target → the system's URI.
     pub resets: BTreeMap<String, String>,
+    /// Each captured VirtualMedia device a machine's slot stands behind →
+    /// (its system's URI, the slot).
+    pub media: BTreeMap<String, (String, MediaSlot)>,
+    /// InsertMedia and EjectMedia targets → (the device's URI, insert).
+    pub media_actions: BTreeMap<String, (String, bool)>,
     /// Sleep each GET's captured time before answering.
     pub latency: bool,
 }
@@ -96,10 +107,28 @@ impl Replay {
                 Some((key(target.as_str()?).to_string(), s.clone()))
             })
             .collect();
+        let media = media_devices(&capture);
+        let media_actions = media
+            .keys()
+            .flat_map(|dev| {
+                let v = capture.json(dev);
+                [
+                    ("#VirtualMedia.InsertMedia", true),
+                    ("#VirtualMedia.EjectMedia", false),
+                ]
+                .into_iter()
+                .filter_map(move |(name, insert)| {
+                    let t = v?.get("Actions")?.get(name)?.get("target")?.as_str()?;
+                    Some((key(t).to_string(), (dev.clone(), insert)))
+                })
+            })
+            .collect();
         Ok(Replay {
             capture,
             systems,
             resets,
+            media,
+            media_actions,
             latency,
         })
     }
@@ -175,6 +204,10 @@ async fn serve(State(st): State<AppState>, req: Request) -> Result<Response, Api
             let body = body_of(req).await?;
             reset(&st, &replay, &replay.resets[&path], &body).await
         }
+        Method::POST if replay.media_actions.contains_key(&path) => {
+            let body = body_of(req).await?;
+            media_action(&st, &replay, &path, &body).await
+        }
         Method::PATCH if replay.systems.contains_key(&path) => {
             let body = body_of(req).await?;
             patch(&st, &replay, &path, &headers, &body).await
@@ -210,9 +243,13 @@ async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, Api
         .map(|(_, v)| v.starts_with("W/"));
     let (status, bytes, etag, kind) = match &c.body {
         Body::Json(v) => {
-            let body = match replay.systems.get(path) {
-                Some(id) => grafted(v, &st.core.backend.system(id).await?),
-                None => v.clone(),
+            let body = if let Some(id) = replay.systems.get(path) {
+                grafted(v, &st.core.backend.system(id).await?)
+            } else if let Some((system, slot)) = replay.media.get(path) {
+                let sys = st.core.backend.system(&replay.systems[system]).await?;
+                media_grafted(v, &sys, *slot)
+            } else {
+                v.clone()
             };
             let (body, tag) = with_etag(body, tagged);
             (
@@ -276,139 +313,4 @@ fn untagged(body: &Value) -> Value {
         m.shift_remove("@odata.etag");
     }
     v
-}
-
-/// The captured system with the machine's live state where the capture
-/// shows the property.
-fn grafted(captured: &Value, sys: &System) -> Value {
-    let mut v = captured.clone();
-    let Some(m) = v.as_object_mut() else {
-        return v;
-    };
-    m.insert("PowerState".into(), json!(sys.power.as_str()));
-    if let Some(Value::Object(boot)) = m.get_mut("Boot") {
-        let b = &sys.bmc.boot;
-        boot.insert("BootSourceOverrideTarget".into(), json!(b.target.as_str()));
-        boot.insert(
-            "BootSourceOverrideEnabled".into(),
-            json!(b.enabled.as_str()),
-        );
-        for (k, live) in [
-            ("BootSourceOverrideMode", json!(b.mode.as_str())),
-            ("HttpBootUri", json!(b.http_boot_uri)),
-            ("UefiTargetBootSourceOverride", json!(b.uefi_target)),
-        ] {
-            if boot.contains_key(k) {
-                boot.insert(k.into(), live);
-            }
-        }
-    }
-    v
-}
-
-async fn reset(
-    st: &AppState,
-    replay: &Replay,
-    system: &str,
-    body: &Map<String, Value>,
-) -> Result<Response, ApiError> {
-    json::action_known(body, &["ResetType"], RESET)?;
-    let offered = replay.reset_types(system);
-    let asked = json::action_str(body, "ResetType", RESET)?
-        .ok_or_else(|| ApiError::bad(Msg::new("ActionParameterMissing", &[RESET, "ResetType"])))?;
-    let reset = ResetType::parse(asked)
-        .filter(|_| offered.iter().any(|o| o == asked))
-        .ok_or_else(|| {
-            ApiError::bad(Msg::new(
-                "ActionParameterValueNotInList",
-                &[asked, "ResetType", RESET],
-            ))
-        })?;
-    let sys = st.core.backend.system(&replay.systems[system]).await?;
-    super::systems::power_action_response(st, &sys, reset).await?;
-    Ok(json::no_content())
-}
-
-/// The Boot properties the capture shows, writable with the values it
-/// lists.
-fn boot_writables(captured: &Value) -> Vec<Writable> {
-    let boot = captured.get("Boot").cloned().unwrap_or(Value::Null);
-    let listed = |p: &str, all: Vec<&'static str>| -> Vec<&'static str> {
-        match boot
-            .get(format!("{p}@Redfish.AllowableValues"))
-            .and_then(Value::as_array)
-        {
-            Some(l) => all
-                .into_iter()
-                .filter(|a| l.iter().any(|v| v == a))
-                .collect(),
-            None => all,
-        }
-    };
-    let mut w = Vec::new();
-    if boot.get("BootSourceOverrideTarget").is_some() {
-        let all = BootTarget::ALL.iter().map(|t| t.as_str()).collect();
-        w.push(writable(
-            "Boot/BootSourceOverrideTarget",
-            Kind::Enum(listed("BootSourceOverrideTarget", all)),
-        ));
-    }
-    if boot.get("BootSourceOverrideEnabled").is_some() {
-        let all = OverrideEnabled::ALL.iter().map(|t| t.as_str()).collect();
-        w.push(writable(
-            "Boot/BootSourceOverrideEnabled",
-            Kind::Enum(listed("BootSourceOverrideEnabled", all)),
-        ));
-    }
-    if boot.get("BootSourceOverrideMode").is_some() {
-        let all = BootMode::ALL.iter().map(|t| t.as_str()).collect();
-        w.push(writable(
-            "Boot/BootSourceOverrideMode",
-            Kind::Enum(listed("BootSourceOverrideMode", all)),
-        ));
-    }
-    for k in ["HttpBootUri", "UefiTargetBootSourceOverride"] {
-        if boot.get(k).is_some() {
-            let path = if k == "HttpBootUri" {
-                "Boot/HttpBootUri"
-            } else {
-                "Boot/UefiTargetBootSourceOverride"
-            };
-            w.push(writable(path, Kind::NullableStr));
-        }
-    }
-    w
-}
-
-async fn patch(
-    st: &AppState,
-    replay: &Replay,
-    system: &str,
-    headers: &HeaderMap,
-    body: &Map<String, Value>,
-) -> Result<Response, ApiError> {
-    let captured = replay
-        .capture
-        .json(system)
-        .ok_or_else(|| ApiError::NotFound(system.to_string()))?;
-    let locked = st.locked(&replay.systems[system]).await?;
-    let (sys, profile) = (&locked.sys, locked.profile);
-    let current = untagged(&grafted(captured, sys));
-    json::check_if_match(headers, &current, profile)?;
-    checked_patch(body, &current, &boot_writables(captured))?;
-    let Some(boot) = body.get("Boot").and_then(Value::as_object) else {
-        return Ok(json::no_content());
-    };
-    let decided = st
-        .core
-        .decide_boot(sys, &boot_request(boot))
-        .map_err(|e| boot_refused(e, profile))?;
-    let sys = st
-        .core
-        .backend
-        .apply(&sys.id, vec![Change::Boot(decided)])
-        .await?;
-    drop(locked);
-    tracing::info!(system = %sys.name, boot = ?sys.bmc.boot, "replayed system patched");
-    Ok(json::no_content())
 }

@@ -1,0 +1,136 @@
+//! The VirtualMedia devices of a replayed capture: which machine's slot
+//! stands behind each, their live media, InsertMedia and EjectMedia at
+//! their captured targets (through Shoal's own checks and backend).
+
+use std::collections::BTreeMap;
+
+use axum::response::Response;
+use serde_json::{json, Map, Value};
+
+use super::Replay;
+use crate::api::error::ApiError;
+use crate::api::AppState;
+use crate::mockup::{key, Body, Mockup};
+use crate::model::{MediaSlot, System};
+
+/// The captured VirtualMedia devices a machine's slots stand behind: per
+/// system, the first CD-like device its CD, the first other one its
+/// removable slot. A device below a system is that system's; a
+/// Manager's belongs to the first captured system it manages (else the
+/// first captured system).
+pub(super) fn media_devices(capture: &Mockup) -> BTreeMap<String, (String, MediaSlot)> {
+    let mut out = BTreeMap::new();
+    let mut taken = std::collections::BTreeSet::new();
+    for (uri, c) in &capture.resources {
+        let Body::Json(v) = &c.body else { continue };
+        let is_media = v
+            .get("@odata.type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.starts_with("#VirtualMedia.") && !t.contains("Collection"));
+        let Some(system) = is_media.then(|| owner(capture, uri)).flatten() else {
+            continue;
+        };
+        let types: Vec<&str> = v
+            .get("MediaTypes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let cd_like = types.iter().any(|t| matches!(*t, "CD" | "DVD"));
+        let removable = types.iter().any(|t| matches!(*t, "Floppy" | "USBStick"));
+        let mut allowed = Vec::new();
+        if cd_like || types.is_empty() {
+            allowed.push(MediaSlot::Cd);
+        }
+        if removable || types.is_empty() {
+            allowed.push(MediaSlot::Floppy);
+        }
+        let free = allowed
+            .into_iter()
+            .find(|slot| !taken.contains(&(system.clone(), slot.as_str())));
+        if let Some(slot) = free {
+            taken.insert((system.clone(), slot.as_str()));
+            out.insert(uri.clone(), (system, slot));
+        }
+    }
+    out
+}
+
+/// The captured system a VirtualMedia device at `uri` serves.
+fn owner(capture: &Mockup, uri: &str) -> Option<String> {
+    if let Some(s) = capture
+        .systems
+        .iter()
+        .find(|s| uri.starts_with(&format!("{s}/")))
+    {
+        return Some(s.clone());
+    }
+    let manager = uri.split("/VirtualMedia").next()?;
+    let managed = capture
+        .json(manager)
+        .and_then(|m| m.pointer("/Links/ManagerForServers"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l.get("@odata.id").and_then(Value::as_str))
+        .map(|l| key(l).to_string())
+        .find(|l| capture.systems.contains(l));
+    managed.or_else(|| capture.systems.first().cloned())
+}
+
+/// The captured device with the slot's live media where the capture
+/// shows the property.
+pub(super) fn media_grafted(captured: &Value, sys: &System, slot: MediaSlot) -> Value {
+    let mut v = captured.clone();
+    let Some(obj) = v.as_object_mut() else {
+        return v;
+    };
+    let m = sys.bmc.media(slot);
+    let name = m
+        .image
+        .as_deref()
+        .and_then(|i| i.rsplit('/').next())
+        .filter(|n| !n.is_empty());
+    for (k, live) in [
+        ("Image", json!(m.image)),
+        ("ImageName", json!(name)),
+        ("Inserted", json!(m.inserted)),
+        ("WriteProtected", json!(m.write_protected)),
+        (
+            "ConnectedVia",
+            json!(if m.inserted { "URI" } else { "NotConnected" }),
+        ),
+        (
+            "TransferProtocolType",
+            json!(m.transfer_protocol.map(|p| p.as_str())),
+        ),
+        (
+            "TransferMethod",
+            json!(m.transfer_method.map(|p| p.as_str())),
+        ),
+        ("UserName", json!(m.user_name)),
+    ] {
+        if obj.contains_key(k) {
+            obj.insert(k.into(), live);
+        }
+    }
+    v
+}
+
+/// InsertMedia or EjectMedia at a captured device's own target.
+pub(super) async fn media_action(
+    st: &AppState,
+    replay: &Replay,
+    target: &str,
+    body: &Map<String, Value>,
+) -> Result<Response, ApiError> {
+    let (device, insert) = &replay.media_actions[target];
+    let (system, slot) = &replay.media[device];
+    let sys = st.core.backend.system(&replay.systems[system]).await?;
+    if *insert {
+        crate::api::vmedia::insert_into(st, &sys, *slot, device, body).await
+    } else {
+        crate::api::vmedia::eject_from(st, &sys, *slot, body).await
+    }
+}
