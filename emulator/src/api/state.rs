@@ -93,7 +93,7 @@ pub struct Service {
     /// Images uploaded to this BMC's FirmwareInventory, not installed yet.
     pub uploads: Arc<super::update::Uploads>,
     /// A captured BMC this endpoint replays instead of Shoal's own
-    /// resources (`--mockup`, `api/mockup.rs`).
+    /// resources (`--mockup`, `api/mockup/`).
     pub replay: Option<Arc<super::mockup::Replay>>,
 }
 

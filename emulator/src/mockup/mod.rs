@@ -14,7 +14,7 @@
 //! the root's Systems, Managers and Chassis and their members resolve to
 //! captured resources (other links to nothing are listed, as a real BMC
 //! has them); nothing here knows HTTP routing or the machines
-//! (`api/mockup.rs` grafts those on).
+//! (`api/mockup/` grafts those on).
 
 mod archive;
 mod profile;
