@@ -451,6 +451,50 @@ fn find_media(cap: &Path, kind: &str) -> Option<String> {
         .and_then(|v| v["@odata.id"].as_str().map(str::to_string))
 }
 
+/// DMTF's short form without headers.json: the service root at the top,
+/// the standard headers added, the system live.
+#[test]
+fn a_short_form_mockup_without_headers_replays_with_redfish_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let put = |rel: &str, v: Value| {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, v.to_string()).unwrap();
+    };
+    put(
+        "index.json",
+        json!({"@odata.id": "/redfish/v1/", "Systems": {"@odata.id": "/redfish/v1/Systems"}}),
+    );
+    put(
+        "Systems/index.json",
+        json!({"@odata.id": "/redfish/v1/Systems",
+               "Members": [{"@odata.id": "/redfish/v1/Systems/437XR1138R2"}]}),
+    );
+    put(
+        "Systems/437XR1138R2/index.json",
+        json!({"@odata.id": "/redfish/v1/Systems/437XR1138R2", "Id": "437XR1138R2",
+               "PowerState": "On",
+               "Actions": {"#ComputerSystem.Reset": {
+                   "target": "/redfish/v1/Systems/437XR1138R2/Actions/ComputerSystem.Reset"}}}),
+    );
+    let replay = Spawned::start(&["--mockup", dir.path().to_str().unwrap()]);
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-i",
+            &format!("{}/redfish/v1/Systems/437XR1138R2", base(&replay)),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
+    assert!(text.contains("odata-version: 4.0"), "{text}");
+    assert!(text.contains("allow: get, head, patch"), "{text}");
+    assert!(
+        text.contains("\"powerstate\":\"off\""),
+        "the machine's, not the capture's: {text}"
+    );
+}
+
 #[test]
 fn a_bad_capture_stops_the_start_naming_its_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -275,6 +275,17 @@ async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, Api
     let mut r = (status, Bytes::from(bytes)).into_response();
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    if c.headers.is_empty() && status == StatusCode::OK {
+        // A capture without headers (DMTF's mockups, Mockup-Creator
+        // without -H): what every Redfish service sends.
+        h.insert("odata-version", HeaderValue::from_static("4.0"));
+        let allow = if replay.systems.contains_key(path) {
+            "GET, HEAD, PATCH"
+        } else {
+            "GET, HEAD"
+        };
+        h.insert(header::ALLOW, HeaderValue::from_static(allow));
+    }
     for (n, v) in &c.headers {
         if NOT_REPLAYED.contains(&n.to_ascii_lowercase().as_str()) {
             continue;
