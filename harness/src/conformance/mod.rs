@@ -46,15 +46,20 @@ pub enum Tool {
     /// The Service Validator again, on Shoal started as sushy-emulator
     /// (a sushy-tools configuration: its paths, its chassis).
     SushyService,
+    /// The Service Validator again, on a capture of the first service
+    /// (`shoal-harness capture`) replayed by `--mockup`: a replay
+    /// validates as its original does.
+    ReplayService,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 5] = [
+    pub const ALL: [Tool; 6] = [
         Tool::Service,
         Tool::Protocol,
         Tool::UseCases,
         Tool::Interop,
         Tool::SushyService,
+        Tool::ReplayService,
     ];
 
     pub fn name(self) -> &'static str {
@@ -64,12 +69,13 @@ impl Tool {
             Tool::UseCases => "use-case-checkers",
             Tool::Interop => "interop-validator",
             Tool::SushyService => "service-validator-sushy-config",
+            Tool::ReplayService => "service-validator-replay",
         }
     }
 
     fn program(self) -> &'static str {
         match self {
-            Tool::Service | Tool::SushyService => "rf_service_validator",
+            Tool::Service | Tool::SushyService | Tool::ReplayService => "rf_service_validator",
             Tool::Protocol => "rf_protocol_validator",
             Tool::UseCases => "rf_use_case_checkers",
             Tool::Interop => "rf_interop_validator",
@@ -209,7 +215,7 @@ fn run_tool(tool: Tool, opts: &Options, url: &str, dir: &Path) -> ToolResult {
     }
     let mut cmd = Command::new(opts.venv_bin.join(tool.program()));
     match tool {
-        Tool::Service | Tool::SushyService => {
+        Tool::Service | Tool::SushyService | Tool::ReplayService => {
             cmd.args([
                 "--authtype",
                 "Session",
@@ -389,6 +395,49 @@ fn certificates_through_tacklebox(opts: &Options, base: &str, dir: &Path) -> Res
     Ok(cert)
 }
 
+/// The first service captured as it stands (HTTPS, a session) and
+/// replayed by a second emulator with the same certificate and accounts.
+fn replay_of(opts: &Options, url: &str, dir: &Path) -> Result<EmulatorProcess> {
+    let capture = opts.out.join("replay-capture");
+    let _ = std::fs::remove_dir_all(&capture);
+    let summary = crate::capture::capture(&crate::capture::Options {
+        base: url.trim_end_matches('/').to_string(),
+        dir: capture.clone(),
+        auth: crate::capture::Auth::Session,
+        user: Some(USER.into()),
+        password: Some(PASSWORD.into()),
+        insecure: true,
+        ca: None,
+        rate: 0.0,
+        max_resources: 20_000,
+        max_members: 200,
+        timeout: Duration::from_secs(30),
+        redact: false,
+        description: "the conformance service".into(),
+        quiet: true,
+    })?;
+    let mut cmd = Command::new(&opts.emulator);
+    cmd.arg("--mockup")
+        .arg(&capture)
+        .arg("--auth-file")
+        .arg(dir.join("htpasswd"))
+        .arg("--ssl-certificate")
+        .arg(dir.join("cert.pem"))
+        .arg("--ssl-key")
+        .arg(dir.join("key.pem"))
+        .args(["--port", "0"])
+        .env("RUST_LOG", "info");
+    let e = EmulatorProcess::spawn(cmd, &opts.out.join("emulator-replay.log"))?;
+    eprintln!(
+        "conformance: {} resources captured into {}, replayed at {} (pid {})",
+        summary.resources,
+        capture.display(),
+        e.url,
+        e.pid()
+    );
+    Ok(e)
+}
+
 pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
     for t in &opts.tools {
         let p = opts.venv_bin.join(t.program());
@@ -426,6 +475,7 @@ pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
     eprintln!("conformance: Tacklebox's rf_certificates installed, replaced, listed and deleted HTTPS boot CAs; {cert} stays for the tools to read");
     // The sushy-tools configuration's service, started when its pass comes.
     let mut sushy: Option<(EmulatorProcess, PathBuf)> = None;
+    let mut replay: Option<EmulatorProcess> = None;
     let mut results = Vec::new();
     for (i, &tool) in opts.tools.iter().enumerate() {
         eprintln!(
@@ -455,6 +505,9 @@ pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
             }
             let (e, sdir) = sushy.as_ref().context("the sushy-tools service")?;
             run_tool(tool, opts, &e.url, sdir)
+        } else if tool == Tool::ReplayService {
+            let e = replay.insert(replay_of(opts, &url, &dir)?);
+            run_tool(tool, opts, &e.url, &dir)
         } else {
             run_tool(tool, opts, &url, &dir)
         };
