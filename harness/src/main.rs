@@ -55,6 +55,10 @@ enum Command {
     /// Creator's layout (index.json, headers.json, time.json per URI),
     /// which `shoal-emulator --mockup` and DMTF's Mockup-Server replay.
     Capture(capture::Args),
+    /// Write a starting behaviour profile (TOML) from a capture.
+    ProfileFromCapture(capture::FromCaptureArgs),
+    /// List where a profile and a capture disagree; fails if they do.
+    ProfileDiff(capture::DiffArgs),
 }
 
 /// The flags of `run`.
@@ -285,6 +289,21 @@ fn real_main() -> Result<ExitCode> {
         Command::Serve(args) => return args.serve(),
         Command::Conformance(args) => args.run()?,
         Command::Fuzz(args) => args.run()?,
+        Command::ProfileFromCapture(args) => Report {
+            files: Vec::new(),
+            summary: args.run()?,
+            look: None,
+            passed: true,
+        },
+        Command::ProfileDiff(args) => {
+            let (summary, passed) = args.run()?;
+            Report {
+                files: Vec::new(),
+                summary,
+                look: None,
+                passed,
+            }
+        }
         Command::Capture(args) => {
             let (summary, _) = args.run()?;
             Report {

@@ -528,3 +528,69 @@ fn a_bad_capture_stops_the_start_naming_its_file() {
     assert!(!out.status.success());
     assert!(err.contains("is not a capture"), "{err}");
 }
+
+/// Each built-in profile against a capture of itself (on an endpoint of
+/// its own, with its fixed Ids): `profile-diff` finds nothing, and the
+/// profile `profile-from-capture` writes loads and agrees with the
+/// capture too.
+#[test]
+fn each_builtin_profile_agrees_with_its_own_capture() {
+    use shoal_harness::capture::profile;
+    let dir = tempfile::tempdir().unwrap();
+    let profiles = shoal_emulator::profile::Profiles::default();
+    let mut problems = Vec::new();
+    for (i, name) in profiles.names().into_iter().enumerate() {
+        let cfg = dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &cfg,
+            format!(
+                "[[systems]]\nname = \"m\"\nprofile = \"{name}\"\n\
+                 [[endpoints]]\nlisten = \"127.0.5.{}:0\"\nsystems = [\"m\"]\n",
+                i + 1
+            ),
+        )
+        .unwrap();
+        let (emu, lines) = Spawned::start_lines(&["--config", cfg.to_str().unwrap()], 2);
+        let url = lines[1]
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .trim_end_matches("/redfish/v1/");
+        let cap = dir.path().join(name);
+        capture::capture(&options(url, &cap, None)).unwrap();
+        drop(emu);
+        let file = format!("{}/profiles/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        for d in profile::diff(&text, &cap).unwrap() {
+            problems.push(format!("{name}: {d}"));
+        }
+        let derived = profile::from_capture(&cap, &format!("{name}-captured")).unwrap();
+        if let Err(e) = shoal_emulator::profile::Profile::parse(&derived) {
+            problems.push(format!(
+                "{name}: the derived profile does not load: {e}\n{derived}"
+            ));
+        }
+        for d in profile::diff(&derived, &cap).unwrap() {
+            problems.push(format!("{name} (derived): {d}"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // Another vendor's capture: the Ids, the settings object, the names.
+    let idrac = std::fs::read_to_string(format!(
+        "{}/profiles/idrac9.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let lines = profile::diff(&idrac, &dir.path().join("lenovo-xcc")).unwrap();
+    for key in [
+        "ids.system",
+        "manufacturer",
+        "boot.settings.path",
+        "vmedia.insert_by_patch",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!("{key}: "))),
+            "{key} not told: {lines:?}"
+        );
+    }
+}

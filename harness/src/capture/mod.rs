@@ -20,6 +20,7 @@
 //! consistently (`redact.rs`) before anything is written.
 
 mod crawl;
+pub mod profile;
 mod redact;
 mod write;
 
@@ -107,6 +108,67 @@ impl Args {
 
 fn parse_auth(s: &str) -> Result<Auth, String> {
     Auth::parse(s).ok_or_else(|| format!("unknown auth '{s}' (one of: session, basic, none)"))
+}
+
+/// The flags of `profile-from-capture`.
+#[derive(clap::Args)]
+pub struct FromCaptureArgs {
+    /// The capture (a folder in Mockup-Creator's layout or DMTF's short
+    /// form).
+    pub dir: PathBuf,
+    /// The profile's name.
+    #[arg(long, default_value = "captured")]
+    pub name: String,
+    /// Write the profile here instead of standard output.
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+}
+
+impl FromCaptureArgs {
+    pub fn run(self) -> Result<String> {
+        let text = profile::from_capture(&self.dir, &self.name)?;
+        match &self.out {
+            None => Ok(text),
+            Some(p) => {
+                std::fs::write(p, &text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+                Ok(format!(
+                    "profile {} written to {}\n",
+                    self.name,
+                    p.display()
+                ))
+            }
+        }
+    }
+}
+
+/// The flags of `profile-diff`.
+#[derive(clap::Args)]
+pub struct DiffArgs {
+    /// The profile (a TOML file, as in emulator/profiles/).
+    pub profile: PathBuf,
+    /// The capture.
+    pub dir: PathBuf,
+}
+
+impl DiffArgs {
+    /// The differences, a line each, and whether there were none.
+    pub fn run(self) -> Result<(String, bool)> {
+        let text = std::fs::read_to_string(&self.profile)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", self.profile.display()))?;
+        let lines = profile::diff(&text, &self.dir)?;
+        let mut out = String::new();
+        for l in &lines {
+            out += l;
+            out.push('\n');
+        }
+        out += &format!(
+            "{} difference(s) between {} and {}\n",
+            lines.len(),
+            self.profile.display(),
+            self.dir.display()
+        );
+        Ok((out, lines.is_empty()))
+    }
 }
 
 /// How the capture authenticates.
