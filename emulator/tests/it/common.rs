@@ -609,3 +609,26 @@ pub fn quick_update_profile(dir: &std::path::Path, update: &str, extra: &str) {
         &format!("[update]\n{update}{extra}{row}"),
     );
 }
+
+/// A GET with curl (a client apart from the emulator's own), as JSON.
+pub fn curl_json(url: &str) -> serde_json::Value {
+    let out = std::process::Command::new("curl")
+        .args(["-sS", url])
+        .output()
+        .expect("curl");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The Id of the first member of the Systems collection of the service at
+/// `url` (its `.../redfish/v1/` or its base).
+pub fn first_system_id(url: &str) -> String {
+    let base = url.trim_end_matches('/').trim_end_matches("/redfish/v1");
+    let systems = curl_json(&format!("{base}/redfish/v1/Systems"));
+    systems["Members"][0]["@odata.id"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string()
+}

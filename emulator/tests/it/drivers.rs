@@ -8,18 +8,11 @@
 use shoal_harness::driver::{Bmc, BootRequest};
 use shoal_harness::scenario::{Driver, Enabled, Method};
 
-use crate::common::{required, venv_program, Spawned};
+use crate::common::{curl_json, first_system_id, required, venv_program, Spawned};
 
 fn boot_with(profile: &str, bios: &[(&str, &str)]) -> anyhow::Result<serde_json::Value> {
     let emu = Spawned::start(&["--fake-systems", "1", "--profile", profile]);
-    let agent = curl_json(&format!("{}/redfish/v1/Systems", emu.url));
-    let id = agent["Members"][0]["@odata.id"]
-        .as_str()
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_string();
+    let id = first_system_id(&emu.url);
     let bmc = Bmc {
         url: emu.url.clone(),
         system: id.clone(),
@@ -64,14 +57,6 @@ fn boot_with(profile: &str, bios: &[(&str, &str)]) -> anyhow::Result<serde_json:
         }
     }
     Ok(sys)
-}
-
-fn curl_json(url: &str) -> serde_json::Value {
-    let out = std::process::Command::new("curl")
-        .args(["-sS", url])
-        .output()
-        .expect("curl");
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]

@@ -15,7 +15,7 @@ use shoal_harness::capture::{self, Auth, Options};
 use shoal_harness::driver::{Bmc, BootRequest};
 use shoal_harness::scenario::{Driver, Enabled, Method};
 
-use crate::common::{htpasswd, venv_program, Spawned};
+use crate::common::{curl_json, first_system_id, htpasswd, venv_program, Spawned};
 
 fn options(base: &str, dir: &Path, user: Option<(&str, &str)>) -> Options {
     Options {
@@ -362,21 +362,7 @@ fn sushy_and_ironics_sequence_drive_a_replayed_capture() {
         capture::capture(&options(&base(&emu), &cap, None)).unwrap();
         drop(emu);
         let replay = Spawned::start(&["--mockup", cap.to_str().unwrap()]);
-        let systems: Value = serde_json::from_slice(
-            &Command::new("curl")
-                .args(["-sS", &format!("{}/redfish/v1/Systems", base(&replay))])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .unwrap();
-        let id = systems["Members"][0]["@odata.id"]
-            .as_str()
-            .unwrap()
-            .rsplit('/')
-            .next()
-            .unwrap()
-            .to_string();
+        let id = first_system_id(&replay.url);
         let bmc = Bmc {
             url: replay.url.clone(),
             system: id.clone(),
@@ -418,14 +404,7 @@ fn sushy_and_ironics_sequence_drive_a_replayed_capture() {
             .unwrap_or_else(|e| panic!("{profile}: sushy virtual media: {e:#}"));
         // (The one-time Cd override is spent by the start sushy asks.)
         let cd = find_media(&cap, "CD").unwrap_or_else(|| panic!("{profile}: no CD captured"));
-        let dev: Value = serde_json::from_slice(
-            &Command::new("curl")
-                .args(["-sS", &format!("{}{cd}", base(&replay))])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .unwrap();
+        let dev = curl_json(&format!("{}{cd}", base(&replay)));
         assert_eq!(
             dev["Image"], "http://192.0.2.10/deploy.iso",
             "{profile}: {dev}"
