@@ -632,3 +632,30 @@ pub fn first_system_id(url: &str) -> String {
         .unwrap()
         .to_string()
 }
+
+/// A spawned emulator whose one system `name` (on `profile`) is served on
+/// an endpoint of its own at `listen` (`127.0.4.41:0`), with the vendor's
+/// fixed Ids; `args` go to the command line too. Returns the process and
+/// the endpoint's URL (`…/redfish/v1/`).
+pub fn endpoint_emulator(
+    dir: &std::path::Path,
+    name: &str,
+    profile: &str,
+    listen: &str,
+    args: &[&str],
+) -> (Spawned, String) {
+    let cfg = dir.join(format!("endpoint-{name}.toml"));
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[systems]]\nname = \"{name}\"\nprofile = \"{profile}\"\n\
+             [[endpoints]]\nlisten = \"{listen}\"\nsystems = [\"{name}\"]\n"
+        ),
+    )
+    .unwrap();
+    let mut all = vec!["--config", cfg.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let (emu, lines) = Spawned::start_lines(&all, 2);
+    let url = lines[1].rsplit(' ').next().unwrap_or("").to_string();
+    (emu, url)
+}

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{certificate, htpasswd, venv_program, Spawned};
+use crate::common::{certificate, endpoint_emulator, htpasswd, venv_program};
 
 /// Runs `ilorest --nologo ARGS` with its cache under `home`; stdout.
 fn ilorest(program: &Path, home: &Path, args: &[&str]) -> String {
@@ -42,17 +42,12 @@ fn ilorest_updates_an_ilo_through_its_firmware_commands() {
     std::fs::write(dir.path().join("nic.bin"), nic).unwrap();
     let pw = htpasswd(dir.path(), "admin", "ilo-pass", 4);
     let (cert, key) = certificate(dir.path());
-    let cfg = dir.path().join("shoal.toml");
-    std::fs::write(
-        &cfg,
-        "[[systems]]\nname = \"dl380\"\nprofile = \"ilo6\"\n\
-         [[endpoints]]\nlisten = \"127.0.4.41:0\"\nsystems = [\"dl380\"]\n",
-    )
-    .unwrap();
-    let (_emu, lines) = Spawned::start_lines(
+    let (_emu, url) = endpoint_emulator(
+        dir.path(),
+        "dl380",
+        "ilo6",
+        "127.0.4.41:0",
         &[
-            "--config",
-            cfg.to_str().unwrap(),
             "--ipmi-port",
             "0",
             "--auth-file",
@@ -64,9 +59,8 @@ fn ilorest_updates_an_ilo_through_its_firmware_commands() {
             "--media-allow-net",
             "127.0.0.0/8",
         ],
-        2,
     );
-    let url = lines[1].rsplit(' ').next().unwrap();
+    let url = url.as_str();
     let home = dir.path();
     let run = |args: &[&str]| ilorest(&program, home, args);
     assert!(

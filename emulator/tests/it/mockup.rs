@@ -15,7 +15,9 @@ use shoal_harness::capture::{self, Auth, Options};
 use shoal_harness::driver::{Bmc, BootRequest};
 use shoal_harness::scenario::{Driver, Enabled, Method};
 
-use crate::common::{curl_json, first_system_id, htpasswd, venv_program, Spawned};
+use crate::common::{
+    curl_json, endpoint_emulator, first_system_id, htpasswd, venv_program, Spawned,
+};
 
 fn options(base: &str, dir: &Path, user: Option<(&str, &str)>) -> Options {
     Options {
@@ -200,28 +202,15 @@ fn a_replayed_capture_takes_power_and_boot_through_its_own_targets() {
     let dir = tempfile::tempdir().unwrap();
     let pw = htpasswd(dir.path(), "admin", "replay-pass", 4);
     let cap = dir.path().join("idrac");
-    let cfg = dir.path().join("shoal.toml");
     // An endpoint of its own: the iDRAC's own Ids (System.Embedded.1).
-    std::fs::write(
-        &cfg,
-        "[[systems]]\nname = \"r650\"\nprofile = \"idrac9\"\n\
-         [[endpoints]]\nlisten = \"127.0.4.53:0\"\nsystems = [\"r650\"]\n",
-    )
-    .unwrap();
-    let (bmc, lines) = Spawned::start_lines(
-        &[
-            "--config",
-            cfg.to_str().unwrap(),
-            "--auth-file",
-            pw.to_str().unwrap(),
-        ],
-        2,
+    let (bmc, url) = endpoint_emulator(
+        dir.path(),
+        "r650",
+        "idrac9",
+        "127.0.4.53:0",
+        &["--auth-file", pw.to_str().unwrap()],
     );
-    let url = lines[1]
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .trim_end_matches("/redfish/v1/");
+    let url = url.trim_end_matches("/redfish/v1/");
     let s = capture::capture(&options(url, &cap, Some(("admin", "replay-pass")))).unwrap();
     drop(bmc);
     assert!(s.errors.is_empty(), "{:?}", s.errors);
@@ -519,22 +508,9 @@ fn each_builtin_profile_agrees_with_its_own_capture() {
     let profiles = shoal_emulator::profile::Profiles::default();
     let mut problems = Vec::new();
     for (i, name) in profiles.names().into_iter().enumerate() {
-        let cfg = dir.path().join(format!("{name}.toml"));
-        std::fs::write(
-            &cfg,
-            format!(
-                "[[systems]]\nname = \"m\"\nprofile = \"{name}\"\n\
-                 [[endpoints]]\nlisten = \"127.0.5.{}:0\"\nsystems = [\"m\"]\n",
-                i + 1
-            ),
-        )
-        .unwrap();
-        let (emu, lines) = Spawned::start_lines(&["--config", cfg.to_str().unwrap()], 2);
-        let url = lines[1]
-            .rsplit(' ')
-            .next()
-            .unwrap()
-            .trim_end_matches("/redfish/v1/");
+        let listen = format!("127.0.5.{}:0", i + 1);
+        let (emu, url) = endpoint_emulator(dir.path(), "m", name, &listen, &[]);
+        let url = url.trim_end_matches("/redfish/v1/");
         let cap = dir.path().join(name);
         capture::capture(&options(url, &cap, None)).unwrap();
         drop(emu);

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::common::{certificate, htpasswd, venv_program, Spawned};
+use crate::common::{certificate, endpoint_emulator, htpasswd, venv_program, Spawned};
 
 #[test]
 fn sushy_drives_every_capability() {
@@ -226,19 +226,12 @@ fn sushy_follows_idrac_and_ilo_firmware_updates() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let pw = htpasswd(dir.path(), "admin", "sushy-pass", 4);
-        let cfg = dir.path().join("shoal.toml");
-        std::fs::write(
-            &cfg,
-            format!(
-                "[[systems]]\nname = \"fw\"\nprofile = \"{profile}\"\n\
-                 [[endpoints]]\nlisten = \"{ip}:0\"\nsystems = [\"fw\"]\n"
-            ),
-        )
-        .unwrap();
-        let (_emu, lines) = Spawned::start_lines(
+        let (_emu, url) = endpoint_emulator(
+            dir.path(),
+            "fw",
+            profile,
+            &format!("{ip}:0"),
             &[
-                "--config",
-                cfg.to_str().unwrap(),
                 "--ipmi-port",
                 "0",
                 "--auth-file",
@@ -246,9 +239,8 @@ fn sushy_follows_idrac_and_ilo_firmware_updates() {
                 "--media-allow-net",
                 "127.0.0.0/8",
             ],
-            2,
         );
-        let url = lines[1].rsplit(' ').next().unwrap();
+        let url = url.as_str();
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sushy/update.py");
         let out = Command::new(&python)
             .args([
