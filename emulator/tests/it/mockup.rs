@@ -461,6 +461,15 @@ fn a_short_form_mockup_without_headers_replays_with_redfish_headers() {
         text.contains("\"powerstate\":\"off\""),
         "the machine's, not the capture's: {text}"
     );
+    // The protocol layer serves a replay as any resource: $expand, $select.
+    let expanded = curl_json(&format!("{}/redfish/v1/Systems?$expand=.", base(&replay)));
+    assert_eq!(expanded["Members"][0]["Id"], "437XR1138R2", "{expanded}");
+    let selected = curl_json(&format!(
+        "{}/redfish/v1/Systems/437XR1138R2?$select=PowerState",
+        base(&replay)
+    ));
+    assert_eq!(selected["PowerState"], "Off", "{selected}");
+    assert!(selected.get("Actions").is_none(), "{selected}");
 }
 
 #[test]
