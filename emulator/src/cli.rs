@@ -284,6 +284,8 @@ pub enum BackendChoice {
 pub struct EndpointPlan {
     /// From the config: `(key for errors, entry)`.
     pub listed: Vec<(String, config::EndpointEntry)>,
+    /// Each listed endpoint's capture, loaded (`mockup = "…"`), in order.
+    pub mockups: Vec<Option<crate::mockup::Replayed>>,
     /// `--endpoint-per-system`: the first address.
     pub per_system: Option<SocketAddr>,
 }
@@ -322,7 +324,7 @@ pub struct Settings {
     pub updates: crate::api::update::UpdateOptions,
     /// A capture the main service root replays, and whether with its
     /// latencies (`--mockup`).
-    pub mockup: Option<(std::sync::Arc<crate::mockup::Mockup>, bool)>,
+    pub mockup: Option<crate::mockup::Replayed>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -349,6 +351,8 @@ pub enum CliError {
     Unsupported(&'static str, &'static str),
     #[error("--mockup: {0}")]
     Mockup(#[from] crate::mockup::MockupError),
+    #[error("{0}.mockup: {1}")]
+    EndpointMockup(String, crate::mockup::MockupError),
     #[error(transparent)]
     Cloud(#[from] crate::backend::ironic::cloud::CloudError),
     #[error("--ironic-cloud serves Ironic's nodes; it cannot be combined with {0}")]

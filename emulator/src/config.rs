@@ -138,6 +138,13 @@ impl IpmiUserEntry {
 pub struct EndpointEntry {
     pub listen: std::net::SocketAddr,
     pub systems: Vec<String>,
+    /// A capture this endpoint replays (`--mockup`'s, for one endpoint):
+    /// its systems stand behind the captured ones, in order.
+    #[serde(default)]
+    pub mockup: Option<PathBuf>,
+    /// Answer the replay's GETs after their captured times.
+    #[serde(default)]
+    pub mockup_latency: bool,
 }
 
 #[derive(Debug, Deserialize)]

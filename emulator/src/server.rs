@@ -11,6 +11,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use crate::api::mockup::attach;
 use crate::api::{app, AppState};
 use crate::auth::AuthStore;
 use crate::backend::fake::FakeBackend;
@@ -75,8 +76,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
     }
 }
 
-/// The application state for these settings: the main service root's,
-/// over the whole backend.
+/// The application state for these settings: the main root's, over all.
 pub fn state(settings: &Settings) -> Result<AppState> {
     let backend = backend(settings)?;
     let mut st = AppState::new(
@@ -136,8 +136,8 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
     if plan.listed.is_empty() && plan.per_system.is_none() {
         let refs = main.core.backend.systems().await?;
         main.root_profile = root_profile_of(&main, &refs).await?;
-        main.replay =
-            crate::api::mockup::replay_of(&settings.mockup, &refs).map_err(anyhow::Error::msg)?;
+        let replayed = attach(&mut main, settings.mockup.as_ref()).await;
+        replayed.map_err(anyhow::Error::msg)?;
         main.core.faults.register(
             refs.into_iter().map(|r| r.name).collect(),
             main.auth.clone(),
@@ -179,12 +179,14 @@ pub async fn endpoints(settings: &Settings, mut main: AppState) -> Result<Vec<En
         .cloned()
         .collect();
     all[0].state.root_profile = root_profile_of(&main, &rest_refs).await?;
-    for (key, listen, refs) in groups {
-        let state = endpoint_state(settings, &main, &key, &refs).await?;
+    for (i, (key, listen, refs)) in groups.into_iter().enumerate() {
+        let mut state = endpoint_state(settings, &main, &key, &refs).await?;
+        let mockup = settings.endpoints.mockups.get(i).and_then(Option::as_ref);
+        let replayed = attach(&mut state, mockup).await;
+        replayed.map_err(|e| anyhow::anyhow!("{key}: {e}"))?;
         all.push(Endpoint { listen, state });
     }
-    // Each endpoint's EventService, shaped by the profile its root
-    // speaks for.
+    // Each endpoint's EventService, shaped by the profile its root speaks for.
     for e in &mut all {
         e.state = e.state.clone().with_events(settings.events.clone());
     }
@@ -431,8 +433,7 @@ fn admin(
     Ok((format!("shoal-emulator admin on {scheme}://{addr}"), server))
 }
 
-/// A BMC's in-band IPMI socket in `dir` (named by its system's UUID),
-/// bound.
+/// A BMC's in-band IPMI socket in `dir` (named by its system's UUID), bound.
 fn in_band(
     dir: &Path,
     name: &str,

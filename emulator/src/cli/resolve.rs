@@ -37,13 +37,35 @@ fn enclosures(
     }
 }
 
+/// Each `[[endpoints]]` entry's capture, loaded and checked, in order.
+fn endpoint_mockups(
+    file: &str,
+    cfg: &ConfigFile,
+) -> Result<Vec<Option<crate::mockup::Replayed>>, CliError> {
+    cfg.endpoints
+        .iter()
+        .enumerate()
+        .map(|(i, e)| match &e.mockup {
+            None => Ok(None),
+            Some(p) => crate::mockup::Mockup::load(p)
+                .map(|m| Some((std::sync::Arc::new(m), e.mockup_latency)))
+                .map_err(|err| CliError::EndpointMockup(format!("{file}: endpoints[{i}]"), err)),
+        })
+        .collect()
+}
+
 /// Each fake machine behind a captured system runs on a profile derived
-/// from that system (what its AllowableValues offer).
-fn fit_mockup(m: &crate::mockup::Mockup, systems: &mut [System], profiles: &mut Profiles) {
+/// from that system (what its AllowableValues offer), named `prefix-N`.
+fn fit_mockup(
+    m: &crate::mockup::Mockup,
+    systems: &mut [System],
+    profiles: &mut Profiles,
+    prefix: &str,
+) {
     let root = m.json("/redfish/v1").cloned().unwrap_or_default();
     for (i, (uri, sys)) in m.systems.iter().zip(systems.iter_mut()).enumerate() {
         let captured = m.json(uri).cloned().unwrap_or_default();
-        let name = format!("capture-{}", i + 1);
+        let name = format!("{prefix}-{}", i + 1);
         profiles.insert(crate::mockup::derived_profile(&name, &root, &captured));
         sys.profile = name;
     }
@@ -122,13 +144,9 @@ impl Cli {
             true => Vec::new(),
             false => self.inventory(&file, &cfg, sushy, &profiles, &profile)?,
         };
-        if let Some((m, _)) = &mockup {
-            if !libvirt && ironic.is_none() {
-                if cfg.systems.is_empty() && self.fake_systems.is_none() {
-                    systems = config::fake_systems(m.systems.len());
-                }
-                fit_mockup(m, &mut systems, &mut profiles);
-            }
+        let mockups = endpoint_mockups(&file, &cfg)?;
+        if !libvirt && ironic.is_none() {
+            self.fit_mockups(&cfg, mockup.as_ref(), &mockups, &mut systems, &mut profiles);
         }
         let tls = match (&self.ssl_certificate, &self.ssl_key, &cfg.tls) {
             (Some(c), Some(k), _) => Some((c.clone(), k.clone())),
@@ -180,6 +198,7 @@ impl Cli {
                     .enumerate()
                     .map(|(i, e)| (format!("{file}: endpoints[{i}]"), e.clone()))
                     .collect(),
+                mockups,
                 per_system: self.endpoint_per_system,
             },
             faults,
@@ -202,12 +221,48 @@ impl Cli {
         })
     }
 
-    /// `--mockup`, loaded and checked; the main service root alone
-    /// replays it.
-    fn mockup(
+    /// The fake machines behind captured systems: `--mockup` without an
+    /// inventory makes one per captured system; each runs on a profile
+    /// derived from its captured system (the main root's capture, or its
+    /// endpoint's, in the endpoint's order).
+    fn fit_mockups(
         &self,
         cfg: &ConfigFile,
-    ) -> Result<Option<(std::sync::Arc<crate::mockup::Mockup>, bool)>, CliError> {
+        main: Option<&crate::mockup::Replayed>,
+        endpoints: &[Option<crate::mockup::Replayed>],
+        systems: &mut Vec<System>,
+        profiles: &mut Profiles,
+    ) {
+        if let Some((m, _)) = main {
+            if cfg.systems.is_empty() && self.fake_systems.is_none() {
+                *systems = config::fake_systems(m.systems.len());
+            }
+            fit_mockup(m, systems, profiles, "capture");
+        }
+        for (i, (e, m)) in cfg.endpoints.iter().zip(endpoints).enumerate() {
+            let Some((m, _)) = m else { continue };
+            let mut mine: Vec<System> = e
+                .systems
+                .iter()
+                .filter_map(|n| systems.iter().find(|s| &s.name == n).cloned())
+                .collect();
+            fit_mockup(
+                m,
+                &mut mine,
+                profiles,
+                &format!("endpoint{}-capture", i + 1),
+            );
+            for s in mine {
+                if let Some(t) = systems.iter_mut().find(|t| t.name == s.name) {
+                    t.profile = s.profile;
+                }
+            }
+        }
+    }
+
+    /// `--mockup`, loaded and checked; the main service root alone
+    /// replays it.
+    fn mockup(&self, cfg: &ConfigFile) -> Result<Option<crate::mockup::Replayed>, CliError> {
         let Some(path) = &self.mockup else {
             return Ok(None);
         };

@@ -91,6 +91,10 @@ pub fn key(uri: &str) -> &str {
     }
 }
 
+/// A capture to replay and whether with its latencies (`--mockup`,
+/// `mockup_latency`).
+pub type Replayed = (std::sync::Arc<Mockup>, bool);
+
 /// Response headers as captured.
 pub type Headers = Vec<(String, String)>;
 

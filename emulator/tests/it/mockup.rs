@@ -558,3 +558,71 @@ fn each_builtin_profile_agrees_with_its_own_capture() {
         );
     }
 }
+
+/// `[[endpoints]] mockup = "DIR"`: one endpoint replays a capture over its
+/// system while the main root serves the rest as Shoal; a bad capture
+/// there stops the start naming the entry and the file.
+#[test]
+fn an_endpoint_of_its_own_replays_its_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("ilo");
+    let (bmc, url) = endpoint_emulator(dir.path(), "dl380", "ilo6", "127.0.4.54:0", &[]);
+    capture::capture(&options(url.trim_end_matches("/redfish/v1/"), &cap, None)).unwrap();
+    drop(bmc);
+    let cfg = dir.path().join("replay.toml");
+    let write = |mockup: &Path| {
+        std::fs::write(
+            &cfg,
+            format!(
+                "[[systems]]\nname = \"x\"\n[[systems]]\nname = \"y\"\n\
+                 [[endpoints]]\nlisten = \"127.0.4.55:0\"\nsystems = [\"x\"]\nmockup = \"{}\"\n",
+                mockup.display()
+            ),
+        )
+        .unwrap();
+    };
+    write(&cap);
+    let (emu, lines) = Spawned::start_lines(&["--config", cfg.to_str().unwrap()], 2);
+    let endpoint = lines[1]
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_end_matches("/redfish/v1/");
+    let sys = curl_json(&format!("{endpoint}/redfish/v1/Systems/1"));
+    assert_eq!(sys["Model"], "ProLiant DL380 Gen11", "{sys}");
+    assert_eq!(sys["PowerState"], "Off");
+    let out = Command::new("curl")
+        .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
+        .args([
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            r#"{"ResetType": "On"}"#,
+        ])
+        .arg(format!(
+            "{endpoint}/redfish/v1/Systems/1/Actions/ComputerSystem.Reset"
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "204");
+    let sys = curl_json(&format!("{endpoint}/redfish/v1/Systems/1"));
+    assert_eq!(sys["PowerState"], "On");
+    // The main root serves the other system as Shoal does.
+    let main = curl_json(&format!("{}/redfish/v1/Systems", base(&emu)));
+    assert_eq!(main["Members@odata.count"], 1, "{main}");
+    drop(emu);
+
+    let broken = dir.path().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    write(&broken);
+    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args(["--port", "0", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("endpoints[0].mockup: ") && err.contains("is not a capture"),
+        "{err}"
+    );
+}

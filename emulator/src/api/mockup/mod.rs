@@ -172,7 +172,7 @@ impl Replay {
 /// The replay of `--mockup` (capture, latency) over the service's
 /// systems `refs`, if asked.
 pub fn replay_of(
-    mockup: &Option<(Arc<Mockup>, bool)>,
+    mockup: &Option<crate::mockup::Replayed>,
     refs: &[crate::model::SystemRef],
 ) -> Result<Option<Arc<Replay>>, String> {
     match mockup {
@@ -183,6 +183,18 @@ pub fn replay_of(
             *latency,
         )?))),
     }
+}
+
+/// Sets `st` to replay `mockup` (capture, latency), if any, over the
+/// systems its view shows.
+pub async fn attach(
+    st: &mut AppState,
+    mockup: Option<&crate::mockup::Replayed>,
+) -> Result<(), String> {
+    let Some(m) = mockup else { return Ok(()) };
+    let refs = st.core.backend.systems().await.map_err(|e| e.to_string())?;
+    st.replay = replay_of(&Some(m.clone()), &refs)?;
+    Ok(())
 }
 
 /// The routes of a replayed capture: Shoal's sessions, the rest from the
