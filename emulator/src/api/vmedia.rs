@@ -261,6 +261,24 @@ async fn patch_member(
     let sys = st.core.backend.system(&sys.id).await?;
     let current = media_json(&st, &sys, (slot, id), &uri, true);
     json::check_if_match(&headers, &current, profile)?;
+    patch_media(&st, &sys, slot, &body).await?;
+    let sys = st.core.backend.system(&sys.id).await?;
+    Ok(Resource::new(
+        media_json(&st, &sys, (slot, id), &uri, true),
+        profile,
+        "GET, PATCH",
+    )
+    .into_response())
+}
+
+/// A PATCH that inserts or ejects (insert by PATCH, as Lenovo's XCC
+/// takes it), checked whole; the caller holds the system's lock.
+pub(super) async fn patch_media(
+    st: &AppState,
+    sys: &System,
+    slot: MediaSlot,
+    body: &serde_json::Map<String, Value>,
+) -> Result<(), ApiError> {
     if body.is_empty() {
         return Err(ApiError::bad(Msg::new("EmptyJSON", &[])));
     }
@@ -272,15 +290,15 @@ async fn patch_member(
                 return Err(ApiError::bad(Msg::new("PropertyUnknown", &[k]).about(k)));
             }
         }
-        check_not_inserting(&st, &sys, slot)?;
+        check_not_inserting(st, sys, slot)?;
         st.core
             .backend
             .apply(&sys.id, vec![Change::Media(slot, MediaState::default())])
             .await?;
         tracing::info!(system = %sys.name, %slot, "eject media (PATCH)");
     } else {
-        let image = parse_media(&body, "VirtualMedia", false)?;
-        check_family(&st, &image, true)?;
+        let image = parse_media(body, "VirtualMedia", false)?;
+        check_family(st, &image, true)?;
         if body.get("Inserted") == Some(&Value::Bool(true)) {
             if sys.bmc.media(slot).inserted {
                 return Err(ApiError::Conflict(format!(
@@ -288,7 +306,7 @@ async fn patch_member(
                     sys.name
                 )));
             }
-            let _claim = st.tasks.claim(&slot_key(&sys, slot))?;
+            let _claim = st.tasks.claim(&slot_key(sys, slot))?;
             tracing::info!(system = %sys.name, %slot, image = %image.image, "insert media (PATCH)");
             if let Completion::Running(work) = st
                 .core
@@ -301,13 +319,7 @@ async fn patch_member(
             }
         }
     }
-    let sys = st.core.backend.system(&sys.id).await?;
-    Ok(Resource::new(
-        media_json(&st, &sys, (slot, id), &uri, true),
-        profile,
-        "GET, PATCH",
-    )
-    .into_response())
+    Ok(())
 }
 
 /// A PATCH of properties this device does not let a client set: each

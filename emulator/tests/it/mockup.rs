@@ -345,7 +345,14 @@ fn sushy_and_ironics_sequence_drive_a_replayed_capture() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    for profile in ["idrac9", "ilo6", "openbmc", "supermicro-x12"] {
+    for profile in [
+        "idrac9",
+        "ilo6",
+        "openbmc",
+        "supermicro-x12",
+        "lenovo-xcc",
+        "ami-asrockrack",
+    ] {
         let cap = dir.path().join(profile);
         let emu = Spawned::start(&["--profile", profile, "--fake-systems", "1"]);
         capture::capture(&options(&base(&emu), &cap, None)).unwrap();

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{json, Map, Value};
 
@@ -133,4 +134,35 @@ pub(super) async fn media_action(
     } else {
         crate::api::vmedia::eject_from(st, &sys, *slot, body).await
     }
+}
+
+/// Whether the captured device takes its media by PATCH: it shows no
+/// InsertMedia action (as Lenovo's XCC).
+pub(super) fn inserts_by_patch(replay: &Replay, device: &str) -> bool {
+    replay
+        .capture
+        .json(device)
+        .is_some_and(|v| v.pointer("/Actions/#VirtualMedia.InsertMedia").is_none())
+}
+
+/// A PATCH of `Image`/`Inserted` on a device that inserts by PATCH,
+/// checked against the live device's ETag.
+pub(super) async fn media_patch(
+    st: &AppState,
+    replay: &Replay,
+    device: &str,
+    headers: &HeaderMap,
+    body: &Map<String, Value>,
+) -> Result<Response, ApiError> {
+    let (system, slot) = &replay.media[device];
+    let captured = replay
+        .capture
+        .json(device)
+        .ok_or_else(|| ApiError::NotFound(device.to_string()))?;
+    let _guard = st.core.locks.lock(&replay.systems[system]).await;
+    let sys = st.core.backend.system(&replay.systems[system]).await?;
+    let current = super::untagged(&media_grafted(captured, &sys, *slot));
+    crate::api::json::check_if_match(headers, &current, st.profile(&sys))?;
+    crate::api::vmedia::patch_media(st, &sys, *slot, body).await?;
+    Ok(crate::api::json::no_content())
 }

@@ -36,7 +36,7 @@ use super::json::{self, etag_of};
 use super::{AppState, State};
 use crate::mockup::{key, Body, Mockup};
 use crate::model::{MediaSlot, ResetType};
-use media::{media_action, media_devices, media_grafted};
+use media::{inserts_by_patch, media_action, media_devices, media_grafted, media_patch};
 use system::{grafted, patch, reset};
 
 /// The Reset action's name in a ComputerSystem's `Actions`.
@@ -70,6 +70,8 @@ pub struct Replay {
     pub media: BTreeMap<String, (String, MediaSlot)>,
     /// InsertMedia and EjectMedia targets → (the device's URI, insert).
     pub media_actions: BTreeMap<String, (String, bool)>,
+    /// Each system's settings object (`@Redfish.Settings`) → the system.
+    pub settings: BTreeMap<String, String>,
     /// Sleep each GET's captured time before answering.
     pub latency: bool,
 }
@@ -123,12 +125,22 @@ impl Replay {
                 })
             })
             .collect();
+        let settings = capture
+            .systems
+            .iter()
+            .filter_map(|s| {
+                let v = capture.json(s)?;
+                let o = v.pointer("/@Redfish.Settings/SettingsObject/@odata.id")?;
+                Some((key(o.as_str()?).to_string(), s.clone()))
+            })
+            .collect();
         Ok(Replay {
             capture,
             systems,
             resets,
             media,
             media_actions,
+            settings,
             latency,
         })
     }
@@ -220,9 +232,18 @@ async fn serve(State(st): State<AppState>, req: Request) -> Result<Response, Api
             let body = body_of(req).await?;
             media_action(&st, &replay, &path, &body).await
         }
+        Method::PATCH if replay.media.contains_key(&path) && inserts_by_patch(&replay, &path) => {
+            let body = body_of(req).await?;
+            media_patch(&st, &replay, &path, &headers, &body).await
+        }
         Method::PATCH if replay.systems.contains_key(&path) => {
             let body = body_of(req).await?;
-            patch(&st, &replay, &path, &headers, &body).await
+            patch(&st, &replay, (&path, &path), &headers, &body).await
+        }
+        Method::PATCH if replay.settings.contains_key(&path) => {
+            let body = body_of(req).await?;
+            let system = replay.settings[&path].clone();
+            patch(&st, &replay, (&system, &path), &headers, &body).await
         }
         _ if replay.capture.resources.contains_key(&path) => Err(ApiError::MethodNotAllowed),
         _ => Err(ApiError::NotFound(req.uri().path().to_string())),
@@ -255,7 +276,11 @@ async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, Api
         .map(|(_, v)| v.starts_with("W/"));
     let (status, bytes, etag, kind) = match &c.body {
         Body::Json(v) => {
-            let body = if let Some(id) = replay.systems.get(path) {
+            let system = replay.systems.get(path).or_else(|| {
+                let s = replay.settings.get(path)?;
+                replay.systems.get(s)
+            });
+            let body = if let Some(id) = system {
                 grafted(v, &st.core.backend.system(id).await?)
             } else if let Some((system, slot)) = replay.media.get(path) {
                 let sys = st.core.backend.system(&replay.systems[system]).await?;
@@ -291,7 +316,7 @@ async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, Api
         // A capture without headers (DMTF's mockups, Mockup-Creator
         // without -H): what every Redfish service sends.
         h.insert("odata-version", HeaderValue::from_static("4.0"));
-        let allow = if replay.systems.contains_key(path) {
+        let allow = if replay.systems.contains_key(path) || replay.settings.contains_key(path) {
             "GET, HEAD, PATCH"
         } else {
             "GET, HEAD"

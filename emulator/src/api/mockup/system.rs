@@ -22,15 +22,14 @@ pub(super) fn grafted(captured: &Value, sys: &System) -> Value {
     let Some(m) = v.as_object_mut() else {
         return v;
     };
-    m.insert("PowerState".into(), json!(sys.power.as_str()));
+    if m.contains_key("PowerState") {
+        m.insert("PowerState".into(), json!(sys.power.as_str()));
+    }
     if let Some(Value::Object(boot)) = m.get_mut("Boot") {
         let b = &sys.bmc.boot;
-        boot.insert("BootSourceOverrideTarget".into(), json!(b.target.as_str()));
-        boot.insert(
-            "BootSourceOverrideEnabled".into(),
-            json!(b.enabled.as_str()),
-        );
         for (k, live) in [
+            ("BootSourceOverrideTarget", json!(b.target.as_str())),
+            ("BootSourceOverrideEnabled", json!(b.enabled.as_str())),
             ("BootSourceOverrideMode", json!(b.mode.as_str())),
             ("HttpBootUri", json!(b.http_boot_uri)),
             ("UefiTargetBootSourceOverride", json!(b.uefi_target)),
@@ -117,17 +116,19 @@ fn boot_writables(captured: &Value) -> Vec<Writable> {
     w
 }
 
+/// A Boot PATCH of `shown`: the system `system` itself, or its settings
+/// object (applied at once: the replay has no pending state).
 pub(super) async fn patch(
     st: &AppState,
     replay: &Replay,
-    system: &str,
+    (system, shown): (&str, &str),
     headers: &HeaderMap,
     body: &Map<String, Value>,
 ) -> Result<Response, ApiError> {
     let captured = replay
         .capture
-        .json(system)
-        .ok_or_else(|| ApiError::NotFound(system.to_string()))?;
+        .json(shown)
+        .ok_or_else(|| ApiError::NotFound(shown.to_string()))?;
     let locked = st.locked(&replay.systems[system]).await?;
     let (sys, profile) = (&locked.sys, locked.profile);
     let current = untagged(&grafted(captured, sys));
