@@ -166,3 +166,110 @@ pub(super) async fn media_patch(
     crate::api::vmedia::patch_media(st, &sys, *slot, body).await?;
     Ok(crate::api::json::no_content())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mockup::Captured;
+
+    fn capture(resources: &[(&str, Value)], systems: &[&str]) -> Mockup {
+        Mockup {
+            source: "test".into(),
+            resources: resources
+                .iter()
+                .map(|(u, v)| {
+                    let c = Captured {
+                        body: Body::Json(v.clone()),
+                        headers: Vec::new(),
+                        secs: None,
+                        file: "test".into(),
+                    };
+                    (u.to_string(), c)
+                })
+                .collect(),
+            systems: systems.iter().map(|s| s.to_string()).collect(),
+            dangling: Vec::new(),
+        }
+    }
+
+    fn device(types: &[&str]) -> Value {
+        json!({"@odata.type": "#VirtualMedia.v1_3_0.VirtualMedia", "MediaTypes": types})
+    }
+
+    /// bmcweb's two Manager slots that each take a CD or a USB stick: the
+    /// first is the CD, the second the removable slot, both for the
+    /// system the Manager manages; a third finds no slot left.
+    #[test]
+    fn a_managers_devices_fill_the_managed_systems_slots_in_order() {
+        let m = capture(
+            &[
+                (
+                    "/redfish/v1/Managers/bmc",
+                    json!({"Links": {"ManagerForServers": [{"@odata.id": "/redfish/v1/Systems/system"}]}}),
+                ),
+                (
+                    "/redfish/v1/Managers/bmc/VirtualMedia/Slot_0",
+                    device(&["CD", "USBStick"]),
+                ),
+                (
+                    "/redfish/v1/Managers/bmc/VirtualMedia/Slot_1",
+                    device(&["CD", "USBStick"]),
+                ),
+                (
+                    "/redfish/v1/Managers/bmc/VirtualMedia/Slot_2",
+                    device(&["CD", "USBStick"]),
+                ),
+                ("/redfish/v1/Systems/other", json!({})),
+                ("/redfish/v1/Systems/system", json!({})),
+            ],
+            &["/redfish/v1/Systems/other", "/redfish/v1/Systems/system"],
+        );
+        let d = media_devices(&m);
+        let sys = "/redfish/v1/Systems/system".to_string();
+        assert_eq!(
+            d["/redfish/v1/Managers/bmc/VirtualMedia/Slot_0"],
+            (sys.clone(), MediaSlot::Cd)
+        );
+        assert_eq!(
+            d["/redfish/v1/Managers/bmc/VirtualMedia/Slot_1"],
+            (sys, MediaSlot::Floppy)
+        );
+        assert!(!d.contains_key("/redfish/v1/Managers/bmc/VirtualMedia/Slot_2"));
+    }
+
+    /// A System's own devices are its own; a floppy-only device never
+    /// takes the CD slot.
+    #[test]
+    fn a_systems_devices_are_its_own() {
+        let m = capture(
+            &[
+                ("/redfish/v1/Systems/1", json!({})),
+                ("/redfish/v1/Systems/2", json!({})),
+                (
+                    "/redfish/v1/Systems/2/VirtualMedia/Floppy1",
+                    device(&["Floppy", "USBStick"]),
+                ),
+                (
+                    "/redfish/v1/Systems/2/VirtualMedia/Floppy2",
+                    device(&["Floppy"]),
+                ),
+                (
+                    "/redfish/v1/Systems/2/VirtualMedia/CD1",
+                    device(&["CD", "DVD"]),
+                ),
+            ],
+            &["/redfish/v1/Systems/1", "/redfish/v1/Systems/2"],
+        );
+        let d = media_devices(&m);
+        let two = "/redfish/v1/Systems/2".to_string();
+        assert_eq!(
+            d["/redfish/v1/Systems/2/VirtualMedia/CD1"],
+            (two.clone(), MediaSlot::Cd)
+        );
+        assert_eq!(
+            d["/redfish/v1/Systems/2/VirtualMedia/Floppy1"],
+            (two, MediaSlot::Floppy)
+        );
+        assert!(!d.contains_key("/redfish/v1/Systems/2/VirtualMedia/Floppy2"));
+    }
+}
