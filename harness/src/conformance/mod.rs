@@ -47,8 +47,9 @@ pub enum Tool {
     /// (a sushy-tools configuration: its paths, its chassis).
     SushyService,
     /// The Service Validator again, on a capture of the first service
-    /// (`shoal-harness capture`) replayed by `--mockup`: a replay
-    /// validates as its original does.
+    /// (`shoal-harness capture`, taken before any tool runs) replayed by
+    /// `--mockup`: a replay validates as its original does (the same
+    /// counts as the first pass, where it ran).
     ReplayService,
 }
 
@@ -395,6 +396,21 @@ fn certificates_through_tacklebox(opts: &Options, base: &str, dir: &Path) -> Res
     Ok(cert)
 }
 
+/// A replay validates as its original: where the first pass ran too, its
+/// PASS, WARN and FAIL counts must be the same.
+fn same_counts(replayed: &mut ToolResult, results: &[ToolResult]) {
+    let first = results.iter().find(|r| r.tool == Tool::Service);
+    let (Some(a), Some(b)) = (first.and_then(|r| r.counts.as_ref()), &replayed.counts) else {
+        return;
+    };
+    if (a.pass, a.warn, a.fail) != (b.pass, b.warn, b.fail) {
+        replayed.error = Some(format!(
+            "the replay's counts (PASS {}, WARN {}, FAIL {}) are not the service's (PASS {}, WARN {}, FAIL {})",
+            b.pass, b.warn, b.fail, a.pass, a.warn, a.fail
+        ));
+    }
+}
+
 /// The first service captured as it stands (HTTPS, a session) and
 /// replayed by a second emulator with the same certificate and accounts.
 fn replay_of(opts: &Options, url: &str, dir: &Path) -> Result<EmulatorProcess> {
@@ -475,7 +491,11 @@ pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
     eprintln!("conformance: Tacklebox's rf_certificates installed, replaced, listed and deleted HTTPS boot CAs; {cert} stays for the tools to read");
     // The sushy-tools configuration's service, started when its pass comes.
     let mut sushy: Option<(EmulatorProcess, PathBuf)> = None;
-    let mut replay: Option<EmulatorProcess> = None;
+    // Captured before any tool runs, as the first pass sees the service.
+    let replay = match opts.tools.contains(&Tool::ReplayService) {
+        true => Some(replay_of(opts, &url, &dir)?),
+        false => None,
+    };
     let mut results = Vec::new();
     for (i, &tool) in opts.tools.iter().enumerate() {
         eprintln!(
@@ -505,9 +525,10 @@ pub fn run(opts: &Options) -> Result<Vec<ToolResult>> {
             }
             let (e, sdir) = sushy.as_ref().context("the sushy-tools service")?;
             run_tool(tool, opts, &e.url, sdir)
-        } else if tool == Tool::ReplayService {
-            let e = replay.insert(replay_of(opts, &url, &dir)?);
-            run_tool(tool, opts, &e.url, &dir)
+        } else if let (Tool::ReplayService, Some(e)) = (tool, &replay) {
+            let mut r = run_tool(tool, opts, &e.url, &dir);
+            same_counts(&mut r, &results);
+            r
         } else {
             run_tool(tool, opts, &url, &dir)
         };

@@ -97,3 +97,32 @@ fn a_tool_passes_only_with_counts_and_no_fail() {
     assert!(!r.passed());
     assert!(summary(&[r]).contains("0 tool(s) passed, 1 failed"));
 }
+
+#[test]
+fn a_replay_must_count_as_its_original() {
+    let result = |tool, pass, warn, fail| ToolResult {
+        tool,
+        counts: Some(Counts {
+            pass,
+            warn,
+            fail,
+            not_tested: 0,
+        }),
+        findings: Vec::new(),
+        error: None,
+        elapsed: std::time::Duration::ZERO,
+        reports: std::path::PathBuf::new(),
+    };
+    let first = vec![result(Tool::Service, 5106, 72, 0)];
+    let mut same = result(Tool::ReplayService, 5106, 72, 0);
+    same_counts(&mut same, &first);
+    assert!(same.passed());
+    let mut fewer = result(Tool::ReplayService, 5100, 72, 0);
+    same_counts(&mut fewer, &first);
+    assert!(!fewer.passed());
+    assert!(fewer.error.unwrap().contains("PASS 5100"));
+    // Alone (no first pass to compare with): its own verdict.
+    let mut alone = result(Tool::ReplayService, 1, 0, 0);
+    same_counts(&mut alone, &[]);
+    assert!(alone.passed());
+}
