@@ -324,8 +324,9 @@ fn a_replayed_capture_takes_power_and_boot_through_its_own_targets() {
     assert_eq!(dev["ImageName"], "deploy.iso");
     let (status, _, _) = call("POST", &at(&insert), &token, Some(json!({"Image": image})));
     assert_eq!(status, 409, "a second insert while one is in");
-    let (status, _, _) = call("POST", &at(&eject), &token, Some(json!({})));
-    assert_eq!(status, 204);
+    // No body at all, as many clients send EjectMedia.
+    let (status, _, e) = call("POST", &at(&eject), &token, None);
+    assert_eq!(status, 204, "{e}");
     let (_, _, dev) = call("GET", &at(&cd), &token, None);
     assert_eq!(dev["Inserted"], false, "{dev}");
     assert_eq!(dev["Image"], Value::Null);

@@ -250,10 +250,15 @@ async fn serve(State(st): State<AppState>, req: Request) -> Result<Response, Api
     }
 }
 
+/// A request's JSON object; no body at all is an empty one (EjectMedia
+/// as many clients send it).
 async fn body_of(req: Request) -> Result<Map<String, Value>, ApiError> {
     let bytes = axum::body::to_bytes(req.into_body(), json::MAX_BODY)
         .await
         .map_err(|_| ApiError::bad(Msg::new("MalformedJSON", &[])))?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(m)) => Ok(m),
         _ => Err(ApiError::bad(Msg::new("MalformedJSON", &[]))),
