@@ -21,8 +21,6 @@ use crate::common::{
 
 fn options(base: &str, dir: &Path, user: Option<(&str, &str)>) -> Options {
     Options {
-        base: base.trim_end_matches('/').to_string(),
-        dir: dir.to_path_buf(),
         auth: if user.is_some() {
             Auth::Session
         } else {
@@ -30,15 +28,10 @@ fn options(base: &str, dir: &Path, user: Option<(&str, &str)>) -> Options {
         },
         user: user.map(|u| u.0.to_string()),
         password: user.map(|u| u.1.to_string()),
-        insecure: false,
-        ca: None,
         rate: 0.0,
-        max_resources: 20_000,
-        max_members: 200,
-        timeout: std::time::Duration::from_secs(30),
-        redact: false,
         description: "test".into(),
         quiet: true,
+        ..Options::new(base, dir)
     }
 }
 

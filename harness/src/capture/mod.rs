@@ -24,7 +24,7 @@ pub mod profile;
 mod redact;
 mod write;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
@@ -215,6 +215,29 @@ pub struct Options {
 }
 
 impl Options {
+    /// A capture of `base` (`http(s)://host[:port]`) into `dir` with the
+    /// command's defaults: no authentication, 10 requests a second, at
+    /// most 20,000 resources and 200 members a collection, 30 s a
+    /// request, nothing redacted, progress shown.
+    pub fn new(base: &str, dir: &Path) -> Options {
+        Options {
+            base: base.trim_end_matches('/').to_string(),
+            dir: dir.to_path_buf(),
+            auth: Auth::None,
+            user: None,
+            password: None,
+            insecure: false,
+            ca: None,
+            rate: 10.0,
+            max_resources: 20_000,
+            max_members: 200,
+            timeout: Duration::from_secs(30),
+            redact: false,
+            description: String::new(),
+            quiet: false,
+        }
+    }
+
     /// Checks what the flags cannot: the URL, the credentials an
     /// authentication needs, an output folder that is empty.
     pub fn check(&self) -> Result<()> {

@@ -417,20 +417,14 @@ fn replay_of(opts: &Options, url: &str, dir: &Path) -> Result<EmulatorProcess> {
     let capture = opts.out.join("replay-capture");
     let _ = std::fs::remove_dir_all(&capture);
     let summary = crate::capture::capture(&crate::capture::Options {
-        base: url.trim_end_matches('/').to_string(),
-        dir: capture.clone(),
         auth: crate::capture::Auth::Session,
         user: Some(USER.into()),
         password: Some(PASSWORD.into()),
         insecure: true,
-        ca: None,
         rate: 0.0,
-        max_resources: 20_000,
-        max_members: 200,
-        timeout: Duration::from_secs(30),
-        redact: false,
         description: "the conformance service".into(),
         quiet: true,
+        ..crate::capture::Options::new(url, &capture)
     })?;
     let mut cmd = Command::new(&opts.emulator);
     cmd.arg("--mockup")
