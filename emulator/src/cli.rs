@@ -262,8 +262,11 @@ pub struct Cli {
 pub enum BackendChoice {
     Fake,
     Libvirt {
-        /// The profile of every domain.
+        /// The profile of every domain but those of `domain_profiles`.
         profile: String,
+        /// The domain behind each system of a replayed capture, and the
+        /// profile derived from that system (`--mockup`).
+        domain_profiles: Vec<(String, String)>,
         uris: Vec<String>,
         allow: Vec<String>,
         http_boot: HttpBootMapping,
@@ -353,6 +356,8 @@ pub enum CliError {
     Mockup(#[from] crate::mockup::MockupError),
     #[error("{0}.mockup: {1}")]
     EndpointMockup(String, crate::mockup::MockupError),
+    #[error("--mockup on libvirt: the capture has {0} system(s) and {1} --libvirt-domain given; name the domain behind each captured system, in the capture's order")]
+    MockupDomains(usize, usize),
     #[error(transparent)]
     Cloud(#[from] crate::backend::ironic::cloud::CloudError),
     #[error("--ironic-cloud serves Ironic's nodes; it cannot be combined with {0}")]

@@ -23,9 +23,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
@@ -231,6 +233,28 @@ async fn connection<I>(
     if let Err(e) = result {
         tracing::debug!(%peer, error = %e, "connection ended");
     }
+}
+
+/// The TLS configuration of an HTTPS listener: the PEM certificate chain
+/// and key given, TLS 1.2 and 1.3, HTTP/1.1.
+pub fn tls_config(cert: &std::path::Path, key: &std::path::Path) -> Result<rustls::ServerConfig> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("{}: cannot read certificate", cert.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{}: bad PEM certificate", cert.display()))?;
+    if certs.is_empty() {
+        anyhow::bail!("{}: no certificate found", cert.display());
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("{}: cannot read private key", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .context("certificate and key do not match")?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(cfg)
 }
 
 #[cfg(test)]

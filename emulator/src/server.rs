@@ -6,8 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
@@ -42,6 +40,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
         #[cfg(feature = "libvirt")]
         BackendChoice::Libvirt {
             profile,
+            domain_profiles,
             uris,
             allow,
             http_boot,
@@ -51,6 +50,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
         } => {
             let opts = crate::backend::libvirt::LibvirtOptions {
                 profile: profile.clone(),
+                domain_profiles: domain_profiles.clone(),
                 uris: uris.clone(),
                 allow: allow.clone(),
                 http_boot: *http_boot,
@@ -325,26 +325,6 @@ async fn root_profile_of(
     Ok(shared.unwrap_or(crate::profile::generic()))
 }
 
-pub fn tls_config(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .with_context(|| format!("{}: cannot read certificate", cert.display()))?
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("{}: bad PEM certificate", cert.display()))?;
-    if certs.is_empty() {
-        anyhow::bail!("{}: no certificate found", cert.display());
-    }
-    let key = PrivateKeyDer::from_pem_file(key)
-        .with_context(|| format!("{}: cannot read private key", key.display()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .context("certificate and key do not match")?;
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(cfg)
-}
-
 /// The IPMI side of an endpoint that serves one system.
 async fn ipmi_bmc(
     ipmi: &crate::ipmi::IpmiSettings,
@@ -513,7 +493,7 @@ pub async fn run(settings: Settings) -> Result<()> {
     let faults = main.core.faults.clone();
     let endpoints = endpoints(&settings, main).await?;
     let tls = match &settings.tls {
-        Some((cert, key)) => Some(Arc::new(tls_config(cert, key)?)),
+        Some((cert, key)) => Some(Arc::new(crate::serve::tls_config(cert, key)?)),
         None => None,
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

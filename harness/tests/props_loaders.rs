@@ -31,6 +31,15 @@ fn scenario_files() -> Vec<(String, String)> {
 
 /// Loads `text` as the scenario file `name` in a folder of its own.
 fn load(dir: &Path, name: &str, text: &str) -> (PathBuf, anyhow::Result<Scenario>) {
+    // The captures some scenarios replay are beside them.
+    let captures = dir.join("captures");
+    if !captures.exists() {
+        std::os::unix::fs::symlink(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/captures"),
+            captures,
+        )
+        .unwrap();
+    }
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     let r = Scenario::load(&p);

@@ -54,19 +54,37 @@ fn endpoint_mockups(
         .collect()
 }
 
-/// Each fake machine behind a captured system runs on a profile derived
-/// from that system (what its AllowableValues offer), named `prefix-N`.
+/// A profile derived from each captured system (what its
+/// AllowableValues offer), named `prefix-N`, added to `profiles`; their
+/// names, in the capture's order.
+fn derive_profiles(
+    m: &crate::mockup::Mockup,
+    profiles: &mut Profiles,
+    prefix: &str,
+) -> Vec<String> {
+    let root = m.json("/redfish/v1").cloned().unwrap_or_default();
+    let mut names = Vec::new();
+    for (i, uri) in m.systems.iter().enumerate() {
+        let captured = m.json(uri).cloned().unwrap_or_default();
+        let name = format!("{prefix}-{}", i + 1);
+        profiles.insert(crate::mockup::derived_profile(&name, &root, &captured));
+        names.push(name);
+    }
+    names
+}
+
+/// Each fake machine behind a captured system runs on the profile derived
+/// from that system.
 fn fit_mockup(
     m: &crate::mockup::Mockup,
     systems: &mut [System],
     profiles: &mut Profiles,
     prefix: &str,
 ) {
-    let root = m.json("/redfish/v1").cloned().unwrap_or_default();
-    for (i, (uri, sys)) in m.systems.iter().zip(systems.iter_mut()).enumerate() {
-        let captured = m.json(uri).cloned().unwrap_or_default();
-        let name = format!("{prefix}-{}", i + 1);
-        profiles.insert(crate::mockup::derived_profile(&name, &root, &captured));
+    for (name, sys) in derive_profiles(m, profiles, prefix)
+        .into_iter()
+        .zip(systems.iter_mut())
+    {
         sys.profile = name;
     }
 }
@@ -165,7 +183,10 @@ impl Cli {
         let updates = crate::api::update::UpdateOptions::new(media.clone());
         let backend = match ironic {
             Some(cloud) => BackendChoice::Ironic { cloud, profile },
-            None if libvirt => self.libvirt_choice(sushy, profile, libvirt_uris, media),
+            None if libvirt => {
+                let captured = mockup.as_ref().map(|(m, _)| (m.as_ref(), &mut profiles));
+                self.libvirt_choice(sushy, (profile, captured), libvirt_uris, media)?
+            }
             None => BackendChoice::Fake,
         };
         Ok(Settings {
@@ -258,6 +279,24 @@ impl Cli {
                 }
             }
         }
+    }
+
+    /// The libvirt domains behind a capture's systems (`--libvirt-domain`,
+    /// one for each, in the capture's order), each with the profile
+    /// derived from its system (`capture-N`).
+    fn mockup_domains(
+        &self,
+        m: &crate::mockup::Mockup,
+        profiles: &mut Profiles,
+    ) -> Result<Vec<(String, String)>, CliError> {
+        if self.libvirt_domains.len() != m.systems.len() {
+            return Err(CliError::MockupDomains(
+                m.systems.len(),
+                self.libvirt_domains.len(),
+            ));
+        }
+        let names = derive_profiles(m, profiles, "capture");
+        Ok(self.libvirt_domains.iter().cloned().zip(names).collect())
     }
 
     /// `--mockup`, loaded and checked; the main service root alone
@@ -421,15 +460,23 @@ impl Cli {
 
     /// The libvirt backend with its options (the allowed domains and the
     /// media pool from a sushy-tools configuration unless flags say).
+    /// The libvirt backend: every domain on `profile`, but those behind a
+    /// replayed capture's systems (`--mockup`), which get the profiles
+    /// derived from them (added to `profiles`).
     fn libvirt_choice(
         &self,
         sushy: Option<&SushyConfig>,
-        profile: String,
+        (profile, captured): (String, Option<(&crate::mockup::Mockup, &mut Profiles)>),
         uris: Vec<String>,
         media: crate::backend::download::MediaOptions,
-    ) -> BackendChoice {
-        BackendChoice::Libvirt {
+    ) -> Result<BackendChoice, CliError> {
+        let domain_profiles = match captured {
+            Some((m, profiles)) => self.mockup_domains(m, profiles)?,
+            None => Vec::new(),
+        };
+        Ok(BackendChoice::Libvirt {
             profile,
+            domain_profiles,
             uris,
             allow: match sushy {
                 Some(c) if self.libvirt_domains.is_empty() => c.allowed.clone(),
@@ -443,7 +490,7 @@ impl Cli {
                 .clone()
                 .or_else(|| sushy.and_then(|c| c.storage_pool.clone()))
                 .unwrap_or_else(|| "default".into()),
-        }
+        })
     }
 
     /// Refuses a flag of another backend than the one that runs (it would
@@ -468,6 +515,49 @@ impl Cli {
         match given.into_iter().find(|(_, b, set)| *set && *b != running) {
             Some((flag, backend, _)) => Err(CliError::OtherBackend(flag, backend, running)),
             None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::model::BootTarget;
+
+    #[test]
+    fn libvirt_domains_behind_a_capture_run_on_its_derived_profiles() {
+        let capture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/captures/idrac9")
+            .display()
+            .to_string();
+        let args = |domains: &[&str]| {
+            let mut a = vec!["shoal-emulator", "--libvirt-uri", "test:///default"];
+            for d in domains {
+                a.extend(["--libvirt-domain", d]);
+            }
+            a.extend(["--mockup", capture.as_str()]);
+            Cli::parse_from(a).settings()
+        };
+        let s = args(&["vm-1"]).unwrap();
+        let BackendChoice::Libvirt {
+            profile,
+            domain_profiles,
+            ..
+        } = &s.backend
+        else {
+            panic!("libvirt: {:?}", s.backend);
+        };
+        assert_eq!(domain_profiles, &[("vm-1".into(), "capture-1".into())]);
+        assert_ne!(profile, "capture-1", "other domains keep the default");
+        let derived = s.profiles.get("capture-1").unwrap();
+        assert_eq!(derived.model, "PowerEdge R650");
+        assert!(derived.offers(BootTarget::UefiHttp) && !derived.offers(BootTarget::UsbCd));
+        // The capture holds one system: one domain stands behind it.
+        for domains in [&[][..], &["vm-1", "vm-2"][..]] {
+            let e = args(domains).unwrap_err().to_string();
+            assert!(e.contains("the capture has 1 system(s)"), "{e}");
         }
     }
 }

@@ -659,3 +659,23 @@ pub fn endpoint_emulator(
     let url = lines[1].rsplit(' ').next().unwrap_or("").to_string();
     (emu, url)
 }
+
+/// The JSON body and status of a request to the emulator.
+pub fn call(method: &str, url: &str, body: &str) -> (u16, serde_json::Value) {
+    let out = std::process::Command::new("curl")
+        .args(["-s", "-X", method, "-H", "Content-Type: application/json"])
+        .args(if body.is_empty() {
+            vec![]
+        } else {
+            vec!["-d", body]
+        })
+        .args(["-w", "\n%{http_code}", url])
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (
+        code.trim().parse().unwrap_or(0),
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}

@@ -82,6 +82,7 @@ fn options(allow: &[&str]) -> LibvirtOptions {
     LibvirtOptions {
         media_pool: "default".into(),
         profile: "generic".into(),
+        domain_profiles: Vec::new(),
         uris: vec![URI.into()],
         allow: allow.iter().map(|s| s.to_string()).collect(),
         http_boot: HttpBootMapping::Firmware,
@@ -1344,4 +1345,27 @@ async fn an_installed_bios_is_in_the_domains_smbios() {
     }
     assert_eq!(api.get(&sys).await.body["BiosVersion"], "3.0");
     api.reset(&sys, "ForceOff").await;
+}
+
+/// Domains named in `domain_profiles` (by name or UUID; a replayed
+/// capture's systems) run on their own profile, the others on the
+/// default one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_domain_named_for_a_profile_runs_on_it() {
+    use shoal_emulator::backend::Backend;
+    let hv = Hv::open();
+    let by_name = hv.define(&legacy_domain("profiled-a"));
+    let by_uuid = hv.define(&legacy_domain("profiled-b"));
+    let other = hv.define(&legacy_domain("profiled-c"));
+    let b = LibvirtBackend::connect(LibvirtOptions {
+        domain_profiles: vec![
+            ("profiled-a".into(), "idrac9".into()),
+            (by_uuid.to_uppercase(), "ilo5".into()),
+        ],
+        ..options(&["profiled-a", "profiled-b", "profiled-c"])
+    })
+    .unwrap();
+    for (id, profile) in [(by_name, "idrac9"), (by_uuid, "ilo5"), (other, "generic")] {
+        assert_eq!(b.system(&id).await.unwrap().profile, profile, "{id}");
+    }
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{required, Spawned};
+use crate::common::{call, required, Spawned};
 
 /// A libvirtd "host": its namespace, its veth link and its daemon.
 struct Host {
@@ -257,26 +257,6 @@ fn until(url: &str, want: u16, limit: Duration) -> Duration {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// The JSON body and status of a request to the emulator.
-fn call(method: &str, url: &str, body: &str) -> (u16, serde_json::Value) {
-    let out = Command::new("curl")
-        .args(["-s", "-X", method, "-H", "Content-Type: application/json"])
-        .args(if body.is_empty() {
-            vec![]
-        } else {
-            vec!["-d", body]
-        })
-        .args(["-w", "\n%{http_code}", url])
-        .output()
-        .expect("curl");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (
-        code.trim().parse().unwrap_or(0),
-        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
-    )
 }
 
 #[test]

@@ -37,6 +37,8 @@ mod libvirt;
 #[cfg(feature = "libvirt")]
 mod libvirt_hosts;
 mod mockup;
+#[cfg(feature = "libvirt")]
+mod mockup_libvirt;
 mod nvram;
 mod proliantutils;
 mod props_config;

@@ -38,6 +38,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
     let opts = LibvirtOptions {
         media_pool: "default".into(),
         profile: "generic".into(),
+        domain_profiles: Vec::new(),
         uris: vec![SYSTEM_URI.into()],
         allow: vec![name.clone()],
         http_boot: HttpBootMapping::Firmware,

@@ -61,6 +61,10 @@ pub(super) fn start_emulator(
     if let Some(p) = &emulator.profile {
         cmd.args(["--profile", p]);
     }
+    if let Some(m) = &emulator.mockup {
+        // The capture is the BMC; the one domain stands behind its system.
+        cmd.arg("--mockup").arg(m);
+    }
     cmd.args([
         "--libvirt-uri",
         crate::lab::SYSTEM_URI,

@@ -206,7 +206,12 @@ pub(super) fn prepare(
         dir: dir.to_path_buf(),
         bmc: Bmc {
             url: emulator.url.clone(),
-            system: s.emulator.system_id.clone().unwrap_or(id),
+            system: s
+                .emulator
+                .system_id
+                .clone()
+                .or_else(|| s.emulator.mockup_system.clone())
+                .unwrap_or(id),
             python: opts.python.clone(),
             ipmi,
         },

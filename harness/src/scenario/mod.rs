@@ -13,6 +13,7 @@
 //! keys).
 
 mod ironic;
+mod mockup;
 mod validate;
 
 pub use ironic::{
@@ -322,6 +323,14 @@ pub struct Emulator {
     /// Lifecycle Controller API), and this is its System's Id there
     /// (`System.Embedded.1`).
     pub system_id: Option<String>,
+    /// A capture of a BMC (a folder in Redfish-Mockup-Creator's layout,
+    /// relative to the scenario file) replayed over the machine
+    /// (`--mockup`): its one system's Id, action targets and offered
+    /// values are the BMC's, and its profile is derived from it.
+    pub mockup: Option<std::path::PathBuf>,
+    /// The captured system's Id (read from the capture at load).
+    #[serde(skip)]
+    pub mockup_system: Option<String>,
 }
 
 fn firmware_mapping() -> HttpBoot {
@@ -336,6 +345,8 @@ impl Default for Emulator {
             ipmi_in_band: false,
             faults: Vec::new(),
             system_id: None,
+            mockup: None,
+            mockup_system: None,
         }
     }
 }

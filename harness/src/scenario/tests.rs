@@ -474,3 +474,59 @@ serial = ["SHOAL-MARKER m"]
         e(FW.replace("deploy_interface = \"direct\"\n", ""))
     );
 }
+
+#[test]
+fn a_replayed_capture_is_the_bmc_and_names_its_system() {
+    let dir = tempfile::tempdir().unwrap();
+    let systems = dir.path().join("cap/redfish/v1/Systems");
+    std::fs::create_dir_all(&systems).unwrap();
+    let members = |ids: &[&str]| {
+        let list: Vec<String> = ids
+            .iter()
+            .map(|i| format!("{{\"@odata.id\": \"/redfish/v1/Systems/{i}/\"}}"))
+            .collect();
+        std::fs::write(
+            systems.join("index.json"),
+            format!("{{\"Members\": [{}]}}", list.join(",")),
+        )
+        .unwrap();
+    };
+    let scenario = dir.path().join("s.toml");
+    let load = |extra: &str| {
+        std::fs::write(
+            &scenario,
+            OK.replace(
+                "description = \"x\"",
+                &format!("description = \"x\"\n[emulator]\nmockup = \"cap\"\n{extra}"),
+            ),
+        )
+        .unwrap();
+        Scenario::load(&scenario)
+    };
+    // The Id is the captured member's (a trailing slash as iLO writes it),
+    // the folder is the scenario's own.
+    members(&["1"]);
+    let s = load("").unwrap();
+    assert_eq!(s.emulator.mockup_system.as_deref(), Some("1"));
+    assert_eq!(s.emulator.mockup, Some(dir.path().join("cap")));
+    let err = |extra: &str| load(extra).unwrap_err().to_string();
+    assert!(err("profile = \"idrac9\"").contains("emulator.mockup: the capture is the BMC"));
+    members(&["1", "2"]);
+    let e = err("");
+    assert!(
+        e.contains("emulator.mockup") && e.contains("this capture has 2"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(dir.path().join("cap")).unwrap();
+    assert!(err("").contains("no capture there"));
+    // The shipped capture of an iDRAC 9.
+    let shipped = Scenario::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/ironic-replay-idrac9-vmedia.toml"
+    )))
+    .unwrap();
+    assert_eq!(
+        shipped.emulator.mockup_system.as_deref(),
+        Some("System.Embedded.1")
+    );
+}

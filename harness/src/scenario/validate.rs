@@ -28,6 +28,8 @@ impl Scenario {
             .unwrap_or_default();
         s.validate()
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        super::mockup::resolve(&mut s.emulator, path)
+            .map_err(|e| anyhow::anyhow!("{}: emulator.mockup: {e}", path.display()))?;
         Ok(s)
     }
 

@@ -198,15 +198,39 @@ pub fn replay_of(
 }
 
 /// Sets `st` to replay `mockup` (capture, latency), if any, over the
-/// systems its view shows.
+/// systems its view shows: the N-th captured system over the machine
+/// on the N-th derived profile (`capture-N`, `endpointK-capture-N`;
+/// libvirt lists its domains in its own order), others after them in
+/// the view's order.
 pub async fn attach(
     st: &mut AppState,
     mockup: Option<&crate::mockup::Replayed>,
 ) -> Result<(), String> {
     let Some(m) = mockup else { return Ok(()) };
     let refs = st.core.backend.systems().await.map_err(|e| e.to_string())?;
+    let mut keyed = Vec::with_capacity(refs.len());
+    for r in refs {
+        let profile = st
+            .core
+            .backend
+            .system(&r.id)
+            .await
+            .map_err(|e| e.to_string())?
+            .profile;
+        keyed.push((capture_index(&profile), r));
+    }
+    keyed.sort_by_key(|(n, _)| *n);
+    let refs: Vec<_> = keyed.into_iter().map(|(_, r)| r).collect();
     st.replay = replay_of(&Some(m.clone()), &refs)?;
     Ok(())
+}
+
+/// N of a profile derived from a capture's N-th system (`…capture-N`).
+fn capture_index(profile: &str) -> usize {
+    profile
+        .rsplit_once("capture-")
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(usize::MAX)
 }
 
 /// The routes of a replayed capture: Shoal's sessions, the rest from the

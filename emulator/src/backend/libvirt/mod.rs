@@ -56,8 +56,12 @@ use hosts::Conn;
 
 #[derive(Debug, Clone)]
 pub struct LibvirtOptions {
-    /// The behaviour profile of every domain.
+    /// The behaviour profile of every domain but those of
+    /// `domain_profiles`.
     pub profile: String,
+    /// Domains (names or UUIDs) with a profile of their own: those behind
+    /// a replayed capture's systems run on the profiles derived from them.
+    pub domain_profiles: Vec<(String, String)>,
     pub uris: Vec<String>,
     /// Only these domains (names or UUIDs) are systems; empty: all.
     pub allow: Vec<String>,
@@ -325,8 +329,19 @@ impl Inner {
         self.assemble(id, &dom, f, s)
     }
 
+    /// The profile of the domain `f`.
+    fn profile_of(&self, f: &Facts) -> String {
+        let uuid = f.uuid.to_string();
+        self.opts
+            .domain_profiles
+            .iter()
+            .find(|(d, _)| *d == f.name || d.eq_ignore_ascii_case(&uuid))
+            .map_or_else(|| self.opts.profile.clone(), |(_, p)| p.clone())
+    }
+
     /// The system from its facts, its power state and the BMC state.
     fn assemble(&self, id: &str, dom: &Domain, f: Facts, bmc: BmcState) -> Result<System> {
+        let profile = self.profile_of(&f);
         Ok(System {
             id: id.to_ascii_lowercase(),
             name: f.name,
@@ -337,7 +352,7 @@ impl Inner {
             disks: f.disks,
             nics: f.nics,
             power: Self::power(dom)?,
-            profile: self.opts.profile.clone(),
+            profile,
             bmc,
         })
     }
@@ -599,6 +614,7 @@ mod tests {
         let mut opts = LibvirtOptions {
             media_pool: "default".into(),
             profile: "generic".into(),
+            domain_profiles: Vec::new(),
             uris: vec![DOWN.into(), "test:///default".into()],
             allow: Vec::new(),
             http_boot: HttpBootMapping::Firmware,
