@@ -135,29 +135,19 @@ pub(super) fn media_json(
     if under_system(uri) && !same.is_empty() {
         types = same.iter().map(String::as_str).collect();
     }
-    let image_name = m
-        .image
-        .as_deref()
-        .and_then(|i| i.rsplit('/').next())
-        .filter(|n| !n.is_empty());
     let mut v = json!({
         "@odata.type": "#VirtualMedia.v1_6_0.VirtualMedia",
         "@odata.id": base,
         "Id": id,
         "Name": name,
         "MediaTypes": types,
-        "ConnectedVia": if m.inserted { "URI" } else { "NotConnected" },
-        "Image": m.image,
-        "ImageName": image_name,
-        "Inserted": m.inserted,
-        "WriteProtected": m.write_protected,
-        "TransferProtocolType": m.transfer_protocol.map(|p| p.as_str()),
-        "TransferMethod": m.transfer_method.map(|p| p.as_str()),
-        "UserName": m.user_name,
-        "Status": { "State": "Enabled", "Health": "OK" },
-        "VerifyCertificate": sys.bmc.media_tls(slot).verify.unwrap_or(st.media_verifies),
-        "Certificates": { "@odata.id": format!("{base}/Certificates") },
     });
+    for (k, live) in media_live(m) {
+        v[k] = live;
+    }
+    v["Status"] = json!({ "State": "Enabled", "Health": "OK" });
+    v["VerifyCertificate"] = json!(sys.bmc.media_tls(slot).verify.unwrap_or(st.media_verifies));
+    v["Certificates"] = json!({ "@odata.id": format!("{base}/Certificates") });
     if !by_patch {
         v["Actions"] = json!({
             "#VirtualMedia.InsertMedia": { "target": format!("{base}/Actions/{INSERT}") },
@@ -166,6 +156,35 @@ pub(super) fn media_json(
     }
     super::vendor::media_parts(st, sys, &base, slot, &mut v);
     v
+}
+
+/// A device's live properties: what its slot holds (a replayed capture's
+/// devices show those of them it has).
+pub(crate) fn media_live(m: &crate::model::MediaState) -> [(&'static str, Value); 8] {
+    let image_name = m
+        .image
+        .as_deref()
+        .and_then(|i| i.rsplit('/').next())
+        .filter(|n| !n.is_empty());
+    [
+        (
+            "ConnectedVia",
+            json!(if m.inserted { "URI" } else { "NotConnected" }),
+        ),
+        ("Image", json!(m.image)),
+        ("ImageName", json!(image_name)),
+        ("Inserted", json!(m.inserted)),
+        ("WriteProtected", json!(m.write_protected)),
+        (
+            "TransferProtocolType",
+            json!(m.transfer_protocol.map(|p| p.as_str())),
+        ),
+        (
+            "TransferMethod",
+            json!(m.transfer_method.map(|p| p.as_str())),
+        ),
+        ("UserName", json!(m.user_name)),
+    ]
 }
 
 /// Whether the host boots this device once at its next start (iLO's

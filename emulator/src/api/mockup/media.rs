@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use axum::http::HeaderMap;
 use axum::response::Response;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::Replay;
 use crate::api::error::ApiError;
@@ -87,31 +87,7 @@ pub(super) fn media_grafted(captured: &Value, sys: &System, slot: MediaSlot) -> 
     let Some(obj) = v.as_object_mut() else {
         return v;
     };
-    let m = sys.bmc.media(slot);
-    let name = m
-        .image
-        .as_deref()
-        .and_then(|i| i.rsplit('/').next())
-        .filter(|n| !n.is_empty());
-    for (k, live) in [
-        ("Image", json!(m.image)),
-        ("ImageName", json!(name)),
-        ("Inserted", json!(m.inserted)),
-        ("WriteProtected", json!(m.write_protected)),
-        (
-            "ConnectedVia",
-            json!(if m.inserted { "URI" } else { "NotConnected" }),
-        ),
-        (
-            "TransferProtocolType",
-            json!(m.transfer_protocol.map(|p| p.as_str())),
-        ),
-        (
-            "TransferMethod",
-            json!(m.transfer_method.map(|p| p.as_str())),
-        ),
-        ("UserName", json!(m.user_name)),
-    ] {
+    for (k, live) in crate::api::vmedia::media_live(sys.bmc.media(slot)) {
         if obj.contains_key(k) {
             obj.insert(k.into(), live);
         }
@@ -161,7 +137,7 @@ pub(super) async fn media_patch(
         .ok_or_else(|| ApiError::NotFound(device.to_string()))?;
     let _guard = st.core.locks.lock(&replay.systems[system]).await;
     let sys = st.core.backend.system(&replay.systems[system]).await?;
-    let current = super::untagged(&media_grafted(captured, &sys, *slot));
+    let current = super::untagged(media_grafted(captured, &sys, *slot));
     crate::api::json::check_if_match(headers, &current, st.profile(&sys))?;
     crate::api::vmedia::patch_media(st, &sys, *slot, body).await?;
     Ok(crate::api::json::no_content())
@@ -171,6 +147,7 @@ pub(super) async fn media_patch(
 mod tests {
     use super::*;
     use crate::mockup::Captured;
+    use serde_json::json;
 
     fn capture(resources: &[(&str, Value)], systems: &[&str]) -> Mockup {
         Mockup {

@@ -74,6 +74,38 @@ pub struct Replay {
     pub settings: BTreeMap<String, String>,
     /// Sleep each GET's captured time before answering.
     pub latency: bool,
+    /// Each resource's captured headers as answered (`Served::of`).
+    served: BTreeMap<String, Served>,
+}
+
+/// What a resource's captured headers make of its answers, worked out
+/// once at start-up.
+#[derive(Debug, Default)]
+struct Served {
+    /// The headers replayed (those of `NOT_REPLAYED` left out).
+    headers: Vec<(HeaderName, HeaderValue)>,
+    /// Whether it had an `ETag`, and a weak one.
+    etag: Option<bool>,
+}
+
+impl Served {
+    fn of(captured: &[(String, String)]) -> Served {
+        let etag = captured
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("etag"))
+            .map(|(_, v)| v.starts_with("W/"));
+        let headers = captured
+            .iter()
+            .filter(|(n, _)| !NOT_REPLAYED.contains(&n.to_ascii_lowercase().as_str()))
+            .filter_map(|(n, v)| {
+                Some((
+                    HeaderName::try_from(n.as_str()).ok()?,
+                    HeaderValue::from_str(v).ok()?,
+                ))
+            })
+            .collect();
+        Served { headers, etag }
+    }
 }
 
 impl Replay {
@@ -134,7 +166,13 @@ impl Replay {
                 Some((key(o.as_str()?).to_string(), s.clone()))
             })
             .collect();
+        let served = capture
+            .resources
+            .iter()
+            .map(|(uri, c)| (uri.clone(), Served::of(&c.headers)))
+            .collect();
         Ok(Replay {
+            served,
             capture,
             systems,
             resets,
@@ -298,11 +336,8 @@ async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, Api
             tokio::time::sleep(Duration::from_secs_f64(secs.min(30.0))).await;
         }
     }
-    let tagged = c
-        .headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("etag"))
-        .map(|(_, v)| v.starts_with("W/"));
+    let served = replay.served.get(path);
+    let tagged = served.and_then(|s| s.etag);
     let (status, bytes, etag, kind) = match &c.body {
         Body::Json(v) => {
             let system = replay.systems.get(path).or_else(|| {
@@ -352,13 +387,8 @@ async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, Api
         };
         h.insert(header::ALLOW, HeaderValue::from_static(allow));
     }
-    for (n, v) in &c.headers {
-        if NOT_REPLAYED.contains(&n.to_ascii_lowercase().as_str()) {
-            continue;
-        }
-        if let (Ok(n), Ok(v)) = (HeaderName::try_from(n.as_str()), HeaderValue::from_str(v)) {
-            h.insert(n, v);
-        }
+    for (n, v) in served.map(|s| &s.headers[..]).unwrap_or_default() {
+        h.insert(n.clone(), v.clone());
     }
     if let Some(t) = etag.and_then(|t| HeaderValue::from_str(&t).ok()) {
         h.insert(header::ETAG, t);
@@ -370,24 +400,26 @@ async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, Api
 /// style, if it had one; or `@odata.etag`, which is then recomputed too),
 /// of the body without `@odata.etag`, as If-Match is checked.
 fn with_etag(mut body: Value, weak: Option<bool>) -> (Value, Option<String>) {
-    let in_body = body.get("@odata.etag").is_some();
-    if weak.is_none() && !in_body {
+    let at = body
+        .as_object()
+        .and_then(|m| m.keys().position(|k| k == "@odata.etag"));
+    if weak.is_none() && at.is_none() {
         return (body, None);
     }
+    body = untagged(body);
     let prefix = if weak == Some(true) { "W/" } else { "" };
-    let tag = format!("{prefix}\"{}\"", etag_of(&untagged(&body)));
-    if let Some(t) = body.get_mut("@odata.etag") {
-        // In place: the members keep the capture's order.
-        *t = json!(tag);
+    let tag = format!("{prefix}\"{}\"", etag_of(&body));
+    if let (Some(i), Some(m)) = (at, body.as_object_mut()) {
+        // Where it was: the members keep the capture's order.
+        m.shift_insert(i, "@odata.etag".into(), json!(tag));
     }
     (body, Some(tag))
 }
 
 /// `body` without `@odata.etag`, as ETags and If-Match see it.
-fn untagged(body: &Value) -> Value {
-    let mut v = body.clone();
-    if let Some(m) = v.as_object_mut() {
+fn untagged(mut body: Value) -> Value {
+    if let Some(m) = body.as_object_mut() {
         m.shift_remove("@odata.etag");
     }
-    v
+    body
 }

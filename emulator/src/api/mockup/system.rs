@@ -131,7 +131,7 @@ pub(super) async fn patch(
         .ok_or_else(|| ApiError::NotFound(shown.to_string()))?;
     let locked = st.locked(&replay.systems[system]).await?;
     let (sys, profile) = (&locked.sys, locked.profile);
-    let current = untagged(&grafted(captured, sys));
+    let current = untagged(grafted(captured, sys));
     json::check_if_match(headers, &current, profile)?;
     checked_patch(body, &current, &boot_writables(captured))?;
     let Some(boot) = body.get("Boot").and_then(Value::as_object) else {
