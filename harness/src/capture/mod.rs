@@ -303,28 +303,46 @@ impl Summary {
             self.seconds,
             if opts.redact { " (redacted)" } else { "" }
         );
-        if !self.errors.is_empty() {
+        let gaps = self.gaps(opts);
+        let (errors, others): (Vec<_>, Vec<_>) = gaps.iter().partition(|(k, _)| *k == "Error");
+        if !errors.is_empty() {
             s += &format!(
                 "  {} answered with an error (kept as error.txt):\n",
-                self.errors.len()
+                errors.len()
             );
-            for (uri, status) in self.errors.iter().take(20) {
-                s += &format!("    {uri}: {}\n", status_text(*status));
+            for (_, line) in errors.iter().take(20) {
+                s += &format!("    {line}\n");
             }
         }
-        for (uri, had) in &self.truncated {
-            s += &format!(
-                "  {uri}: {had} members, {} kept\n",
-                opts.max_members.min(*had)
-            );
-        }
-        if self.not_fetched > 0 {
-            s += &format!(
-                "  {} linked resources not fetched: --max-resources {} reached\n",
-                self.not_fetched, opts.max_resources
-            );
+        for (kind, line) in others {
+            s += &format!("  {kind}: {line}\n");
         }
         s
+    }
+
+    /// What the capture holds other than as the service has it, a line
+    /// each after its kind (`Error`, `Truncated`, `Not fetched`): the
+    /// summary's and the capture README's.
+    pub(crate) fn gaps(&self, opts: &Options) -> Vec<(&'static str, String)> {
+        let mut out: Vec<_> = self
+            .errors
+            .iter()
+            .map(|(uri, status)| ("Error", format!("{uri}: {}", status_text(*status))))
+            .collect();
+        out.extend(self.truncated.iter().map(|(uri, had)| {
+            let kept = opts.max_members.min(*had);
+            ("Truncated", format!("{uri}: {had} members, {kept} kept"))
+        }));
+        if self.not_fetched > 0 {
+            out.push((
+                "Not fetched",
+                format!(
+                    "{} linked resources (--max-resources {} reached)",
+                    self.not_fetched, opts.max_resources
+                ),
+            ));
+        }
+        out
     }
 }
 

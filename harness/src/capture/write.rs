@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 
 use super::crawl::{capturable, key};
-use super::{status_text, Fetched, Options, Payload, Summary};
+use super::{Fetched, Options, Payload, Summary};
 
 /// The folder that holds `uri`'s files under `dir`.
 pub fn folder(dir: &Path, uri: &str) -> Option<PathBuf> {
@@ -98,20 +98,8 @@ fn readme(opts: &Options, fetched: &[Fetched], summary: &Summary) -> String {
     if let Some(slow) = fetched.iter().max_by(|a, b| a.secs.total_cmp(&b.secs)) {
         s += &format!("Maximum response time: {:.2}, {}\n", slow.secs, slow.uri);
     }
-    for (uri, status) in &summary.errors {
-        s += &format!("Error: {uri}: {}\n", status_text(*status));
-    }
-    for (uri, had) in &summary.truncated {
-        s += &format!(
-            "Truncated: {uri}: {had} members, {} kept\n",
-            opts.max_members.min(*had)
-        );
-    }
-    if summary.not_fetched > 0 {
-        s += &format!(
-            "Not fetched: {} linked resources (--max-resources {})\n",
-            summary.not_fetched, opts.max_resources
-        );
+    for (kind, line) in summary.gaps(opts) {
+        s += &format!("{kind}: {line}\n");
     }
     s
 }
