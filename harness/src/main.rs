@@ -32,6 +32,11 @@ enum Command {
     /// Run boot scenarios end to end.
     #[cfg(feature = "lab")]
     Run(RunArgs),
+    /// Build (or find in the cache) the boot images the scenarios boot,
+    /// one after another, as `run` would on first use; `ci/test` starts
+    /// it beside the conformance and fuzz stages on a fresh machine.
+    #[cfg(feature = "lab")]
+    Images(Selection),
     /// Check that this host can run real-VM scenarios.
     Doctor,
     /// Run DMTF's service, protocol, use-case and interop (Ironic profile)
@@ -61,10 +66,10 @@ enum Command {
     ProfileDiff(capture::DiffArgs),
 }
 
-/// The flags of `run`.
+/// Which scenarios `run` and `images` take.
 #[cfg(feature = "lab")]
 #[derive(Args)]
-struct RunArgs {
+struct Selection {
     /// Folder of scenario files.
     #[arg(default_value = "scenarios")]
     dir: PathBuf,
@@ -76,6 +81,14 @@ struct RunArgs {
     /// runs.
     #[arg(long, value_name = "TAG")]
     exclude_tag: Vec<String>,
+}
+
+/// The flags of `run`.
+#[cfg(feature = "lab")]
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    select: Selection,
     /// Cases run at once (each is one VM).
     #[arg(long, env = "SHOAL_JOBS", default_value_t = 2)]
     jobs: usize,
@@ -316,6 +329,20 @@ fn real_main() -> Result<ExitCode> {
         Command::Bench(args) => args.run()?,
         #[cfg(feature = "lab")]
         Command::Run(args) => args.run()?,
+        #[cfg(feature = "lab")]
+        Command::Images(select) => {
+            let started = std::time::Instant::now();
+            let n = runner::prebuild(&select.scenarios()?)?;
+            Report {
+                files: Vec::new(),
+                summary: format!(
+                    "images: {n} ready in {:.0} s\n",
+                    started.elapsed().as_secs_f64()
+                ),
+                look: None,
+                passed: true,
+            }
+        }
     };
     finish(report)
 }
@@ -493,7 +520,7 @@ impl ServeArgs {
 #[cfg(feature = "lab")]
 impl RunArgs {
     fn run(self) -> Result<Report> {
-        let scenarios = self.scenarios()?;
+        let scenarios = self.select.scenarios()?;
         let emulator = emulator_or_sibling(self.emulator)?;
         let python = self.python.or_else(|| {
             std::env::var_os("SHOAL_TEST_VENV")
@@ -534,7 +561,10 @@ impl RunArgs {
             passed,
         })
     }
+}
 
+#[cfg(feature = "lab")]
+impl Selection {
     /// The scenarios in `dir` that `--filter` and `--exclude-tag` leave.
     fn scenarios(&self) -> Result<Vec<Scenario>> {
         let mut scenarios = Scenario::load_dir(&self.dir)?;

@@ -29,38 +29,80 @@ pub(super) fn copy_artifacts(s: &Scenario, www: &Path) -> Result<()> {
             )?;
             continue;
         }
-        let built = match a.image {
-            Image::GrubMarkerEfi => crate::images::grub_marker("efi", marker)?,
-            Image::GrubMarkerIso => crate::images::grub_marker("iso", marker)?,
-            Image::DeployRamdisk => {
-                crate::images::build("deploy-ramdisk.sh", &["iso"], "deploy.iso")?
-            }
-            Image::DeployKernel => {
-                crate::images::build("deploy-ramdisk.sh", &["kernel"], "vmlinuz")?
-            }
-            Image::DeployInitrd => {
-                crate::images::build("deploy-ramdisk.sh", &["initrd"], "initrd.gz")?
-            }
-            Image::DeployRamdiskIpmi => {
-                crate::images::build("deploy-ramdisk.sh", &["iso-ipmi"], "deploy-ipmi.iso")?
-            }
-            Image::IpxeSnponly => packaged(crate::lab::IPXE_SNPONLY, "ipxe")?,
-            Image::GrubNetbootEfi => packaged(crate::lab::GRUB_NETBOOT, "grub-efi-amd64-signed")?,
-            Image::Ppc64leKernel => ppc64le("kernel", "vmlinux")?,
-            Image::IpaKernel => crate::images::ipa_ramdisk()?.join("vmlinuz"),
-            Image::IpaInitrd => crate::images::ipa_ramdisk()?.join("initrd"),
-            Image::IpaEsp => crate::images::ipa_ramdisk()?.join("esp.img"),
-            Image::IpaIso => crate::images::ipa_ramdisk()?.join("ipa.iso"),
-            Image::InstanceQcow2 => crate::images::instance_image("qcow2", marker)?,
-            Image::InstanceRaw => crate::images::instance_image("raw", marker)?,
-            Image::Ppc64lePayload => ppc64le("payload", "payload.cpio.gz")?,
-            Image::FirmwareBios | Image::FirmwareBmc | Image::FirmwareNic => {
-                unreachable!("written above")
-            }
-        };
-        std::fs::copy(&built, www.join(&a.name))?;
+        std::fs::copy(built(a.image, marker)?, www.join(&a.name))?;
     }
     Ok(())
+}
+
+/// Builds (or takes from the cache) every image `scenarios` boot, one
+/// after another, as their cases would on first use: their artifacts and
+/// the ppc64le machines' kernel and netboot images. Each image is built
+/// under its own lock, so cases running meanwhile wait for it and reuse
+/// it. Returns how many it went through.
+pub fn prebuild(scenarios: &[Scenario]) -> Result<usize> {
+    let mut seen = std::collections::BTreeSet::new();
+    for s in scenarios {
+        let mut wanted: Vec<(Image, &str)> = s
+            .artifacts
+            .iter()
+            .filter(|a| {
+                !matches!(
+                    a.image,
+                    Image::FirmwareBios | Image::FirmwareBmc | Image::FirmwareNic
+                )
+            })
+            .map(|a| (a.image, a.marker.as_deref().unwrap_or_default()))
+            .collect();
+        if s.machine.arch == "ppc64le" {
+            wanted.push((Image::Ppc64leKernel, ""));
+        }
+        for (image, marker) in wanted {
+            if seen.insert((format!("{image:?}"), marker.to_string())) {
+                built(image, marker).with_context(|| format!("{}: {image:?}", s.name))?;
+            }
+        }
+        if s.machine.arch == "ppc64le"
+            && seen.insert((format!("{:?}", s.machine.platform), String::new()))
+        {
+            netboot(s.machine.platform)?;
+        }
+    }
+    Ok(seen.len())
+}
+
+/// The file of a (non-firmware) image with its marker, built or cached.
+fn built(image: Image, marker: &str) -> Result<PathBuf> {
+    Ok(match image {
+        Image::GrubMarkerEfi => crate::images::grub_marker("efi", marker)?,
+        Image::GrubMarkerIso => crate::images::grub_marker("iso", marker)?,
+        Image::DeployRamdisk => crate::images::build("deploy-ramdisk.sh", &["iso"], "deploy.iso")?,
+        Image::DeployKernel => crate::images::build("deploy-ramdisk.sh", &["kernel"], "vmlinuz")?,
+        Image::DeployInitrd => crate::images::build("deploy-ramdisk.sh", &["initrd"], "initrd.gz")?,
+        Image::DeployRamdiskIpmi => {
+            crate::images::build("deploy-ramdisk.sh", &["iso-ipmi"], "deploy-ipmi.iso")?
+        }
+        Image::IpxeSnponly => packaged(crate::lab::IPXE_SNPONLY, "ipxe")?,
+        Image::GrubNetbootEfi => packaged(crate::lab::GRUB_NETBOOT, "grub-efi-amd64-signed")?,
+        Image::Ppc64leKernel => ppc64le("kernel", "vmlinux")?,
+        Image::IpaKernel => crate::images::ipa_ramdisk()?.join("vmlinuz"),
+        Image::IpaInitrd => crate::images::ipa_ramdisk()?.join("initrd"),
+        Image::IpaEsp => crate::images::ipa_ramdisk()?.join("esp.img"),
+        Image::IpaIso => crate::images::ipa_ramdisk()?.join("ipa.iso"),
+        Image::InstanceQcow2 => crate::images::instance_image("qcow2", marker)?,
+        Image::InstanceRaw => crate::images::instance_image("raw", marker)?,
+        Image::Ppc64lePayload => ppc64le("payload", "payload.cpio.gz")?,
+        Image::FirmwareBios | Image::FirmwareBmc | Image::FirmwareNic => {
+            bail!("{image:?} is made per case, not built")
+        }
+    })
+}
+
+/// The netboot image a ppc64le machine on `platform` runs.
+fn netboot(platform: Platform) -> Result<PathBuf> {
+    match platform {
+        Platform::Pseries => ppc64le("netboot", "netboot.cpio.gz"),
+        Platform::Powernv => ppc64le("netboot-opal", "netboot.cpio.gz"),
+    }
 }
 
 /// The names a case's domain is defined with.
@@ -118,10 +160,7 @@ pub(super) fn define_machine(lab: &mut Lab, s: &Scenario, m: &Machine, dir: &Pat
     let kernel = ppc64le("kernel", "vmlinux")?;
     // powernv's image reads the BMC over in-band IPMI (ipmitool and its
     // libraries); pseries keeps the smaller one its kexec was measured with.
-    let netboot = match s.machine.platform {
-        Platform::Pseries => ppc64le("netboot", "netboot.cpio.gz")?,
-        Platform::Powernv => ppc64le("netboot-opal", "netboot.cpio.gz")?,
-    };
+    let netboot = netboot(s.machine.platform)?;
     let disk = match &s.machine.disk_os {
         Some(os) => {
             // An installed OS, as far as petitboot can tell.

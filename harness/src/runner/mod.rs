@@ -41,6 +41,7 @@ use anyhow::{anyhow, bail, Result};
 use crate::lab::Lab;
 use crate::lock;
 use crate::scenario::{Driver, Scenario};
+pub use machine::prebuild;
 pub use options::Options;
 use platform::platform_stop;
 use report::CaseTimes;
