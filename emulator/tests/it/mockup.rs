@@ -706,3 +706,65 @@ fn a_redacted_capture_keeps_nothing_identifying_and_still_replays() {
     );
     assert_eq!(sys["PowerState"], "Off");
 }
+
+/// A capture whose Reset lists its own names for standard resets (DMTF's
+/// composition mockup: `PowerOn`, `PowerOffNonGraceful`): the system
+/// powers on and off by those names and by the standard ones they stand
+/// for; a reset it does not offer under any name is refused.
+#[test]
+fn a_captured_reset_under_its_own_names_powers_the_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let write = |rel: &str, v: Value| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("index.json"), v.to_string()).unwrap();
+    };
+    write(
+        "",
+        json!({"@odata.id": "/redfish/v1", "Id": "RootService",
+               "Systems": {"@odata.id": "/redfish/v1/Systems"}}),
+    );
+    write(
+        "Systems",
+        json!({"@odata.id": "/redfish/v1/Systems",
+               "Members": [{"@odata.id": "/redfish/v1/Systems/Blade-1"}]}),
+    );
+    let target = "/redfish/v1/Systems/Blade-1/Actions/ComputerSystem.Reset";
+    write(
+        "Systems/Blade-1",
+        json!({"@odata.id": "/redfish/v1/Systems/Blade-1", "Id": "Blade-1", "PowerState": "Off",
+               "Actions": {"#ComputerSystem.Reset": {"target": target,
+                   "ResetType@Redfish.AllowableValues": ["PowerOn", "PowerOffNonGraceful", "PowerCycle"]}}}),
+    );
+    let emu = Spawned::start(&["--mockup", root.to_str().unwrap()]);
+    let b = base(&emu);
+    let sys = format!("{b}/redfish/v1/Systems/Blade-1");
+    let power = || call("GET", &sys, "", None).2["PowerState"].clone();
+    let reset = |t: &str| {
+        call(
+            "POST",
+            &format!("{b}{target}"),
+            "",
+            Some(json!({"ResetType": t})),
+        )
+    };
+    for (asked, state) in [
+        ("PowerOn", "On"),
+        ("PowerOffNonGraceful", "Off"),
+        ("On", "On"),
+        ("ForceOff", "Off"),
+    ] {
+        let (code, _, body) = reset(asked);
+        assert!(code == 200 || code == 204, "{asked}: {code} {body}");
+        assert_eq!(power(), state, "after {asked}");
+    }
+    let (code, _, body) = reset("GracefulShutdown");
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.to_string().contains("ActionParameterValueNotInList"),
+        "{body}"
+    );
+    assert_eq!(power(), "Off", "nothing done");
+    emu.stop();
+}

@@ -52,8 +52,11 @@ pub(super) async fn reset(
     let offered = replay.reset_types(system);
     let asked = json::action_str(body, "ResetType", RESET)?
         .ok_or_else(|| ApiError::bad(Msg::new("ActionParameterMissing", &[RESET, "ResetType"])))?;
-    let reset = ResetType::parse(asked)
-        .filter(|_| offered.iter().any(|o| o == asked))
+    // A capture may list values of its own for standard resets (DMTF's
+    // composition mockup lists `PowerOn`): either name is taken when the
+    // capture offers the reset under one of them.
+    let reset = reset_type(asked)
+        .filter(|r| offered.iter().any(|o| reset_type(o) == Some(*r)))
         .ok_or_else(|| {
             ApiError::bad(Msg::new(
                 "ActionParameterValueNotInList",
@@ -63,6 +66,17 @@ pub(super) async fn reset(
     let sys = st.core.backend.system(&replay.systems[system]).await?;
     crate::api::systems::power_action_response(st, &sys, reset).await?;
     Ok(json::no_content())
+}
+
+/// The reset a ResetType value names: a standard value, or a name BMCs
+/// use for one (`PowerOn`, `PowerOffNonGraceful`, `PowerOffGraceful`).
+fn reset_type(value: &str) -> Option<ResetType> {
+    ResetType::parse(value).or(match value {
+        "PowerOn" => Some(ResetType::On),
+        "PowerOff" | "PowerOffNonGraceful" => Some(ResetType::ForceOff),
+        "PowerOffGraceful" => Some(ResetType::GracefulShutdown),
+        _ => None,
+    })
 }
 
 /// The Boot properties the capture shows, writable with the values it
