@@ -18,6 +18,7 @@
 
 mod archive;
 mod profile;
+mod style;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 pub use profile::derived_profile;
+pub use style::ErrorStyle;
 
 /// At most this many files are read (a capture of a large server holds a
 /// few thousand).

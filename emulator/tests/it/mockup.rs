@@ -768,3 +768,63 @@ fn a_captured_reset_under_its_own_names_powers_the_machine() {
     assert_eq!(power(), "Off", "nothing done");
     emu.stop();
 }
+
+/// What a replay refuses is worded as the captured service words its
+/// errors: an iLO's envelope (`iLO.0.10.ExtendedInfo`) and its Base
+/// registry version, as the error it answered to a captured GET shows.
+#[test]
+fn a_replays_refusals_follow_the_captured_services_wording() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let write = |rel: &str, name: &str, text: String| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join(name), text).unwrap();
+    };
+    write(
+        "",
+        "index.json",
+        json!({"@odata.id": "/redfish/v1/", "Id": "RootService",
+               "Systems": {"@odata.id": "/redfish/v1/Systems/"}})
+        .to_string(),
+    );
+    write(
+        "Systems",
+        "index.json",
+        json!({"@odata.id": "/redfish/v1/Systems/", "Members": []}).to_string(),
+    );
+    write(
+        "Systems/1/Oem",
+        "error.txt",
+        format!(
+            "HTTP 404\nContent-Type: application/json\n\n{}",
+            json!({"error": {"code": "iLO.0.10.ExtendedInfo",
+                "message": "See @Message.ExtendedInfo for more information.",
+                "@Message.ExtendedInfo": [{"MessageId": "Base.1.4.ResourceMissingAtURI"}]}})
+        ),
+    );
+    let emu = Spawned::start(&["--mockup", root.to_str().unwrap()]);
+    let b = base(&emu);
+    for (method, uri, status, key) in [
+        ("PATCH", "/redfish/v1/", 405, "OperationNotAllowed"),
+        ("GET", "/redfish/v1/Nothing", 404, "ResourceMissingAtURI"),
+    ] {
+        let body = (method == "PATCH").then(|| json!({"Name": "x"}));
+        let (code, _, v) = call(method, &format!("{b}{uri}"), "", body);
+        assert_eq!(code, status, "{method} {uri}: {v}");
+        assert_eq!(v["error"]["code"], "iLO.0.10.ExtendedInfo", "{v}");
+        assert_eq!(
+            v["error"]["@Message.ExtendedInfo"][0]["MessageId"],
+            format!("Base.1.4.{key}"),
+            "{v}"
+        );
+    }
+    // The captured error itself is served as captured.
+    let (code, _, v) = call("GET", &format!("{b}/redfish/v1/Systems/1/Oem"), "", None);
+    assert_eq!(code, 404);
+    assert_eq!(
+        v["error"]["@Message.ExtendedInfo"][0]["MessageId"],
+        "Base.1.4.ResourceMissingAtURI"
+    );
+    emu.stop();
+}

@@ -34,7 +34,7 @@ use serde_json::{json, Map, Value};
 use super::error::{ApiError, Msg};
 use super::json::{self, etag_of};
 use super::{AppState, State};
-use crate::mockup::{key, Body, Mockup};
+use crate::mockup::{key, Body, ErrorStyle, Mockup};
 use crate::model::{MediaSlot, ResetType};
 use media::{inserts_by_patch, media_action, media_devices, media_grafted, media_patch};
 use system::{grafted, patch, reset};
@@ -76,6 +76,8 @@ pub struct Replay {
     pub latency: bool,
     /// Each resource's captured headers as answered (`Served::of`).
     served: BTreeMap<String, Served>,
+    /// How the captured service words its errors.
+    style: ErrorStyle,
 }
 
 /// What a resource's captured headers make of its answers, worked out
@@ -173,6 +175,7 @@ impl Replay {
             .collect();
         Ok(Replay {
             served,
+            style: ErrorStyle::of(&capture),
             capture,
             systems,
             resets,
@@ -277,7 +280,43 @@ pub fn routes() -> Router {
     super::sessions::live_router().fallback(serve)
 }
 
-async fn serve(State(st): State<AppState>, req: Request) -> Result<Response, ApiError> {
+/// A request to the replay; its errors in the captured service's words
+/// (`ErrorStyle`).
+async fn serve(State(st): State<AppState>, req: Request) -> Response {
+    let replay = st.replay.clone();
+    match answer(st, req).await {
+        Ok(r) => r,
+        Err(e) => {
+            let r = e.into_response();
+            match replay {
+                Some(replay) => restyled(r, &replay.style).await,
+                None => r,
+            }
+        }
+    }
+}
+
+/// `r`, a Redfish error, in `style`.
+async fn restyled(r: Response, style: &ErrorStyle) -> Response {
+    if *style == ErrorStyle::default() {
+        return r;
+    }
+    let (mut parts, body) = r.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, json::MAX_BODY).await else {
+        return (parts.status, "").into_response();
+    };
+    let bytes = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(mut v) => {
+            style.apply(&mut v);
+            Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+        }
+        Err(_) => bytes,
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+async fn answer(st: AppState, req: Request) -> Result<Response, ApiError> {
     let Some(replay) = st.replay.clone() else {
         return Err(ApiError::NotFound(req.uri().path().to_string()));
     };
