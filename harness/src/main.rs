@@ -222,7 +222,7 @@ struct BenchArgs {
     /// sushy-tools; needs root for its network namespace).
     #[arg(long, env = "SHOAL_IRONIC_VENV")]
     ironic_venv: Option<PathBuf>,
-    /// BMCs in the fleet run.
+    /// BMCs in the fleet run; 0: no fleet run, even with an Ironic venv.
     #[arg(long, default_value_t = 1000)]
     fleet_nodes: usize,
     /// A/B mode: a second shoal-emulator binary, the baseline (A);
@@ -487,7 +487,10 @@ impl BenchArgs {
             rack_endpoints: self.rack_endpoints.max(1),
             soak: std::time::Duration::from_secs(self.soak_secs.max(1)),
             out: out.clone(),
-            fleet: self.ironic_venv.map(|v| (v, self.fleet_nodes.max(1))),
+            fleet: self
+                .ironic_venv
+                .filter(|_| self.fleet_nodes > 0)
+                .map(|v| (v, self.fleet_nodes)),
         };
         let report = match &ab {
             Some(ab) => bench::run_ab(&opts, ab)?,
