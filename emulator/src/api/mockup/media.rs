@@ -14,11 +14,13 @@ use crate::api::AppState;
 use crate::mockup::{key, Body, Mockup};
 use crate::model::{MediaSlot, System};
 
-/// The captured VirtualMedia devices a machine's slots stand behind: per
-/// system, the first CD-like device its CD, the first other one its
-/// removable slot. A device below a system is that system's; a
-/// Manager's belongs to the first captured system it manages (else the
-/// first captured system).
+/// The captured VirtualMedia devices a machine's slots stand behind: in
+/// each VirtualMedia collection, the first CD-like device the system's
+/// CD, the first other one its removable slot. A device below a system
+/// is that system's; a Manager's belongs to the first captured system it
+/// manages (else the first captured system). A system with devices of its
+/// own and its Manager's (an iDRAC 9 from firmware 6 on) shows the same
+/// slots through both, as the BMC does.
 pub(super) fn media_devices(capture: &Mockup) -> BTreeMap<String, (String, MediaSlot)> {
     let mut out = BTreeMap::new();
     let mut taken = std::collections::BTreeSet::new();
@@ -47,11 +49,12 @@ pub(super) fn media_devices(capture: &Mockup) -> BTreeMap<String, (String, Media
         if removable || types.is_empty() {
             allowed.push(MediaSlot::Floppy);
         }
+        let collection = uri.rsplit_once('/').map_or("", |(c, _)| c).to_string();
         let free = allowed
             .into_iter()
-            .find(|slot| !taken.contains(&(system.clone(), slot.as_str())));
+            .find(|slot| !taken.contains(&(collection.clone(), slot.as_str())));
         if let Some(slot) = free {
-            taken.insert((system.clone(), slot.as_str()));
+            taken.insert((collection, slot.as_str()));
             out.insert(uri.clone(), (system, slot));
         }
     }
@@ -176,6 +179,54 @@ mod tests {
     /// bmcweb's two Manager slots that each take a CD or a USB stick: the
     /// first is the CD, the second the removable slot, both for the
     /// system the Manager manages; a third finds no slot left.
+    #[test]
+    fn a_system_and_its_manager_show_the_same_slots() {
+        // An iDRAC 9 from firmware 6 on: the Manager's CD and
+        // RemovableDisk, and the System's 1 and 2.
+        let m = capture(
+            &[
+                (
+                    "/redfish/v1/Managers/iDRAC.Embedded.1/VirtualMedia/CD",
+                    device(&["CD", "DVD"]),
+                ),
+                (
+                    "/redfish/v1/Managers/iDRAC.Embedded.1/VirtualMedia/RemovableDisk",
+                    device(&["USBStick"]),
+                ),
+                (
+                    "/redfish/v1/Systems/System.Embedded.1/VirtualMedia/1",
+                    device(&["CD", "DVD", "USBStick"]),
+                ),
+                (
+                    "/redfish/v1/Systems/System.Embedded.1/VirtualMedia/2",
+                    device(&["CD", "DVD", "USBStick"]),
+                ),
+                ("/redfish/v1/Systems/System.Embedded.1", json!({})),
+            ],
+            &["/redfish/v1/Systems/System.Embedded.1"],
+        );
+        let d = media_devices(&m);
+        let sys = "/redfish/v1/Systems/System.Embedded.1".to_string();
+        for (dev, slot) in [
+            ("Managers/iDRAC.Embedded.1/VirtualMedia/CD", MediaSlot::Cd),
+            (
+                "Managers/iDRAC.Embedded.1/VirtualMedia/RemovableDisk",
+                MediaSlot::Floppy,
+            ),
+            ("Systems/System.Embedded.1/VirtualMedia/1", MediaSlot::Cd),
+            (
+                "Systems/System.Embedded.1/VirtualMedia/2",
+                MediaSlot::Floppy,
+            ),
+        ] {
+            assert_eq!(
+                d[&format!("/redfish/v1/{dev}")],
+                (sys.clone(), slot),
+                "{dev}"
+            );
+        }
+    }
+
     #[test]
     fn a_managers_devices_fill_the_managed_systems_slots_in_order() {
         let m = capture(
