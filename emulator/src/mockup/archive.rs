@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-use super::{Files, MockupError, KNOWN, MAX_BYTES, MAX_FILES};
+use super::{wanted, Files, MockupError, MAX_BYTES, MAX_FILES};
 
 pub(super) fn read(path: &Path) -> Result<Files, MockupError> {
     let name = path.to_string_lossy();
@@ -56,9 +56,7 @@ pub(super) fn read(path: &Path) -> Result<Files, MockupError> {
         if !kind.is_file() {
             continue;
         }
-        let known = rel
-            .file_name()
-            .is_some_and(|n| KNOWN.iter().any(|k| n == *k));
+        let known = rel.file_name().and_then(|n| n.to_str()).is_some_and(wanted);
         if !known {
             continue;
         }

@@ -103,7 +103,14 @@ pub type Headers = Vec<(String, String)>;
 /// The files of a capture: path below its root → bytes.
 type Files = BTreeMap<PathBuf, Vec<u8>>;
 
-/// The files a capture folder may hold; others are left unread.
+/// Whether a capture's file named `name` is read: the files of
+/// [`KNOWN`], and a resource kept as a file of its own (`Base.1.5.0.json`
+/// in DMTF's mockups, served at its own URI as Mockup-Server serves it).
+fn wanted(name: &str) -> bool {
+    KNOWN.contains(&name) || name.ends_with(".json")
+}
+
+/// The files a capture folder holds per URI; others are left unread.
 const KNOWN: [&str; 5] = [
     "index.json",
     "index.xml",
@@ -131,10 +138,13 @@ impl Mockup {
         let mut folders: BTreeMap<String, BTreeMap<&str, (&PathBuf, &Vec<u8>)>> = BTreeMap::new();
         for (rel, bytes) in &files {
             let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let Some(known) = KNOWN.iter().find(|k| **k == name) else {
-                continue;
+            let (known, dir) = match KNOWN.iter().find(|k| **k == name) {
+                Some(k) => (*k, rel.parent()),
+                // A resource as a file of its own: its path is its URI.
+                None if wanted(name) => ("index.json", Some(rel.as_path())),
+                None => continue,
             };
-            let dir = rel.parent().map(|p| p.to_string_lossy().to_string());
+            let dir = dir.map(|p| p.to_string_lossy().to_string());
             let uri = uri_of(&base, dir.as_deref().unwrap_or(""));
             folders.entry(uri).or_default().insert(known, (rel, bytes));
         }
@@ -343,13 +353,18 @@ fn captured(
         })
     };
     let (body, from, mut headers) = if let Some((rel, bytes)) = parts.get("index.json") {
-        let v = parsed(rel, bytes)?;
-        if !v.is_object() {
+        let mut v = parsed(rel, bytes)?;
+        let Some(resource) = v.as_object_mut() else {
             return Err(MockupError::Bad {
                 file: file(rel),
                 why: "not a JSON object".into(),
             });
-        }
+        };
+        // DMTF's mockups carry their copyright in each resource, an
+        // annotation "only intended for use in mockups" (the Service
+        // Validator fails a service that sends it); no BMC does, and
+        // DMTF's Mockup-Server leaves it out too.
+        resource.shift_remove("@Redfish.Copyright");
         (Body::Json(v), *rel, Vec::new())
     } else if let Some((rel, bytes)) = parts.get("index.xml") {
         (Body::Xml(text(rel, bytes)?), *rel, Vec::new())
@@ -442,7 +457,7 @@ fn read_folder(root: &Path) -> Result<Files, MockupError> {
                 continue;
             }
             let name = entry.file_name();
-            if !KNOWN.iter().any(|k| name == *k) {
+            if !name.to_str().is_some_and(wanted) {
                 continue;
             }
             if files.len() >= MAX_FILES {

@@ -95,11 +95,28 @@ fn dmtfs_short_form_loads_below_redfish_v1() {
     put(
         dir.path(),
         "Systems/437XR1138R2/index.json",
-        r#"{"Id": "437XR1138R2"}"#,
+        r#"{"Id": "437XR1138R2", "@Redfish.Copyright": "Copyright 2014-2025 DMTF."}"#,
     );
     put(dir.path(), "$metadata/index.xml", "<edmx:Edmx/>");
+    // A registry kept as a file of its own, at its own URI.
+    put(
+        dir.path(),
+        "Registries/Base.1.5.0.json",
+        r#"{"Id": "Base.1.5.0", "Messages": {}}"#,
+    );
+    put(dir.path(), "Registries/notes.txt", "not read");
     let m = Mockup::load(dir.path()).unwrap();
     assert_eq!(m.systems, ["/redfish/v1/Systems/437XR1138R2"]);
+    assert_eq!(
+        m.json("/redfish/v1/Registries/Base.1.5.0.json").unwrap()["Id"],
+        "Base.1.5.0"
+    );
+    // A mockup's copyright annotation is no BMC's: left out, as
+    // DMTF's Mockup-Server does.
+    assert_eq!(
+        m.json("/redfish/v1/Systems/437XR1138R2").unwrap(),
+        &json!({"Id": "437XR1138R2"})
+    );
     assert_eq!(
         m.resources["/redfish/v1/$metadata"].body,
         Body::Xml("<edmx:Edmx/>".into())

@@ -828,3 +828,51 @@ fn a_replays_refusals_follow_the_captured_services_wording() {
     );
     emu.stop();
 }
+
+/// A session the capture holds (the capturer's own) is served as
+/// captured, as DMTF's Mockup-Server serves it; sessions opened on the
+/// replay are Shoal's live ones at the same collection.
+#[test]
+fn a_captured_session_is_served_beside_live_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let write = |rel: &str, v: Value| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("index.json"), v.to_string()).unwrap();
+    };
+    write(
+        "",
+        json!({"@odata.id": "/redfish/v1/", "Id": "RootService",
+               "Systems": {"@odata.id": "/redfish/v1/Systems"},
+               "SessionService": {"@odata.id": "/redfish/v1/SessionService"}}),
+    );
+    write(
+        "Systems",
+        json!({"@odata.id": "/redfish/v1/Systems", "Members": []}),
+    );
+    write(
+        "SessionService/Sessions/CAPTURED1",
+        json!({"@odata.id": "/redfish/v1/SessionService/Sessions/CAPTURED1",
+               "Id": "CAPTURED1", "UserName": "capturer"}),
+    );
+    let emu = Spawned::start(&["--mockup", root.to_str().unwrap()]);
+    let b = base(&emu);
+    let sessions = format!("{b}/redfish/v1/SessionService/Sessions");
+    let (code, _, v) = call("GET", &format!("{sessions}/CAPTURED1"), "", None);
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["UserName"], "capturer");
+    let (code, _, v) = call(
+        "POST",
+        &sessions,
+        "",
+        Some(json!({"UserName": "u", "Password": "p"})),
+    );
+    assert_eq!(code, 201, "{v}");
+    let live = v["@odata.id"].as_str().unwrap().to_string();
+    let (code, _, v) = call("GET", &format!("{b}{live}"), "", None);
+    assert_eq!((code, v["UserName"].clone()), (200, json!("u")), "{v}");
+    let (code, _, _) = call("GET", &format!("{sessions}/NOPE"), "", None);
+    assert_eq!(code, 404);
+    emu.stop();
+}

@@ -277,7 +277,35 @@ fn capture_index(profile: &str) -> usize {
 /// The routes of a replayed capture: Shoal's sessions, the rest from the
 /// capture.
 pub fn routes() -> Router {
-    super::sessions::live_router().fallback(serve)
+    super::sessions::live_router()
+        .route_layer(axum::middleware::from_fn(captured_sessions))
+        .fallback(serve)
+}
+
+/// A session the capture holds (the capturer's own, which other captured
+/// resources may link to) is served as captured where Shoal has no live
+/// session of that Id, as DMTF's Mockup-Server serves it.
+async fn captured_sessions(req: Request, next: axum::middleware::Next) -> Response {
+    let path = key(req.uri().path()).to_string();
+    let captured = req.method() == Method::GET
+        && req
+            .extensions()
+            .get::<AppState>()
+            .and_then(|st| st.replay.clone())
+            .is_some_and(|r| r.capture.resources.contains_key(&path));
+    let st = req.extensions().get::<AppState>().cloned();
+    let r = next.run(req).await;
+    match (r.status(), captured, st) {
+        (StatusCode::NOT_FOUND, true, Some(st)) => {
+            let Some(replay) = st.replay.clone() else {
+                return r;
+            };
+            get(&st, &replay, &path)
+                .await
+                .unwrap_or_else(IntoResponse::into_response)
+        }
+        _ => r,
+    }
 }
 
 /// A request to the replay; its errors in the captured service's words
