@@ -707,6 +707,14 @@ fn a_redacted_capture_keeps_nothing_identifying_and_still_replays() {
     assert_eq!(sys["PowerState"], "Off");
 }
 
+/// Writes `text` as file `name` of the capture folder `rel` below `root`
+/// (DMTF's short form: the folders are below `/redfish/v1`).
+fn put(root: &Path, rel: &str, name: &str, text: String) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::write(p.join(name), text).unwrap();
+}
+
 /// A capture whose Reset lists its own names for standard resets (DMTF's
 /// composition mockup: `PowerOn`, `PowerOffNonGraceful`): the system
 /// powers on and off by those names and by the standard ones they stand
@@ -715,11 +723,7 @@ fn a_redacted_capture_keeps_nothing_identifying_and_still_replays() {
 fn a_captured_reset_under_its_own_names_powers_the_machine() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let write = |rel: &str, v: Value| {
-        let p = root.join(rel);
-        std::fs::create_dir_all(&p).unwrap();
-        std::fs::write(p.join("index.json"), v.to_string()).unwrap();
-    };
+    let write = |rel: &str, v: Value| put(root, rel, "index.json", v.to_string());
     write(
         "",
         json!({"@odata.id": "/redfish/v1", "Id": "RootService",
@@ -776,11 +780,7 @@ fn a_captured_reset_under_its_own_names_powers_the_machine() {
 fn a_replays_refusals_follow_the_captured_services_wording() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let write = |rel: &str, name: &str, text: String| {
-        let p = root.join(rel);
-        std::fs::create_dir_all(&p).unwrap();
-        std::fs::write(p.join(name), text).unwrap();
-    };
+    let write = |rel: &str, name: &str, text: String| put(root, rel, name, text);
     write(
         "",
         "index.json",
@@ -836,11 +836,7 @@ fn a_replays_refusals_follow_the_captured_services_wording() {
 fn a_captured_session_is_served_beside_live_ones() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let write = |rel: &str, v: Value| {
-        let p = root.join(rel);
-        std::fs::create_dir_all(&p).unwrap();
-        std::fs::write(p.join("index.json"), v.to_string()).unwrap();
-    };
+    let write = |rel: &str, v: Value| put(root, rel, "index.json", v.to_string());
     write(
         "",
         json!({"@odata.id": "/redfish/v1/", "Id": "RootService",
