@@ -287,23 +287,16 @@ pub fn routes() -> Router {
 /// session of that Id, as DMTF's Mockup-Server serves it.
 async fn captured_sessions(req: Request, next: axum::middleware::Next) -> Response {
     let path = key(req.uri().path()).to_string();
-    let captured = req.method() == Method::GET
-        && req
-            .extensions()
-            .get::<AppState>()
-            .and_then(|st| st.replay.clone())
-            .is_some_and(|r| r.capture.resources.contains_key(&path));
     let st = req.extensions().get::<AppState>().cloned();
+    let replay = st
+        .as_ref()
+        .and_then(|s| s.replay.clone())
+        .filter(|r| req.method() == Method::GET && r.capture.resources.contains_key(&path));
     let r = next.run(req).await;
-    match (r.status(), captured, st) {
-        (StatusCode::NOT_FOUND, true, Some(st)) => {
-            let Some(replay) = st.replay.clone() else {
-                return r;
-            };
-            get(&st, &replay, &path)
-                .await
-                .unwrap_or_else(IntoResponse::into_response)
-        }
+    match (r.status(), st, replay) {
+        (StatusCode::NOT_FOUND, Some(st), Some(replay)) => get(&st, &replay, &path)
+            .await
+            .unwrap_or_else(IntoResponse::into_response),
         _ => r,
     }
 }
