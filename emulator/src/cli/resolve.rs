@@ -185,7 +185,7 @@ impl Cli {
             Some(cloud) => BackendChoice::Ironic { cloud, profile },
             None if libvirt => {
                 let captured = mockup.as_ref().map(|(m, _)| (m.as_ref(), &mut profiles));
-                self.libvirt_choice(sushy, (profile, captured), libvirt_uris, media)?
+                self.libvirt_choice(sushy, profile, captured, libvirt_uris, media)?
             }
             None => BackendChoice::Fake,
         };
@@ -466,7 +466,8 @@ impl Cli {
     fn libvirt_choice(
         &self,
         sushy: Option<&SushyConfig>,
-        (profile, captured): (String, Option<(&crate::mockup::Mockup, &mut Profiles)>),
+        profile: String,
+        captured: Option<(&crate::mockup::Mockup, &mut Profiles)>,
         uris: Vec<String>,
         media: crate::backend::download::MediaOptions,
     ) -> Result<BackendChoice, CliError> {
