@@ -126,6 +126,12 @@ pub enum Change {
     BiosDefaults,
     /// Whether the staged attributes wait for a configuration job.
     BiosHold(bool),
+    /// The whole BIOS, current and staged attributes: a replayed
+    /// capture's, set when a machine first stands behind its system.
+    BiosReplaced {
+        current: BTreeMap<String, serde_json::Value>,
+        pending: BTreeMap<String, serde_json::Value>,
+    },
     SecureBoot(bool),
     ResetKeys(ResetKeysType),
     /// What a virtual media device holds now (the backend fetched and
@@ -197,6 +203,13 @@ impl BmcState {
             Change::BiosPending(p) => self.bios.pending = p,
             Change::BiosDefaults => self.bios.pending = crate::bios::defaults(),
             Change::BiosHold(held) => self.bios.held = held,
+            Change::BiosReplaced { current, pending } => {
+                self.bios = BiosState {
+                    current,
+                    pending,
+                    held: false,
+                }
+            }
             Change::SecureBoot(enable) => self.secure_boot.enable = enable,
             Change::BootCerts(c) => self.boot_certs = c,
             Change::Ntp(n) => self.ntp = n,

@@ -37,6 +37,7 @@ mod libvirt;
 #[cfg(feature = "libvirt")]
 mod libvirt_hosts;
 mod mockup;
+mod mockup_bios;
 #[cfg(feature = "libvirt")]
 mod mockup_libvirt;
 mod nvram;

@@ -36,7 +36,7 @@ fn options(base: &str, dir: &Path, user: Option<(&str, &str)>) -> Options {
 }
 
 /// `http://host:port` of a spawned emulator.
-fn base(emu: &Spawned) -> String {
+pub(crate) fn base(emu: &Spawned) -> String {
     emu.url
         .trim_end_matches('/')
         .trim_end_matches("/redfish/v1")
@@ -122,7 +122,12 @@ fn every_builtin_profile_round_trips_through_capture_and_replay() {
 }
 
 /// A request with the session's token; (status, headers' ETag, body).
-fn call(method: &str, url: &str, token: &str, body: Option<Value>) -> (u16, Option<String>, Value) {
+pub(crate) fn call(
+    method: &str,
+    url: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (u16, Option<String>, Value) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -709,7 +714,7 @@ fn a_redacted_capture_keeps_nothing_identifying_and_still_replays() {
 
 /// Writes `text` as file `name` of the capture folder `rel` below `root`
 /// (DMTF's short form: the folders are below `/redfish/v1`).
-fn put(root: &Path, rel: &str, name: &str, text: String) {
+pub(crate) fn put(root: &Path, rel: &str, name: &str, text: String) {
     let p = root.join(rel);
     std::fs::create_dir_all(&p).unwrap();
     std::fs::write(p.join(name), text).unwrap();

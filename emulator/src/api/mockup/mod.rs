@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod bios;
 mod media;
 mod system;
 
@@ -36,6 +37,7 @@ use super::json::{self, etag_of};
 use super::{AppState, State};
 use crate::mockup::{key, Body, ErrorStyle, Mockup};
 use crate::model::{MediaSlot, ResetType};
+use bios::CapturedBios;
 use media::{inserts_by_patch, media_action, media_devices, media_grafted, media_patch};
 use system::{grafted, patch, reset};
 
@@ -72,6 +74,8 @@ pub struct Replay {
     pub media_actions: BTreeMap<String, (String, bool)>,
     /// Each system's settings object (`@Redfish.Settings`) → the system.
     pub settings: BTreeMap<String, String>,
+    /// Each captured system's BIOS.
+    pub bios: Vec<CapturedBios>,
     /// Sleep each GET's captured time before answering.
     pub latency: bool,
     /// Each resource's captured headers as answered (`Served::of`).
@@ -174,6 +178,7 @@ impl Replay {
             .map(|(uri, c)| (uri.clone(), Served::of(&c.headers)))
             .collect();
         Ok(Replay {
+            bios: CapturedBios::of(&capture),
             served,
             style: ErrorStyle::of(&capture),
             capture,
@@ -183,6 +188,23 @@ impl Replay {
             media_actions,
             settings,
             latency,
+        })
+    }
+
+    /// The BIOS whose resource, settings object or ResetBios target is
+    /// `path`, and which of them it is.
+    fn bios_at(&self, path: &str) -> Option<(&CapturedBios, BiosPart)> {
+        self.bios.iter().find_map(|b| {
+            let part = if b.uri == path {
+                BiosPart::Resource
+            } else if b.settings.as_deref() == Some(path) {
+                BiosPart::Settings
+            } else if b.reset.as_deref() == Some(path) {
+                BiosPart::Reset
+            } else {
+                return None;
+            };
+            Some((b, part))
         })
     }
 
@@ -220,6 +242,14 @@ impl Replay {
                 .collect()
         })
     }
+}
+
+/// Which part of a captured BIOS a path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BiosPart {
+    Resource,
+    Settings,
+    Reset,
 }
 
 /// The replay of `--mockup` (capture, latency) over the service's
@@ -263,6 +293,9 @@ pub async fn attach(
     keyed.sort_by_key(|(n, _)| *n);
     let refs: Vec<_> = keyed.into_iter().map(|(_, r)| r).collect();
     st.replay = replay_of(&Some(m.clone()), &refs)?;
+    if let Some(r) = &st.replay {
+        bios::seed(st, &r.capture, &r.systems).await;
+    }
     Ok(())
 }
 
@@ -362,6 +395,23 @@ async fn answer(st: AppState, req: Request) -> Result<Response, ApiError> {
             let body = body_of(req).await?;
             patch(&st, &replay, (&path, &path), &headers, &body).await
         }
+        Method::POST | Method::PATCH if replay.bios_at(&path).is_some() => {
+            let (b, part) = replay.bios_at(&path).expect("matched");
+            let machine = &replay.systems[&b.system];
+            let body = body_of(req).await?;
+            match (method, part) {
+                // A BIOS without a settings object takes its PATCH itself.
+                (Method::PATCH, BiosPart::Settings) | (Method::PATCH, BiosPart::Resource)
+                    if part == BiosPart::Settings || b.settings.is_none() =>
+                {
+                    bios::patch(&st, b, machine, &headers, &body, &replay.capture).await
+                }
+                (Method::POST, BiosPart::Reset) => {
+                    bios::reset(&st, b, machine, &body, &replay.capture).await
+                }
+                _ => Err(ApiError::MethodNotAllowed),
+            }
+        }
         Method::PATCH if replay.settings.contains_key(&path) => {
             let body = body_of(req).await?;
             let system = replay.settings[&path].clone();
@@ -404,8 +454,15 @@ async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, Api
                 let s = replay.settings.get(path)?;
                 replay.systems.get(s)
             });
+            let bios = replay.bios_at(path);
             let body = if let Some(id) = system {
                 grafted(v, &st.core.backend.system(id).await?)
+            } else if let Some((b, part)) = bios {
+                let sys = st.core.backend.system(&replay.systems[&b.system]).await?;
+                match part {
+                    BiosPart::Settings => b.settings_grafted(v, &sys),
+                    _ => b.grafted(v, &sys),
+                }
             } else if let Some((system, slot)) = replay.media.get(path) {
                 let sys = st.core.backend.system(&replay.systems[system]).await?;
                 media_grafted(v, &sys, *slot)
@@ -440,7 +497,11 @@ async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, Api
         // A capture without headers (DMTF's mockups, Mockup-Creator
         // without -H): what every Redfish service sends.
         h.insert("odata-version", HeaderValue::from_static("4.0"));
-        let allow = if replay.systems.contains_key(path) || replay.settings.contains_key(path) {
+        let writable = replay.systems.contains_key(path)
+            || replay.settings.contains_key(path)
+            || matches!(replay.bios_at(path), Some((_, BiosPart::Settings)))
+            || matches!(replay.bios_at(path), Some((b, BiosPart::Resource)) if b.settings.is_none());
+        let allow = if writable {
             "GET, HEAD, PATCH"
         } else {
             "GET, HEAD"

@@ -445,9 +445,10 @@ impl Backend for IronicBackend {
                 }
                 other => {
                     let what = match other {
-                        Change::BiosPending(_) | Change::BiosDefaults | Change::BiosHold(_) => {
-                            "BIOS settings"
-                        }
+                        Change::BiosPending(_)
+                        | Change::BiosDefaults
+                        | Change::BiosHold(_)
+                        | Change::BiosReplaced { .. } => "BIOS settings",
                         Change::ResetKeys(_) => "Secure Boot keys",
                         Change::Volume { .. } => "volumes",
                         Change::BootCerts(_) => "HTTPS boot certificates",
