@@ -352,8 +352,9 @@ pub enum CliError {
     Ipmi(String),
     #[error("{0}: {1}")]
     Unsupported(&'static str, &'static str),
+    /// Not a `source`: the message is the whole error, said once.
     #[error("--mockup: {0}")]
-    Mockup(#[from] crate::mockup::MockupError),
+    Mockup(crate::mockup::MockupError),
     #[error("{0}.mockup: {1}")]
     EndpointMockup(String, crate::mockup::MockupError),
     #[error("--mockup on libvirt: the capture has {0} system(s) and {1} --libvirt-domain given; name the domain behind each captured system, in the capture's order")]
@@ -364,4 +365,10 @@ pub enum CliError {
     IronicAnd(&'static str),
     #[error("{0} applies to the {1} backend, and this service runs the {2} one")]
     OtherBackend(&'static str, &'static str, &'static str),
+}
+
+impl From<crate::mockup::MockupError> for CliError {
+    fn from(e: crate::mockup::MockupError) -> Self {
+        CliError::Mockup(e)
+    }
 }

@@ -82,6 +82,10 @@ pub struct Mockup {
     pub systems: Vec<String>,
     /// Links (other than members and the root's) to nothing captured.
     pub dangling: Vec<(String, String)>,
+    /// Each key in lower case → the key, where no other folds to it: an
+    /// iLO answers its URIs in any case, and links `/redfish/v1/systems/1/bios`
+    /// beside the `Systems/1/bios` folder.
+    pub folded: BTreeMap<String, String>,
 }
 
 /// `uri` as a capture's key: path only, no trailing `/`.
@@ -172,28 +176,66 @@ impl Mockup {
             resources,
             systems: Vec::new(),
             dangling: Vec::new(),
+            folded: BTreeMap::new(),
         };
+        m.folded = folded(m.resources.keys());
         m.check()?;
         Ok(m)
     }
 
+    /// The key `uri` is captured under: its own, else the one it names in
+    /// another case (as the BMC answered it); a URI not captured, as a key.
+    pub fn canonical(&self, uri: &str) -> String {
+        let k = key(uri);
+        if self.resources.contains_key(k) {
+            return k.to_string();
+        }
+        match self.folded.get(&k.to_lowercase()) {
+            Some(found) => found.clone(),
+            None => k.to_string(),
+        }
+    }
+
+    /// What was captured at `uri` (in any case, `canonical`).
+    pub fn get(&self, uri: &str) -> Option<&Captured> {
+        self.resources.get(&self.canonical(uri))
+    }
+
     /// The JSON body of `uri`, if captured as one.
     pub fn json(&self, uri: &str) -> Option<&Value> {
-        match &self.resources.get(key(uri))?.body {
+        match &self.get(uri)?.body {
             Body::Json(v) => Some(v),
             _ => None,
         }
     }
 
     fn file_of(&self, uri: &str) -> PathBuf {
-        self.resources
-            .get(uri)
+        self.get(uri)
             .map_or_else(|| self.source.clone(), |c| c.file.clone())
     }
 
+    /// Whether the capture holds the BMC's refusal of `uri`.
+    fn refused(&self, uri: &str) -> bool {
+        matches!(self.get(uri).map(|c| &c.body), Some(Body::Error { .. }))
+    }
+
+    /// The captured resources one segment below `uri`, as members.
+    fn below(&self, uri: &str) -> Vec<String> {
+        let prefix = format!("{}/", key(uri));
+        self.resources
+            .keys()
+            .filter(|k| {
+                k.strip_prefix(&prefix)
+                    .is_some_and(|rest| !rest.contains('/'))
+            })
+            .filter(|k| self.json(k).is_some())
+            .cloned()
+            .collect()
+    }
+
     /// What a replay stands on resolves (the root's Systems, Managers and
-    /// Chassis, and their members); other links to nothing are kept, to
-    /// be told at start-up (a real BMC links to what it then refuses).
+    /// Chassis, and the systems); other links to nothing are kept, to be
+    /// told at start-up (a real BMC links to what it then refuses).
     fn check(&mut self) -> Result<(), MockupError> {
         let root = self
             .json("/redfish/v1")
@@ -209,14 +251,23 @@ impl Mockup {
             else {
                 continue;
             };
-            let Some(collection) = self.json(link) else {
-                return Err(MockupError::Dangling {
-                    file: root_file,
-                    link: link.into(),
-                });
+            let listed = match self.json(link) {
+                Some(collection) => members(collection),
+                // The BMC refused the collection to the capturer (an AMI
+                // answers 403 to an account without the privilege), yet
+                // its members were captured: those below it are.
+                None if self.refused(link) => self.below(link),
+                None => {
+                    return Err(MockupError::Dangling {
+                        file: root_file,
+                        link: link.into(),
+                    })
+                }
             };
-            let listed = members(collection);
-            for m in &listed {
+            // A manager or chassis the BMC failed to answer is a link to
+            // nothing, told at start-up as others are; a system is what
+            // the replay stands on.
+            for m in listed.iter().filter(|_| name == "Systems") {
                 if self.json(m).is_none() {
                     return Err(MockupError::Dangling {
                         file: self.file_of(key(link)),
@@ -234,15 +285,26 @@ impl Mockup {
             let mut links = members(v);
             collect_links(v, &mut links);
             for l in links {
-                if l.starts_with("/redfish/") && !self.resources.contains_key(key(&l)) {
+                if l.starts_with("/redfish/") && self.get(&l).is_none() {
                     dangling.push((uri.clone(), l));
                 }
             }
         }
         self.dangling = dangling;
-        self.systems = systems.iter().map(|s| key(s).to_string()).collect();
+        self.systems = systems.iter().map(|s| self.canonical(s)).collect();
         Ok(())
     }
+}
+
+/// Each of `keys` in lower case → the key, but those two keys share.
+fn folded<'a>(keys: impl Iterator<Item = &'a String>) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, Option<String>> = BTreeMap::new();
+    for k in keys {
+        out.entry(k.to_lowercase())
+            .and_modify(|v| *v = None)
+            .or_insert_with(|| Some(k.clone()));
+    }
+    out.into_iter().filter_map(|(l, k)| Some((l, k?))).collect()
 }
 
 /// A collection's member links.

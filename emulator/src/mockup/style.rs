@@ -153,6 +153,7 @@ mod tests {
                 .collect(),
             systems: Vec::new(),
             dangling: Vec::new(),
+            folded: Default::default(),
         }
     }
 

@@ -255,3 +255,81 @@ fn a_tar_gz_capture_loads_and_one_that_escapes_is_refused() {
     let e = Mockup::load(&zip).unwrap_err().to_string();
     assert!(e.contains("neither a folder nor a .tar.gz"), "{e}");
 }
+
+/// An iLO links `/redfish/v1/systems/1/bios` beside the `Systems/1/bios`
+/// folder and answers either: a link in another case finds the resource
+/// (unless two keys fold to the same).
+#[test]
+fn a_link_in_another_case_finds_the_captured_resource() {
+    let dir = tempfile::tempdir().unwrap();
+    creator_layout(dir.path());
+    std::fs::remove_dir_all(dir.path().join("redfish/v1/Systems/Self/Bios")).unwrap();
+    put(
+        dir.path(),
+        "redfish/v1/Systems/Self/index.json",
+        &json!({"@odata.id": "/redfish/v1/Systems/Self",
+                "Bios": {"@odata.id": "/redfish/v1/systems/self/bios/"}})
+        .to_string(),
+    );
+    put(
+        dir.path(),
+        "redfish/v1/Systems/Self/bios/index.json",
+        &json!({"@odata.id": "/redfish/v1/systems/self/bios/", "Attributes": {}}).to_string(),
+    );
+    put(dir.path(), "redfish/v1/Twin/A/index.json", "{}");
+    put(dir.path(), "redfish/v1/Twin/a/index.json", "{}");
+    let m = Mockup::load(dir.path()).unwrap();
+    assert_eq!(
+        m.canonical("/redfish/v1/systems/self/BIOS/"),
+        "/redfish/v1/Systems/Self/bios"
+    );
+    assert!(m.json("/redfish/v1/systems/self/bios").is_some());
+    assert!(
+        !m.dangling.iter().any(|(_, l)| l.contains("bios")),
+        "{:?}",
+        m.dangling
+    );
+    assert_eq!(m.canonical("/redfish/v1/Twin/A"), "/redfish/v1/Twin/A");
+    assert_eq!(
+        m.canonical("/redfish/v1/twin/a"),
+        "/redfish/v1/twin/a",
+        "ambiguous"
+    );
+    assert_eq!(m.canonical("/redfish/v1/Nothing/"), "/redfish/v1/Nothing");
+}
+
+/// A collection the BMC refused to the capturer (an AMI's 403) stands for
+/// the members captured below it; a manager the BMC failed to answer is a
+/// link to nothing, told, not a refusal to load.
+#[test]
+fn a_refused_collection_and_a_missing_manager_still_load() {
+    let dir = tempfile::tempdir().unwrap();
+    creator_layout(dir.path());
+    std::fs::remove_file(dir.path().join("redfish/v1/Systems/index.json")).unwrap();
+    put(
+        dir.path(),
+        "redfish/v1/Systems/error.txt",
+        "HTTP 403\nContent-Type: text/html\n\nForbidden",
+    );
+    put(
+        dir.path(),
+        "redfish/v1/index.json",
+        &json!({"@odata.id": "/redfish/v1",
+                "Systems": {"@odata.id": "/redfish/v1/Systems"},
+                "Managers": {"@odata.id": "/redfish/v1/Managers"}})
+        .to_string(),
+    );
+    put(
+        dir.path(),
+        "redfish/v1/Managers/index.json",
+        &json!({"@odata.id": "/redfish/v1/Managers",
+                "Members": [{"@odata.id": "/redfish/v1/Managers/Gone"}]})
+        .to_string(),
+    );
+    let m = Mockup::load(dir.path()).unwrap();
+    assert_eq!(m.systems, ["/redfish/v1/Systems/Self"]);
+    assert!(m
+        .dangling
+        .iter()
+        .any(|(_, l)| l == "/redfish/v1/Managers/Gone"));
+}

@@ -40,6 +40,7 @@ mod mockup;
 mod mockup_bios;
 #[cfg(feature = "libvirt")]
 mod mockup_libvirt;
+mod mockup_media;
 mod nvram;
 mod proliantutils;
 mod props_config;

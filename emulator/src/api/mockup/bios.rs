@@ -22,7 +22,7 @@ use crate::api::error::{ApiError, Msg};
 use crate::api::input;
 use crate::api::json;
 use crate::api::AppState;
-use crate::mockup::{key, Mockup};
+use crate::mockup::Mockup;
 use crate::model::{Change, System};
 
 const RESET_BIOS: &str = "#Bios.ResetBios";
@@ -165,7 +165,7 @@ fn registry<'a>(capture: &'a Mockup, name: &str) -> Option<&'a Value> {
         .and_then(|f| f.get("Location")?.as_array().cloned())
         .into_iter()
         .flatten()
-        .filter_map(|l| Some(key(l.get("Uri")?.as_str()?).to_string()))
+        .filter_map(|l| Some(capture.canonical(l.get("Uri")?.as_str()?)))
         .find_map(|u| {
             capture
                 .json(&u)
@@ -189,20 +189,20 @@ impl CapturedBios {
             .iter()
             .filter_map(|system| {
                 let s = capture.json(system)?;
-                let uri = key(s.pointer("/Bios/@odata.id")?.as_str()?).to_string();
+                let uri = capture.canonical(s.pointer("/Bios/@odata.id")?.as_str()?);
                 let bios = capture.json(&uri)?;
                 bios.get("Attributes")?.as_object()?;
                 let settings = bios
                     .pointer("/@Redfish.Settings/SettingsObject/@odata.id")
                     .and_then(Value::as_str)
-                    .map(|u| key(u).to_string());
+                    .map(|u| capture.canonical(u));
                 let reset = bios
                     .pointer(&format!(
                         "/Actions/{}/target",
                         RESET_BIOS.replace('/', "~1")
                     ))
                     .and_then(Value::as_str)
-                    .map(|u| key(u).to_string());
+                    .map(|u| capture.canonical(u));
                 let rules = bios
                     .get("AttributeRegistry")
                     .and_then(Value::as_str)

@@ -38,7 +38,10 @@ use super::{AppState, State};
 use crate::mockup::{key, Body, ErrorStyle, Mockup};
 use crate::model::{MediaSlot, ResetType};
 use bios::CapturedBios;
-use media::{inserts_by_patch, media_action, media_devices, media_grafted, media_patch};
+use media::{
+    inserts_by_patch, media_action, media_devices, media_grafted, media_patch, media_targets,
+    Sharing,
+};
 use system::{grafted, patch, reset};
 
 /// The Reset action's name in a ComputerSystem's `Actions`.
@@ -70,6 +73,8 @@ pub struct Replay {
     /// Each captured VirtualMedia device a machine's slot stands behind →
     /// (its system's URI, the slot).
     pub media: BTreeMap<String, (String, MediaSlot)>,
+    /// Devices that share a slot, and which of them shows its media.
+    sharing: Sharing,
     /// InsertMedia and EjectMedia targets → (the device's URI, insert).
     pub media_actions: BTreeMap<String, (String, bool)>,
     /// Each system's settings object (`@Redfish.Settings`) → the system.
@@ -144,23 +149,18 @@ impl Replay {
                 let target = capture
                     .json(s)?
                     .pointer("/Actions/#ComputerSystem.Reset/target")?;
-                Some((key(target.as_str()?).to_string(), s.clone()))
+                Some((capture.canonical(target.as_str()?), s.clone()))
             })
             .collect();
-        let media = media_devices(&capture);
+        let (media, sharing) = media_devices(&capture);
         let media_actions = media
             .keys()
             .flat_map(|dev| {
-                let v = capture.json(dev);
-                [
-                    ("#VirtualMedia.InsertMedia", true),
-                    ("#VirtualMedia.EjectMedia", false),
-                ]
-                .into_iter()
-                .filter_map(move |(name, insert)| {
-                    let t = v?.get("Actions")?.get(name)?.get("target")?.as_str()?;
-                    Some((key(t).to_string(), (dev.clone(), insert)))
-                })
+                let targets = capture.json(dev).map(media_targets).unwrap_or_default();
+                let c = &capture;
+                targets
+                    .into_iter()
+                    .map(move |(t, insert)| (c.canonical(&t), (dev.clone(), insert)))
             })
             .collect();
         let settings = capture
@@ -169,7 +169,7 @@ impl Replay {
             .filter_map(|s| {
                 let v = capture.json(s)?;
                 let o = v.pointer("/@Redfish.Settings/SettingsObject/@odata.id")?;
-                Some((key(o.as_str()?).to_string(), s.clone()))
+                Some((capture.canonical(o.as_str()?), s.clone()))
             })
             .collect();
         let served = capture
@@ -186,6 +186,7 @@ impl Replay {
             resets,
             media,
             media_actions,
+            sharing,
             settings,
             latency,
         })
@@ -319,12 +320,14 @@ pub fn routes() -> Router {
 /// resources may link to) is served as captured where Shoal has no live
 /// session of that Id, as DMTF's Mockup-Server serves it.
 async fn captured_sessions(req: Request, next: axum::middleware::Next) -> Response {
-    let path = key(req.uri().path()).to_string();
     let st = req.extensions().get::<AppState>().cloned();
-    let replay = st
-        .as_ref()
-        .and_then(|s| s.replay.clone())
-        .filter(|r| req.method() == Method::GET && r.capture.resources.contains_key(&path));
+    let replay = st.as_ref().and_then(|s| s.replay.clone());
+    let path = replay.as_ref().map_or_else(
+        || key(req.uri().path()).to_string(),
+        |r| r.capture.canonical(req.uri().path()),
+    );
+    let replay =
+        replay.filter(|r| req.method() == Method::GET && r.capture.resources.contains_key(&path));
     let r = next.run(req).await;
     match (r.status(), st, replay) {
         (StatusCode::NOT_FOUND, Some(st), Some(replay)) => get(&st, &replay, &path)
@@ -374,7 +377,7 @@ async fn answer(st: AppState, req: Request) -> Result<Response, ApiError> {
     let Some(replay) = st.replay.clone() else {
         return Err(ApiError::NotFound(req.uri().path().to_string()));
     };
-    let path = key(req.uri().path()).to_string();
+    let path = replay.capture.canonical(req.uri().path());
     let method = req.method().clone();
     let headers = req.headers().clone();
     match method {
@@ -463,9 +466,9 @@ async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, Api
                     BiosPart::Settings => b.settings_grafted(v, &sys),
                     _ => b.grafted(v, &sys),
                 }
-            } else if let Some((system, slot)) = replay.media.get(path) {
+            } else if let Some((system, _)) = replay.media.get(path) {
                 let sys = st.core.backend.system(&replay.systems[system]).await?;
-                media_grafted(v, &sys, *slot)
+                media_grafted(v, replay, path, &sys)
             } else {
                 v.clone()
             };

@@ -1,0 +1,128 @@
+//! A replayed capture's VirtualMedia devices beyond the machine's slots
+//! (bmcweb's `Slot_0`…`Slot_N`) share them, the media showing on the
+//! device that inserted it; a vendor's own insert target (iLO's
+//! `HpeiLOVirtualMedia.InsertVirtualMedia`) inserts as the standard one;
+//! a URI in another case finds the captured resource, as on an iLO.
+
+use serde_json::{json, Value};
+
+use crate::common::Spawned;
+use crate::mockup::{base, call, put};
+
+const VM: &str = "/redfish/v1/Managers/bmc/VirtualMedia";
+
+fn device(id: &str, insert: bool, oem: bool) -> Value {
+    let at = |a: &str| json!({"target": format!("{VM}/{id}/Actions/VirtualMedia.{a}")});
+    let mut actions = json!({"#VirtualMedia.EjectMedia": at("EjectMedia")});
+    if insert {
+        actions["#VirtualMedia.InsertMedia"] = at("InsertMedia");
+    }
+    let mut v = json!({"@odata.id": format!("{VM}/{id}"), "@odata.type": "#VirtualMedia.v1_3_0.VirtualMedia",
+        "Id": id, "MediaTypes": ["CD", "USBStick"], "Image": null, "Inserted": false,
+        "Actions": actions});
+    if oem {
+        v["Oem"] = json!({"Hpe": {"Actions": {
+            "#HpeiLOVirtualMedia.InsertVirtualMedia": {"target": format!("{VM}/{id}/Actions/Oem/Hpe/HpeiLOVirtualMedia.InsertVirtualMedia")}}}});
+    }
+    v
+}
+
+#[test]
+fn devices_beyond_the_slots_share_them_and_vendor_targets_insert() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let write = |rel: &str, v: Value| put(root, rel, "index.json", v.to_string());
+    write(
+        "",
+        json!({"@odata.id": "/redfish/v1", "Systems": {"@odata.id": "/redfish/v1/Systems"},
+               "Managers": {"@odata.id": "/redfish/v1/Managers"}}),
+    );
+    write(
+        "Systems",
+        json!({"@odata.id": "/redfish/v1/Systems", "Members": [{"@odata.id": "/redfish/v1/Systems/system"}]}),
+    );
+    write(
+        "Systems/system",
+        json!({"@odata.id": "/redfish/v1/Systems/system", "PowerState": "Off",
+               "Actions": {"#ComputerSystem.Reset": {"target": "/redfish/v1/Systems/system/Actions/ComputerSystem.Reset"}}}),
+    );
+    write(
+        "Managers",
+        json!({"@odata.id": "/redfish/v1/Managers", "Members": [{"@odata.id": "/redfish/v1/Managers/bmc"}]}),
+    );
+    write(
+        "Managers/bmc",
+        json!({"@odata.id": "/redfish/v1/Managers/bmc", "VirtualMedia": {"@odata.id": VM},
+               "Links": {"ManagerForServers": [{"@odata.id": "/redfish/v1/Systems/system"}]}}),
+    );
+    let ids = ["Slot_0", "Slot_1", "Slot_2", "Slot_3"];
+    write(
+        "Managers/bmc/VirtualMedia",
+        json!({"@odata.id": VM, "Members": ids.iter().map(|i| json!({"@odata.id": format!("{VM}/{i}")})).collect::<Vec<_>>()}),
+    );
+    // Slot_0 only ejects (bmcweb's proxy mode): it takes no slot first.
+    write(
+        "Managers/bmc/VirtualMedia/Slot_0",
+        device("Slot_0", false, false),
+    );
+    write(
+        "Managers/bmc/VirtualMedia/Slot_1",
+        device("Slot_1", true, false),
+    );
+    write(
+        "Managers/bmc/VirtualMedia/Slot_2",
+        device("Slot_2", true, true),
+    );
+    write(
+        "Managers/bmc/VirtualMedia/Slot_3",
+        device("Slot_3", true, false),
+    );
+    let emu = Spawned::start(&["--mockup", root.to_str().unwrap()]);
+    let b = base(&emu);
+    let inserted = |id: &str| call("GET", &format!("{b}{VM}/{id}"), "", None).2["Inserted"].clone();
+    let act = |id: &str, action: &str, body: Value| {
+        call(
+            "POST",
+            &format!("{b}{VM}/{id}/Actions/{action}"),
+            "",
+            Some(body),
+        )
+    };
+    let image = json!({"Image": "http://192.0.2.1/boot.iso"});
+
+    // Slot_3 shares Slot_1's CD slot: the media shows where it went in.
+    let (code, _, v) = act("Slot_3", "VirtualMedia.InsertMedia", image.clone());
+    assert_eq!(code, 204, "{v}");
+    assert_eq!(inserted("Slot_3"), true);
+    assert_eq!(inserted("Slot_1"), false);
+    assert_eq!(inserted("Slot_0"), false);
+    let (code, _, v) = act("Slot_1", "VirtualMedia.InsertMedia", image.clone());
+    assert_eq!(code, 409, "the machine's CD is taken: {v}");
+    // Ejecting a device that shows empty leaves the other's media.
+    let (code, _, _) = act("Slot_1", "VirtualMedia.EjectMedia", json!({}));
+    assert_eq!(code, 204);
+    assert_eq!(inserted("Slot_3"), true);
+    let (code, _, _) = act("Slot_3", "VirtualMedia.EjectMedia", json!({}));
+    assert_eq!(code, 204);
+    assert_eq!(inserted("Slot_3"), false);
+
+    // iLO's own insert at its own target, into the removable slot.
+    let (code, _, v) = act(
+        "Slot_2",
+        "Oem/Hpe/HpeiLOVirtualMedia.InsertVirtualMedia",
+        image,
+    );
+    assert_eq!(code, 204, "{v}");
+    assert_eq!(inserted("Slot_2"), true);
+
+    // Any case, as an iLO answers.
+    let (code, _, v) = call(
+        "GET",
+        &format!("{b}/redfish/v1/managers/BMC/virtualmedia/slot_2/"),
+        "",
+        None,
+    );
+    assert_eq!(code, 200);
+    assert_eq!(v["Inserted"], true);
+    emu.stop();
+}
