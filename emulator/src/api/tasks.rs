@@ -21,9 +21,15 @@ use crate::timefmt::rfc3339;
 pub const TASK_MONITOR_PREFIX: &str = "/redfish/v1/TaskService/TaskMonitors/";
 
 pub fn router() -> Router {
-    Router::new()
+    live_router()
         .route("/redfish/v1/TaskService", get(service))
         .route("/redfish/v1/TaskService/Tasks", get(list))
+}
+
+/// The tasks themselves and their monitors: also what a replayed capture
+/// serves of Shoal's own (its InsertMedia on libvirt runs as one).
+pub fn live_router() -> Router {
+    Router::new()
         .route(
             "/redfish/v1/TaskService/Tasks/{id}",
             get(task).delete(delete_task),

@@ -2,7 +2,8 @@
 //! (bmcweb's `Slot_0`…`Slot_N`) share them, the media showing on the
 //! device that inserted it; a vendor's own insert target (iLO's
 //! `HpeiLOVirtualMedia.InsertVirtualMedia`) inserts as the standard one;
-//! a URI in another case finds the captured resource, as on an iLO.
+//! a URI in another case finds the captured resource, as on an iLO; an
+//! insert that runs as a task answers 202 with a monitor the replay serves.
 
 use serde_json::{json, Value};
 
@@ -27,10 +28,8 @@ fn device(id: &str, insert: bool, oem: bool) -> Value {
     v
 }
 
-#[test]
-fn devices_beyond_the_slots_share_them_and_vendor_targets_insert() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
+/// A bmcweb-like capture: one system, its manager's four devices.
+fn bmcweb(root: &std::path::Path) {
     let write = |rel: &str, v: Value| put(root, rel, "index.json", v.to_string());
     write(
         "",
@@ -124,5 +123,43 @@ fn devices_beyond_the_slots_share_them_and_vendor_targets_insert() {
     );
     assert_eq!(code, 200);
     assert_eq!(v["Inserted"], true);
+    emu.stop();
+}
+
+#[test]
+fn an_insert_that_runs_as_a_task_is_followed_on_the_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    bmcweb(dir.path());
+    let emu = Spawned::start(&[
+        "--mockup",
+        dir.path().to_str().unwrap(),
+        "--media-delay-ms",
+        "300",
+    ]);
+    let b = base(&emu);
+    let (code, _, task) = call(
+        "POST",
+        &format!("{b}{VM}/Slot_1/Actions/VirtualMedia.InsertMedia"),
+        "",
+        Some(json!({"Image": "http://192.0.2.1/boot.iso"})),
+    );
+    assert_eq!(code, 202, "{task}");
+    let monitor = task["TaskMonitor"].as_str().unwrap().to_string();
+    let uri = task["@odata.id"].as_str().unwrap().to_string();
+    let mut state = Value::Null;
+    for _ in 0..100 {
+        let (code, _, t) = call("GET", &format!("{b}{uri}"), "", None);
+        assert_eq!(code, 200, "{uri}: {t}");
+        state = t["TaskState"].clone();
+        if state == "Completed" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(state, "Completed");
+    let (code, _, _) = call("GET", &format!("{b}{monitor}"), "", None);
+    assert!(code == 200 || code == 204 || code == 202, "monitor: {code}");
+    let (_, _, dev) = call("GET", &format!("{b}{VM}/Slot_1"), "", None);
+    assert_eq!(dev["Inserted"], true);
     emu.stop();
 }

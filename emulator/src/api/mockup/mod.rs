@@ -308,18 +308,20 @@ fn capture_index(profile: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// The routes of a replayed capture: Shoal's sessions, the rest from the
-/// capture.
+/// The routes of a replayed capture: Shoal's sessions and its tasks (an
+/// insert that runs as one answers 202 with its monitor), the rest from
+/// the capture.
 pub fn routes() -> Router {
     super::sessions::live_router()
-        .route_layer(axum::middleware::from_fn(captured_sessions))
+        .merge(super::tasks::live_router())
+        .route_layer(axum::middleware::from_fn(captured_behind_live))
         .fallback(serve)
 }
 
-/// A session the capture holds (the capturer's own, which other captured
-/// resources may link to) is served as captured where Shoal has no live
-/// session of that Id, as DMTF's Mockup-Server serves it.
-async fn captured_sessions(req: Request, next: axum::middleware::Next) -> Response {
+/// A session or task the capture holds (the capturer's own, which other
+/// captured resources may link to) is served as captured where Shoal has
+/// no live one of that Id, as DMTF's Mockup-Server serves it.
+async fn captured_behind_live(req: Request, next: axum::middleware::Next) -> Response {
     let st = req.extensions().get::<AppState>().cloned();
     let replay = st.as_ref().and_then(|s| s.replay.clone());
     let path = replay.as_ref().map_or_else(
