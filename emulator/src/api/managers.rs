@@ -198,7 +198,9 @@ pub(super) fn restart_bmc(
     tokio::spawn(async move {
         tokio::time::sleep(RESET_GRACE).await;
         tracing::info!(system = %name, reason, down_secs = down.as_secs_f64(), "BMC restarting");
-        if st.fixed.is_some() {
+        // One BMC's service (an endpoint of its own, a replayed capture):
+        // its whole address goes away.
+        if st.fixed.is_some() || st.replay.is_some() {
             st.events.restarted();
             st.auth.drop_all_sessions();
             st.jobs.not_ready_for(down + settle);

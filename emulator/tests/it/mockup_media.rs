@@ -163,3 +163,51 @@ fn an_insert_that_runs_as_a_task_is_followed_on_the_replay() {
     assert_eq!(dev["Inserted"], true);
     emu.stop();
 }
+
+/// `Manager.Reset` at the captured manager's target, with its captured
+/// values: the replayed BMC goes away (its address refuses connections)
+/// as a real one restarting; a value it does not list is refused.
+#[test]
+fn a_replayed_manager_resets_at_its_captured_target() {
+    let dir = tempfile::tempdir().unwrap();
+    bmcweb(dir.path());
+    let file = dir.path().join("Managers/bmc/index.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    m["Actions"] = json!({"#Manager.Reset": {
+        "target": "/redfish/v1/Managers/bmc/Actions/Manager.Reset",
+        "ResetType@Redfish.AllowableValues": ["GracefulRestart"]}});
+    std::fs::write(&file, m.to_string()).unwrap();
+    let emu = Spawned::start(&["--mockup", dir.path().to_str().unwrap()]);
+    let b = base(&emu);
+    let target = format!("{b}/redfish/v1/Managers/bmc/Actions/Manager.Reset");
+    let (code, _, v) = call(
+        "POST",
+        &target,
+        "",
+        Some(json!({"ResetType": "ForceRestart"})),
+    );
+    assert_eq!(code, 400, "{v}");
+    assert!(
+        v.to_string().contains("ActionParameterValueNotInList"),
+        "{v}"
+    );
+    let (code, _, v) = call(
+        "POST",
+        &target,
+        "",
+        Some(json!({"ResetType": "GracefulRestart"})),
+    );
+    assert_eq!(code, 204, "{v}");
+    let addr = b.trim_start_matches("http://").to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut away = false;
+    while std::time::Instant::now() < deadline {
+        if std::net::TcpStream::connect(&addr).is_err() {
+            away = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(away, "the BMC never went away");
+    emu.stop();
+}

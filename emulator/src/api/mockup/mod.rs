@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod bios;
+mod manager;
 mod media;
 mod system;
 
@@ -79,6 +80,8 @@ pub struct Replay {
     pub media_actions: BTreeMap<String, (String, bool)>,
     /// Each system's settings object (`@Redfish.Settings`) → the system.
     pub settings: BTreeMap<String, String>,
+    /// Each manager's Reset target → the manager's URI.
+    pub manager_resets: BTreeMap<String, String>,
     /// Each captured system's BIOS.
     pub bios: Vec<CapturedBios>,
     /// Sleep each GET's captured time before answering.
@@ -179,6 +182,7 @@ impl Replay {
             .collect();
         Ok(Replay {
             bios: CapturedBios::of(&capture),
+            manager_resets: manager::manager_resets(&capture),
             served,
             style: ErrorStyle::of(&capture),
             capture,
@@ -216,33 +220,38 @@ impl Replay {
             .capture
             .json(system)
             .and_then(|v| v.pointer("/Actions/#ComputerSystem.Reset"));
-        let listed = |v: Option<&Value>| -> Option<Vec<String>> {
-            Some(
-                v?.as_array()?
-                    .iter()
-                    .filter_map(|s| s.as_str().map(str::to_string))
-                    .collect(),
-            )
-        };
-        if let Some(l) = listed(action.and_then(|a| a.get("ResetType@Redfish.AllowableValues"))) {
-            return l;
-        }
-        let info = action
-            .and_then(|a| a.get("@Redfish.ActionInfo"))
-            .and_then(Value::as_str)
-            .and_then(|i| self.capture.json(i));
-        let from_info = info
-            .and_then(|i| i.get("Parameters"))
-            .and_then(Value::as_array)
-            .and_then(|ps| ps.iter().find(|p| p["Name"] == "ResetType"))
-            .and_then(|p| listed(p.get("AllowableValues")));
-        from_info.unwrap_or_else(|| {
+        offered(&self.capture, action, "ResetType").unwrap_or_else(|| {
             ResetType::ALL
                 .iter()
                 .map(|r| r.as_str().to_string())
                 .collect()
         })
     }
+}
+
+/// The values a captured action lists for `param`: its
+/// `@Redfish.AllowableValues`, else its ActionInfo's.
+fn offered(capture: &Mockup, action: Option<&Value>, param: &str) -> Option<Vec<String>> {
+    let listed = |v: Option<&Value>| -> Option<Vec<String>> {
+        Some(
+            v?.as_array()?
+                .iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect(),
+        )
+    };
+    let action = action?;
+    if let Some(l) = listed(action.get(format!("{param}@Redfish.AllowableValues").as_str())) {
+        return Some(l);
+    }
+    let info = action
+        .get("@Redfish.ActionInfo")
+        .and_then(Value::as_str)
+        .and_then(|i| capture.json(i))?;
+    info.get("Parameters")
+        .and_then(Value::as_array)
+        .and_then(|ps| ps.iter().find(|p| p["Name"] == param))
+        .and_then(|p| listed(p.get("AllowableValues")))
 }
 
 /// Which part of a captured BIOS a path is.
@@ -387,6 +396,10 @@ async fn answer(st: AppState, req: Request) -> Result<Response, ApiError> {
         Method::POST if replay.resets.contains_key(&path) => {
             let body = body_of(req).await?;
             reset(&st, &replay, &replay.resets[&path], &body).await
+        }
+        Method::POST if replay.manager_resets.contains_key(&path) => {
+            let body = body_of(req).await?;
+            manager::reset(&st, &replay, &replay.manager_resets[&path], &body).await
         }
         Method::POST if replay.media_actions.contains_key(&path) => {
             let body = body_of(req).await?;
