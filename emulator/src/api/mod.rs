@@ -163,11 +163,25 @@ pub fn app(state: AppState) -> Router {
         .service(routed);
     let inner = Router::new().fallback_service(inner);
     let st = state;
+    let replay = st.replay.clone();
     // Trailing slashes are common in clients (`/redfish/v1/Systems/`); the
-    // URI is normalised before routing, so this wraps the inner router.
-    let normalized = inner.map_request(|mut req: Request| {
+    // URI is normalised before routing, so this wraps the inner router. A
+    // replayed capture's URIs are found in any case, as an iLO's are.
+    let normalized = inner.map_request(move |mut req: Request| {
         let path = req.uri().path();
-        if path.len() > 1 && path.ends_with('/') && path != "/redfish/v1/" {
+        let cased = replay
+            .as_ref()
+            .map(|r| r.capture.canonical_prefix(path))
+            .filter(|c| c.as_str() != path.trim_end_matches('/') && path != "/redfish/v1/");
+        if let Some(c) = cased {
+            let pq = match req.uri().query() {
+                Some(q) => format!("{c}?{q}"),
+                None => c,
+            };
+            if let Ok(uri) = pq.parse::<Uri>() {
+                *req.uri_mut() = uri;
+            }
+        } else if path.len() > 1 && path.ends_with('/') && path != "/redfish/v1/" {
             let trimmed = path.trim_end_matches('/').to_string();
             let pq = match req.uri().query() {
                 Some(q) => format!("{trimmed}?{q}"),

@@ -196,6 +196,28 @@ impl Mockup {
         }
     }
 
+    /// `path` with its longest captured prefix in the capture's case
+    /// (`/redfish/v1/sessionservice/sessions/7` →
+    /// `/redfish/v1/SessionService/Sessions/7`), so routes of Shoal's own
+    /// match whatever case a client sends.
+    pub fn canonical_prefix(&self, path: &str) -> String {
+        let k = key(path);
+        if self.resources.contains_key(k) || self.folded.is_empty() {
+            return k.to_string();
+        }
+        let mut end = k.len();
+        loop {
+            let prefix = &k[..end];
+            if let Some(found) = self.folded.get(&prefix.to_lowercase()) {
+                return format!("{found}{}", &k[end..]);
+            }
+            match prefix.rfind('/') {
+                Some(i) if i > 0 => end = i,
+                _ => return k.to_string(),
+            }
+        }
+    }
+
     /// What was captured at `uri` (in any case, `canonical`).
     pub fn get(&self, uri: &str) -> Option<&Captured> {
         self.resources.get(&self.canonical(uri))

@@ -43,6 +43,7 @@ fn bmcweb(root: &std::path::Path) {
     write(
         "Systems/system",
         json!({"@odata.id": "/redfish/v1/Systems/system", "PowerState": "Off",
+               "Links": {"ManagedBy": [{"@odata.id": "/redfish/v1/Managers/bmc"}]},
                "Actions": {"#ComputerSystem.Reset": {"target": "/redfish/v1/Systems/system/Actions/ComputerSystem.Reset"}}}),
     );
     write(
@@ -76,6 +77,22 @@ fn bmcweb(root: &std::path::Path) {
         "Managers/bmc/VirtualMedia/Slot_3",
         device("Slot_3", true, false),
     );
+    write(
+        "EventService",
+        json!({"@odata.id": "/redfish/v1/EventService", "ServiceEnabled": true,
+               "Subscriptions": {"@odata.id": "/redfish/v1/EventService/Subscriptions"}}),
+    );
+    write(
+        "EventService/Subscriptions",
+        json!({"@odata.id": "/redfish/v1/EventService/Subscriptions", "Members": []}),
+    );
+}
+
+#[test]
+fn devices_beyond_the_slots_share_them_and_vendor_targets_insert() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    bmcweb(root);
     let emu = Spawned::start(&["--mockup", root.to_str().unwrap()]);
     let b = base(&emu);
     let inserted = |id: &str| call("GET", &format!("{b}{VM}/{id}"), "", None).2["Inserted"].clone();
@@ -209,5 +226,73 @@ fn a_replayed_manager_resets_at_its_captured_target() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert!(away, "the BMC never went away");
+    emu.stop();
+}
+
+/// A subscription on a replayed capture (at its URI in any case) gets the
+/// machine's changes, naming the captured system.
+#[test]
+fn a_replays_subscriber_hears_of_the_captured_systems_changes() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    bmcweb(dir.path());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dest = format!("http://{}/events", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut r = BufReader::new(conn.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            if r.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let _ = conn.write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n");
+            let _ = tx.send(serde_json::from_slice(&body).unwrap_or(Value::Null));
+        }
+    });
+    let emu = Spawned::start(&[
+        "--mockup",
+        dir.path().to_str().unwrap(),
+        "--event-allow-net",
+        "127.0.0.0/8",
+    ]);
+    let b = base(&emu);
+    let (code, _, v) = call(
+        "POST",
+        &format!("{b}/redfish/v1/eventservice/subscriptions/"),
+        "",
+        Some(json!({"Destination": dest, "Protocol": "Redfish"})),
+    );
+    assert_eq!(code, 201, "{v}");
+    let (code, _, v) = call(
+        "POST",
+        &format!("{b}/redfish/v1/Systems/system/Actions/ComputerSystem.Reset"),
+        "",
+        Some(json!({"ResetType": "On"})),
+    );
+    assert_eq!(code, 204, "{v}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut origins = Vec::new();
+    let heard = |o: &Vec<String>| o.iter().any(|o| o.contains("/redfish/v1/Systems/system"));
+    while std::time::Instant::now() < deadline && !heard(&origins) {
+        let Ok(ev) = rx.recv_timeout(std::time::Duration::from_millis(200)) else {
+            continue;
+        };
+        for e in ev["Events"].as_array().into_iter().flatten() {
+            origins.push(e["OriginOfCondition"].to_string());
+        }
+    }
+    assert!(heard(&origins), "{origins:?}");
     emu.stop();
 }

@@ -53,8 +53,13 @@ pub struct EventOptions {
 }
 
 pub fn router() -> Router {
+    live_router().route(SERVICE, get(service).patch(patch_service))
+}
+
+/// Everything but the service resource itself: also what a replayed
+/// capture serves of Shoal's own beside its captured EventService.
+pub fn live_router() -> Router {
     Router::new()
-        .route(SERVICE, get(service).patch(patch_service))
         .route(SUBMIT, post(submit_test_event))
         .route(SUBSCRIPTIONS, get(list).post(subscribe))
         .route(&format!("{SUBSCRIPTIONS}/Members"), post(subscribe))

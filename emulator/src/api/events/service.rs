@@ -380,6 +380,9 @@ async fn place_of(st: &AppState, id: &str) -> Option<Place> {
 
 /// Where the resources of `sys` are on this endpoint.
 pub fn place(st: &AppState, sys: &crate::model::System) -> Place {
+    if let Some(at) = st.replay.as_ref().and_then(|r| r.place(&sys.id)) {
+        return at;
+    }
     let system = format!("/redfish/v1/Systems/{}", sys.id);
     let manager = format!("/redfish/v1/Managers/{}", st.manager_id(sys));
     let vm = &st.profile(sys).vmedia;

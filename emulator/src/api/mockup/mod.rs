@@ -213,6 +213,24 @@ impl Replay {
         })
     }
 
+    /// Where the captured resources of the machine `id` are, for its
+    /// events: its captured system and the manager that manages it.
+    pub fn place(&self, id: &str) -> Option<crate::api::events::record::Place> {
+        let (system, _) = self.systems.iter().find(|(_, m)| *m == id)?;
+        let manager = self
+            .capture
+            .json(system)
+            .and_then(|s| s.pointer("/Links/ManagedBy/0/@odata.id"))
+            .and_then(Value::as_str)
+            .map(|m| self.capture.canonical(m))
+            .unwrap_or_else(|| "/redfish/v1/Managers".into());
+        Some(crate::api::events::record::Place {
+            system: system.clone(),
+            manager,
+            media: None,
+        })
+    }
+
     /// The ResetType values the capture offers for `system`: its
     /// AllowableValues, else its ActionInfo's, else every one.
     fn reset_types(&self, system: &str) -> Vec<String> {
@@ -317,12 +335,14 @@ fn capture_index(profile: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// The routes of a replayed capture: Shoal's sessions and its tasks (an
-/// insert that runs as one answers 202 with its monitor), the rest from
-/// the capture.
+/// The routes of a replayed capture: Shoal's sessions, its tasks (an
+/// insert that runs as one answers 202 with its monitor) and event
+/// subscriptions (the machines' changes pushed, naming the captured
+/// resources), the rest from the capture.
 pub fn routes() -> Router {
     super::sessions::live_router()
         .merge(super::tasks::live_router())
+        .merge(super::events::live_router())
         .route_layer(axum::middleware::from_fn(captured_behind_live))
         .fallback(serve)
 }
@@ -339,11 +359,20 @@ async fn captured_behind_live(req: Request, next: axum::middleware::Next) -> Res
     );
     let replay =
         replay.filter(|r| req.method() == Method::GET && r.capture.resources.contains_key(&path));
+    let style = st
+        .as_ref()
+        .and_then(|s| s.replay.as_ref())
+        .map(|r| r.style.clone());
     let r = next.run(req).await;
     match (r.status(), st, replay) {
         (StatusCode::NOT_FOUND, Some(st), Some(replay)) => get(&st, &replay, &path)
             .await
             .unwrap_or_else(IntoResponse::into_response),
+        // Shoal's own refusals in the captured service's words.
+        (s, _, _) if s.is_client_error() || s.is_server_error() => match style {
+            Some(style) => restyled(r, &style).await,
+            None => r,
+        },
         _ => r,
     }
 }
