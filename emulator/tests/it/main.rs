@@ -38,6 +38,7 @@ mod libvirt;
 mod libvirt_hosts;
 mod mockup;
 mod mockup_bios;
+mod mockup_firmware;
 #[cfg(feature = "libvirt")]
 mod mockup_libvirt;
 mod mockup_media;

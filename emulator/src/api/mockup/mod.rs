@@ -19,24 +19,27 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 mod bios;
+mod firmware;
 mod manager;
 mod media;
+mod read;
 mod system;
+
+use read::{get, untagged};
 
 use axum::body::Bytes;
 use axum::extract::Request;
-use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
+use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::error::{ApiError, Msg};
-use super::json::{self, etag_of};
+use super::json;
 use super::{AppState, State};
-use crate::mockup::{key, Body, ErrorStyle, Mockup};
+use crate::mockup::{key, ErrorStyle, Mockup};
 use crate::model::{MediaSlot, ResetType};
 use bios::CapturedBios;
 use media::{
@@ -47,20 +50,6 @@ use system::{grafted, patch, reset};
 
 /// The Reset action's name in a ComputerSystem's `Actions`.
 const RESET: &str = "#ComputerSystem.Reset";
-
-/// Captured headers never replayed: the connection's, and those the
-/// service computes itself.
-const NOT_REPLAYED: [&str; 9] = [
-    "content-length",
-    "date",
-    "connection",
-    "keep-alive",
-    "transfer-encoding",
-    "content-encoding",
-    "etag",
-    "set-cookie",
-    "x-auth-token",
-];
 
 /// A capture being replayed, and which machine stands behind each of
 /// its systems.
@@ -82,44 +71,16 @@ pub struct Replay {
     pub settings: BTreeMap<String, String>,
     /// Each manager's Reset target → the manager's URI.
     pub manager_resets: BTreeMap<String, String>,
+    /// Each captured resource that shows a firmware version → what.
+    versions: BTreeMap<String, Vec<firmware::Shown>>,
     /// Each captured system's BIOS.
     pub bios: Vec<CapturedBios>,
     /// Sleep each GET's captured time before answering.
     pub latency: bool,
     /// Each resource's captured headers as answered (`Served::of`).
-    served: BTreeMap<String, Served>,
+    served: BTreeMap<String, read::Served>,
     /// How the captured service words its errors.
     style: ErrorStyle,
-}
-
-/// What a resource's captured headers make of its answers, worked out
-/// once at start-up.
-#[derive(Debug, Default)]
-struct Served {
-    /// The headers replayed (those of `NOT_REPLAYED` left out).
-    headers: Vec<(HeaderName, HeaderValue)>,
-    /// Whether it had an `ETag`, and a weak one.
-    etag: Option<bool>,
-}
-
-impl Served {
-    fn of(captured: &[(String, String)]) -> Served {
-        let etag = captured
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("etag"))
-            .map(|(_, v)| v.starts_with("W/"));
-        let headers = captured
-            .iter()
-            .filter(|(n, _)| !NOT_REPLAYED.contains(&n.to_ascii_lowercase().as_str()))
-            .filter_map(|(n, v)| {
-                Some((
-                    HeaderName::try_from(n.as_str()).ok()?,
-                    HeaderValue::from_str(v).ok()?,
-                ))
-            })
-            .collect();
-        Served { headers, etag }
-    }
 }
 
 impl Replay {
@@ -175,14 +136,11 @@ impl Replay {
                 Some((capture.canonical(o.as_str()?), s.clone()))
             })
             .collect();
-        let served = capture
-            .resources
-            .iter()
-            .map(|(uri, c)| (uri.clone(), Served::of(&c.headers)))
-            .collect();
+        let served = read::served(&capture);
         Ok(Replay {
             bios: CapturedBios::of(&capture),
             manager_resets: manager::manager_resets(&capture),
+            versions: firmware::versions(&capture),
             served,
             style: ErrorStyle::of(&capture),
             capture,
@@ -336,13 +294,15 @@ fn capture_index(profile: &str) -> usize {
 }
 
 /// The routes of a replayed capture: Shoal's sessions, its tasks (an
-/// insert that runs as one answers 202 with its monitor) and event
+/// insert that runs as one answers 202 with its monitor), event
 /// subscriptions (the machines' changes pushed, naming the captured
-/// resources), the rest from the capture.
+/// resources) and firmware updates (the captured versions following
+/// what is installed), the rest from the capture.
 pub fn routes() -> Router {
     super::sessions::live_router()
         .merge(super::tasks::live_router())
         .merge(super::events::live_router())
+        .merge(super::update::live_router())
         .route_layer(axum::middleware::from_fn(captured_behind_live))
         .fallback(serve)
 }
@@ -482,112 +442,4 @@ async fn body_of(req: Request) -> Result<Map<String, Value>, ApiError> {
         Ok(Value::Object(m)) => Ok(m),
         _ => Err(ApiError::bad(Msg::new("MalformedJSON", &[]))),
     }
-}
-
-async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Response, ApiError> {
-    let Some(c) = replay.capture.resources.get(path) else {
-        return Err(ApiError::NotFound(path.to_string()));
-    };
-    if replay.latency {
-        if let Some(secs) = c.secs {
-            tokio::time::sleep(Duration::from_secs_f64(secs.min(30.0))).await;
-        }
-    }
-    let served = replay.served.get(path);
-    let tagged = served.and_then(|s| s.etag);
-    let (status, bytes, etag, kind) = match &c.body {
-        Body::Json(v) => {
-            let system = replay.systems.get(path).or_else(|| {
-                let s = replay.settings.get(path)?;
-                replay.systems.get(s)
-            });
-            let bios = replay.bios_at(path);
-            let body = if let Some(id) = system {
-                grafted(v, &st.core.backend.system(id).await?)
-            } else if let Some((b, part)) = bios {
-                let sys = st.core.backend.system(&replay.systems[&b.system]).await?;
-                match part {
-                    BiosPart::Settings => b.settings_grafted(v, &sys),
-                    _ => b.grafted(v, &sys),
-                }
-            } else if let Some((system, _)) = replay.media.get(path) {
-                let sys = st.core.backend.system(&replay.systems[system]).await?;
-                media_grafted(v, replay, path, &sys)
-            } else {
-                v.clone()
-            };
-            let (body, tag) = with_etag(body, tagged);
-            (
-                StatusCode::OK,
-                serde_json::to_vec(&body).unwrap_or_default(),
-                tag,
-                "application/json",
-            )
-        }
-        Body::Xml(doc) => (
-            StatusCode::OK,
-            doc.clone().into_bytes(),
-            None,
-            "application/xml",
-        ),
-        Body::Error { status, body } => (
-            StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            body.clone().into_bytes(),
-            None,
-            "text/plain",
-        ),
-    };
-    let mut r = (status, Bytes::from(bytes)).into_response();
-    let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-    if c.headers.is_empty() && status == StatusCode::OK {
-        // A capture without headers (DMTF's mockups, Mockup-Creator
-        // without -H): what every Redfish service sends.
-        h.insert("odata-version", HeaderValue::from_static("4.0"));
-        let writable = replay.systems.contains_key(path)
-            || replay.settings.contains_key(path)
-            || matches!(replay.bios_at(path), Some((_, BiosPart::Settings)))
-            || matches!(replay.bios_at(path), Some((b, BiosPart::Resource)) if b.settings.is_none());
-        let allow = if writable {
-            "GET, HEAD, PATCH"
-        } else {
-            "GET, HEAD"
-        };
-        h.insert(header::ALLOW, HeaderValue::from_static(allow));
-    }
-    for (n, v) in served.map(|s| &s.headers[..]).unwrap_or_default() {
-        h.insert(n.clone(), v.clone());
-    }
-    if let Some(t) = etag.and_then(|t| HeaderValue::from_str(&t).ok()) {
-        h.insert(header::ETAG, t);
-    }
-    Ok(r)
-}
-
-/// The body's ETag where the capture had one (`weak`: the header's
-/// style, if it had one; or `@odata.etag`, which is then recomputed too),
-/// of the body without `@odata.etag`, as If-Match is checked.
-fn with_etag(mut body: Value, weak: Option<bool>) -> (Value, Option<String>) {
-    let at = body
-        .as_object()
-        .and_then(|m| m.keys().position(|k| k == "@odata.etag"));
-    if weak.is_none() && at.is_none() {
-        return (body, None);
-    }
-    body = untagged(body);
-    let prefix = if weak == Some(true) { "W/" } else { "" };
-    let tag = format!("{prefix}\"{}\"", etag_of(&body));
-    if let (Some(i), Some(m)) = (at, body.as_object_mut()) {
-        // Where it was: the members keep the capture's order.
-        m.shift_insert(i, "@odata.etag".into(), json!(tag));
-    }
-    (body, Some(tag))
-}
-
-/// `body` without `@odata.etag`, as ETags and If-Match see it.
-fn untagged(mut body: Value) -> Value {
-    if let Some(m) = body.as_object_mut() {
-        m.shift_remove("@odata.etag");
-    }
-    body
 }

@@ -77,7 +77,7 @@ impl Default for UpdateOptions {
 }
 
 pub fn router() -> Router {
-    Router::new()
+    live_router()
         .route(SERVICE, get(service))
         .route(
             inventory::INVENTORY,
@@ -87,6 +87,14 @@ pub fn router() -> Router {
             &format!("{}/{{id}}", inventory::INVENTORY),
             get(inventory::member).delete(store::delete),
         )
+        .route(&format!("{PUSH_PREFIX}{{segment}}"), post(push::push))
+}
+
+/// The update actions: also what a replayed capture serves of Shoal's
+/// own beside its captured UpdateService and inventory (a push's URI is
+/// under the UpdateService, whose captured resources it would shadow).
+pub fn live_router() -> Router {
+    Router::new()
         .route(
             &format!("{SERVICE}/Actions/{SIMPLE_UPDATE}"),
             post(simple_update),
@@ -95,7 +103,6 @@ pub fn router() -> Router {
             &format!("{SERVICE}/Actions/{START_UPDATE}"),
             post(start_update),
         )
-        .route(&format!("{PUSH_PREFIX}{{segment}}"), post(push::push))
 }
 
 async fn service(State(st): State<AppState>) -> Resource {
