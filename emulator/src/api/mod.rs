@@ -114,7 +114,7 @@ fn routes(f: crate::config::FeatureSet) -> Router {
 /// This endpoint's routes: its feature set's, or a replayed capture's.
 fn routes_of(st: &AppState) -> Router {
     match st.replay {
-        Some(_) => mockup::routes(),
+        Some(ref r) => mockup::routes(r),
         None => routes(st.features),
     }
 }

@@ -63,11 +63,17 @@ fn derive_profiles(
     prefix: &str,
 ) -> Vec<String> {
     let root = m.json("/redfish/v1").cloned().unwrap_or_default();
+    let update = root
+        .pointer("/UpdateService/@odata.id")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|u| m.json(u));
     let mut names = Vec::new();
     for (i, uri) in m.systems.iter().enumerate() {
         let captured = m.json(uri).cloned().unwrap_or_default();
         let name = format!("{prefix}-{}", i + 1);
-        profiles.insert(crate::mockup::derived_profile(&name, &root, &captured));
+        profiles.insert(crate::mockup::derived_profile(
+            &name, &root, &captured, update,
+        ));
         names.push(name);
     }
     names

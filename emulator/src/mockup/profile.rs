@@ -14,8 +14,14 @@ fn allowable<'a>(boot: &'a Value, property: &str) -> Option<Vec<&'a str>> {
 }
 
 /// The profile named `name` for the captured system `system` of a service
-/// whose root is `root`.
-pub fn derived_profile(name: &str, root: &Value, system: &Value) -> Profile {
+/// whose root is `root` and UpdateService `update` (its push URIs are the
+/// ones a replay takes images at: none where it shows none).
+pub fn derived_profile(
+    name: &str,
+    root: &Value,
+    system: &Value,
+    update: Option<&Value>,
+) -> Profile {
     let mut p = generic().clone();
     p.name = name.to_string();
     p.description = format!(
@@ -51,6 +57,15 @@ pub fn derived_profile(name: &str, root: &Value, system: &Value) -> Profile {
     if let Some(enabled) = allowable(&boot, "BootSourceOverrideEnabled") {
         p.boot.continuous = enabled.contains(&OverrideEnabled::Continuous.as_str());
     }
+    let push = |k: &str| {
+        update
+            .and_then(|u| u.get(k))
+            .and_then(Value::as_str)
+            .map(|u| crate::mockup::key(u).to_string())
+            .unwrap_or_default()
+    };
+    p.update.multipart_push_uri = push("MultipartHttpPushUri");
+    p.update.http_push_uri = push("HttpPushUri");
     p.boot.http_boot_uri = if boot.get("HttpBootUri").is_some() {
         HttpBootUri::Writable
     } else {
@@ -75,7 +90,13 @@ mod tests {
                 "BootSourceOverrideEnabled@Redfish.AllowableValues": ["Once", "Disabled"],
             }
         });
-        let p = derived_profile("capture-1", &root, &sys);
+        let update = json!({"MultipartHttpPushUri": "/redfish/v1/UpdateService/MultipartUpload/"});
+        let p = derived_profile("capture-1", &root, &sys, Some(&update));
+        assert_eq!(
+            p.update.multipart_uri(),
+            Some("/redfish/v1/UpdateService/MultipartUpload")
+        );
+        assert_eq!(p.update.push_uri(), None);
         assert_eq!(p.vendor, "Dell");
         assert_eq!(p.model, "PowerEdge R650");
         assert_eq!(p.bios_version, "1.5.4");
@@ -87,7 +108,7 @@ mod tests {
         assert!(p.vmedia.usb_cd && p.offers(BootTarget::UsbCd));
         assert_eq!(p.boot.http_boot_uri, HttpBootUri::Absent);
         // Nothing listed: nothing hidden.
-        let open = derived_profile("c", &root, &json!({"Boot": {"HttpBootUri": null}}));
+        let open = derived_profile("c", &root, &json!({"Boot": {"HttpBootUri": null}}), None);
         assert!(open.offers(BootTarget::Usb));
         assert!(open.boot.continuous);
         assert!(!open.vmedia.usb_cd);

@@ -2,15 +2,50 @@
 //! machine's BIOS and BMC (a system's `BiosVersion`, its manager's
 //! `FirmwareVersion`, the FirmwareInventory entries that name them)
 //! follow what the machine has installed since (Shoal's updates, at the
-//! standard UpdateService actions, `update::live_router`).
+//! standard UpdateService actions, `update::live_router`, and at the
+//! captured push URIs, `push_uris`).
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use crate::api::AppState;
 use crate::firmware::Component;
 use crate::mockup::{members, Mockup};
 use crate::model::System;
+
+/// The captured UpdateService's push URIs (`MultipartHttpPushUri`,
+/// `HttpPushUri`) a replay takes images at: those under the
+/// UpdateService, where the guard reads an image's body whole.
+pub(super) fn push_uris(capture: &Mockup) -> Vec<String> {
+    let Some(update) = capture
+        .json("/redfish/v1")
+        .and_then(|r| r.pointer("/UpdateService/@odata.id"))
+        .and_then(Value::as_str)
+        .and_then(|u| capture.json(u))
+    else {
+        return Vec::new();
+    };
+    ["MultipartHttpPushUri", "HttpPushUri"]
+        .iter()
+        .filter_map(|k| update.get(*k)?.as_str())
+        .map(|u| crate::mockup::key(u).to_string())
+        .filter(|u| {
+            u.strip_prefix(crate::api::update::PUSH_PREFIX)
+                .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+        })
+        .collect()
+}
+
+/// An image pushed to a captured push URI: Shoal's own push (the
+/// derived profile has the captured URIs).
+pub(super) async fn push(
+    crate::api::State(st): crate::api::State<AppState>,
+    req: axum::extract::Request,
+) -> Result<axum::response::Response, crate::api::error::ApiError> {
+    let path = crate::mockup::key(req.uri().path()).to_string();
+    crate::api::update::push::push_to(&st, path, req).await
+}
 
 /// A property of a captured resource that shows a component's version.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -298,12 +298,15 @@ fn capture_index(profile: &str) -> usize {
 /// subscriptions (the machines' changes pushed, naming the captured
 /// resources) and firmware updates (the captured versions following
 /// what is installed), the rest from the capture.
-pub fn routes() -> Router {
-    super::sessions::live_router()
+pub fn routes(replay: &Replay) -> Router {
+    let mut live = super::sessions::live_router()
         .merge(super::tasks::live_router())
         .merge(super::events::live_router())
-        .merge(super::update::live_router())
-        .route_layer(axum::middleware::from_fn(captured_behind_live))
+        .merge(super::update::live_router());
+    for uri in firmware::push_uris(&replay.capture) {
+        live = live.route(&uri, axum::routing::post(firmware::push));
+    }
+    live.route_layer(axum::middleware::from_fn(captured_behind_live))
         .fallback(serve)
 }
 
@@ -325,9 +328,11 @@ async fn captured_behind_live(req: Request, next: axum::middleware::Next) -> Res
         .map(|r| r.style.clone());
     let r = next.run(req).await;
     match (r.status(), st, replay) {
-        (StatusCode::NOT_FOUND, Some(st), Some(replay)) => get(&st, &replay, &path)
-            .await
-            .unwrap_or_else(IntoResponse::into_response),
+        (StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED, Some(st), Some(replay)) => {
+            get(&st, &replay, &path)
+                .await
+                .unwrap_or_else(IntoResponse::into_response)
+        }
         // Shoal's own refusals in the captured service's words.
         (s, _, _) if s.is_client_error() || s.is_server_error() => match style {
             Some(style) => restyled(r, &style).await,

@@ -12,7 +12,7 @@
 
 mod inventory;
 pub(super) mod multipart;
-mod push;
+pub(super) mod push;
 mod run;
 mod store;
 

@@ -30,7 +30,16 @@ pub async fn push(
     Path(segment): Path<String>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let path = format!("{PUSH_PREFIX}{segment}");
+    push_to(&st, format!("{PUSH_PREFIX}{segment}"), req).await
+}
+
+/// A POST to `path`, a push URI of the root profile's or not found.
+pub(in crate::api) async fn push_to(
+    st: &AppState,
+    path: String,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let st = st.clone();
     let update = &st.root_profile.update;
     let content_type = req
         .headers()
