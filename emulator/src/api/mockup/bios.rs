@@ -181,6 +181,20 @@ fn registry<'a>(capture: &'a Mockup, name: &str) -> Option<&'a Value> {
     })
 }
 
+/// The entries of the attribute registry a captured `Bios` names, if
+/// the capture holds it.
+fn entries(capture: &Mockup, bios: &Value) -> Vec<Value> {
+    bios.get("AttributeRegistry")
+        .and_then(Value::as_str)
+        .and_then(|n| registry(capture, n))
+        .and_then(|r| {
+            r.pointer("/RegistryEntries/Attributes")?
+                .as_array()
+                .cloned()
+        })
+        .unwrap_or_default()
+}
+
 impl CapturedBios {
     /// The BIOS of each captured system that links one.
     pub fn of(capture: &Mockup) -> Vec<CapturedBios> {
@@ -203,16 +217,7 @@ impl CapturedBios {
                     ))
                     .and_then(Value::as_str)
                     .map(|u| capture.canonical(u));
-                let rules = bios
-                    .get("AttributeRegistry")
-                    .and_then(Value::as_str)
-                    .and_then(|n| registry(capture, n))
-                    .and_then(|r| {
-                        r.pointer("/RegistryEntries/Attributes")?
-                            .as_array()
-                            .cloned()
-                    })
-                    .unwrap_or_default()
+                let rules = entries(capture, bios)
                     .iter()
                     .filter_map(|e| {
                         let name = e.get("AttributeName")?.as_str()?.to_string();
@@ -342,15 +347,7 @@ impl CapturedBios {
         let Some(bios) = capture.json(&self.uri) else {
             return Vec::new();
         };
-        bios.get("AttributeRegistry")
-            .and_then(Value::as_str)
-            .and_then(|n| registry(capture, n))
-            .and_then(|r| {
-                r.pointer("/RegistryEntries/Attributes")?
-                    .as_array()
-                    .cloned()
-            })
-            .unwrap_or_default()
+        entries(capture, bios)
             .iter()
             .filter(|e| e.get("ReadOnly") != Some(&Value::Bool(true)))
             .filter_map(|e| {
