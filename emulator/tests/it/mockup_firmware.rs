@@ -116,12 +116,13 @@ fn a_replayed_bios_update_shows_the_installed_version_where_the_capture_shows_it
         "127.0.0.0/8",
     ]);
     let b = base(&emu);
-    let (code, _, task) = call(
-        "POST",
-        &format!("{b}/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"),
-        "",
-        Some(json!({"ImageURI": url})),
-    );
+    let simple = format!("{b}/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate");
+    // Targets are the capture's own resources: a BIOS image is no BMC's.
+    let manager = json!({"ImageURI": url, "Targets": ["/redfish/v1/Managers/iDRAC.Embedded.1"]});
+    let (code, _, v) = call("POST", &simple, "", Some(manager));
+    assert_eq!(code, 400, "not a captured resource: {v}");
+    let entry = json!({"ImageURI": url, "Targets": [ENTRY]});
+    let (code, _, task) = call("POST", &simple, "", Some(entry));
     assert_eq!(code, 202, "{task}");
     installed_at_next_start(&b, task["@odata.id"].as_str().unwrap(), "2.5.0");
     emu.stop();

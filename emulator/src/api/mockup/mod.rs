@@ -189,6 +189,24 @@ impl Replay {
         })
     }
 
+    /// The machine and component an update's target names: a captured
+    /// system (the whole machine), its manager or a FirmwareInventory
+    /// entry that shows a version (`firmware::versions`).
+    pub fn update_target(
+        &self,
+        target: &str,
+    ) -> Option<(String, Option<crate::firmware::Component>)> {
+        let uri = self.capture.canonical(target);
+        if let Some(id) = self.systems.get(&uri) {
+            return Some((id.clone(), None));
+        }
+        let shown = self.versions.get(&uri)?.first()?;
+        Some((
+            self.systems.get(&shown.system)?.clone(),
+            Some(shown.component),
+        ))
+    }
+
     /// The ResetType values the capture offers for `system`: its
     /// AllowableValues, else its ActionInfo's, else every one.
     fn reset_types(&self, system: &str) -> Vec<String> {

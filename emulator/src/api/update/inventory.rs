@@ -167,6 +167,13 @@ pub async fn resolve_target(
 ) -> Result<Option<(System, Option<Component>)>, ApiError> {
     let path = target.trim_end_matches('/');
     let path = path.find("/redfish/v1/").map_or(path, |i| &path[i..]);
+    if let Some(replay) = &st.replay {
+        // A replayed capture's targets are its own resources.
+        let Some((id, c)) = replay.update_target(path) else {
+            return Ok(None);
+        };
+        return Ok(Some((st.core.backend.system(&id).await?, c)));
+    }
     let (Some(sys), shared) = system_for(st, path).await? else {
         return Ok(None);
     };
