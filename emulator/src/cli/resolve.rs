@@ -263,6 +263,16 @@ impl Cli {
         if let Some((m, _)) = main {
             if cfg.systems.is_empty() && self.fake_systems.is_none() {
                 *systems = config::fake_systems(m.systems.len());
+                // The machines have the captured NICs' MACs.
+                for (sys, uri) in systems.iter_mut().zip(&m.systems) {
+                    let macs = m.macs(uri);
+                    if !macs.is_empty() {
+                        sys.nics = macs
+                            .into_iter()
+                            .map(|mac| crate::model::Nic { mac })
+                            .collect();
+                    }
+                }
             }
             fit_mockup(m, systems, profiles, "capture");
         }

@@ -218,6 +218,30 @@ impl Mockup {
         }
     }
 
+    /// The MACs the captured `system`'s EthernetInterfaces show, in the
+    /// collection's order, lower case (those that are MACs at all).
+    pub fn macs(&self, system: &str) -> Vec<String> {
+        let members = self
+            .json(system)
+            .and_then(|v| v.pointer("/EthernetInterfaces/@odata.id"))
+            .and_then(Value::as_str)
+            .and_then(|c| self.json(c))
+            .map(members)
+            .unwrap_or_default();
+        members
+            .iter()
+            .filter_map(|m| self.json(m)?.get("MACAddress")?.as_str())
+            .map(str::to_lowercase)
+            .filter(|m| {
+                let octets: Vec<&str> = m.split(':').collect();
+                octets.len() == 6
+                    && octets
+                        .iter()
+                        .all(|o| o.len() == 2 && o.bytes().all(|b| b.is_ascii_hexdigit()))
+            })
+            .collect()
+    }
+
     /// What was captured at `uri` (in any case, `canonical`).
     pub fn get(&self, uri: &str) -> Option<&Captured> {
         self.resources.get(&self.canonical(uri))

@@ -333,3 +333,43 @@ fn a_refused_collection_and_a_missing_manager_still_load() {
         .iter()
         .any(|(_, l)| l == "/redfish/v1/Managers/Gone"));
 }
+
+/// The MACs a captured system's EthernetInterfaces show, in order, lower
+/// case; what is no MAC is left out.
+#[test]
+fn a_captured_systems_macs_are_its_interfaces() {
+    let dir = tempfile::tempdir().unwrap();
+    creator_layout(dir.path());
+    put(
+        dir.path(),
+        "redfish/v1/Systems/Self/index.json",
+        &json!({"@odata.id": "/redfish/v1/Systems/Self",
+                "EthernetInterfaces": {"@odata.id": "/redfish/v1/Systems/Self/EthernetInterfaces"}})
+        .to_string(),
+    );
+    put(
+        dir.path(),
+        "redfish/v1/Systems/Self/EthernetInterfaces/index.json",
+        &json!({"@odata.id": "/redfish/v1/Systems/Self/EthernetInterfaces", "Members": [
+            {"@odata.id": "/redfish/v1/Systems/Self/EthernetInterfaces/2"},
+            {"@odata.id": "/redfish/v1/Systems/Self/EthernetInterfaces/1"},
+            {"@odata.id": "/redfish/v1/Systems/Self/EthernetInterfaces/3"}]})
+        .to_string(),
+    );
+    for (id, mac) in [
+        ("1", "B0:7B:25:00:00:01"),
+        ("2", "b0:7b:25:00:00:02"),
+        ("3", ""),
+    ] {
+        put(
+            dir.path(),
+            &format!("redfish/v1/Systems/Self/EthernetInterfaces/{id}/index.json"),
+            &json!({"MACAddress": mac}).to_string(),
+        );
+    }
+    let m = Mockup::load(dir.path()).unwrap();
+    assert_eq!(
+        m.macs("/redfish/v1/Systems/Self"),
+        ["b0:7b:25:00:00:02", "b0:7b:25:00:00:01"]
+    );
+}

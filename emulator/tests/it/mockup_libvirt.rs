@@ -1,8 +1,8 @@
 //! A replayed capture over libvirt (`--mockup` with `--libvirt-domain`,
 //! on libvirt's test driver): the committed capture of an iDRAC 9
 //! (`scenarios/captures/idrac9`) loads, its System.Embedded.1 is the
-//! domain named for it, power at the captured Reset target reaches that
-//! domain, a Boot override is decided on the profile derived from the
+//! domain named for it, its captured NIC shows the domain's MAC, power
+//! at the captured Reset target reaches that domain, a Boot override is decided on the profile derived from the
 //! capture, and a capture whose systems the domains named do not pair
 //! up with stops the start, saying so.
 
@@ -40,6 +40,13 @@ fn a_captured_idrac_replays_over_a_libvirt_domain() {
     assert_eq!(body["Id"], "System.Embedded.1");
     assert_eq!(body["PowerState"], "On", "{body}");
     assert_eq!(body["Model"], "PowerEdge R650", "the captured Model");
+    // The captured NIC shows the domain's MAC: what inspection makes a
+    // port of is the NIC the machine boots with.
+    let nic = format!("{sys}/EthernetInterfaces/NIC.Integrated.1-1-1");
+    let (code, body) = call("GET", &nic, "");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["MACAddress"], "aa:bb:cc:dd:ee:ff", "{body}");
+    assert_eq!(body["Id"], "NIC.Integrated.1-1-1", "the rest as captured");
     // Power at the captured target reaches the domain.
     let reset = format!("{sys}/Actions/ComputerSystem.Reset");
     let (code, body) = call("POST", &reset, r#"{"ResetType": "ForceOff"}"#);

@@ -296,3 +296,35 @@ fn a_replays_subscriber_hears_of_the_captured_systems_changes() {
     assert!(heard(&origins), "{origins:?}");
     emu.stop();
 }
+
+/// The fake machine behind a captured system has its captured MACs, and
+/// the captured interface shows the machine's in the capture's case.
+#[test]
+fn the_machine_behind_a_captured_system_has_its_macs() {
+    let dir = tempfile::tempdir().unwrap();
+    bmcweb(dir.path());
+    let file = dir.path().join("Systems/system/index.json");
+    let mut s: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let ifaces = "/redfish/v1/Systems/system/EthernetInterfaces";
+    s["EthernetInterfaces"] = json!({"@odata.id": ifaces});
+    std::fs::write(&file, s.to_string()).unwrap();
+    put(
+        dir.path(),
+        "Systems/system/EthernetInterfaces",
+        "index.json",
+        json!({"@odata.id": ifaces, "Members": [{"@odata.id": format!("{ifaces}/eth0")}]})
+            .to_string(),
+    );
+    put(
+        dir.path(),
+        "Systems/system/EthernetInterfaces/eth0",
+        "index.json",
+        json!({"@odata.id": format!("{ifaces}/eth0"), "MACAddress": "B0:7B:25:AA:00:01"})
+            .to_string(),
+    );
+    let emu = Spawned::start(&["--mockup", dir.path().to_str().unwrap()]);
+    let b = base(&emu);
+    let (_, _, nic) = call("GET", &format!("{b}{ifaces}/eth0"), "", None);
+    assert_eq!(nic["MACAddress"], "B0:7B:25:AA:00:01");
+    emu.stop();
+}

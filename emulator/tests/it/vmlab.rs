@@ -80,6 +80,7 @@ impl Bench {
                 net: &net,
                 mac,
                 memory_mib: 1024,
+                cpus: 1,
                 serial: &serial,
                 https_cacerts: None,
                 disk: None,

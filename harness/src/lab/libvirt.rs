@@ -24,6 +24,7 @@ pub struct Ppc64le<'a> {
     pub net: &'a Net,
     pub mac: &'a str,
     pub memory_mib: u64,
+    pub cpus: u32,
     /// Where its console (hvc0; on powernv also skiboot's) writes.
     pub serial: &'a Path,
     /// The netboot image it boots as its firmware.
@@ -39,6 +40,7 @@ pub struct Uefi<'a> {
     pub net: &'a Net,
     pub mac: &'a str,
     pub memory_mib: u64,
+    pub cpus: u32,
     /// Where its serial port's log goes.
     pub serial: &'a Path,
     /// A CA list for OVMF's fw_cfg file `etc/edk2/https/cacerts`.
@@ -286,6 +288,7 @@ impl Lab {
             net,
             mac,
             memory_mib,
+            cpus,
             serial,
             https_cacerts,
             disk,
@@ -328,7 +331,7 @@ impl Lab {
             None => (String::new(), "off"),
         };
         let xml = format!(
-            r#"<domain type="qemu"><name>{name}</name><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
+            r#"<domain type="qemu"><name>{name}</name><memory unit="MiB">{memory_mib}</memory><vcpu>{cpus}</vcpu>
   <os><type arch="x86_64" machine="q35">hvm</type>
     <loader readonly="yes" secure="no" type="pflash">/usr/share/OVMF/OVMF_CODE_4M.fd</loader>
     <nvram template="/usr/share/OVMF/OVMF_VARS_4M.fd">/var/lib/libvirt/qemu/nvram/{name}_VARS.fd</nvram>{menu}</os>
@@ -364,6 +367,7 @@ impl Lab {
             net,
             mac,
             memory_mib,
+            cpus,
             serial,
             kernel,
             initrd,
@@ -397,7 +401,7 @@ impl Lab {
             ),
         };
         let xml = format!(
-            r#"<domain type="qemu"{ns}><name>{name}</name><uuid>{uuid}</uuid><memory unit="MiB">{memory_mib}</memory><vcpu>1</vcpu>
+            r#"<domain type="qemu"{ns}><name>{name}</name><uuid>{uuid}</uuid><memory unit="MiB">{memory_mib}</memory><vcpu>{cpus}</vcpu>
   <os><type arch="ppc64le" machine="{machine}">hvm</type>
     <kernel>{kernel}</kernel><initrd>{initrd}</initrd><cmdline>{cmdline}</cmdline></os>
   <on_poweroff>destroy</on_poweroff>

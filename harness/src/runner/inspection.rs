@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::scenario::{IronicNode, Machine};
 
 /// What each inspection (an `IRONIC-INSPECTED` line of the enrollment)
-/// found, against the machine: its one vCPU, its memory, its disk's size
+/// found, against the machine: its vCPUs, its memory, its disk's size
 /// and its NIC's MAC, in the inventory Ironic stored (the BMC's for redfish
 /// inspection, the agent's own for agent inspection), and for redfish
 /// also the properties Ironic derived (memory_mb, local_gb) and the ports
@@ -100,7 +100,7 @@ impl Compare<'_> {
         self.ports(f);
     }
 
-    /// The inventory Ironic stored: the MAC, one vCPU, the memory, the
+    /// The inventory Ironic stored: the MAC, the vCPUs, the memory, the
     /// disk's size.
     fn inventory(&mut self, inv: &Value) {
         let (mac, memory_mib, disk_gib) = (self.mac, self.machine.memory_mib, self.disk_gib());
@@ -110,8 +110,12 @@ impl Compare<'_> {
             macs.iter().any(|m| m == mac),
             format!("{macs:?}, not with {mac}"),
         );
-        let cpus = int(&inv["cpu"]["count"]);
-        self.want("cpu.count", cpus == Some(1), format!("{cpus:?}, not 1"));
+        let (cpus, want) = (int(&inv["cpu"]["count"]), u64::from(self.machine.cpus));
+        self.want(
+            "cpu.count",
+            cpus == Some(want),
+            format!("{cpus:?}, not {want}"),
+        );
         let mem = int(&inv["memory"]["physical_mb"]);
         self.want(
             "memory.physical_mb",

@@ -243,6 +243,9 @@ pub struct Machine {
     pub firmware: String,
     #[serde(default = "mem")]
     pub memory_mib: u64,
+    /// Its vCPUs (1 to 4; more would only slow TCG on a small host).
+    #[serde(default = "one")]
+    pub cpus: u32,
     /// A disk with an installed OS of this name (petitboot machines: its
     /// first sector reads `SHOAL-DISK-OS <name>`).
     pub disk_os: Option<String>,
@@ -285,6 +288,9 @@ fn uefi() -> String {
 fn mem() -> u64 {
     1024
 }
+fn one() -> u32 {
+    1
+}
 
 impl Default for Machine {
     fn default() -> Self {
@@ -292,6 +298,7 @@ impl Default for Machine {
             arch: x86(),
             firmware: uefi(),
             memory_mib: mem(),
+            cpus: one(),
             disk_os: None,
             stays_on: false,
             waits_for_eject: false,

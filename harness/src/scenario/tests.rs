@@ -189,6 +189,11 @@ serial = ["SHOAL-MARKER m"]
 redfish = { "Boot/BootSourceOverrideTarget" = "Hdd" }
 "#;
     let s = parse(DIRECT).unwrap();
+    assert_eq!(s.machine.cpus, 1, "one vCPU unless asked");
+    let two = parse(&DIRECT.replace("memory_mib = 2048", "memory_mib = 2048\ncpus = 2")).unwrap();
+    assert_eq!(two.machine.cpus, 2);
+    let many = parse(&DIRECT.replace("memory_mib = 2048", "memory_mib = 2048\ncpus = 9"));
+    assert!(many.unwrap_err().to_string().contains("machine.cpus"));
     let node = s.ironic.unwrap();
     assert_eq!(node.deploy_interface, super::DeployInterface::Direct);
     assert!(node.agent_reaches_api && !node.cleaning && !node.rebuild);

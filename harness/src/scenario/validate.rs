@@ -80,8 +80,10 @@ impl Scenario {
                 "machine.disk_gib: an x86_64 machine's blank disk (ppc64le machines take disk_os)"
             );
         }
-        if self.machine.disk_gib == Some(0) {
-            bail!("machine.disk_gib: a disk of 0 GiB");
+        match (self.machine.disk_gib, self.machine.cpus) {
+            (Some(0), _) => bail!("machine.disk_gib: a disk of 0 GiB"),
+            (_, c) if !(1..=4).contains(&c) => bail!("machine.cpus: {c}, not 1 to 4"),
+            _ => {}
         }
         if self.machine.platform == Platform::Powernv && self.machine.arch != "ppc64le" {
             bail!("machine.platform: \"powernv\" is a ppc64le machine");

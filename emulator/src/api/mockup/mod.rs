@@ -46,7 +46,7 @@ use media::{
     inserts_by_patch, media_action, media_devices, media_grafted, media_patch, media_targets,
     Sharing,
 };
-use system::{grafted, patch, reset};
+use system::{grafted, nic_grafted, patch, reset};
 
 /// The Reset action's name in a ComputerSystem's `Actions`.
 const RESET: &str = "#ComputerSystem.Reset";
@@ -73,6 +73,9 @@ pub struct Replay {
     pub manager_resets: BTreeMap<String, String>,
     /// Each captured resource that shows a firmware version → what.
     versions: BTreeMap<String, Vec<firmware::Shown>>,
+    /// Each captured EthernetInterface of a system → (the system, which
+    /// of the machine's NICs stands behind it).
+    nics: BTreeMap<String, (String, usize)>,
     /// Each captured system's BIOS.
     pub bios: Vec<CapturedBios>,
     /// Sleep each GET's captured time before answering.
@@ -141,6 +144,7 @@ impl Replay {
             bios: CapturedBios::of(&capture),
             manager_resets: manager::manager_resets(&capture),
             versions: firmware::versions(&capture),
+            nics: system::interfaces(&capture),
             served,
             style: ErrorStyle::of(&capture),
             capture,

@@ -10,7 +10,7 @@ use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use super::{firmware, grafted, media_grafted, BiosPart, Replay};
+use super::{firmware, grafted, media_grafted, nic_grafted, BiosPart, Replay};
 use crate::api::error::ApiError;
 use crate::api::json::etag_of;
 use crate::api::AppState;
@@ -98,6 +98,9 @@ pub(super) async fn get(st: &AppState, replay: &Replay, path: &str) -> Result<Re
             } else if let Some((system, _)) = replay.media.get(path) {
                 let sys = st.core.backend.system(&replay.systems[system]).await?;
                 media_grafted(v, replay, path, &sys)
+            } else if let Some((system, i)) = replay.nics.get(path) {
+                let sys = st.core.backend.system(&replay.systems[system]).await?;
+                nic_grafted(v, &sys, *i)
             } else {
                 v.clone()
             };

@@ -1,7 +1,10 @@
 //! The ComputerSystems of a replayed capture: live PowerState and Boot,
 //! the Reset action at the captured target with the captured values, a
 //! Boot PATCH checked against the captured AllowableValues and decided by
-//! the core.
+//! the core; the machine's MACs in the captured EthernetInterfaces (what
+//! inspection turns into the ports the machine's own NICs then match).
+
+use std::collections::BTreeMap;
 
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -13,6 +16,7 @@ use crate::api::error::{ApiError, Msg};
 use crate::api::json;
 use crate::api::patch::{writable, Kind, Writable};
 use crate::api::AppState;
+use crate::mockup::Mockup;
 use crate::model::{BootMode, BootTarget, Change, OverrideEnabled, ResetType, System};
 
 /// The captured system with the machine's live state where the capture
@@ -38,6 +42,47 @@ pub(super) fn grafted(captured: &Value, sys: &System) -> Value {
                 boot.insert(k.into(), live);
             }
         }
+    }
+    v
+}
+
+/// Each captured EthernetInterface of each captured system → (the
+/// system, its place in the collection): the machine's N-th NIC stands
+/// behind the N-th interface.
+pub(super) fn interfaces(capture: &Mockup) -> BTreeMap<String, (String, usize)> {
+    let mut out = BTreeMap::new();
+    for s in &capture.systems {
+        let members = capture
+            .json(s)
+            .and_then(|v| v.pointer("/EthernetInterfaces/@odata.id"))
+            .and_then(Value::as_str)
+            .and_then(|c| capture.json(c))
+            .map(crate::mockup::members)
+            .unwrap_or_default();
+        for (i, m) in members.iter().enumerate() {
+            out.insert(capture.canonical(m), (s.clone(), i));
+        }
+    }
+    out
+}
+
+/// The captured interface with the machine's `index`-th NIC's MAC where
+/// it shows one (a machine with fewer NICs leaves the rest as captured).
+pub(super) fn nic_grafted(captured: &Value, sys: &System, index: usize) -> Value {
+    let mut v = captured.clone();
+    let (Some(m), Some(nic)) = (v.as_object_mut(), sys.nics.get(index)) else {
+        return v;
+    };
+    for k in ["MACAddress", "PermanentMACAddress"] {
+        let Some(shown) = m.get(k).and_then(Value::as_str) else {
+            continue;
+        };
+        // In the capture's case (an iDRAC's are upper case).
+        let mac = match shown.bytes().any(|b| b.is_ascii_uppercase()) {
+            true => nic.mac.to_uppercase(),
+            false => nic.mac.to_lowercase(),
+        };
+        m.insert(k.into(), json!(mac));
     }
     v
 }
