@@ -18,6 +18,13 @@ use crate::model::System;
 use crate::profile::{ProfileError, Profiles};
 use crate::sushy;
 
+/// What a sushy-tools configuration's unknown key does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UnknownKeys {
+    Error,
+    Warn,
+}
+
 /// A Redfish BMC emulator for many machines at once.
 #[derive(Debug, Parser)]
 #[command(name = "shoal-emulator", version, about)]
@@ -28,9 +35,16 @@ pub struct Cli {
     pub config: Option<PathBuf>,
     /// A sushy-tools configuration (Python literals: SUSHY_EMULATOR_*
     /// keys), served as sushy-emulator would serve it; see the README's
-    /// table of keys. Nothing in it is executed.
-    #[arg(long, env = "SUSHY_EMULATOR_CONFIG", conflicts_with = "config")]
+    /// table of keys. Nothing in it is executed. With a `--config` that is
+    /// one too, both are read, that one's keys winning (as sushy-emulator
+    /// reads its SUSHY_EMULATOR_CONFIG file, then its --config).
+    #[arg(long, env = "SUSHY_EMULATOR_CONFIG")]
     pub sushy_config: Option<PathBuf>,
+    /// A key of a sushy-tools configuration that no sushy-tools release
+    /// reads: `error` stops the start naming it (and the key one typo
+    /// away), `warn` logs that and reads on.
+    #[arg(long, env = "SHOAL_UNKNOWN_KEYS", value_enum, default_value_t = UnknownKeys::Error)]
+    pub unknown_keys: UnknownKeys,
     /// Log at debug level (unless RUST_LOG says otherwise), as
     /// sushy-emulator's --debug.
     #[arg(long)]
@@ -68,8 +82,9 @@ pub struct Cli {
     /// (its time.json).
     #[arg(long, env = "SHOAL_MOCKUP_LATENCY", requires = "mockup")]
     pub mockup_latency: bool,
-    /// Address to listen on [default: 127.0.0.1].
-    #[arg(short = 'i', long, env = "SHOAL_INTERFACE")]
+    /// Address to listen on, or a name this host resolves (`localhost`),
+    /// as sushy-emulator's -i takes [default: 127.0.0.1].
+    #[arg(short = 'i', long, env = "SHOAL_INTERFACE", value_parser = sushy::listen_host)]
     pub interface: Option<IpAddr>,
     /// TCP port (0 picks a free one; the chosen address is printed)
     /// [default: 8000].
@@ -151,7 +166,7 @@ pub struct Cli {
     /// part), that virtual media images are uploaded into (sushy-tools'
     /// `SUSHY_EMULATOR_STORAGE_POOL`). Local hosts' domains read the
     /// image from Shoal's cache.
-    #[arg(long, env = "SHOAL_LIBVIRT_MEDIA_POOL")]
+    #[arg(long, alias = "storage-pool", env = "SHOAL_LIBVIRT_MEDIA_POOL")]
     pub libvirt_media_pool: Option<String>,
     /// libvirt backend: how UefiHttp is carried out.
     #[arg(long, env = "SHOAL_HTTP_BOOT", value_enum, default_value = "firmware")]
@@ -352,6 +367,8 @@ pub enum CliError {
     Ipmi(String),
     #[error("{0}: {1}")]
     Unsupported(&'static str, &'static str),
+    #[error("--config {0} is a Shoal inventory and --sushy-config (or SUSHY_EMULATOR_CONFIG) {1} a sushy-tools configuration: serve one of them")]
+    InventoryAndSushy(String, String),
     /// Not a `source`: the message is the whole error, said once.
     #[error("--mockup: {0}")]
     Mockup(crate::mockup::MockupError),

@@ -106,12 +106,32 @@ impl Cli {
                 "Shoal has no OpenStack (Nova) backend: it serves libvirt domains or fake systems",
             ));
         }
-        let path = self.sushy_config.as_ref().or(self
-            .config
-            .as_ref()
-            .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("py" | "conf"))));
-        let (file, mut c) = match path {
-            Some(p) => (p.display().to_string(), sushy::load(p, self.fake)?),
+        let is_sushy =
+            |p: &&PathBuf| matches!(p.extension().and_then(|e| e.to_str()), Some("py" | "conf"));
+        if let (Some(s), Some(c)) = (&self.sushy_config, &self.config) {
+            if !is_sushy(&c) {
+                return Err(CliError::InventoryAndSushy(
+                    c.display().to_string(),
+                    s.display().to_string(),
+                ));
+            }
+        }
+        // sushy-emulator reads its SUSHY_EMULATOR_CONFIG file, then the one
+        // --config names over it.
+        let paths: Vec<&std::path::Path> = [
+            self.sushy_config.as_ref(),
+            self.config.as_ref().filter(is_sushy),
+        ]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::as_path)
+        .collect();
+        let how = sushy::Reading {
+            fake: self.fake,
+            unknown_keys_warn: self.unknown_keys == crate::cli::UnknownKeys::Warn,
+        };
+        let (file, mut c) = match paths.last() {
+            Some(p) => (p.display().to_string(), sushy::load_all(&paths, how)?),
             // With a Shoal inventory (`--config x.toml`), `--fake` only
             // names the fake backend, which serves that inventory: the
             // file is applied whole (its systems, [auth], [tls], [ipmi]),

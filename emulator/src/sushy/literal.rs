@@ -2,9 +2,11 @@
 //! assigns literals to names. sushy-tools executes the file (Flask's
 //! `from_pyfile`); Shoal executes nothing. It reads the subset of Python
 //! that `ast.literal_eval` accepts, one `NAME = literal` statement at a
-//! time, and anything else (imports, calls, names, operators, f-strings)
+//! time, plus the `collections.namedtuple` idiom real files hold
+//! (`idiom`); anything else (imports, calls, names, operators, f-strings)
 //! is an error naming its line.
 
+mod idiom;
 mod lex;
 
 use std::fmt;
@@ -105,6 +107,7 @@ struct Parser<'a> {
     lx: Lexer<'a>,
     tok: Tok,
     line: usize,
+    idioms: idiom::Idioms,
 }
 
 impl<'a> Parser<'a> {
@@ -142,10 +145,14 @@ impl<'a> Parser<'a> {
                 "False" => Py::Bool(false),
                 "None" => Py::None,
                 _ => {
+                    if let Some(fields) = self.tuple_fields(&n) {
+                        self.bump()?;
+                        return self.construct(&n, &fields);
+                    }
                     return err(
                         line,
                         format!("`{n}` is a name, not a literal (Shoal runs no code)"),
-                    )
+                    );
                 }
             },
             Tok::Punct(sign @ ('-' | '+')) => {
@@ -266,6 +273,7 @@ pub fn parse(text: &str) -> Result<Vec<Assignment>, LiteralError> {
         lx: Lexer::new(text),
         tok: Tok::End,
         line: 1,
+        idioms: idiom::Idioms::default(),
     };
     p.bump()?;
     let mut out: Vec<Assignment> = Vec::new();
@@ -280,12 +288,13 @@ pub fn parse(text: &str) -> Result<Vec<Assignment>, LiteralError> {
                 p.value()?;
                 p.end_of_statement()?;
             }
+            Tok::Name(name) if name == "import" || name == "from" => {
+                p.import(line, &name)?;
+            }
             Tok::Name(name) => {
                 if matches!(
                     name.as_str(),
-                    "import"
-                        | "from"
-                        | "def"
+                    "def"
                         | "class"
                         | "if"
                         | "for"
@@ -315,6 +324,10 @@ pub fn parse(text: &str) -> Result<Vec<Assignment>, LiteralError> {
                     );
                 }
                 p.bump()?;
+                if p.tuple_type(&name)? {
+                    p.end_of_statement()?;
+                    continue;
+                }
                 let value = p.value()?;
                 if p.tok == Tok::Punct(',') {
                     // `A = 1, 2` is a tuple in Python.
@@ -458,7 +471,7 @@ LONG = 'ab' \
     #[test]
     fn code_is_refused_with_its_line() {
         for (src, line, words) in [
-            ("import os\n", 1, "`import` is code"),
+            ("import os\n", 1, "`import os` is code"),
             ("A = 1\nB = os.environ['X']\n", 2, "`os` is a name"),
             ("A = 1\n\nB = f'{A}'\n", 3, "f-strings"),
             ("A = open('x')\n", 1, "`open` is a name"),

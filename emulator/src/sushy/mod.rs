@@ -191,76 +191,166 @@ impl SushyConfig {
     }
 }
 
-/// Reads a sushy-tools configuration file; `fake`: the fake driver
-/// whatever the file says (sushy-emulator's `--fake`).
+/// Reads the sushy-tools configuration at `path`; `fake` forces the fake
+/// driver (`--fake`), as sushy-emulator's flag does.
 pub fn load(path: &Path, fake: bool) -> Result<SushyConfig, ConfigError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        file: file.clone(),
-        source,
-    })?;
-    parse(&file, &text, fake)
+    load_all(&[path], Reading::new(fake))
 }
 
-/// The keys sushy-tools 2.2.0 reads (and those its users write), with what
-/// Shoal does with each.
-pub const KEYS: &[&str] = &[
-    "SUSHY_EMULATOR_LISTEN_IP",
-    "SUSHY_EMULATOR_LISTEN_PORT",
-    "SUSHY_EMULATOR_SSL_CERT",
-    "SUSHY_EMULATOR_SSL_KEY",
-    "SUSHY_EMULATOR_AUTH_FILE",
-    "SUSHY_EMULATOR_FEATURE_SET",
-    "SUSHY_EMULATOR_FAKE_DRIVER",
-    "SUSHY_EMULATOR_FAKE_SYSTEMS",
-    "SUSHY_EMULATOR_FAKE_IPA",
-    "SUSHY_EMULATOR_LIBVIRT_URI",
-    "SUSHY_EMULATOR_OS_CLOUD",
-    "SUSHY_EMULATOR_OS_VMEDIA_IMAGE_FILE_UPLOAD",
-    "SUSHY_EMULATOR_OS_VMEDIA_BLANK_IMAGE",
-    "SUSHY_EMULATOR_OS_VMEDIA_DELAY_EJECT",
-    "SUSHY_EMULATOR_IRONIC_CLOUD",
-    "SUSHY_EMULATOR_IGNORE_BOOT_DEVICE",
-    "SUSHY_EMULATOR_BOOT_LOADER_MAP",
-    "SUSHY_EMULATOR_SECURE_BOOT_ENABLED_NVRAM",
-    "SUSHY_EMULATOR_SECURE_BOOT_DISABLED_NVRAM",
-    "SUSHY_EMULATOR_STORAGE_POOL",
-    "SUSHY_EMULATOR_CHASSIS",
-    "SUSHY_EMULATOR_INDICATOR_LEDS",
-    "SUSHY_EMULATOR_VMEDIA_DEVICES",
-    "SUSHY_EMULATOR_VMEDIA_VERIFY_SSL",
-    "SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY",
-    "SUSHY_EMULATOR_STORAGE",
-    "SUSHY_EMULATOR_DRIVES",
-    "SUSHY_EMULATOR_VOLUMES",
-    "SUSHY_EMULATOR_ALLOWED_INSTANCES",
-    "SUSHY_EMULATOR_DISABLE_POWER_OFF",
-    "SUSHY_EMULATOR_STATE_DIR",
-    "SUSHY_EMULATOR_NO_MEMOIZE",
-    "EXTERNAL_NOTIFICATION_URL",
-    "EXTERNAL_NOTIFICATION_CAFILE",
-    "EXTERNAL_NOTIFICATION_CERTFILE",
-    "EXTERNAL_NOTIFICATION_KEYFILE",
+/// How a configuration is read: with sushy-tools' fake driver forced
+/// (`--fake`), and whether a key no sushy-tools release reads is an error
+/// (the default, naming the key one typo away) or a warning.
+#[derive(Debug, Clone, Copy)]
+pub struct Reading {
+    pub fake: bool,
+    pub unknown_keys_warn: bool,
+}
+
+impl Reading {
+    pub fn new(fake: bool) -> Self {
+        Reading {
+            fake,
+            unknown_keys_warn: false,
+        }
+    }
+}
+
+/// Reads several configuration files as sushy-emulator loads them into one
+/// Flask configuration: in order, a key of a later file replacing the same
+/// key of an earlier one (its `SUSHY_EMULATOR_CONFIG` file first, then the
+/// one `--config` names).
+pub fn load_all(paths: &[&Path], how: Reading) -> Result<SushyConfig, ConfigError> {
+    let mut files = Vec::new();
+    for path in paths {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            file: file.clone(),
+            source,
+        })?;
+        files.push((file, text));
+    }
+    let named: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(f, t)| (f.as_str(), t.as_str()))
+        .collect();
+    parse_all(&named, how)
+}
+
+/// A sushy-tools key: its name and the release that first reads it
+/// (`master`: read by sushy-tools' master after 2.2.0, as of March 2026).
+pub struct KnownKey {
+    pub name: &'static str,
+    pub since: &'static str,
+}
+
+const fn key(name: &'static str, since: &'static str) -> KnownKey {
+    KnownKey { name, since }
+}
+
+/// The keys sushy-tools reads (2.2.0 and its master since), with the
+/// release each came in (the first tag whose source reads it; 0.5.0 is as
+/// far back as the history names them), and Flask's own.
+pub const KEYS: &[KnownKey] = &[
+    key("SUSHY_EMULATOR_LISTEN_IP", "0.5.0"),
+    key("SUSHY_EMULATOR_LISTEN_PORT", "0.5.0"),
+    key("SUSHY_EMULATOR_SSL_CERT", "0.5.0"),
+    key("SUSHY_EMULATOR_SSL_KEY", "0.5.0"),
+    key("SUSHY_EMULATOR_LIBVIRT_URI", "0.5.0"),
+    key("SUSHY_EMULATOR_OS_CLOUD", "0.5.0"),
+    key("SUSHY_EMULATOR_BOOT_LOADER_MAP", "0.5.0"),
+    key("SUSHY_EMULATOR_ALLOWED_INSTANCES", "0.5.0"),
+    key("SUSHY_EMULATOR_CHASSIS", "0.7.0"),
+    key("SUSHY_EMULATOR_INDICATOR_LEDS", "0.7.0"),
+    key("SUSHY_EMULATOR_VMEDIA_DEVICES", "0.7.0"),
+    key("SUSHY_EMULATOR_STORAGE", "0.7.0"),
+    key("SUSHY_EMULATOR_DRIVES", "0.7.0"),
+    key("SUSHY_EMULATOR_VOLUMES", "0.7.0"),
+    key("SUSHY_EMULATOR_STATE_DIR", "0.7.0"),
+    key("SUSHY_EMULATOR_IGNORE_BOOT_DEVICE", "0.15.0"),
+    key("SUSHY_EMULATOR_VMEDIA_VERIFY_SSL", "0.16.0"),
+    key("SUSHY_EMULATOR_AUTH_FILE", "0.18.0"),
+    key("SUSHY_EMULATOR_FAKE_DRIVER", "0.19.0"),
+    key("SUSHY_EMULATOR_FAKE_SYSTEMS", "0.19.0"),
+    key("SUSHY_EMULATOR_SECURE_BOOT_ENABLED_NVRAM", "1.0.0"),
+    key("SUSHY_EMULATOR_SECURE_BOOT_DISABLED_NVRAM", "1.0.0"),
+    key("SUSHY_EMULATOR_FEATURE_SET", "1.1.0"),
+    key("SUSHY_EMULATOR_IRONIC_CLOUD", "1.1.0"),
+    key("EXTERNAL_NOTIFICATION_URL", "1.3.0"),
+    key("SUSHY_EMULATOR_OS_VMEDIA_IMAGE_FILE_UPLOAD", "2.0.0"),
+    key("SUSHY_EMULATOR_OS_VMEDIA_BLANK_IMAGE", "2.0.0"),
+    key("SUSHY_EMULATOR_DISABLE_POWER_OFF", "2.0.0"),
+    key("EXTERNAL_NOTIFICATION_CAFILE", "2.0.0"),
+    key("EXTERNAL_NOTIFICATION_CERTFILE", "2.0.0"),
+    key("EXTERNAL_NOTIFICATION_KEYFILE", "2.0.0"),
+    key("SUSHY_EMULATOR_OS_VMEDIA_DELAY_EJECT", "2.1.0"),
+    key("SUSHY_EMULATOR_STORAGE_POOL", "2.1.0"),
+    key("SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY", "2.1.0"),
+    key("SUSHY_EMULATOR_NO_MEMOIZE", "master"),
+    key("SUSHY_EMULATOR_OS_RESCUE_PXE_BOOT", "master"),
+    key("SUSHY_EMULATOR_OS_RESCUE_PXE_IMAGE_BIOS", "master"),
+    key("SUSHY_EMULATOR_OS_RESCUE_PXE_IMAGE_UEFI", "master"),
+    key("SUSHY_EMULATOR_OS_VMEDIA_DISK_FORMAT_OVERRIDE", "master"),
+    key("SUSHY_EMULATOR_OS_VMEDIA_USE_RESCUE", "master"),
+    key("SUSHY_EMULATOR_OS_VMEDIA_RESCUE_BUS", "master"),
+    key("SUSHY_EMULATOR_OS_VMEDIA_RESCUE_DEVICE", "master"),
+    // Written by metal3's fake platform, read by no sushy-tools release.
+    key("SUSHY_EMULATOR_FAKE_IPA", "none"),
     // Flask's own, which a Flask configuration may set.
-    "DEBUG",
-    "TESTING",
-    "SECRET_KEY",
-    "ENV",
-    "JSON_SORT_KEYS",
+    key("DEBUG", "Flask"),
+    key("TESTING", "Flask"),
+    key("SECRET_KEY", "Flask"),
+    key("ENV", "Flask"),
+    key("JSON_SORT_KEYS", "Flask"),
 ];
+
+/// The release that first reads `name`, if sushy-tools reads it.
+pub fn key_since(name: &str) -> Option<&'static str> {
+    KEYS.iter().find(|k| k.name == name).map(|k| k.since)
+}
 
 /// Maps a sushy-tools configuration's text (`file` names it in errors);
 /// `fake` as for [`load`].
 pub fn parse(file: &str, text: &str, fake: bool) -> Result<SushyConfig, ConfigError> {
-    let assignments = literal::parse(text).map_err(|e| ConfigError::Parse {
-        file: file.to_string(),
-        message: e.to_string(),
-    })?;
-    let mut r = Reader::new(fake);
-    for a in &assignments {
-        r.read(&Key { file, a })?;
+    parse_all(&[(file, text)], Reading::new(fake))
+}
+
+/// Maps configuration texts (file name, text) read in order, as
+/// [`load_all`] does.
+pub fn parse_all(files: &[(&str, &str)], how: Reading) -> Result<SushyConfig, ConfigError> {
+    let mut r = Reader::new(how);
+    for (file, text) in files {
+        let assignments = literal::parse(text).map_err(|e| ConfigError::Parse {
+            file: file.to_string(),
+            message: e.to_string(),
+        })?;
+        for a in &assignments {
+            r.read(&Key { file, a })?;
+        }
     }
-    r.finish(file)
+    let names: Vec<&str> = files.iter().map(|(f, _)| *f).collect();
+    r.finish(&names.join(" + "))
+}
+
+/// The address a listen host names, as sushy-emulator binds it (Werkzeug:
+/// an address as written; a name such as `localhost` resolved, its first
+/// IPv4 address, as a socket of the IPv4 family binds a name).
+pub fn listen_host(s: &str) -> Result<IpAddr, String> {
+    if let Ok(ip) = s.parse() {
+        return Ok(ip);
+    }
+    if s.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::from([127, 0, 0, 1]));
+    }
+    if s.contains(':') || s.is_empty() {
+        return Err(format!("{s:?} is not an IP address"));
+    }
+    use std::net::ToSocketAddrs;
+    (s, 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.find(|a| a.is_ipv4()))
+        .map(|a| a.ip())
+        .ok_or_else(|| format!("{s:?} is neither an IP address nor a name this host resolves"))
 }
 
 /// Two key names one typo apart (a letter changed, added or dropped).
@@ -469,14 +559,14 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
     #[test]
     fn bad_configurations_name_their_line_and_key() {
         for (text, words) in [
-            ("import os\nSUSHY_EMULATOR_LISTEN_PORT = 1\n", "line 1: `import` is code"),
+            ("import os\nSUSHY_EMULATOR_LISTEN_PORT = 1\n", "line 1: `import os` is code"),
             (
                 "SUSHY_EMULATOR_LISTEN_PORT = int('8000')\n",
                 "line 1: `int` is a name",
             ),
             (
-                "\nSUSHY_EMULATOR_LISTEN_PORT = '8000'\n",
-                "line 2: SUSHY_EMULATOR_LISTEN_PORT: expected an int, found a str",
+                "\nSUSHY_EMULATOR_LISTEN_PORT = 'eighty'\n",
+                "line 2: SUSHY_EMULATOR_LISTEN_PORT: \"eighty\" is not a TCP port",
             ),
             (
                 "SUSHY_EMULATOR_LISTEN_PORT = 70000\n",
@@ -484,7 +574,7 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
             ),
             (
                 "SUSHY_EMULATOR_LISTN_IP = '::'\n",
-                "no sushy-tools 2.2.0 key by this name (did you mean SUSHY_EMULATOR_LISTEN_IP?)",
+                "no sushy-tools key by this name (2.2.0, nor its master as of March 2026) (did you mean SUSHY_EMULATOR_LISTEN_IP, read since sushy-tools 0.5.0?)",
             ),
             ("SUSHY_EMULATOR_FROBNICATE = 1\n", "SUSHY_EMULATOR_FROBNICATE: no sushy-tools"),
             (
@@ -652,5 +742,106 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
             "SUSHY_EMULATOR_LISTEN_IP",
             "SUSHY_EMULATOR_LISTEN_PORT"
         ));
+    }
+
+    #[test]
+    fn unknown_keys_name_the_release_of_the_near_one_or_warn_when_asked() {
+        let e = parse("c.py", "SUSHY_EMULATOR_STORAGE_POL = 'x'\n", false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("did you mean SUSHY_EMULATOR_STORAGE_POOL, read since sushy-tools 2.1.0?"),
+            "{e}"
+        );
+        let e = parse("c.py", "SUSHY_EMULATOR_OS_VMEDIA_USE_RESCU = True\n", false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("of sushy-tools after 2.2.0"), "{e}");
+        let lenient = Reading {
+            fake: true,
+            unknown_keys_warn: true,
+        };
+        let c = parse_all(
+            &[(
+                "c.py",
+                "MY_OWN_KEY = 1\nSUSHY_EMULATOR_LISTEN_PORT = 8123\n",
+            )],
+            lenient,
+        )
+        .unwrap();
+        assert_eq!(c.listen_port, Some(8123));
+        assert!(
+            c.notes
+                .iter()
+                .any(|n| n.contains("MY_OWN_KEY") && n.contains("--unknown-keys warn")),
+            "{:?}",
+            c.notes
+        );
+        // The newest release's keys are read, and said to be newer.
+        let c = parse(
+            "c.py",
+            "SUSHY_EMULATOR_OS_VMEDIA_DISK_FORMAT_OVERRIDE = 'raw'\n",
+            true,
+        )
+        .unwrap();
+        assert!(
+            c.notes.iter().any(|n| n.contains("after 2.2.0")),
+            "{:?}",
+            c.notes
+        );
+    }
+
+    #[test]
+    fn two_files_read_as_sushy_emulator_reads_its_variable_then_its_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = dir.path().join("env.conf");
+        let flag = dir.path().join("flag.py");
+        std::fs::write(
+            &env,
+            "SUSHY_EMULATOR_LISTEN_PORT = 8100\nSUSHY_EMULATOR_FEATURE_SET = 'vmedia'\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &flag,
+            "SUSHY_EMULATOR_LISTEN_PORT = 8200\nSUSHY_EMULATOR_FAKE_DRIVER = True\n",
+        )
+        .unwrap();
+        let cli = Cli::try_parse_from([
+            "shoal-emulator",
+            "--sushy-config",
+            env.to_str().unwrap(),
+            "--config",
+            flag.to_str().unwrap(),
+            "-i",
+            "localhost",
+        ])
+        .unwrap();
+        let s = cli.settings().unwrap();
+        assert_eq!(
+            s.listen.to_string(),
+            "127.0.0.1:8200",
+            "the flag's file wins"
+        );
+        assert_eq!(
+            s.feature_set,
+            FeatureSet::Vmedia,
+            "the variable's file still counts"
+        );
+        // A Shoal inventory beside a sushy-tools file is one too many.
+        let toml = dir.path().join("inv.toml");
+        std::fs::write(&toml, "").unwrap();
+        let e = Cli::try_parse_from([
+            "shoal-emulator",
+            "--sushy-config",
+            env.to_str().unwrap(),
+            "--config",
+            toml.to_str().unwrap(),
+        ])
+        .unwrap()
+        .settings()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("serve one of them"), "{e}");
+        assert!(Cli::try_parse_from(["shoal-emulator", "-i", "no such host.invalid"]).is_err());
     }
 }

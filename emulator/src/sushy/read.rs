@@ -4,7 +4,6 @@
 //! which decides them. A key no family knows is an error that suggests
 //! the known key one typo away.
 
-use std::net::IpAddr;
 use std::path::PathBuf;
 
 use uuid::Uuid;
@@ -13,8 +12,8 @@ use super::inventory::{chassis_list, fake_system_list, vmedia_devices};
 use super::key::Key;
 use super::literal::Py;
 use super::{
-    default_state_dir, similar, ChassisEntry, Driver, FakeSystem, SushyConfig, DEFAULT_FAKE_MAC,
-    DEFAULT_FAKE_NAME, DEFAULT_FAKE_UUID, DEFAULT_LIBVIRT_URI, KEYS,
+    default_state_dir, key_since, similar, ChassisEntry, Driver, FakeSystem, Reading, SushyConfig,
+    DEFAULT_FAKE_MAC, DEFAULT_FAKE_NAME, DEFAULT_FAKE_UUID, DEFAULT_LIBVIRT_URI, KEYS,
 };
 use crate::config::{ConfigError, FeatureSet};
 use crate::model::IndicatorLed;
@@ -22,7 +21,9 @@ use crate::model::IndicatorLed;
 /// A configuration being read, one assignment at a time.
 pub(super) struct Reader {
     c: SushyConfig,
-    fake: bool,
+    how: Reading,
+    /// SUSHY_EMULATOR_FAKE_DRIVER as the last file sets it.
+    fake_key: bool,
     fake_systems: Option<Vec<(FakeSystem, bool)>>,
     libvirt_uri: Option<String>,
     cert: Option<PathBuf>,
@@ -33,8 +34,8 @@ pub(super) struct Reader {
 }
 
 impl Reader {
-    /// sushy-tools' defaults; `fake` as for [`super::load`].
-    pub(super) fn new(fake: bool) -> Self {
+    /// sushy-tools' defaults; `how` as for [`super::load_all`].
+    pub(super) fn new(how: Reading) -> Self {
         Reader {
             c: SushyConfig {
                 listen_ip: None,
@@ -53,7 +54,8 @@ impl Reader {
                 storage_pool: None,
                 notes: Vec::new(),
             },
-            fake,
+            how,
+            fake_key: false,
             fake_systems: None,
             libvirt_uri: None,
             cert: None,
@@ -79,14 +81,65 @@ impl Reader {
         }
         let known = self.service(k)?
             || self.driver(k)?
+            || self.nova(k)?
             || self.firmware(k)?
             || self.devices(k)?
-            || self.flask(k)?;
+            || self.flask(k)?
+            || self.sister(k);
         if known {
             Ok(())
+        } else if self.how.unknown_keys_warn {
+            let e = unknown_key(k, "ignored (--unknown-keys warn)");
+            self.c.notes.push(e.to_string());
+            Ok(())
         } else {
-            Err(unknown_key(k))
+            Err(unknown_key(k, "--unknown-keys warn reads on past it"))
         }
+    }
+
+    /// Keys of sushy-tools' sister tools, which share the file: metal3's
+    /// fake agent (sushy-fake-ipa) reads its `FAKE_IPA_*` and
+    /// `SUSHY_FAKE_IPA_*` keys from the same `conf.py`.
+    fn sister(&mut self, k: &Key<'_>) -> bool {
+        let name = k.a.name.as_str();
+        if name.starts_with("FAKE_IPA_") || name.starts_with("SUSHY_FAKE_IPA_") {
+            self.note(
+                k,
+                "left alone: a key of sushy-fake-ipa (metal3's fake agent), which \
+                 reads the same file",
+            );
+            return true;
+        }
+        false
+    }
+
+    /// The OpenStack (Nova) backend's keys: type-checked, then unused, as
+    /// Shoal has no such backend (SUSHY_EMULATOR_OS_CLOUD is refused).
+    fn nova(&mut self, k: &Key<'_>) -> Result<bool, ConfigError> {
+        match k.a.name.as_str() {
+            "SUSHY_EMULATOR_OS_VMEDIA_IMAGE_FILE_UPLOAD"
+            | "SUSHY_EMULATOR_OS_VMEDIA_DELAY_EJECT"
+            | "SUSHY_EMULATOR_OS_RESCUE_PXE_BOOT"
+            | "SUSHY_EMULATOR_OS_VMEDIA_USE_RESCUE" => {
+                k.truth()?;
+            }
+            "SUSHY_EMULATOR_OS_VMEDIA_BLANK_IMAGE"
+            | "SUSHY_EMULATOR_OS_VMEDIA_DISK_FORMAT_OVERRIDE"
+            | "SUSHY_EMULATOR_OS_RESCUE_PXE_IMAGE_BIOS"
+            | "SUSHY_EMULATOR_OS_RESCUE_PXE_IMAGE_UEFI"
+            | "SUSHY_EMULATOR_OS_VMEDIA_RESCUE_BUS"
+            | "SUSHY_EMULATOR_OS_VMEDIA_RESCUE_DEVICE" => {
+                k.string()?;
+            }
+            _ => return Ok(false),
+        }
+        if key_since(&k.a.name) == Some("master") {
+            self.note(
+                k,
+                "a key of sushy-tools after 2.2.0 (its master), for its Nova backend only",
+            );
+        }
+        Ok(true)
     }
 
     /// A note about this key: read, but not served as sushy-tools serves
@@ -107,22 +160,27 @@ impl Reader {
             "SUSHY_EMULATOR_LISTEN_IP" => {
                 self.c.listen_ip = match k.string()? {
                     None | Some("") => None,
-                    Some("localhost") => Some(IpAddr::from([127, 0, 0, 1])),
-                    Some(s) => Some(
-                        s.parse()
-                            .map_err(|_| k.err(&a.name, format!("{s:?} is not an IP address")))?,
-                    ),
+                    Some(s) => Some(super::listen_host(s).map_err(|e| k.err(&a.name, e))?),
                 }
             }
             "SUSHY_EMULATOR_LISTEN_PORT" => {
-                self.c.listen_port =
-                    match &a.value {
-                        Py::None => None,
-                        Py::Int(p) => Some(u16::try_from(*p).map_err(|_| {
-                            k.err(&a.name, format!("{p} is not a TCP port (0-65535)"))
-                        })?),
-                        v => return Err(k.wrong("", "an int", v)),
+                // Flask's run() takes `int(port)`: a quoted number too.
+                let port = match &a.value {
+                    Py::None => None,
+                    Py::Int(p) => Some(*p),
+                    Py::Str(s) if !s.trim().is_empty() => {
+                        Some(s.trim().parse::<i64>().map_err(|_| {
+                            k.err(&a.name, format!("{s:?} is not a TCP port (0-65535)"))
+                        })?)
                     }
+                    v => return Err(k.wrong("", "an int", v)),
+                };
+                self.c.listen_port = port
+                    .map(|p| {
+                        u16::try_from(p)
+                            .map_err(|_| k.err(&a.name, format!("{p} is not a TCP port (0-65535)")))
+                    })
+                    .transpose()?;
             }
             "SUSHY_EMULATOR_SSL_CERT" => self.cert = k.string()?.map(PathBuf::from),
             "SUSHY_EMULATOR_SSL_KEY" => self.key = k.string()?.map(PathBuf::from),
@@ -157,8 +215,8 @@ impl Reader {
                 k.truth()?;
                 self.note(
                     k,
-                    "ignored (a later sushy-tools' key): Shoal keeps state in memory \
-                     and in its state file",
+                    "ignored (a key of sushy-tools after 2.2.0, its master): Shoal keeps \
+                     state in memory and in its state file",
                 );
             }
             _ => return Ok(false),
@@ -172,7 +230,7 @@ impl Reader {
     fn driver(&mut self, k: &Key<'_>) -> Result<bool, ConfigError> {
         let a = k.a;
         match a.name.as_str() {
-            "SUSHY_EMULATOR_FAKE_DRIVER" => self.fake |= k.truth()?,
+            "SUSHY_EMULATOR_FAKE_DRIVER" => self.fake_key = k.truth()?,
             "SUSHY_EMULATOR_FAKE_SYSTEMS" => self.fake_systems = Some(fake_system_list(k)?),
             "SUSHY_EMULATOR_FAKE_IPA" => {
                 k.truth()?;
@@ -190,13 +248,6 @@ impl Reader {
             }
             "SUSHY_EMULATOR_IRONIC_CLOUD" => {
                 self.ironic_cloud = k.string()?.filter(|c| !c.is_empty()).map(str::to_string)
-            }
-            "SUSHY_EMULATOR_OS_VMEDIA_IMAGE_FILE_UPLOAD"
-            | "SUSHY_EMULATOR_OS_VMEDIA_DELAY_EJECT" => {
-                k.truth()?;
-            }
-            "SUSHY_EMULATOR_OS_VMEDIA_BLANK_IMAGE" => {
-                k.string()?;
             }
             "SUSHY_EMULATOR_ALLOWED_INSTANCES" => {
                 self.c.allowed = k
@@ -359,7 +410,7 @@ impl Reader {
                  set, so plain HTTP is served (as sushy-tools does)"
             ));
         }
-        self.c.driver = if self.fake {
+        self.c.driver = if self.how.fake || self.fake_key {
             self.fake_driver(file)
         } else {
             self.other_driver(file)?
@@ -426,16 +477,30 @@ impl Reader {
     }
 }
 
-/// A key sushy-tools does not read, with the known key one typo away.
-fn unknown_key(k: &Key<'_>) -> ConfigError {
+/// A key no sushy-tools release reads, with the known key one typo away
+/// and the release that key came in.
+fn unknown_key(k: &Key<'_>, then: &str) -> ConfigError {
     let other = k.a.name.as_str();
     let near = KEYS
         .iter()
-        .find(|known| similar(known, other))
-        .map(|known| format!(" (did you mean {known}?)"))
+        .find(|known| similar(known.name, other))
+        .map(|known| match known.since {
+            "master" => format!(
+                " (did you mean {}, of sushy-tools after 2.2.0?)",
+                known.name
+            ),
+            "none" | "Flask" => format!(" (did you mean {}?)", known.name),
+            v => format!(
+                " (did you mean {}, read since sushy-tools {v}?)",
+                known.name
+            ),
+        })
         .unwrap_or_default();
     k.err(
         other,
-        format!("no sushy-tools 2.2.0 key by this name{near}"),
+        format!(
+            "no sushy-tools key by this name (2.2.0, nor its master as of March 2026){near}; \
+             {then}"
+        ),
     )
 }

@@ -630,7 +630,7 @@ fn a_sushy_tools_configuration_with_code_fails_at_start_up_naming_the_line() {
     .unwrap();
     let err = start_fails(&conf);
     assert!(
-        err.contains("emulator.conf: line 2: `import` is code"),
+        err.contains("emulator.conf: line 2: `import os` is code"),
         "{err}"
     );
 }

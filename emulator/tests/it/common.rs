@@ -406,10 +406,16 @@ impl Spawned {
     /// Starts the binary and reads its first `n` stdout lines (the main
     /// service's, then one per endpoint of its own).
     pub fn start_lines(args: &[&str], n: usize) -> (Self, Vec<String>) {
+        Self::start_env(args, &[], n)
+    }
+
+    /// As [`Spawned::start_lines`], with these environment variables.
+    pub fn start_env(args: &[&str], env: &[(&str, &str)], n: usize) -> (Self, Vec<String>) {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
             .args(["--port", "0"])
             .args(args)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

@@ -55,5 +55,6 @@ mod start_paths;
 mod sushy;
 mod sushy_dell;
 mod sushy_dropin;
+mod sushy_suites;
 #[cfg(feature = "libvirt")]
 mod vmlab;

@@ -155,7 +155,7 @@ impl<'a> Lexer<'a> {
                     );
                 }
             }
-            b'=' | b',' | b':' | b'-' | b'+' | b';' => {}
+            b'=' | b',' | b':' | b'-' | b'+' | b';' | b'.' => {}
             _ => {
                 let ch = self.text[self.pos - 1..].chars().next().unwrap_or('?');
                 return err(line, format!("unexpected `{ch}`"));
