@@ -343,6 +343,8 @@ pub struct Settings {
     /// A capture the main service root replays, and whether with its
     /// latencies (`--mockup`).
     pub mockup: Option<crate::mockup::Replayed>,
+    /// sushy-tools' external notifier of the fake systems that ask for it.
+    pub notify: Option<crate::notifier::Notify>,
 }
 
 #[derive(Debug, thiserror::Error)]

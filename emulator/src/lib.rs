@@ -17,6 +17,7 @@ pub mod ipmi;
 pub mod mockup;
 pub mod model;
 pub mod netpolicy;
+pub mod notifier;
 pub mod nvram;
 pub mod profile;
 pub mod registry;

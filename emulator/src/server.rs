@@ -489,6 +489,9 @@ async fn bind_services(
 /// each endpoint of its own.
 pub async fn run(settings: Settings) -> Result<()> {
     let main = state(&settings)?;
+    if let Some(n) = settings.notify.clone() {
+        crate::notifier::spawn(n, main.core.changes.subscribe())?;
+    }
     let backend = main.core.backend.clone();
     let faults = main.core.faults.clone();
     let endpoints = endpoints(&settings, main).await?;

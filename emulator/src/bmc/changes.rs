@@ -135,6 +135,13 @@ pub enum What {
     BmcRestarted {
         reason: &'static str,
     },
+    /// The machine took a power action (`reset`, from `before`): sent as
+    /// the machine accepts it, ahead of the records of what it moved (its
+    /// power, its boot), which may come later.
+    Reset {
+        reset: ResetType,
+        before: PowerState,
+    },
 }
 
 /// One change of one system.
@@ -537,6 +544,18 @@ impl Backend for Announced {
         let cause = current_cause();
         let before = self.begin(id).await;
         let done = self.inner.reset(id, reset).await;
+        if let (Ok(()), Some(b)) = (&done, &before) {
+            self.tracker.changes.send(ChangeRecord {
+                system: b.id.clone(),
+                name: b.name.clone(),
+                what: What::Reset {
+                    reset,
+                    before: b.power,
+                },
+                cause: cause.clone(),
+                at: SystemTime::now(),
+            });
+        }
         read_back(&self.inner, &self.tracker, id, before, &cause, true).await;
         done
     }

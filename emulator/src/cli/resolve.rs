@@ -206,6 +206,7 @@ impl Cli {
             .or(sushy.and_then(|c| c.media_ip_family));
         let media = self.media_options(sushy, media_ip_family);
         let fake = self.fake_options(&cfg, sushy, &media);
+        let notify = sushy.and_then(|c| notify(c, fake.power_delay));
         let updates = crate::api::update::UpdateOptions::new(media.clone());
         let backend = match ironic {
             Some(cloud) => BackendChoice::Ironic { cloud, profile },
@@ -265,6 +266,7 @@ impl Cli {
             },
             updates,
             mockup,
+            notify,
         })
     }
 
@@ -554,6 +556,28 @@ impl Cli {
             None => Ok(()),
         }
     }
+}
+
+/// sushy-tools' external notifier, when a fake system asks for it.
+fn notify(c: &SushyConfig, power_delay: Duration) -> Option<crate::notifier::Notify> {
+    let sushy::Driver::Fake(systems) = &c.driver else {
+        return None;
+    };
+    let systems: Vec<_> = systems
+        .iter()
+        .filter_map(|s| Some((s.entry_uuid.hyphenated().to_string(), s.notifies.clone()?)))
+        .collect();
+    if systems.is_empty() {
+        return None;
+    }
+    let n = &c.notification;
+    Some(crate::notifier::Notify {
+        url: n.url.clone(),
+        ca_file: n.ca_file.clone(),
+        client_cert: n.cert_file.clone().zip(n.key_file.clone()),
+        systems,
+        power_delay,
+    })
 }
 
 #[cfg(test)]

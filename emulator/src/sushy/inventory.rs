@@ -12,9 +12,8 @@ use super::{ChassisEntry, FakeSystem};
 use crate::config::ConfigError;
 use crate::model::{BootMode, BootTarget};
 
-/// `SUSHY_EMULATOR_FAKE_SYSTEMS`: each entry with whether it asked for a
-/// notifier.
-pub(super) fn fake_system_list(k: &Key<'_>) -> Result<Vec<(FakeSystem, bool)>, ConfigError> {
+/// `SUSHY_EMULATOR_FAKE_SYSTEMS`: each entry.
+pub(super) fn fake_system_list(k: &Key<'_>) -> Result<Vec<FakeSystem>, ConfigError> {
     k.list()?
         .iter()
         .enumerate()
@@ -36,9 +35,9 @@ const FAKE_SYSTEM_FIELDS: &[&str] = &[
     "pending_power",
 ];
 
-/// One entry of `SUSHY_EMULATOR_FAKE_SYSTEMS` (the `i`th), with whether
-/// it asked for a notifier.
-fn fake_system(k: &Key<'_>, i: usize, e: &Py) -> Result<(FakeSystem, bool), ConfigError> {
+/// One entry of `SUSHY_EMULATOR_FAKE_SYSTEMS` (the `i`th); one that asks
+/// for a notifier keeps its dict as JSON, the document sushy-tools sends.
+fn fake_system(k: &Key<'_>, i: usize, e: &Py) -> Result<FakeSystem, ConfigError> {
     let Py::Dict(fields) = e else {
         return Err(k.wrong(&format!("[{i}]"), "a dict", e));
     };
@@ -65,19 +64,23 @@ fn fake_system(k: &Key<'_>, i: usize, e: &Py) -> Result<(FakeSystem, bool), Conf
     };
     let boot_device = f.boot_device()?;
     let secure_boot = f.flag("secure_boot")?;
-    let notifier = f.flag("external_notifier")?.unwrap_or(false);
-    Ok((
-        FakeSystem {
-            entry_uuid,
-            name: name.to_string(),
-            power_on,
-            macs,
-            boot_mode,
-            boot_device,
-            secure_boot,
+    let notifies = match f.flag("external_notifier")?.unwrap_or(false) {
+        true => match e.to_json() {
+            serde_json::Value::Object(m) => Some(m),
+            _ => None,
         },
-        notifier,
-    ))
+        false => None,
+    };
+    Ok(FakeSystem {
+        entry_uuid,
+        name: name.to_string(),
+        power_on,
+        macs,
+        boot_mode,
+        boot_device,
+        secure_boot,
+        notifies,
+    })
 }
 
 /// The fields of one fake system's dict, read with errors that name

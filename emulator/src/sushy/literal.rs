@@ -44,6 +44,36 @@ impl Py {
     }
 }
 
+impl Py {
+    /// The value as Python's `json.dumps` writes it (what `requests`
+    /// sends): tuples and sets as arrays, a dict key that is not a string
+    /// written as its literal.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match self {
+            Py::None => J::Null,
+            Py::Bool(b) => J::Bool(*b),
+            Py::Int(i) => J::from(*i),
+            Py::Float(x) => serde_json::Number::from_f64(*x).map_or(J::Null, J::Number),
+            Py::Str(s) => J::String(s.clone()),
+            Py::List(v) | Py::Tuple(v) | Py::Set(v) => {
+                J::Array(v.iter().map(Py::to_json).collect())
+            }
+            Py::Dict(d) => J::Object(
+                d.iter()
+                    .map(|(k, v)| {
+                        let key = match k {
+                            Py::Str(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        (key, v.to_json())
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
+
 impl fmt::Display for Py {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let seq = |f: &mut fmt::Formatter<'_>, items: &[Py], open, close| {

@@ -61,6 +61,9 @@ pub struct FakeSystem {
     pub boot_mode: Option<BootMode>,
     pub boot_device: Option<BootTarget>,
     pub secure_boot: Option<bool>,
+    /// With `external_notifier: True`: the entry as configured (JSON), the
+    /// document sushy-tools PUTs on each change.
+    pub notifies: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl FakeSystem {
@@ -112,6 +115,9 @@ pub struct SushyConfig {
     /// `SUSHY_EMULATOR_STORAGE_POOL`: where a remote host's virtual media
     /// volumes go.
     pub storage_pool: Option<String>,
+    /// `EXTERNAL_NOTIFICATION_*`: where notifying fake systems PUT their
+    /// documents (sushy-tools' default `http://localhost:9999`).
+    pub notification: Notification,
     /// What is read but not served as sushy-tools serves it, and why.
     pub notes: Vec<String>,
 }
@@ -187,6 +193,26 @@ impl SushyConfig {
             if let Some((_, led)) = self.indicator_leds.iter().find(|(u, _)| *u == sys.uuid) {
                 sys.bmc.indicator = *led;
             }
+        }
+    }
+}
+
+/// `EXTERNAL_NOTIFICATION_URL`, `_CAFILE`, `_CERTFILE` and `_KEYFILE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    pub url: String,
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+}
+
+impl Default for Notification {
+    fn default() -> Self {
+        Notification {
+            url: "http://localhost:9999".into(),
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
         }
     }
 }
@@ -424,12 +450,11 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
         assert!(systems[1].power_on);
         assert_eq!(systems[1].boot_device, Some(BootTarget::Pxe));
         assert_eq!(notes_about(&c, "FAKE_IPA").len(), 1, "{:?}", c.notes);
-        assert_eq!(
-            notes_about(&c, "external_notifier").len(),
-            1,
-            "{:?}",
-            c.notes
-        );
+        // node-0 notifies: its entry is the document sent, as written.
+        let doc = systems[0].notifies.as_ref().expect("external_notifier");
+        assert_eq!(doc["nics"][1]["ip"], "192.168.111.21");
+        assert!(systems[1].notifies.is_none());
+        assert_eq!(c.notification.url, "http://localhost:9999");
         let file = c.config_file();
         assert_eq!(file.systems.len(), 2);
         assert_eq!(

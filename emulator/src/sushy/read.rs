@@ -24,13 +24,12 @@ pub(super) struct Reader {
     how: Reading,
     /// SUSHY_EMULATOR_FAKE_DRIVER as the last file sets it.
     fake_key: bool,
-    fake_systems: Option<Vec<(FakeSystem, bool)>>,
+    fake_systems: Option<Vec<FakeSystem>>,
     libvirt_uri: Option<String>,
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     other_backend: Option<(String, &'static str)>,
     ironic_cloud: Option<String>,
-    notifier_keys: bool,
 }
 
 impl Reader {
@@ -52,6 +51,7 @@ impl Reader {
                 chassis: vec![ChassisEntry::sushy_default()],
                 media_ip_family: None,
                 storage_pool: None,
+                notification: super::Notification::default(),
                 notes: Vec::new(),
             },
             how,
@@ -62,7 +62,6 @@ impl Reader {
             key: None,
             other_backend: None,
             ironic_cloud: None,
-            notifier_keys: false,
         }
     }
 
@@ -260,12 +259,21 @@ impl Reader {
                     })
                     .collect::<Result<_, _>>()?;
             }
-            "EXTERNAL_NOTIFICATION_URL"
-            | "EXTERNAL_NOTIFICATION_CAFILE"
-            | "EXTERNAL_NOTIFICATION_CERTFILE"
-            | "EXTERNAL_NOTIFICATION_KEYFILE" => {
-                k.string()?;
-                self.notifier_keys = true;
+            "EXTERNAL_NOTIFICATION_URL" => {
+                // sushy-tools' `setdefault`: a None set is None, no URL.
+                self.c.notification.url = k.string()?.unwrap_or_default().to_string();
+            }
+            "EXTERNAL_NOTIFICATION_CAFILE" => {
+                self.c.notification.ca_file =
+                    k.string()?.filter(|s| !s.is_empty()).map(PathBuf::from)
+            }
+            "EXTERNAL_NOTIFICATION_CERTFILE" => {
+                self.c.notification.cert_file =
+                    k.string()?.filter(|s| !s.is_empty()).map(PathBuf::from)
+            }
+            "EXTERNAL_NOTIFICATION_KEYFILE" => {
+                self.c.notification.key_file =
+                    k.string()?.filter(|s| !s.is_empty()).map(PathBuf::from)
             }
             _ => return Ok(false),
         }
@@ -421,27 +429,26 @@ impl Reader {
     /// The fake driver: the configured systems, else sushy-tools' one.
     fn fake_driver(&mut self, file: &str) -> Driver {
         let systems = self.fake_systems.take().unwrap_or_else(|| {
-            vec![(
-                FakeSystem {
-                    entry_uuid: Uuid::parse_str(DEFAULT_FAKE_UUID).expect("a UUID"),
-                    name: DEFAULT_FAKE_NAME.into(),
-                    power_on: false,
-                    macs: vec![DEFAULT_FAKE_MAC.into()],
-                    boot_mode: None,
-                    boot_device: None,
-                    secure_boot: None,
-                },
-                false,
-            )]
+            vec![FakeSystem {
+                entry_uuid: Uuid::parse_str(DEFAULT_FAKE_UUID).expect("a UUID"),
+                name: DEFAULT_FAKE_NAME.into(),
+                power_on: false,
+                macs: vec![DEFAULT_FAKE_MAC.into()],
+                boot_mode: None,
+                boot_device: None,
+                secure_boot: None,
+                notifies: None,
+            }]
         });
-        if self.notifier_keys || systems.iter().any(|(_, notifies)| *notifies) {
+        if self.c.notification != super::Notification::default()
+            && !systems.iter().any(|s| s.notifies.is_some())
+        {
             self.c.notes.push(format!(
-                "{file}: EXTERNAL_NOTIFICATION_*, external_notifier: not served: \
-                 Shoal's fake systems notify nobody of their changes (sushy-tools \
-                 PUTs each system's JSON to a URL)"
+                "{file}: EXTERNAL_NOTIFICATION_*: no fake system has \
+                 'external_notifier': True, so none is sent (as with sushy-tools)"
             ));
         }
-        Driver::Fake(systems.into_iter().map(|(s, _)| s).collect())
+        Driver::Fake(systems)
     }
 
     /// Without the fake driver: OpenStack refused, else Ironic, else

@@ -11,7 +11,7 @@ use serde_json::json;
 use shoal_emulator::bmc::changes::{Cause, ChangeRecord, What};
 use shoal_emulator::ipmi::users::{Privilege, User, Users};
 use shoal_emulator::ipmi::{Bmc, IpmiSettings};
-use shoal_emulator::model::{BootTarget, OverrideEnabled, PowerState};
+use shoal_emulator::model::{BootTarget, OverrideEnabled, PowerState, ResetType};
 use shoal_ipmi::console::{Login, Session};
 use shoal_ipmi::crypto::SUITES;
 use tokio::sync::broadcast::error::TryRecvError;
@@ -93,6 +93,10 @@ async fn a_redfish_patch_and_a_reset_that_consumes_once_leave_one_record_each() 
         matches!(
             whats.as_slice(),
             [
+                What::Reset {
+                    reset: ResetType::On,
+                    before: PowerState::Off
+                },
                 What::Power {
                     before: PowerState::Off,
                     after: PowerState::On
@@ -151,6 +155,10 @@ async fn an_ipmi_command_is_recorded_with_its_user() {
         matches!(
             got.iter().map(|r| &r.what).collect::<Vec<_>>().as_slice(),
             [
+                What::Reset {
+                    reset: ResetType::On,
+                    before: PowerState::Off
+                },
                 What::Power {
                     before: PowerState::Off,
                     after: PowerState::On
@@ -234,7 +242,20 @@ async fn a_delayed_reset_is_the_faults_and_its_end_the_machines() {
     let mut rx = api.state.core.changes.subscribe();
     api.reset(&sys, "On").await;
     assert_eq!(drain(&mut rx), vec![], "not carried out yet");
-    // The fault carries it out later; the machine takes its time to be on.
+    // The fault carries it out later (the machine takes the reset, then
+    // its time to be on).
+    let r = next(&mut rx, Duration::from_secs(2)).await;
+    assert_eq!(r.cause, Cause::Fault("power delay".into()));
+    assert!(
+        matches!(
+            r.what,
+            What::Reset {
+                reset: ResetType::On,
+                ..
+            }
+        ),
+        "{r:#?}"
+    );
     let r = next(&mut rx, Duration::from_secs(2)).await;
     assert_eq!(r.cause, Cause::Fault("power delay".into()));
     assert!(

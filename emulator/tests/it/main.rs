@@ -55,6 +55,7 @@ mod start_paths;
 mod sushy;
 mod sushy_dell;
 mod sushy_dropin;
+mod sushy_notifier;
 mod sushy_suites;
 #[cfg(feature = "libvirt")]
 mod vmlab;

@@ -43,7 +43,7 @@ const ONLY_SUSHY_TOOLS_LIBVIRT: &[(&str, &str)] = &[
     ),
 ];
 
-struct Killed(Child);
+pub(crate) struct Killed(Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -66,9 +66,13 @@ fn status(addr: SocketAddr, path: &str) -> u16 {
     client.send(&Req::new("GET", path)).map_or(0, |r| r.status)
 }
 
-/// Serves `conf` with sushy-emulator and Shoal; the paths sushy-tools
-/// serves that Shoal does not (UUIDs named by `names`).
-fn only_sushy_tools(conf_text: &str, names: &[(&str, &str)]) -> Option<Vec<String>> {
+/// sushy-tools 2.2.0's `sushy-emulator` (the bench venv's) serving
+/// `conf` on a free loopback port, its log in `dir`; `None` (a failure
+/// under CI) when the venv is missing.
+pub(crate) fn sushy_emulator(
+    conf: &std::path::Path,
+    dir: &std::path::Path,
+) -> Option<(Killed, SocketAddr)> {
     let Some(venv) = std::env::var_os("SHOAL_BENCH_VENV") else {
         // Reported as missing (a failure under CI) by `required`.
         let _ = required(
@@ -81,6 +85,41 @@ fn only_sushy_tools(conf_text: &str, names: &[(&str, &str)]) -> Option<Vec<Strin
         std::path::Path::new(&venv).join("bin/sushy-emulator"),
         "the bench venv, SHOAL_BENCH_VENV",
     )?;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log_path = dir.join("sushy-emulator.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let sushy = Killed(
+        Command::new(&program)
+            .arg("--config")
+            .arg(conf)
+            .args(["-p", &port.to_string()])
+            .env_remove("SUSHY_EMULATOR_CONFIG")
+            .env_remove("SUSHY_EMULATOR_LIBVIRT_URI")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start sushy-emulator"),
+    );
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let started = Instant::now();
+    while status(addr, "/redfish/v1/") != 200 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "sushy-emulator did not answer: {}",
+            std::fs::read_to_string(&log_path).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Some((sushy, addr))
+}
+
+/// Serves `conf` with sushy-emulator and Shoal; the paths sushy-tools
+/// serves that Shoal does not (UUIDs named by `names`).
+fn only_sushy_tools(conf_text: &str, names: &[(&str, &str)]) -> Option<Vec<String>> {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("conf.py");
     std::fs::write(
@@ -91,34 +130,7 @@ fn only_sushy_tools(conf_text: &str, names: &[(&str, &str)]) -> Option<Vec<Strin
         ),
     )
     .unwrap();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let log = std::fs::File::create(dir.path().join("sushy-emulator.log")).unwrap();
-    let _sushy = Killed(
-        Command::new(&program)
-            .arg("--config")
-            .arg(&conf)
-            .args(["-p", &port.to_string()])
-            .env_remove("SUSHY_EMULATOR_CONFIG")
-            .env_remove("SUSHY_EMULATOR_LIBVIRT_URI")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start sushy-emulator"),
-    );
-    let sushy_addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let started = Instant::now();
-    while status(sushy_addr, "/redfish/v1/") != 200 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "sushy-emulator did not answer: {}",
-            std::fs::read_to_string(dir.path().join("sushy-emulator.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let (_sushy, sushy_addr) = sushy_emulator(&conf, dir.path())?;
     let shoal = Spawned::start(&["--config", conf.to_str().unwrap()]);
     let shoal_addr: SocketAddr = shoal.url.trim_start_matches("http://").parse().unwrap();
 

@@ -9,8 +9,7 @@
 //! scenario passes only if such a failure is seen (not on a timeout).
 //!
 //! This module is the schema (`ironic` the `[ironic]` section's); `validate`
-//! loads a file and checks what the schema alone cannot (combinations of
-//! keys).
+//! loads a file and checks combinations of keys.
 
 mod ironic;
 mod mockup;
@@ -102,8 +101,7 @@ pub enum Image {
     /// it prints the boot flags, power state and GUID its BMC reports,
     /// then powers off through the BMC.
     DeployRamdiskIpmi,
-    /// iPXE's EFI build that drives the firmware's NIC (Debian's ipxe
-    /// package, /usr/lib/ipxe/snponly.efi).
+    /// iPXE's EFI build over the firmware's NIC (Debian's snponly.efi).
     IpxeSnponly,
     /// Debian's signed network grub (grub-efi-amd64-signed,
     /// grubnetx64.efi.signed), the bootloader Ironic's docs name for its
@@ -115,8 +113,7 @@ pub enum Image {
     IpaKernel,
     /// Its initramfs: Debian 12 with ironic-python-agent from PyPI.
     IpaInitrd,
-    /// Its EFI system partition image, the `bootloader` Ironic puts into
-    /// the ISOs it builds.
+    /// Its ESP image, the `bootloader` Ironic puts into the ISOs it builds.
     IpaEsp,
     /// The agent ramdisk as a bootable ISO.
     IpaIso,
@@ -244,7 +241,7 @@ pub struct Machine {
     #[serde(default = "mem")]
     pub memory_mib: u64,
     /// Its vCPUs (1 to 4; more would only slow TCG on a small host).
-    #[serde(default = "one")]
+    #[serde(default = "one_cpu")]
     pub cpus: u32,
     /// A disk with an installed OS of this name (petitboot machines: its
     /// first sector reads `SHOAL-DISK-OS <name>`).
@@ -288,7 +285,7 @@ fn uefi() -> String {
 fn mem() -> u64 {
     1024
 }
-fn one() -> u32 {
+const fn one_cpu() -> u32 {
     1
 }
 
@@ -298,7 +295,7 @@ impl Default for Machine {
             arch: x86(),
             firmware: uefi(),
             memory_mib: mem(),
-            cpus: one(),
+            cpus: one_cpu(),
             disk_os: None,
             stays_on: false,
             waits_for_eject: false,

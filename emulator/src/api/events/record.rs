@@ -163,8 +163,12 @@ pub fn records_of(change: &ChangeRecord, at: &Place) -> Vec<Record> {
             vec![r]
         }
         // A log's clearing is told by the log itself, a BMC's restart by
-        // its Lifecycle log (the streams that would carry it end with it).
-        What::Booted { .. } | What::LogCleared { .. } | What::BmcRestarted { .. } => Vec::new(),
+        // its Lifecycle log (the streams that would carry it end with it);
+        // a reset by the power states it moves.
+        What::Booted { .. }
+        | What::LogCleared { .. }
+        | What::BmcRestarted { .. }
+        | What::Reset { .. } => Vec::new(),
         What::Boot { .. }
         | What::Indicator { .. }
         | What::AssetTag { .. }
