@@ -2,6 +2,7 @@
 //! seam, the Redfish API and the server that runs it. `main.rs` only parses
 //! the command line and calls [`server::run`].
 
+pub mod access;
 pub mod admin;
 pub mod api;
 pub mod auth;

@@ -12,7 +12,13 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = shoal_emulator::cli::Cli::parse();
-    let level = if cli.debug { "debug" } else { "info" };
+    // --debug: Shoal's own decisions at debug level; the libraries under
+    // it (TLS, HTTP) stay at info, where their lines say something.
+    let level = if cli.debug {
+        "info,shoal_emulator=debug,shoal_ipmi=debug"
+    } else {
+        "info"
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level)),

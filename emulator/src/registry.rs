@@ -455,6 +455,9 @@ fn document(
                 "Description": m.message,
                 "Message": m.message,
                 "MessageSeverity": m.severity,
+                // Deprecated in the schema, still what sushy reads (it warns
+                // for each message without it).
+                "Severity": m.severity,
                 "NumberOfArgs": m.args,
                 "ParamTypes": vec!["string"; m.args as usize],
                 "Resolution": m.resolution,

@@ -215,7 +215,9 @@ async fn connection<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let service = TowerToHyperService::new(router);
+    let service = TowerToHyperService::new(tower::service_fn(move |req| {
+        crate::access::logged(router.clone(), req, peer)
+    }));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())

@@ -242,7 +242,16 @@ impl IntoResponse for ApiError {
             }
             return r;
         }
-        let mut r = (status, axum::Json(error_body(&self.messages()))).into_response();
+        let msgs = self.messages();
+        let mut r = (status, axum::Json(error_body(&msgs))).into_response();
+        // For the access log: the first MessageId, as the body names it.
+        if let Some(id) = msgs
+            .first()
+            .map(Msg::render)
+            .and_then(|m| m["MessageId"].as_str().map(str::to_string))
+        {
+            r.extensions_mut().insert(crate::access::Refused(id));
+        }
         let h = r.headers_mut();
         h.insert("OData-Version", HeaderValue::from_static("4.0"));
         match &self {

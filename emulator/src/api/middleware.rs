@@ -217,17 +217,23 @@ pub(super) async fn authenticate(
         Ok(None) => None,
         Err(e) => return e.into_response(),
     };
+    let who = user.clone().map(crate::access::Who);
     // What a request that may change something changes, the change
     // stream says it did; reads (most requests) carry no cause.
-    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
-        return next.run(req).await;
-    }
-    let cause = Cause::Redfish {
-        method: req.method().to_string(),
-        path: req.uri().path().to_string(),
-        user,
+    let mut resp = if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        next.run(req).await
+    } else {
+        let cause = Cause::Redfish {
+            method: req.method().to_string(),
+            path: req.uri().path().to_string(),
+            user,
+        };
+        with_cause(cause, next.run(req)).await
     };
-    with_cause(cause, next.run(req)).await
+    if let Some(w) = who {
+        resp.extensions_mut().insert(w);
+    }
+    resp
 }
 
 /// Who a request is from, once its credentials are checked and its role

@@ -15,6 +15,7 @@
 //! the oldest records (it is told how many), never blocks the BMC.
 
 mod diff;
+mod words;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -183,7 +184,7 @@ impl Changes {
     /// Sends a record made elsewhere in the core (a log cleared), after
     /// the log keeps it.
     pub fn send(&self, record: ChangeRecord) {
-        tracing::debug!(system = %record.name, what = ?record.what, cause = ?record.cause, "change");
+        tracing::info!("{}: {} ({})", record.name, record.what, record.cause);
         self.log.keep(&record);
         // No subscriber is no error: nobody listens yet.
         let _ = self.tx.send(record);

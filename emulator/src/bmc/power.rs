@@ -100,7 +100,7 @@ impl Core {
         // Work staged for the next start (volume changes) looks again.
         self.work.reset_seen();
         self.power_clock.record(&sys.id, started);
-        tracing::info!(system = %sys.name, %reset, "reset");
+        tracing::debug!(system = %sys.name, %reset, "reset");
         Ok(())
     }
 }

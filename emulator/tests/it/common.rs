@@ -411,13 +411,23 @@ impl Spawned {
 
     /// As [`Spawned::start_lines`], with these environment variables.
     pub fn start_env(args: &[&str], env: &[(&str, &str)], n: usize) -> (Self, Vec<String>) {
+        Self::start_with(args, env, n, Stdio::inherit())
+    }
+
+    /// As [`Spawned::start_env`], its log (stderr) to `stderr`.
+    pub fn start_with(
+        args: &[&str],
+        env: &[(&str, &str)],
+        n: usize,
+        stderr: Stdio,
+    ) -> (Self, Vec<String>) {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
             .args(["--port", "0"])
             .args(args)
             .env("RUST_LOG", "warn")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn shoal-emulator");
         let stdout = child.stdout.take().unwrap();

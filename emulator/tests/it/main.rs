@@ -5,6 +5,7 @@
 // Test code: a failed unwrap is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
+mod access_log;
 mod ansible;
 mod api_auth;
 mod api_auth_limits;
