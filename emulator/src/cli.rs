@@ -47,12 +47,12 @@ pub struct Cli {
     pub unknown_keys: UnknownKeys,
     /// Log at debug level (unless RUST_LOG says otherwise), as
     /// sushy-emulator's --debug.
-    #[arg(long)]
+    #[arg(long, env = "SHOAL_DEBUG")]
     pub debug: bool,
     /// sushy-emulator's fake driver: the systems of the sushy-tools
     /// configuration's SUSHY_EMULATOR_FAKE_SYSTEMS, or its one default
     /// system `fake`.
-    #[arg(long, conflicts_with_all = ["libvirt_uris", "fake_systems", "ironic_cloud", "os_cloud"])]
+    #[arg(long, env = "SHOAL_FAKE", conflicts_with_all = ["libvirt_uris", "fake_systems", "ironic_cloud", "os_cloud"])]
     pub fake: bool,
     /// Serve the nodes of a standalone Ironic as systems (sushy-emulator's
     /// Ironic backend): the cloud's name in clouds.yaml (found as
@@ -60,7 +60,7 @@ pub struct Cli {
     #[arg(long, env = "SHOAL_IRONIC_CLOUD", conflicts_with_all = ["os_cloud", "libvirt_uris", "fake_systems"])]
     pub ironic_cloud: Option<String>,
     /// sushy-emulator's OpenStack (Nova) backend (not served: refused).
-    #[arg(long)]
+    #[arg(long, env = "SHOAL_OS_CLOUD")]
     pub os_cloud: Option<String>,
     /// Refuse power-off actions (ForceOff, GracefulShutdown; IPMI power
     /// down and soft off), as sushy-tools'
@@ -105,7 +105,7 @@ pub struct Cli {
     /// The BMC behaviour profile of every system whose inventory entry
     /// names none (generic, openbmc, idrac9, idrac10, ilo5, ilo6,
     /// supermicro-x12, ami-asrockrack, lenovo-xcc, no-allowable-values,
-    /// sushy-tools, or one of --profile-dir) [default: generic; started
+    /// synthetic-strict-etag, sushy-tools, or one of --profile-dir) [default: generic; started
     /// from a sushy-tools configuration or with --fake: sushy-tools].
     #[arg(long, env = "SHOAL_PROFILE")]
     pub profile: Option<String>,

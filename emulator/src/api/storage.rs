@@ -186,6 +186,15 @@ async fn storage(
         "Controllers": link(&format!("{b}/Controllers")),
         "Status": OK(),
     });
+    // The controllers embedded too (deprecated in Storage v1_15, served by
+    // the BMCs of that era, read by Ironic's redfish inspection).
+    let mut embedded = json!({
+        "@odata.id": format!("{b}#/StorageControllers/0"),
+        "MemberId": "0",
+    });
+    described(&mut embedded, raid_types(&st, &sys));
+    v["StorageControllers"] = json!([embedded]);
+    v["StorageControllers@odata.count"] = json!(1);
     super::vendor::storage_parts(&st, &sys, &names, raid_types(&st, &sys), &mut v);
     Ok(Resource::plain(v, "GET"))
 }
@@ -225,16 +234,27 @@ async fn controller(
         "@odata.type": "#StorageController.v1_7_0.StorageController",
         "@odata.id": format!("{}/Controllers/{c}", names.storage()),
         "Id": c,
-        "Name": "Shoal RAID Controller",
-        "Manufacturer": "Shoal",
-        "Model": "Virtual RAID Controller",
-        "SupportedRAIDTypes": raid_types(&st, &sys),
-        "SupportedControllerProtocols": ["PCIe"],
-        "SupportedDeviceProtocols": ["SATA"],
-        "Status": OK(),
     });
+    described(&mut v, raid_types(&st, &sys));
     super::vendor::controller_parts(&st, &sys, &names, &mut v);
     Ok(Resource::plain(v, "GET"))
+}
+
+/// What a controller is, in the resource and in Storage's
+/// `StorageControllers` array alike.
+fn described(v: &mut Value, raid: &[&str]) {
+    for (k, x) in [
+        ("Name", json!("Shoal RAID Controller")),
+        ("Manufacturer", json!("Shoal")),
+        ("Model", json!("Virtual RAID Controller")),
+        ("SpeedGbps", json!(6)),
+        ("SupportedRAIDTypes", json!(raid)),
+        ("SupportedControllerProtocols", json!(["PCIe"])),
+        ("SupportedDeviceProtocols", json!(["SATA"])),
+        ("Status", OK()),
+    ] {
+        v[k] = x;
+    }
 }
 
 async fn drive(

@@ -225,6 +225,11 @@ impl FakeBackend {
             }),
         };
         if let Some(path) = fake.inner.opts.state_file.clone() {
+            // Written now: a file that cannot be is said at start-up, not
+            // found out at the first change or at exit.
+            write_state(&path, &fake.snapshot()).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("state file {}: {e}", path.display()))
+            })?;
             fake.spawn_writer(path);
         }
         Ok(fake)

@@ -11,6 +11,7 @@ use serde::Deserialize;
 pub enum HttpBootMapping {
     /// The firmware's own HTTP boot: a URI load option in the NVRAM.
     Firmware,
-    /// sushy-tools' mapping: the image as a virtual CD (not available yet).
+    /// sushy-tools' mapping: the image at HttpBootUri as a virtual CD,
+    /// booted from it.
     Vmedia,
 }

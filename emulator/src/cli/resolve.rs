@@ -621,4 +621,34 @@ mod tests {
             assert!(e.contains("the capture has 1 system(s)"), "{e}");
         }
     }
+
+    /// The help and the variables agree with what is served: every flag
+    /// has its variable (`SHOAL_*`, or sushy-tools' own), the profile
+    /// flag's help names every built-in profile.
+    #[test]
+    fn every_flag_has_its_variable_and_the_help_names_every_profile() {
+        use clap::CommandFactory;
+        let cmd = crate::cli::Cli::command();
+        for a in cmd.get_arguments() {
+            let Some(long) = a.get_long() else { continue };
+            if matches!(long, "help" | "version") {
+                continue;
+            }
+            let env = a.get_env().map(|e| e.to_string_lossy().into_owned());
+            assert!(
+                env.as_deref()
+                    .is_some_and(|e| e.starts_with("SHOAL_") || e.starts_with("SUSHY_EMULATOR_")),
+                "--{long} has no SHOAL_* variable ({env:?})"
+            );
+        }
+        let help = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == Some("profile"))
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        for name in crate::profile::Profiles::default().names() {
+            assert!(help.contains(name), "--profile's help lacks {name}: {help}");
+        }
+    }
 }

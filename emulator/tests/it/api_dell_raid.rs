@@ -436,7 +436,10 @@ async fn the_generic_profile_keeps_its_plain_storage_and_has_no_raid_service() {
     assert!(body["Links"]["Oem"].is_null(), "{body}");
     let st = api.get(&format!("{sys}/Storage/1")).await;
     assert_eq!(st.status, StatusCode::OK);
-    assert!(st.body.get("StorageControllers").is_none());
+    // The plain embedded controller, no Dell section in it.
+    let embedded = &st.body["StorageControllers"][0];
+    assert_eq!(embedded["MemberId"], "0", "{}", st.body);
+    assert!(embedded.get("Oem").is_none(), "{}", st.body);
     let svc = api.get(&format!("{sys}/Oem/Dell/DellRaidService")).await;
     assert_eq!(svc.status, StatusCode::NOT_FOUND);
 }

@@ -70,6 +70,19 @@ async fn controller_advertises_raid_and_apply_times() {
         c.body["SupportedRAIDTypes"],
         json!(["RAID0", "RAID1", "RAID5", "RAID6", "RAID10", "None"])
     );
+    // Embedded in Storage too, as Ironic's inspection reads it.
+    let embedded = &s.body["StorageControllers"][0];
+    assert_eq!(embedded["MemberId"], "0");
+    for k in [
+        "Name",
+        "Model",
+        "SpeedGbps",
+        "SupportedRAIDTypes",
+        "SupportedDeviceProtocols",
+        "Status",
+    ] {
+        assert_eq!(embedded[k], c.body[k], "{k}");
+    }
     let v = api.get(&format!("{base}/Volumes")).await;
     assert_eq!(v.header("allow").as_deref(), Some("GET, POST"));
     assert_eq!(

@@ -114,6 +114,37 @@ fn https_with_basic_auth_and_sessions_over_tls12_and_tls13() {
     assert_eq!(curl(&["-H", &auth, &systems]).0, 401);
 }
 
+/// A state file that cannot be written stops the start, naming it (not a
+/// log line at the first change, nor an error at exit).
+#[test]
+fn a_state_file_that_cannot_be_written_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    // A folder where the file's folder should be.
+    let blocker = dir.path().join("not-a-folder");
+    std::fs::write(&blocker, "").unwrap();
+    let state = blocker.join("state.json");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
+        .args([
+            "--port",
+            "0",
+            "--fake-systems",
+            "1",
+            "--state-file",
+            state.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "nothing announced: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(state.to_str().unwrap()), "{err}");
+}
+
 #[test]
 fn state_file_keeps_the_fake_state_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
