@@ -34,7 +34,7 @@ pub struct Cli {
     #[arg(long, env = "SHOAL_CONFIG")]
     pub config: Option<PathBuf>,
     /// A sushy-tools configuration (Python literals: SUSHY_EMULATOR_*
-    /// keys), served as sushy-emulator would serve it; see the README's
+    /// keys), served as sushy-emulator would serve it; see docs/sushy-tools.md's
     /// table of keys. Nothing in it is executed. With a `--config` that is
     /// one too, both are read, that one's keys winning (as sushy-emulator
     /// reads its SUSHY_EMULATOR_CONFIG file, then its --config).

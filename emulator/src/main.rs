@@ -5,7 +5,7 @@ use tracing_subscriber::EnvFilter;
 
 // Rendering Redfish JSON is allocation-bound: mimalloc serves the many
 // small short-lived allocations of a request markedly faster than glibc's
-// allocator (see the README's performance section).
+// allocator (see docs/performance.md).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

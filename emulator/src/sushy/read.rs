@@ -241,7 +241,7 @@ impl Reader {
                     self.other_backend.get_or_insert((
                         format!("line {}: {} = {s:?}", a.line, a.name),
                         "Shoal has no OpenStack (Nova) backend: it serves libvirt \
-                         domains or fake systems (see the README)",
+                         domains or fake systems (see docs/sushy-tools.md)",
                     ));
                 }
             }
