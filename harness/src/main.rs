@@ -117,6 +117,10 @@ struct RunArgs {
     /// ci/requirements-ironic35.txt).
     #[arg(long, env = "SHOAL_IRONIC35_VENV")]
     ironic35_venv: Option<PathBuf>,
+    /// Your own driver code in place of the venvs' (a sushy or Ironic
+    /// checkout, a folder of modules): first on every Python's PYTHONPATH.
+    #[arg(long, env = "SHOAL_DRIVER_SOURCE", value_delimiter = ':')]
+    driver_source: Vec<PathBuf>,
 }
 
 /// The flags of `conformance`.
@@ -523,6 +527,7 @@ impl ServeArgs {
 #[cfg(feature = "lab")]
 impl RunArgs {
     fn run(self) -> Result<Report> {
+        runner::use_driver_sources(&self.driver_source)?;
         let scenarios = self.select.scenarios()?;
         let emulator = emulator_or_sibling(self.emulator)?;
         let python = self.python.or_else(|| {

@@ -42,7 +42,7 @@ use crate::lab::Lab;
 use crate::lock;
 use crate::scenario::{Driver, Scenario};
 pub use machine::prebuild;
-pub use options::Options;
+pub use options::{use_driver_sources, Options};
 use platform::platform_stop;
 use report::CaseTimes;
 pub use report::{junit, summary, CaseResult};
