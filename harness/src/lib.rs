@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod capture;
+pub mod check;
 pub mod conformance;
 pub mod doctor;
 pub mod driver;

@@ -48,12 +48,15 @@ enum Command {
     /// state changed by a refused request, non-Redfish error, invalid
     /// input accepted, RSS over the bound).
     Fuzz(FuzzArgs),
-    /// Benchmark shoal-emulator (fake backend) against sushy-tools 2.2.0
-    /// (gunicorn, 2 workers x 2 threads) and nginx on loopback, and its
-    /// IPMI side against virtualbmc 3.3.0; prints the table, scale, rack,
-    /// IPMI, PATCH-storm and soak figures. With --ab-baseline, only two
-    /// builds of shoal-emulator side by side (A/B rows).
+    /// Benchmark shoal-emulator against sushy-tools 2.2.0, nginx and
+    /// virtualbmc 3.3.0 on loopback (table, scale, rack, IPMI, PATCH-storm,
+    /// soak); with --ab-baseline, two builds of shoal-emulator A/B.
     Bench(BenchArgs),
+    /// Check every scenario file of a folder without booting anything.
+    Validate {
+        #[arg(default_value = "scenarios")]
+        dir: PathBuf,
+    },
     /// Serve a folder as the boot file server does.
     Serve(ServeArgs),
     /// Record a live Redfish service into DIR in DMTF Redfish-Mockup-
@@ -303,6 +306,7 @@ fn main() -> ExitCode {
 fn real_main() -> Result<ExitCode> {
     let report = match Cli::parse().command {
         Command::Doctor => return Ok(doctor::run()),
+        Command::Validate { dir } => return shoal_harness::check::run(&dir),
         Command::Serve(args) => return args.serve(),
         Command::Conformance(args) => args.run()?,
         Command::Fuzz(args) => args.run()?,
