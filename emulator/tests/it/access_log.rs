@@ -3,21 +3,9 @@
 //! request line, status, time, the MessageId of a refusal), and each
 //! change in a client's words with what caused it.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use crate::common::{htpasswd, Spawned};
-
-fn curl(args: &[&str]) -> u16 {
-    let out = Command::new("curl")
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
-        .args(args)
-        .output()
-        .expect("curl");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0)
-}
+use crate::common::{call_as, htpasswd, Spawned};
 
 #[test]
 fn every_request_and_change_is_a_line_of_the_log() {
@@ -31,57 +19,23 @@ fn every_request_and_change_is_a_line_of_the_log() {
         Stdio::from(std::fs::File::create(&log).unwrap()),
     );
     let systems = format!("{}/redfish/v1/Systems", emu.url);
-    let auth = ["-u", "admin:password"];
-    assert_eq!(curl(&[&systems]), 401);
-    assert_eq!(curl(&[&auth[..], &[systems.as_str()]].concat()), 200);
-    let out = Command::new("curl")
-        .args(["-s", "-u", "admin:password", &systems])
-        .output()
-        .unwrap();
-    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let user = Some("admin:password");
+    assert_eq!(call_as("GET", &systems, None, None).0, 401);
+    let (code, list) = call_as("GET", &systems, user, None);
+    assert_eq!(code, 200);
     let sys = format!(
         "{}{}",
         emu.url,
         list["Members"][0]["@odata.id"].as_str().unwrap()
     );
-    let patch = |body: &str| {
-        curl(
-            &[
-                &auth[..],
-                &[
-                    "-X",
-                    "PATCH",
-                    "-H",
-                    "Content-Type: application/json",
-                    "-d",
-                    body,
-                    sys.as_str(),
-                ],
-            ]
-            .concat(),
-        )
-    };
+    let patch = |body: &str| call_as("PATCH", &sys, user, Some(body)).0;
     assert_eq!(
         patch(r#"{"Boot":{"BootSourceOverrideTarget":"Nowhere"}}"#),
         400
     );
     assert_eq!(patch(r#"{"Boot":{"BootSourceOverrideTarget":"Pxe"}}"#), 200);
     let reset = format!("{sys}/Actions/ComputerSystem.Reset");
-    let on = curl(
-        &[
-            &auth[..],
-            &[
-                "-X",
-                "POST",
-                "-H",
-                "Content-Type: application/json",
-                "-d",
-                r#"{"ResetType":"On"}"#,
-                reset.as_str(),
-            ],
-        ]
-        .concat(),
-    );
+    let on = call_as("POST", &reset, user, Some(r#"{"ResetType":"On"}"#)).0;
     assert!(matches!(on, 200 | 204), "{on}");
     let path = sys.trim_start_matches(&emu.url).to_string();
     assert!(emu.stop().success());

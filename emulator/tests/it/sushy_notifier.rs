@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::Spawned;
+use crate::common::{call_as, Spawned};
 use crate::sushy_dropin::sushy_emulator;
 
 /// One request a receiver got: method, path, Content-Type, body.
@@ -75,39 +75,25 @@ fn serve(conn: TcpStream, keep: &Mutex<Vec<Got>>) {
     }
 }
 
-/// A request with curl; its status and JSON body.
-fn ask(method: &str, url: &str, body: Option<&str>) -> (u16, Value) {
-    let mut c = std::process::Command::new("curl");
-    c.args(["-sS", "-X", method, "-w", "\n%{http_code}"]);
-    if let Some(b) = body {
-        c.args(["-H", "Content-Type: application/json", "-d", b]);
-    }
-    let out = c.arg(url).output().expect("curl");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (
-        code.trim().parse().unwrap_or(0),
-        serde_json::from_str(body).unwrap_or(Value::Null),
-    )
-}
-
 const UUID: &str = "4a1b2c3d-0000-4000-8000-00000000a001";
 
 /// The sequence, on the service at `base`; each power action waited out
 /// (sushy-tools applies it 1–11 s later, seen on a GET).
 fn act(base: &str) {
     let sys = format!("{base}/redfish/v1/Systems/{UUID}");
-    let (code, b) = ask(
+    let (code, b) = call_as(
         "PATCH",
         &sys,
+        None,
         Some(r#"{"Boot":{"BootSourceOverrideTarget":"Pxe"}}"#),
     );
     assert!(matches!(code, 200 | 204), "{code} {b}");
     for (reset, shows) in [("On", "On"), ("ForceRestart", "On"), ("ForceOff", "Off")] {
         let body = format!(r#"{{"ResetType":"{reset}"}}"#);
-        let (code, b) = ask(
+        let (code, b) = call_as(
             "POST",
             &format!("{sys}/Actions/ComputerSystem.Reset"),
+            None,
             Some(&body),
         );
         assert!(matches!(code, 200 | 204), "{reset}: {code} {b}");
@@ -116,7 +102,7 @@ fn act(base: &str) {
         // state takes effect, which a GET after its time brings about.
         std::thread::sleep(Duration::from_millis(300));
         loop {
-            let (_, s) = ask("GET", &sys, None);
+            let (_, s) = call_as("GET", &sys, None, None);
             if s["PowerState"] == shows {
                 break;
             }

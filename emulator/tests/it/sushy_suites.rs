@@ -4,32 +4,9 @@
 //! asked what the suite asks next. No file is copied from a suite: each
 //! is rebuilt from what the suite's script or template assigns.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::common::{certificate, htpasswd, Spawned};
-
-/// A request with curl as the suite's client makes it (TLS unchecked, as
-/// metal3 and devstack set `redfish_verify_ca` off for their emulator):
-/// status and JSON body.
-fn ask(method: &str, url: &str, user: Option<&str>, body: Option<&str>) -> (u16, Value) {
-    let mut c = Command::new("curl");
-    c.args(["-sS", "-k", "-X", method, "-w", "\n%{http_code}"]);
-    if let Some(u) = user {
-        c.args(["-u", u]);
-    }
-    if let Some(b) = body {
-        c.args(["-H", "Content-Type: application/json", "-d", b]);
-    }
-    let out = c.arg(url).output().expect("curl (ci/test installs it)");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (
-        code.trim().parse().unwrap_or(0),
-        serde_json::from_str(body).unwrap_or(Value::Null),
-    )
-}
+use crate::common::{call_as as ask, certificate, htpasswd, Spawned};
 
 /// What Ironic's redfish driver does to a node it deploys, up to the boot:
 /// the system, a one-time PXE boot in UEFI mode, power on; each answered
