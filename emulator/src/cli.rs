@@ -289,6 +289,8 @@ pub enum BackendChoice {
         media: crate::backend::download::MediaOptions,
         /// A remote host's pool for virtual media volumes.
         media_pool: String,
+        /// The configuration's UEFI firmware (sushy-tools' loader map).
+        loaders: Option<crate::backend::options::LoaderMap>,
     },
     /// Ironic's nodes (`--ironic-cloud`), each with `profile`.
     Ironic {
@@ -330,6 +332,8 @@ pub struct Settings {
     pub ipmi: crate::ipmi::IpmiSettings,
     /// Power-off actions are refused.
     pub power_off_disabled: bool,
+    /// Boot device requests are answered and not applied.
+    pub boot_device_ignored: bool,
     /// Chassis enclosing the systems' own, with their LED at start
     /// (sushy-tools' chassis, when started as sushy-emulator with the full
     /// feature set, as sushy-tools serves Chassis).

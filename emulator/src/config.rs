@@ -403,10 +403,7 @@ fn hardware(
         sys.disks = e
             .disks
             .iter()
-            .map(|d| Disk {
-                name: d.name.clone(),
-                capacity_bytes: d.capacity_gib << 30,
-            })
+            .map(|d| Disk::new(d.name.clone(), d.capacity_gib << 30))
             .collect();
         sys.bmc.storage = crate::storage::StorageState::jbod(&sys.disks);
     }

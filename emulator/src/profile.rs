@@ -242,6 +242,12 @@ pub struct VirtualMedia {
     /// same (iDRAC: CD, DVD and USBStick each).
     #[serde(default)]
     pub system_media_types: Vec<String>,
+    /// Each device's Name and MediaTypes (the CD's, then the removable
+    /// one's) where a configuration gives its own (sushy-tools'
+    /// `SUSHY_EMULATOR_VMEDIA_DEVICES`); there an empty Id in
+    /// `system_ids`/`manager_ids` is a device not served.
+    #[serde(skip)]
+    pub devices: Option<[(String, Vec<String>); 2]>,
 }
 
 impl Default for VirtualMedia {
@@ -255,6 +261,7 @@ impl Default for VirtualMedia {
             system_ids: default_slot_ids(),
             manager_ids: default_slot_ids(),
             system_media_types: Vec::new(),
+            devices: None,
         }
     }
 }

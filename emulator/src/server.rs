@@ -47,6 +47,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
             graceful_timeout,
             media,
             media_pool,
+            loaders,
         } => {
             let opts = crate::backend::libvirt::LibvirtOptions {
                 profile: profile.clone(),
@@ -59,6 +60,7 @@ fn backend(settings: &Settings) -> Result<Arc<dyn Backend>> {
                 media_pool: media_pool.clone(),
                 nvram_dir: None,
                 ipmi_in_band_dir: settings.ipmi.in_band_dir.clone(),
+                loaders: loaders.clone(),
             };
             Ok(Arc::new(
                 crate::backend::libvirt::LibvirtBackend::connect(opts)
@@ -88,6 +90,7 @@ pub fn state(settings: &Settings) -> Result<AppState> {
     .with_profiles(settings.profiles.clone())
     .with_faults(Arc::new(Faults::new(settings.faults.clone())));
     st.core.power_off_disabled = settings.power_off_disabled;
+    st.core.boot_device_ignored = settings.boot_device_ignored;
     st.media_ip_family = settings.media_ip_family;
     st.updates = Arc::new(settings.updates.clone());
     st.enclosures = Arc::new(
@@ -291,6 +294,7 @@ async fn endpoint_state(
     .with_faults(main.core.faults.clone())
     .with_endpoint_systems(refs.iter().map(|r| r.name.clone()).collect());
     state.core.power_off_disabled = main.core.power_off_disabled;
+    state.core.boot_device_ignored = main.core.boot_device_ignored;
     state.media_ip_family = main.media_ip_family;
     state.updates = main.updates.clone();
     main.core.faults.register(

@@ -15,6 +15,34 @@ use serde::{Deserialize, Serialize};
 pub struct Disk {
     pub name: String,
     pub capacity_bytes: u64,
+    /// The drive's `Name` where a configuration gives one (else `name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The drive's `Protocol` where a configuration gives one (else SATA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+}
+
+impl Disk {
+    pub fn new(name: impl Into<String>, capacity_bytes: u64) -> Disk {
+        Disk {
+            name: name.into(),
+            capacity_bytes,
+            label: None,
+            protocol: None,
+        }
+    }
+}
+
+/// What a configuration calls the storage subsystem and its controller
+/// (sushy-tools' `SUSHY_EMULATOR_STORAGE`), where it names them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageNames {
+    pub id: String,
+    pub name: Option<String>,
+    pub controller_id: Option<String>,
+    pub controller_name: Option<String>,
+    pub speed_gbps: Option<serde_json::Number>,
 }
 
 /// The RAID types Shoal's controller supports (DMTF `Volume.RAIDType`).
@@ -79,6 +107,9 @@ pub struct StorageState {
     /// "never configured".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drives: Vec<Disk>,
+    /// The subsystem's own names, where the configuration gives them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub names: Option<StorageNames>,
 }
 
 /// What a drive is used for, as Dell's `RaidStatus` tells it.
@@ -135,7 +166,10 @@ impl StorageState {
         if self.drives == disks {
             self
         } else {
-            StorageState::jbod(disks)
+            StorageState {
+                names: self.names,
+                ..StorageState::jbod(disks)
+            }
         }
     }
 
@@ -155,6 +189,7 @@ impl StorageState {
             pending: Vec::new(),
             mode: ControllerMode::Raid,
             drives: disks.to_vec(),
+            names: None,
         }
     }
 
@@ -460,10 +495,7 @@ mod tests {
         sizes
             .iter()
             .enumerate()
-            .map(|(i, &s)| Disk {
-                name: format!("disk{i}"),
-                capacity_bytes: s,
-            })
+            .map(|(i, &s)| Disk::new(format!("disk{i}"), s))
             .collect()
     }
 

@@ -65,14 +65,36 @@ impl<'a> Names<'a> {
         }
     }
 
+    /// The names a configuration gave (plain Ids only: a vendor's Ids
+    /// are the vendor's).
+    fn configured(&self) -> Option<&'a crate::storage::StorageNames> {
+        match self.ids {
+            StorageIds::Plain => self.sys.bmc.storage.names.as_ref(),
+            StorageIds::DellFqdd => None,
+        }
+    }
+
+    /// The Storage resource's Id.
+    pub fn storage_id(&self) -> &'a str {
+        self.configured()
+            .map_or(self.ids.storage(), |n| n.id.as_str())
+    }
+
+    /// The Id of the StorageController member.
+    pub fn controller_id(&self) -> &'a str {
+        self.configured()
+            .and_then(|n| n.controller_id.as_deref())
+            .unwrap_or(self.ids.controller())
+    }
+
     /// The Storage resource's path.
     pub fn storage(&self) -> String {
-        format!("{}/Storage/{}", base(self.sys), self.ids.storage())
+        format!("{}/Storage/{}", base(self.sys), self.storage_id())
     }
 
     /// The Storage Id in a path is this system's, or the path is not found.
     pub fn check(&self, ctl: &str, uri: &Uri) -> Result<(), ApiError> {
-        if ctl == self.ids.storage() {
+        if ctl == self.storage_id() {
             Ok(())
         } else {
             Err(not_found(uri))
@@ -178,8 +200,8 @@ async fn storage(
     let mut v = json!({
         "@odata.type": "#Storage.v1_15_0.Storage",
         "@odata.id": b,
-        "Id": names.ids.storage(),
-        "Name": "Storage Subsystem",
+        "Id": names.storage_id(),
+        "Name": names.configured().and_then(|n| n.name.as_deref()).unwrap_or("Storage Subsystem"),
         "Drives@odata.count": drives.len(),
         "Drives": drives,
         "Volumes": link(&format!("{b}/Volumes")),
@@ -188,11 +210,12 @@ async fn storage(
     });
     // The controllers embedded too (deprecated in Storage v1_15, served by
     // the BMCs of that era, read by Ironic's redfish inspection).
+    let member = names.controller_id();
     let mut embedded = json!({
-        "@odata.id": format!("{b}#/StorageControllers/0"),
-        "MemberId": "0",
+        "@odata.id": format!("{b}#/StorageControllers/{member}"),
+        "MemberId": member,
     });
-    described(&mut embedded, raid_types(&st, &sys));
+    described(&mut embedded, &names, raid_types(&st, &sys));
     v["StorageControllers"] = json!([embedded]);
     v["StorageControllers@odata.count"] = json!(1);
     super::vendor::storage_parts(&st, &sys, &names, raid_types(&st, &sys), &mut v);
@@ -213,7 +236,7 @@ async fn controllers(
             "StorageControllerCollection",
             &b,
             "Storage Controller Collection",
-            [format!("{b}/{}", names.ids.controller())],
+            [format!("{b}/{}", names.controller_id())],
         ),
         "GET",
     ))
@@ -227,7 +250,7 @@ async fn controller(
 ) -> Result<Resource, ApiError> {
     let names = Names::of(&st, &sys);
     names.check(&ctl, &uri)?;
-    if c != names.ids.controller() {
+    if c != names.controller_id() {
         return Err(not_found(&uri));
     }
     let mut v = json!({
@@ -235,19 +258,23 @@ async fn controller(
         "@odata.id": format!("{}/Controllers/{c}", names.storage()),
         "Id": c,
     });
-    described(&mut v, raid_types(&st, &sys));
+    described(&mut v, &names, raid_types(&st, &sys));
     super::vendor::controller_parts(&st, &sys, &names, &mut v);
     Ok(Resource::plain(v, "GET"))
 }
 
 /// What a controller is, in the resource and in Storage's
-/// `StorageControllers` array alike.
-fn described(v: &mut Value, raid: &[&str]) {
+/// `StorageControllers` array alike (its name and speed the
+/// configuration's, where it gives them).
+fn described(v: &mut Value, names: &Names, raid: &[&str]) {
+    let given = names.configured();
+    let name = given.and_then(|n| n.controller_name.as_deref());
+    let speed = given.and_then(|n| n.speed_gbps.clone());
     for (k, x) in [
-        ("Name", json!("Shoal RAID Controller")),
+        ("Name", json!(name.unwrap_or("Shoal RAID Controller"))),
         ("Manufacturer", json!("Shoal")),
         ("Model", json!("Virtual RAID Controller")),
-        ("SpeedGbps", json!(6)),
+        ("SpeedGbps", speed.map_or(json!(6), Value::Number)),
         ("SupportedRAIDTypes", json!(raid)),
         ("SupportedControllerProtocols", json!(["PCIe"])),
         ("SupportedDeviceProtocols", json!(["SATA"])),
@@ -283,10 +310,10 @@ async fn drive(
         "@odata.type": "#Drive.v1_17_0.Drive",
         "@odata.id": names.drive_uri(&d.name),
         "Id": drive,
-        "Name": d.name,
+        "Name": d.label.as_deref().unwrap_or(&d.name),
         "CapacityBytes": d.capacity_bytes,
         "MediaType": "SSD",
-        "Protocol": "SATA",
+        "Protocol": d.protocol.as_deref().unwrap_or("SATA"),
         "Links": { "Volumes": volumes },
         "Status": OK(),
     });
@@ -323,6 +350,7 @@ fn volume_json(names: &Names, v: &Volume) -> Value {
         "Name": v.name,
         "CapacityBytes": v.capacity_bytes,
         "RAIDType": v.raid_type,
+        "VolumeType": volume_type(&v.raid_type),
         "Encrypted": false,
         "Links": {
             "Drives": v.drives.iter().map(|d| link(&names.drive_uri(d))).collect::<Vec<_>>(),
@@ -335,6 +363,18 @@ fn volume_json(names: &Names, v: &Volume) -> Value {
         body["VolumeType"] = json!("RawDevice");
     }
     body
+}
+
+/// The deprecated `VolumeType` a RAID type implies (what sushy and
+/// sushy-tools' configurations still speak).
+pub(crate) fn volume_type(raid: &str) -> &'static str {
+    match raid {
+        "RAID0" => "NonRedundant",
+        "RAID1" => "Mirrored",
+        "RAID5" | "RAID6" => "StripedWithParity",
+        "RAID10" => "SpannedMirrors",
+        _ => "RawDevice",
+    }
 }
 
 async fn volume(

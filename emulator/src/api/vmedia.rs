@@ -88,7 +88,10 @@ pub fn shown(st: &AppState, sys: &System, under_system: bool) -> bool {
 
 async fn list(State(st): State<AppState>, Sys(sys): Sys, uri: Uri) -> Result<Resource, ApiError> {
     let base = format!("/redfish/v1/{}/VirtualMedia", owner_of(&st, &sys, &uri));
-    let members = ids_of(&st, &sys, &uri)?.map(|s| format!("{base}/{s}"));
+    let members = ids_of(&st, &sys, &uri)?
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("{base}/{s}"));
     Ok(Resource::plain(
         collection(
             "VirtualMediaCollection",
@@ -108,7 +111,9 @@ pub(super) fn slot_of(
     uri: &Uri,
 ) -> Result<(MediaSlot, &'static str), ApiError> {
     let [cd, removable] = ids_of(st, sys, uri)?;
-    if slot == cd {
+    if slot.is_empty() {
+        Err(ApiError::NotFound(uri.path().to_string()))
+    } else if slot == cd {
         Ok((MediaSlot::Cd, cd))
     } else if slot == removable {
         Ok((MediaSlot::Floppy, removable))
@@ -127,13 +132,18 @@ pub(super) fn media_json(
     let m = sys.bmc.media(slot);
     let owner = owner_of(st, sys, uri);
     let base = format!("/redfish/v1/{owner}/VirtualMedia/{id}");
-    let (mut types, name) = match slot {
+    let vm = &st.profile(sys).vmedia;
+    let (mut types, mut name) = match slot {
         MediaSlot::Cd => (vec!["CD", "DVD"], "Virtual CD"),
         MediaSlot::Floppy => (vec!["Floppy", "USBStick"], "Virtual Removable Media"),
     };
-    let same = &st.profile(sys).vmedia.system_media_types;
-    if under_system(uri) && !same.is_empty() {
-        types = same.iter().map(String::as_str).collect();
+    if let Some(devices) = &vm.devices {
+        let (n, t) = &devices[(slot == MediaSlot::Floppy) as usize];
+        name = n;
+        types = t.iter().map(String::as_str).collect();
+    }
+    if under_system(uri) && !vm.system_media_types.is_empty() {
+        types = vm.system_media_types.iter().map(String::as_str).collect();
     }
     let mut v = json!({
         "@odata.type": "#VirtualMedia.v1_6_0.VirtualMedia",

@@ -37,10 +37,7 @@ pub fn default_system(name: &str) -> System {
         arch: Arch::X86_64,
         memory_mib: 4096,
         cpus: 2,
-        disks: vec![Disk {
-            name: "disk0".into(),
-            capacity_bytes: 20 << 30,
-        }],
+        disks: vec![Disk::new("disk0", 20 << 30)],
         nics: vec![Nic {
             mac: derived_mac(name, 0),
         }],

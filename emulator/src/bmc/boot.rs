@@ -139,6 +139,18 @@ impl Core {
         {
             return Err(BootRefused::NeedsUefi(b.target));
         }
+        if self.boot_device_ignored && (b.target != now.target || b.enabled != now.enabled) {
+            tracing::warn!(
+                system = %sys.name,
+                target = b.target.as_str(),
+                "boot device ignored (SUSHY_EMULATOR_IGNORE_BOOT_DEVICE): the machine \
+                 boots its own order"
+            );
+            b = BootOverride {
+                mode: b.mode,
+                ..now.clone()
+            };
+        }
         Ok(b)
     }
 

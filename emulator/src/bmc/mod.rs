@@ -135,6 +135,10 @@ pub struct Core {
     /// Power-off actions are refused (sushy-tools'
     /// `SUSHY_EMULATOR_DISABLE_POWER_OFF`, `--disable-power-off`).
     pub power_off_disabled: bool,
+    /// Boot device requests are checked and answered, and the machine
+    /// keeps booting its own order (sushy-tools'
+    /// `SUSHY_EMULATOR_IGNORE_BOOT_DEVICE`); the boot mode still changes.
+    pub boot_device_ignored: bool,
     /// The background work power actions wait for and wake.
     pub work: Arc<dyn Work>,
     /// How many times each system's BMC restarted, and a wake-up for
@@ -164,6 +168,7 @@ impl Core {
             endpoint_systems: None,
             power_clock: Arc::default(),
             power_off_disabled: false,
+            boot_device_ignored: false,
             work: Arc::new(NoWork),
             restarts: Arc::default(),
         }

@@ -166,6 +166,9 @@ impl Cli {
         let sushy = sushy.map(|(_, c)| c);
         let sushy = sushy.as_ref();
         let (mut profiles, profile) = self.profiles(&cfg, sushy.is_some())?;
+        if let Some(p) = sushy.and_then(|c| c.media_profile(profiles.get(&profile).ok()?)) {
+            profiles.insert(p);
+        }
         let mockup = self.mockup(&cfg)?;
         let faults = cfg.faults.clone().unwrap_or_default();
         faults
@@ -254,6 +257,7 @@ impl Cli {
             ipmi: self.ipmi_settings(&file, &cfg)?,
             power_off_disabled: self.disable_power_off
                 || sushy.is_some_and(|c| c.disable_power_off),
+            boot_device_ignored: sushy.is_some_and(|c| c.ignore_boot_device),
             enclosures: enclosures(sushy, feature_set),
             media_ip_family,
             events: crate::api::events::EventOptions {
@@ -529,6 +533,7 @@ impl Cli {
                 .clone()
                 .or_else(|| sushy.and_then(|c| c.storage_pool.clone()))
                 .unwrap_or_else(|| "default".into()),
+            loaders: sushy.and_then(|c| c.loaders.clone()),
         })
     }
 

@@ -33,6 +33,12 @@ const FAKE_SYSTEM_FIELDS: &[&str] = &[
     "secure_boot",
     "boot_image",
     "pending_power",
+    // Shoal's own, which sushy-tools passes over: the machine's hardware.
+    "memory_mib",
+    "cpus",
+    "disks",
+    "arch",
+    "profile",
 ];
 
 /// One entry of `SUSHY_EMULATOR_FAKE_SYSTEMS` (the `i`th); one that asks
@@ -71,7 +77,15 @@ fn fake_system(k: &Key<'_>, i: usize, e: &Py) -> Result<FakeSystem, ConfigError>
         },
         false => None,
     };
+    let hardware = super::Hardware {
+        memory_mib: f.count("memory_mib")?,
+        cpus: f.count("cpus")?.map(|c| c.min(u32::MAX.into()) as u32),
+        disks: f.disks()?,
+        arch: f.string("arch")?.map(str::to_string),
+        profile: f.string("profile")?.map(str::to_string),
+    };
     Ok(FakeSystem {
+        hardware,
         entry_uuid,
         name: name.to_string(),
         power_on,
@@ -124,6 +138,50 @@ impl<'a> Entry<'_, 'a> {
         }
     }
 
+    /// A whole number of at least 1.
+    fn count(&self, f: &str) -> Result<Option<u64>, ConfigError> {
+        match self.get(f) {
+            None | Some(Py::None) => Ok(None),
+            Some(Py::Int(n)) if *n >= 1 => Ok(Some(*n as u64)),
+            Some(v) => Err(self.k.wrong(&self.at(f), "a whole number of at least 1", v)),
+        }
+    }
+
+    /// `disks`: dicts of `name` and `capacity_gib`, as the inventory's.
+    fn disks(&self) -> Result<Vec<(String, u64)>, ConfigError> {
+        let list = match self.get("disks") {
+            None | Some(Py::None) => return Ok(Vec::new()),
+            Some(Py::List(v) | Py::Tuple(v)) => v,
+            Some(v) => return Err(self.k.wrong(&self.at("disks"), "a list", v)),
+        };
+        let mut out = Vec::new();
+        for (j, d) in list.iter().enumerate() {
+            let field = |n: &str| match d {
+                Py::Dict(f) => f
+                    .iter()
+                    .find(|(x, _)| *x == Py::Str(n.into()))
+                    .map(|(_, v)| v),
+                _ => None,
+            };
+            let all_known = matches!(d, Py::Dict(f) if f.iter().all(|(x, _)| {
+                matches!(x, Py::Str(x) if x == "name" || x == "capacity_gib")
+            }));
+            match (field("name"), field("capacity_gib"), all_known) {
+                (Some(Py::Str(n)), Some(Py::Int(g)), true) if *g >= 1 => {
+                    out.push((n.clone(), *g as u64))
+                }
+                _ => {
+                    return Err(self.k.err(
+                        format!("{}[{}][\"disks\"][{j}]", self.k.a.name, self.i),
+                        "expected a dict of \"name\" (a string) and \"capacity_gib\" \
+                         (a whole number of at least 1)",
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// A field sushy-tools' fake systems do not have is an error.
     fn only_known_fields(&self) -> Result<(), ConfigError> {
         for (name, _) in self.fields {
@@ -133,7 +191,8 @@ impl<'a> Entry<'_, 'a> {
                     format!("{}[{}][{name}]", self.k.a.name, self.i),
                     "not a field of sushy-tools' fake systems (uuid, name, power_state, \
                      external_notifier, nics, boot_device, boot_mode, secure_boot, \
-                     boot_image, pending_power)",
+                     boot_image, pending_power) nor of Shoal's (memory_mib, cpus, \
+                     disks, arch, profile)",
                 ));
             }
         }
@@ -237,42 +296,87 @@ pub(super) fn chassis_list(k: &Key<'_>) -> Result<Vec<ChassisEntry>, ConfigError
     Ok(out)
 }
 
-/// `SUSHY_EMULATOR_VMEDIA_DEVICES`: Shoal's BMCs have sushy-tools' two
-/// default devices, a CD (`Cd`) and a removable disk (`Floppy`); a
-/// configuration may list those, not others.
-pub(super) fn vmedia_devices(k: &Key<'_>) -> Result<(), ConfigError> {
+/// A device of `SUSHY_EMULATOR_VMEDIA_DEVICES`: its Id, Name and
+/// MediaTypes, served on the slot those types take.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MediaDevice {
+    pub id: String,
+    pub name: String,
+    pub media_types: Vec<String>,
+}
+
+/// `SUSHY_EMULATOR_VMEDIA_DEVICES`: each device on one of a Shoal BMC's two
+/// slots, the CD (its MediaTypes among CD, DVD) and the removable one
+/// (Floppy, USBStick); a slot no device takes is not served.
+pub(super) fn vmedia_devices(k: &Key<'_>) -> Result<[Option<MediaDevice>; 2], ConfigError> {
+    let mut slots: [Option<MediaDevice>; 2] = [None, None];
     for (id, dev) in k.dict()? {
         let Py::Str(id) = id else {
             return Err(k.wrong("", "device Ids as keys", id));
         };
-        let types = match dev {
-            Py::Dict(f) => f.iter().find(|(n, _)| *n == Py::Str("MediaTypes".into())),
-            _ => None,
+        let at = |f: &str| format!("{}[{id:?}]{f}", k.a.name);
+        let Py::Dict(fields) = dev else {
+            return Err(k.wrong(&format!("[{id:?}]"), "a dict", dev));
         };
-        let want: &[&str] = match id.as_str() {
-            "Cd" => &["CD", "DVD"],
-            "Floppy" => &["Floppy", "USBStick"],
-            _ => {
-                return Err(k.err(
-                    format!("{}[{id:?}]", k.a.name),
-                    "not served: Shoal's BMCs have two virtual media devices, `Cd` \
-                     (CD, DVD) and `Floppy` (Floppy, USBStick), as sushy-tools' default",
-                ))
-            }
-        };
-        let ok = match types {
-            None => true,
-            Some((_, Py::List(t) | Py::Tuple(t))) => t
+        let get = |f: &str| {
+            fields
                 .iter()
-                .all(|x| matches!(x, Py::Str(s) if want.contains(&s.as_str()))),
-            _ => false,
+                .find(|(n, _)| *n == Py::Str(f.into()))
+                .map(|(_, v)| v)
         };
-        if !ok {
+        if let Some((n, _)) = fields
+            .iter()
+            .find(|(n, _)| !matches!(n, Py::Str(n) if n == "Name" || n == "MediaTypes"))
+        {
             return Err(k.err(
-                format!("{}[{id:?}][\"MediaTypes\"]", k.a.name),
-                format!("Shoal's {id} takes {}", want.join(", ")),
+                at(&format!("[{n}]")),
+                "not a field of a device (Name, MediaTypes)",
             ));
         }
+        let name = match get("Name") {
+            None | Some(Py::None) => id.clone(),
+            Some(Py::Str(n)) => n.clone(),
+            Some(v) => return Err(k.wrong(&format!("[{id:?}][\"Name\"]"), "a string", v)),
+        };
+        let types: Vec<String> = match get("MediaTypes") {
+            Some(Py::List(t) | Py::Tuple(t)) => t
+                .iter()
+                .map(|x| match x {
+                    Py::Str(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect::<Option<_>>()
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let within =
+            |set: &[&str]| !types.is_empty() && types.iter().all(|t| set.contains(&t.as_str()));
+        let slot = if within(&["CD", "DVD"]) {
+            0
+        } else if within(&["Floppy", "USBStick"]) {
+            1
+        } else {
+            return Err(k.err(
+                at("[\"MediaTypes\"]"),
+                "expected a list of CD and DVD (served on the BMC's CD) or of Floppy \
+                 and USBStick (on its removable device)",
+            ));
+        };
+        if let Some(other) = &slots[slot] {
+            return Err(k.err(
+                at(""),
+                format!(
+                    "{:?} takes the same media; a Shoal BMC has one CD device and one \
+                     removable one",
+                    other.id
+                ),
+            ));
+        }
+        slots[slot] = Some(MediaDevice {
+            id: id.clone(),
+            name,
+            media_types: types,
+        });
     }
-    Ok(())
+    Ok(slots)
 }

@@ -10,9 +10,11 @@
 //! an error naming the line.
 
 mod inventory;
+pub use inventory::MediaDevice;
 mod key;
 pub mod literal;
 mod read;
+pub mod storage;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -64,6 +66,20 @@ pub struct FakeSystem {
     /// With `external_notifier: True`: the entry as configured (JSON), the
     /// document sushy-tools PUTs on each change.
     pub notifies: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Shoal's own fields of the entry, which sushy-tools passes over.
+    pub hardware: Hardware,
+}
+
+/// What an entry of `SUSHY_EMULATOR_FAKE_SYSTEMS` may say of the machine
+/// beyond sushy-tools' fields: memory, CPUs, disks (name, GiB), the
+/// architecture and the profile, as Shoal's own inventory says them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Hardware {
+    pub memory_mib: Option<u64>,
+    pub cpus: Option<u32>,
+    pub disks: Vec<(String, u64)>,
+    pub arch: Option<String>,
+    pub profile: Option<String>,
 }
 
 impl FakeSystem {
@@ -72,13 +88,21 @@ impl FakeSystem {
         SystemEntry {
             name: self.name.clone(),
             uuid: Some(self.entry_uuid.hyphenated().to_string()),
-            arch: None,
+            arch: self.hardware.arch.clone(),
             boot_mode: self.boot_mode.map(|m| m.as_str().to_string()),
             macs: self.macs.clone(),
-            profile: None,
-            memory_mib: None,
-            cpus: None,
-            disks: Vec::new(),
+            profile: self.hardware.profile.clone(),
+            memory_mib: self.hardware.memory_mib,
+            cpus: self.hardware.cpus,
+            disks: self
+                .hardware
+                .disks
+                .iter()
+                .map(|(name, capacity_gib)| crate::config::DiskEntry {
+                    name: name.clone(),
+                    capacity_gib: *capacity_gib,
+                })
+                .collect(),
             secure_boot: self.secure_boot,
             power: Some(if self.power_on { "On" } else { "Off" }.into()),
         }
@@ -107,6 +131,9 @@ pub struct SushyConfig {
     pub indicator_leds: Vec<(Uuid, IndicatorLed)>,
     /// `SUSHY_EMULATOR_DISABLE_POWER_OFF`.
     pub disable_power_off: bool,
+    /// `SUSHY_EMULATOR_IGNORE_BOOT_DEVICE`: boot device requests are
+    /// answered and not applied.
+    pub ignore_boot_device: bool,
     /// `SUSHY_EMULATOR_CHASSIS`, or sushy-tools' one default Chassis: the
     /// enclosures served beside each system's own Chassis.
     pub chassis: Vec<ChassisEntry>,
@@ -115,6 +142,15 @@ pub struct SushyConfig {
     /// `SUSHY_EMULATOR_STORAGE_POOL`: where a remote host's virtual media
     /// volumes go.
     pub storage_pool: Option<String>,
+    /// `SUSHY_EMULATOR_STORAGE`, `_DRIVES` and `_VOLUMES`: fake systems'
+    /// storage subsystems, drives and volumes.
+    pub storage: Vec<storage::SystemStorage>,
+    /// `SUSHY_EMULATOR_VMEDIA_DEVICES`: the devices on the CD slot and on
+    /// the removable one (None: sushy-tools' two defaults).
+    pub vmedia_devices: Option<[Option<inventory::MediaDevice>; 2]>,
+    /// `SUSHY_EMULATOR_BOOT_LOADER_MAP` and the Secure Boot NVRAM
+    /// templates: the UEFI firmware libvirt domains run.
+    pub loaders: Option<crate::backend::options::LoaderMap>,
     /// `EXTERNAL_NOTIFICATION_*`: where notifying fake systems PUT their
     /// documents (sushy-tools' default `http://localhost:9999`).
     pub notification: Notification,
@@ -169,6 +205,39 @@ impl SushyConfig {
         }
     }
 
+    /// `profile` with the configuration's virtual media devices, where it
+    /// names its own: their Ids wherever the profile shows devices, a
+    /// slot no device takes not served.
+    pub fn media_profile(
+        &self,
+        profile: &crate::profile::Profile,
+    ) -> Option<crate::profile::Profile> {
+        let devices = self.vmedia_devices.as_ref()?;
+        let mut p = profile.clone();
+        let ids: Vec<String> = devices
+            .iter()
+            .map(|d| d.as_ref().map(|d| d.id.clone()).unwrap_or_default())
+            .collect();
+        for list in [&mut p.vmedia.system_ids, &mut p.vmedia.manager_ids] {
+            if !list.is_empty() {
+                list.clone_from(&ids);
+            }
+        }
+        let defaults = [
+            ("Virtual CD", ["CD", "DVD"]),
+            ("Virtual Removable Media", ["Floppy", "USBStick"]),
+        ];
+        let shown = |i: usize| match &devices[i] {
+            Some(d) => (d.name.clone(), d.media_types.clone()),
+            None => (
+                defaults[i].0.to_string(),
+                defaults[i].1.iter().map(|t| t.to_string()).collect(),
+            ),
+        };
+        p.vmedia.devices = Some([shown(0), shown(1)]);
+        Some(p)
+    }
+
     /// Whether `SUSHY_EMULATOR_ALLOWED_INSTANCES` lets a fake system be
     /// served (by name or UUID).
     fn allows(&self, s: &FakeSystem) -> bool {
@@ -189,6 +258,17 @@ impl SushyConfig {
                     sys.bmc.boot.target = t;
                     sys.bmc.boot.enabled = crate::model::OverrideEnabled::Continuous;
                 }
+            }
+            if let Some(s) = self.storage.iter().find(|s| s.system == sys.uuid) {
+                if !s.drives.is_empty() {
+                    sys.disks = s.drives.clone();
+                }
+                sys.bmc.storage = crate::storage::StorageState {
+                    volumes: s.volumes.clone(),
+                    drives: sys.disks.clone(),
+                    names: Some(s.names.clone()),
+                    ..Default::default()
+                };
             }
             if let Some((_, led)) = self.indicator_leds.iter().find(|(u, _)| *u == sys.uuid) {
                 sys.bmc.indicator = *led;
@@ -611,8 +691,13 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
                 "no OpenStack (Nova) backend",
             ),
             (
-                "SUSHY_EMULATOR_VMEDIA_DEVICES = {'Usb': {'Name': 'USB', 'MediaTypes': ['USBStick']}}\n",
-                "two virtual media devices",
+                "SUSHY_EMULATOR_VMEDIA_DEVICES = {'Usb': {'Name': 'USB', 'MediaTypes': ['USBStick']}, \
+                 'Flop': {'MediaTypes': ['Floppy']}}\n",
+                "line 1: SUSHY_EMULATOR_VMEDIA_DEVICES[\"Flop\"]: \"Usb\" takes the same media",
+            ),
+            (
+                "SUSHY_EMULATOR_VMEDIA_DEVICES = {'Both': {'MediaTypes': ['CD', 'USBStick']}}\n",
+                "expected a list of CD and DVD",
             ),
             (
                 "SUSHY_EMULATOR_FAKE_DRIVER = True\nSUSHY_EMULATOR_FAKE_SYSTEMS = [{'name': 'x'}]\n",
@@ -649,7 +734,8 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
     fn what_shoal_does_not_serve_is_said_with_the_reason() {
         let c = parse(
             "e.conf",
-            "SUSHY_EMULATOR_BOOT_LOADER_MAP = {'UEFI': {'x86_64': '/usr/share/OVMF/OVMF_CODE.fd'}}\n\
+            "SUSHY_EMULATOR_BOOT_LOADER_MAP = {'UEFI': {'x86_64': '/nonexistent/OVMF_CODE.fd'}, \
+             'Legacy': {'x86_64': '/usr/share/seabios/bios.bin'}}\n\
              SUSHY_EMULATOR_IGNORE_BOOT_DEVICE = True\n\
              SUSHY_EMULATOR_CHASSIS = [{'Id': 'Chassis', 'Name': 'Chassis', 'UUID': '48295861-2522-3561-6729-621118518810'}]\n\
              SUSHY_EMULATOR_SSL_CERT = '/c.pem'\n\
@@ -658,16 +744,19 @@ SUSHY_EMULATOR_FAKE_SYSTEMS = [
         )
         .unwrap();
         for key in [
-            "line 1: SUSHY_EMULATOR_BOOT_LOADER_MAP: checked, not used",
-            "line 2: SUSHY_EMULATOR_IGNORE_BOOT_DEVICE: not served",
+            "line 1: SUSHY_EMULATOR_BOOT_LOADER_MAP: \"/nonexistent/OVMF_CODE.fd\" is not on this host",
+            "line 1: SUSHY_EMULATOR_BOOT_LOADER_MAP: the Legacy loader",
             "only one is set, so plain HTTP",
             "line 5: lowercase: ignored",
         ] {
             assert_eq!(notes_about(&c, key).len(), 1, "{key}: {:?}", c.notes);
         }
         assert_eq!(c.tls, None);
+        assert!(c.ignore_boot_device);
         assert!(
-            c.notes.iter().all(|n| !n.contains("CHASSIS")),
+            c.notes
+                .iter()
+                .all(|n| !n.contains("CHASSIS") && !n.contains("IGNORE")),
             "{:?}",
             c.notes
         );

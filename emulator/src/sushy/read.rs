@@ -30,6 +30,7 @@ pub(super) struct Reader {
     key: Option<PathBuf>,
     other_backend: Option<(String, &'static str)>,
     ironic_cloud: Option<String>,
+    storage: super::storage::Collected,
 }
 
 impl Reader {
@@ -48,9 +49,13 @@ impl Reader {
                 state_dir: default_state_dir(),
                 indicator_leds: Vec::new(),
                 disable_power_off: false,
+                ignore_boot_device: false,
                 chassis: vec![ChassisEntry::sushy_default()],
                 media_ip_family: None,
                 storage_pool: None,
+                storage: Vec::new(),
+                vmedia_devices: None,
+                loaders: None,
                 notification: super::Notification::default(),
                 notes: Vec::new(),
             },
@@ -62,6 +67,7 @@ impl Reader {
             key: None,
             other_backend: None,
             ironic_cloud: None,
+            storage: Default::default(),
         }
     }
 
@@ -285,50 +291,85 @@ impl Reader {
     fn firmware(&mut self, k: &Key<'_>) -> Result<bool, ConfigError> {
         let a = k.a;
         match a.name.as_str() {
-            "SUSHY_EMULATOR_IGNORE_BOOT_DEVICE" => {
-                if k.truth()? {
-                    self.note(
-                        k,
-                        "not served: Shoal's machines boot what the BMC was told, \
-                         the override in the definition or the NVRAM (BootNext), as \
-                         a real server's firmware does",
-                    );
-                }
-            }
-            "SUSHY_EMULATOR_BOOT_LOADER_MAP" => {
-                for (mode, arches) in k.dict()? {
-                    let Py::Dict(arches) = arches else {
-                        return Err(k.wrong(&format!("[{mode}]"), "a dict", arches));
-                    };
-                    for (arch, path) in arches {
-                        if !matches!(path, Py::Str(_) | Py::None) {
-                            return Err(k.wrong(
-                                &format!("[{mode}][{arch}]"),
-                                "a path or None",
-                                path,
-                            ));
-                        }
-                    }
-                }
-                self.note(
-                    k,
-                    "checked, not used: Shoal picks each domain's firmware from \
-                     QEMU's firmware descriptors (the UEFI build with Secure Boot \
-                     and enrolled keys when Secure Boot is on)",
-                );
-            }
+            "SUSHY_EMULATOR_IGNORE_BOOT_DEVICE" => self.c.ignore_boot_device = k.truth()?,
+            "SUSHY_EMULATOR_BOOT_LOADER_MAP" => self.loader_map(k)?,
             "SUSHY_EMULATOR_SECURE_BOOT_ENABLED_NVRAM"
             | "SUSHY_EMULATOR_SECURE_BOOT_DISABLED_NVRAM" => {
-                k.string()?;
-                self.note(
-                    k,
-                    "checked, not used: the NVRAM template comes with the firmware \
-                     Shoal picks from QEMU's firmware descriptors",
-                );
+                let path = k.string()?.filter(|p| !p.is_empty()).map(str::to_string);
+                let path = path.filter(|p| self.exists_here(k, p));
+                let map = self.c.loaders.get_or_insert_with(Default::default);
+                match a.name.as_str() {
+                    "SUSHY_EMULATOR_SECURE_BOOT_ENABLED_NVRAM" => map.secure_boot_vars = path,
+                    _ => map.plain_vars = path,
+                }
             }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// `SUSHY_EMULATOR_BOOT_LOADER_MAP`: the UEFI code per architecture
+    /// (what a libvirt domain switched to UEFI runs); a Legacy loader is
+    /// noted (Shoal's Legacy is the machine type's own BIOS).
+    fn loader_map(&mut self, k: &Key<'_>) -> Result<(), ConfigError> {
+        let mut uefi = Vec::new();
+        for (mode, arches) in k.dict()? {
+            let Py::Dict(arches) = arches else {
+                return Err(k.wrong(&format!("[{mode}]"), "a dict", arches));
+            };
+            let uefi_mode = match mode {
+                Py::Str(m) if m == "UEFI" => true,
+                Py::Str(m) if m == "Legacy" => false,
+                _ => {
+                    return Err(k.err(
+                        format!("{}[{mode}]", k.a.name),
+                        "not one of: 'UEFI', 'Legacy'",
+                    ))
+                }
+            };
+            for (arch, path) in arches {
+                let path = match path {
+                    Py::Str(p) => Some(p.clone()),
+                    Py::None => None,
+                    _ => return Err(k.wrong(&format!("[{mode}][{arch}]"), "a path or None", path)),
+                };
+                let Py::Str(arch) = arch else {
+                    return Err(k.wrong(&format!("[{mode}]"), "architectures as keys", arch));
+                };
+                match (uefi_mode, path) {
+                    (true, Some(p)) if self.exists_here(k, &p) => uefi.push((arch.clone(), p)),
+                    (false, Some(p)) => self.note(
+                        k,
+                        &format!(
+                            "the Legacy loader {p:?} is not used: Shoal's Legacy boot is \
+                             the machine type's own BIOS (SeaBIOS)"
+                        ),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        self.c
+            .loaders
+            .get_or_insert_with(Default::default)
+            .uefi_code = uefi;
+        Ok(())
+    }
+
+    /// Whether a firmware file the configuration names is on this host;
+    /// one that is not is noted, and QEMU's descriptors serve instead.
+    fn exists_here(&mut self, k: &Key<'_>, path: &str) -> bool {
+        let here = std::path::Path::new(path).exists();
+        if !here {
+            self.note(
+                k,
+                &format!(
+                    "{path:?} is not on this host: the firmware QEMU's descriptors \
+                     name is used in its place"
+                ),
+            );
+        }
+        here
     }
 
     /// The machines' devices: chassis, indicator LEDs, virtual media (its
@@ -360,7 +401,7 @@ impl Reader {
                     self.c.indicator_leds.push((uuid, state));
                 }
             }
-            "SUSHY_EMULATOR_VMEDIA_DEVICES" => vmedia_devices(k)?,
+            "SUSHY_EMULATOR_VMEDIA_DEVICES" => self.c.vmedia_devices = Some(vmedia_devices(k)?),
             "SUSHY_EMULATOR_VMEDIA_VERIFY_SSL" => self.c.vmedia_verify_ssl = k.truth()?,
             "SUSHY_EMULATOR_VIRTUAL_MEDIA_IP_FAMILY" => {
                 self.c.media_ip_family =
@@ -372,14 +413,7 @@ impl Reader {
                     };
             }
             "SUSHY_EMULATOR_STORAGE" | "SUSHY_EMULATOR_DRIVES" | "SUSHY_EMULATOR_VOLUMES" => {
-                if !k.dict()?.is_empty() {
-                    self.note(
-                        k,
-                        "not served: Shoal's Storage shows each machine's own disks \
-                         (the domain's, or the inventory's) behind one controller, \
-                         and volumes made over them through Redfish",
-                    );
-                }
+                self.storage.read(k)?
             }
             _ => return Ok(false),
         }
@@ -418,6 +452,7 @@ impl Reader {
                  set, so plain HTTP is served (as sushy-tools does)"
             ));
         }
+        self.c.storage = std::mem::take(&mut self.storage).resolve()?;
         self.c.driver = if self.how.fake || self.fake_key {
             self.fake_driver(file)
         } else {
@@ -438,6 +473,7 @@ impl Reader {
                 boot_device: None,
                 secure_boot: None,
                 notifies: None,
+                hardware: Default::default(),
             }]
         });
         if self.c.notification != super::Notification::default()
@@ -454,6 +490,13 @@ impl Reader {
     /// Without the fake driver: OpenStack refused, else Ironic, else
     /// libvirt.
     fn other_driver(&mut self, file: &str) -> Result<Driver, ConfigError> {
+        if !self.c.storage.is_empty() {
+            self.c.notes.push(format!(
+                "{file}: SUSHY_EMULATOR_STORAGE: served for fake systems; a domain's \
+                 or a node's Storage shows its own disks"
+            ));
+            self.c.storage.clear();
+        }
         if let Some((what, why)) = self.other_backend.take() {
             return Err(ConfigError::Invalid {
                 file: file.to_string(),

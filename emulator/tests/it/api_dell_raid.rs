@@ -34,10 +34,7 @@ fn action(a: &str) -> String {
 fn idrac(profile: &str) -> Api {
     let mut sys = fake_systems(1).remove(0);
     sys.disks = (0..3)
-        .map(|i| Disk {
-            name: format!("disk{i}"),
-            capacity_bytes: 100 << 30,
-        })
+        .map(|i| Disk::new(format!("disk{i}"), 100 << 30))
         .collect();
     sys.bmc.storage = StorageState::jbod(&sys.disks);
     Api::own_endpoint_of(profile, Default::default(), sys)

@@ -324,10 +324,7 @@ async fn ilo_bios_settings_take_a_post_and_show_the_boot_mode() {
 fn ilo_with_drives() -> Api {
     let mut sys = shoal_emulator::config::fake_systems(1).remove(0);
     sys.disks = (0..3)
-        .map(|i| shoal_emulator::storage::Disk {
-            name: format!("sd{i}"),
-            capacity_bytes: 480 << 30,
-        })
+        .map(|i| shoal_emulator::storage::Disk::new(format!("sd{i}"), 480 << 30))
         .collect();
     sys.bmc.storage = shoal_emulator::storage::StorageState::jbod(&sys.disks);
     Api::own_endpoint_of("ilo5", Default::default(), sys)

@@ -16,10 +16,7 @@ use crate::common::Api;
 fn api() -> (Api, String) {
     let mut sys = default_system("raid-0");
     sys.disks = (0..3)
-        .map(|i| Disk {
-            name: format!("disk{i}"),
-            capacity_bytes: 100 << 30,
-        })
+        .map(|i| Disk::new(format!("disk{i}"), 100 << 30))
         .collect();
     sys.bmc.storage = StorageState::jbod(&sys.disks);
     let base = format!("/redfish/v1/Systems/{}/Storage/1", sys.id);

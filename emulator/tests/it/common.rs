@@ -392,10 +392,13 @@ impl Api {
     }
 }
 
-/// An emulator binary running on a free port; killed on drop.
+/// An emulator binary running on a free port; killed on drop. Its
+/// `TMPDIR` is its own (sushy-tools' default state directory is under
+/// it), so no two tests share a state file.
 pub struct Spawned {
     pub child: Child,
     pub url: String,
+    _tmp: tempfile::TempDir,
 }
 
 impl Spawned {
@@ -421,10 +424,12 @@ impl Spawned {
         n: usize,
         stderr: Stdio,
     ) -> (Self, Vec<String>) {
+        let tmp = tempfile::tempdir().expect("a TMPDIR");
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("shoal-emulator"))
             .args(["--port", "0"])
             .args(args)
             .env("RUST_LOG", "warn")
+            .env("TMPDIR", tmp.path())
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -440,7 +445,14 @@ impl Spawned {
         }
         let url = lines[0].rsplit(' ').next().unwrap_or("").to_string();
         assert!(url.starts_with("http"), "unexpected banner {lines:?}");
-        (Spawned { child, url }, lines)
+        (
+            Spawned {
+                child,
+                url,
+                _tmp: tmp,
+            },
+            lines,
+        )
     }
 
     /// SIGTERM, then wait: the emulator flushes its state on the way out.
@@ -451,9 +463,8 @@ impl Spawned {
             .args(["-TERM", &pid.to_string()])
             .status()
             .unwrap();
-        let status = self.child.wait().unwrap();
-        std::mem::forget(self);
-        status
+        // Waited for here; the drop's kill then finds it gone.
+        self.child.wait().unwrap()
     }
 }
 

@@ -100,6 +100,7 @@ fn options(allow: &[&str]) -> LibvirtOptions {
         },
         nvram_dir: Some(nvram_folder()),
         ipmi_in_band_dir: None,
+        loaders: None,
     }
 }
 
@@ -425,6 +426,73 @@ async fn petitboot_machines_get_the_override_on_their_command_line() {
         hv.xml(&id, true).contains("shoal.bootdev=disk"),
         "Continuous stays"
     );
+}
+
+/// sushy-tools' `SUSHY_EMULATOR_BOOT_LOADER_MAP` (here its sample's 2 MiB
+/// Secure Boot build, which no descriptor of Debian's names): a domain
+/// switched to UEFI runs the map's code, with the templates of its own
+/// size shipped beside it, keys enrolled once Secure Boot is on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_loader_map_names_the_uefi_code() {
+    let Some(code) = required(
+        "/usr/share/OVMF/OVMF_CODE.secboot.fd",
+        "Debian package ovmf",
+    ) else {
+        return;
+    };
+    let code = code.display().to_string();
+    let hv = Hv::open();
+    let id = hv.define(&legacy_domain("map-vm").replace(
+        r#"<type arch="x86_64">"#,
+        r#"<type arch="x86_64" machine="q35">"#,
+    ));
+    let host = tempfile::tempdir().unwrap();
+    let api = Api::on(Arc::new(
+        LibvirtBackend::connect(LibvirtOptions {
+            nvram_dir: Some(host.path().join("nvram")),
+            loaders: Some(shoal_emulator::backend::options::LoaderMap {
+                uefi_code: vec![("x86_64".into(), code.clone())],
+                secure_boot_vars: None,
+                plain_vars: None,
+            }),
+            ..options(&[])
+        })
+        .unwrap(),
+    ));
+    let sys = format!("/redfish/v1/Systems/{id}");
+    let r = api
+        .patch(&sys, json!({"Boot": {"BootSourceOverrideMode": "UEFI"}}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    api.reset(&sys, "On").await;
+    let xml = hv.xml(&id, true);
+    assert!(
+        xml.contains(&format!("secure='no' type='pflash'>{code}</loader>")),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("template='/usr/share/OVMF/OVMF_VARS.fd'"),
+        "{xml}"
+    );
+    assert!(xml.contains("<smm state='on'/>"), "{xml}");
+    let r = api
+        .patch(
+            &format!("{sys}/SecureBoot"),
+            json!({"SecureBootEnable": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{r}");
+    api.reset(&sys, "ForceRestart").await;
+    let xml = hv.xml(&id, true);
+    assert!(
+        xml.contains(&format!("secure='yes' type='pflash'>{code}</loader>")),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("template='/usr/share/OVMF/OVMF_VARS.ms.fd'"),
+        "{xml}"
+    );
+    api.reset(&sys, "ForceOff").await;
 }
 
 /// BootSourceOverrideMode and SecureBootEnable switch the firmware, chosen

@@ -56,6 +56,7 @@ async fn ovmf_http_boots_what_the_bmc_was_told() {
         },
         nvram_dir: None,
         ipmi_in_band_dir: None,
+        loaders: None,
     };
     let api = Api::on(Arc::new(
         LibvirtBackend::connect(opts.clone()).expect("libvirt backend"),

@@ -313,3 +313,234 @@ fn command_lines_and_small_files_of_the_other_suites() {
     assert_eq!(kamaji.listen_ip, Some("192.168.222.1".parse().unwrap()));
     assert!(kamaji.notes.is_empty(), "{:?}", kamaji.notes);
 }
+
+/// The sample's storage keys (`SUSHY_EMULATOR_STORAGE`, `_DRIVES`,
+/// `_VOLUMES`) for a fake system of that UUID, which also says its own
+/// memory, CPUs and disks: each served where sushy-tools serves it, with
+/// the sample's Ids, names and sizes, and a volume Ironic's RAID interface
+/// can delete.
+#[test]
+fn sample_storage_and_fake_hardware_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("emulator.conf");
+    let sys = "da69abcc-dae0-4913-9a7b-d344043097c0";
+    std::fs::write(
+        &conf,
+        format!(
+            r#"SUSHY_EMULATOR_FAKE_DRIVER = True
+SUSHY_EMULATOR_STATE_DIR = {state:?}
+SUSHY_EMULATOR_FAKE_SYSTEMS = [
+    {{'uuid': '{sys}', 'name': 'fake1', 'power_state': 'Off',
+     'nics': [{{'mac': '00:5c:52:31:3a:9c', 'ip': '172.22.130.100'}}]}},
+    {{'uuid': '27946b59-9e44-4fa7-8e91-f3527a1ef094', 'name': 'big', 'power_state': 'Off',
+     'nics': [{{'mac': '00:5c:52:31:3a:9d'}}],
+     'memory_mib': 65536, 'cpus': 16, 'disks': [{{'name': 'sda', 'capacity_gib': 480}}]}},
+]
+SUSHY_EMULATOR_STORAGE = {{
+    "{sys}": [
+        {{"Id": "1", "Name": "Local Storage Controller",
+         "StorageControllers": [{{"MemberId": "0", "Name": "Contoso Integrated RAID", "SpeedGbps": 12}}],
+         "Drives": ["32ADF365C6C1B7BD"]}}
+    ]
+}}
+SUSHY_EMULATOR_DRIVES = {{
+    ("{sys}", "1"): [
+        {{"Id": "32ADF365C6C1B7BD", "Name": "Drive Sample", "CapacityBytes": 899527000000, "Protocol": "SAS"}}
+    ]
+}}
+SUSHY_EMULATOR_VOLUMES = {{
+    ('{sys}', '1'): [
+        {{"libvirtPoolName": "sushyPool", "libvirtVolName": "testVol", "Id": "1",
+         "Name": "Sample Volume 1", "VolumeType": "Mirrored", "CapacityBytes": 23748}},
+        {{"libvirtPoolName": "sushyPool", "libvirtVolName": "testVol1", "Id": "2",
+         "Name": "Sample Volume 2", "VolumeType": "StripedWithParity", "CapacityBytes": 48395}}
+    ]
+}}
+"#,
+            state = dir.path().join("state").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let emu = Spawned::start(&["--config", conf.to_str().unwrap()]);
+    let storage = format!("{}/redfish/v1/Systems/{sys}/Storage/1", emu.url);
+    let (code, s) = ask("GET", &storage, None, None);
+    assert_eq!(code, 200, "{s}");
+    assert_eq!(s["Name"], "Local Storage Controller", "{s}");
+    let ctl = &s["StorageControllers"][0];
+    assert_eq!(
+        (&ctl["MemberId"], &ctl["Name"], &ctl["SpeedGbps"]),
+        (
+            &Value::from("0"),
+            &Value::from("Contoso Integrated RAID"),
+            &Value::from(12)
+        ),
+        "{s}"
+    );
+    assert_eq!(
+        s["Drives"][0]["@odata.id"],
+        format!("/redfish/v1/Systems/{sys}/Storage/1/Drives/32ADF365C6C1B7BD")
+    );
+    let (code, d) = ask(
+        "GET",
+        &format!("{storage}/Drives/32ADF365C6C1B7BD"),
+        None,
+        None,
+    );
+    assert_eq!(code, 200, "{d}");
+    assert_eq!(
+        (&d["Name"], &d["CapacityBytes"], &d["Protocol"]),
+        (
+            &Value::from("Drive Sample"),
+            &Value::from(899527000000u64),
+            &Value::from("SAS")
+        ),
+        "{d}"
+    );
+    let (code, vols) = ask("GET", &format!("{storage}/Volumes"), None, None);
+    assert_eq!(
+        (code, &vols["Members@odata.count"]),
+        (200, &Value::from(2)),
+        "{vols}"
+    );
+    let (_, v) = ask("GET", &format!("{storage}/Volumes/2"), None, None);
+    assert_eq!(
+        (&v["Name"], &v["VolumeType"], &v["CapacityBytes"]),
+        (
+            &Value::from("Sample Volume 2"),
+            &Value::from("StripedWithParity"),
+            &Value::from(48395)
+        ),
+        "{v}"
+    );
+    // Ironic's RAID interface deletes what it finds before it creates.
+    let (code, b) = ask("DELETE", &format!("{storage}/Volumes/1"), None, None);
+    assert!(matches!(code, 200 | 202 | 204), "{code} {b}");
+    let (_, vols) = ask("GET", &format!("{storage}/Volumes"), None, None);
+    assert_eq!(vols["Members@odata.count"], 1, "{vols}");
+
+    let big = format!(
+        "{}/redfish/v1/Systems/27946b59-9e44-4fa7-8e91-f3527a1ef094",
+        emu.url
+    );
+    let (_, b) = ask("GET", &big, None, None);
+    assert_eq!(b["MemorySummary"]["TotalSystemMemoryGiB"], 64.0, "{b}");
+    assert_eq!(b["ProcessorSummary"]["LogicalProcessorCount"], 16, "{b}");
+    let (code, d) = ask("GET", &format!("{big}/Storage/1/Drives/sda"), None, None);
+    assert_eq!(
+        (code, &d["CapacityBytes"]),
+        (200, &Value::from(480u64 << 30)),
+        "{d}"
+    );
+    assert!(emu.stop().success());
+}
+
+/// `SUSHY_EMULATOR_IGNORE_BOOT_DEVICE = True` (suites whose machines boot
+/// the order in their NVRAM): a boot device request is checked and
+/// answered, the machine keeps its own order, the boot mode still moves;
+/// a target the machine does not offer is still refused.
+#[test]
+fn ignore_boot_device_answers_and_keeps_the_machines_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("emulator.conf");
+    std::fs::write(
+        &conf,
+        "SUSHY_EMULATOR_FAKE_DRIVER = True\nSUSHY_EMULATOR_IGNORE_BOOT_DEVICE = True\n",
+    )
+    .unwrap();
+    let emu = Spawned::start(&["--config", conf.to_str().unwrap()]);
+    let (_, list) = ask(
+        "GET",
+        &format!("{}/redfish/v1/Systems", emu.url),
+        None,
+        None,
+    );
+    let sys = format!(
+        "{}{}",
+        emu.url,
+        list["Members"][0]["@odata.id"].as_str().unwrap()
+    );
+    let (_, before) = ask("GET", &sys, None, None);
+    let (code, b) = ask(
+        "PATCH",
+        &sys,
+        None,
+        Some(
+            r#"{"Boot":{"BootSourceOverrideTarget":"Pxe","BootSourceOverrideEnabled":"Once","BootSourceOverrideMode":"Legacy"}}"#,
+        ),
+    );
+    assert!(matches!(code, 200 | 204), "{code} {b}");
+    let (_, after) = ask("GET", &sys, None, None);
+    for k in ["BootSourceOverrideTarget", "BootSourceOverrideEnabled"] {
+        assert_eq!(after["Boot"][k], before["Boot"][k], "{k}: {after}");
+    }
+    assert_eq!(after["Boot"]["BootSourceOverrideMode"], "Legacy", "{after}");
+    let (code, b) = ask(
+        "PATCH",
+        &sys,
+        None,
+        Some(r#"{"Boot":{"BootSourceOverrideTarget":"Tape"}}"#),
+    );
+    assert_eq!(code, 400, "{b}");
+    assert!(emu.stop().success());
+}
+
+/// `SUSHY_EMULATOR_VMEDIA_DEVICES` naming its own devices (here one USB
+/// stick, as suites that boot from a removable image write it): served
+/// under the configuration's Id, Name and MediaTypes; the slot no device
+/// takes is not served; InsertMedia works on the configured device.
+#[test]
+fn configured_vmedia_devices_are_the_ones_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("emulator.conf");
+    std::fs::write(
+        &conf,
+        "SUSHY_EMULATOR_FAKE_DRIVER = True\n\
+         SUSHY_EMULATOR_VMEDIA_DEVICES = {\n    \
+             u'Usb': {u'Name': u'Virtual USB Stick', u'MediaTypes': [u'USBStick']},\n}\n",
+    )
+    .unwrap();
+    let emu = Spawned::start(&["--config", conf.to_str().unwrap()]);
+    let (_, list) = ask(
+        "GET",
+        &format!("{}/redfish/v1/Managers", emu.url),
+        None,
+        None,
+    );
+    let mgr = format!(
+        "{}{}",
+        emu.url,
+        list["Members"][0]["@odata.id"].as_str().unwrap()
+    );
+    let (code, media) = ask("GET", &format!("{mgr}/VirtualMedia"), None, None);
+    assert_eq!(code, 200, "{media}");
+    let members: Vec<&str> = media["Members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["@odata.id"].as_str())
+        .collect();
+    assert_eq!(members.len(), 1, "{media}");
+    assert!(members[0].ends_with("/VirtualMedia/Usb"), "{media}");
+    let usb = format!("{mgr}/VirtualMedia/Usb");
+    let (_, d) = ask("GET", &usb, None, None);
+    assert_eq!(
+        (&d["Name"], &d["MediaTypes"]),
+        (
+            &Value::from("Virtual USB Stick"),
+            &serde_json::json!(["USBStick"])
+        ),
+        "{d}"
+    );
+    let (code, _) = ask("GET", &format!("{mgr}/VirtualMedia/Cd"), None, None);
+    assert_eq!(code, 404);
+    let (code, b) = ask(
+        "POST",
+        &format!("{usb}/Actions/VirtualMedia.InsertMedia"),
+        None,
+        Some(r#"{"Image":"http://127.0.0.1:9/stick.img","Inserted":true}"#),
+    );
+    assert!(matches!(code, 200 | 202 | 204), "{code} {b}");
+    let (_, d) = ask("GET", &usb, None, None);
+    assert_eq!(d["Image"], "http://127.0.0.1:9/stick.img", "{d}");
+    assert!(emu.stop().success());
+}

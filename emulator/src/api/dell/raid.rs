@@ -168,7 +168,7 @@ pub(in crate::api) fn controller_parts(st: &AppState, sys: &System, names: &Name
             "SettingsObject": link(&format!(
                 "{}/Controllers/{}/Settings",
                 names.storage(),
-                names.ids.controller()
+                names.controller_id()
             )),
             "SupportedApplyTimes": ["OnReset"],
         });
@@ -295,7 +295,7 @@ async fn action(
         let target = json::action_str(&body, "TargetFQDD", action)?.ok_or_else(|| {
             ApiError::bad(Msg::new("ActionParameterMissing", &[action, "TargetFQDD"]))
         })?;
-        if target != names.ids.storage() {
+        if target != names.storage_id() {
             return Err(refused(
                 d,
                 Msg::new("ActionParameterValueError", &["TargetFQDD", action]),
@@ -378,7 +378,7 @@ async fn settings(
     raid_of(&st, &sys, &uri)?;
     let names = Names::of(&st, &sys);
     names.check(&ctl, &uri)?;
-    if c != names.ids.controller() || !st.core.backend.manages_volumes() {
+    if c != names.controller_id() || !st.core.backend.manages_volumes() {
         return Err(ApiError::NotFound(uri.path().to_string()));
     }
     let mode = sys.bmc.storage.projected_mode();
@@ -468,7 +468,7 @@ async fn patch_settings(
     let d = raid_of(&st, sys, &uri)?;
     let names = Names::of(&st, sys);
     names.check(&ctl, &uri)?;
-    if c != names.ids.controller() || !st.core.backend.manages_volumes() {
+    if c != names.controller_id() || !st.core.backend.manages_volumes() {
         return Err(ApiError::NotFound(uri.path().to_string()));
     }
     let mode = mode_of(&body)?;

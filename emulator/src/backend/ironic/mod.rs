@@ -252,10 +252,7 @@ impl IronicBackend {
             .collect();
         nics.sort_by(|a, b| a.mac.cmp(&b.mac));
         let disks = match number("local_gb") {
-            Some(gb) if gb > 0 => vec![crate::storage::Disk {
-                name: "disk0".into(),
-                capacity_bytes: gb << 30,
-            }],
+            Some(gb) if gb > 0 => vec![crate::storage::Disk::new("disk0", gb << 30)],
             _ => Vec::new(),
         };
         Ok(System {

@@ -112,10 +112,7 @@ pub fn facts(d: &Element) -> Result<Facts, String> {
                 .child("source")
                 .and_then(|s| s.attr("file"))
                 .and_then(|f| disk_capacity(Path::new(f), format));
-            Some(Disk {
-                name: dev,
-                capacity_bytes: size.unwrap_or(0),
-            })
+            Some(Disk::new(dev, size.unwrap_or(0)))
         })
         .collect();
     Ok(Facts {

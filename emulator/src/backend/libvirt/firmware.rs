@@ -139,6 +139,70 @@ pub fn available(dirs: &[&Path], arch: Arch, machine: &str) -> Vec<Firmware> {
         .collect()
 }
 
+/// The firmware `map` names for `arch` (the UEFI code it gives, with
+/// Secure Boot on and off), the descriptors' `found` supplying what the
+/// map leaves out (the varstore templates, whether the code needs SMM);
+/// `None` where the map names no code for `arch`.
+pub fn mapped(
+    map: &crate::backend::options::LoaderMap,
+    arch: Arch,
+    found: &[Firmware],
+) -> Option<Vec<Firmware>> {
+    let code = map.code(arch_name(arch))?;
+    let kind = |f: &&Firmware, secure: bool, enrolled: bool| {
+        f.secure_boot == secure && (!secure || f.enrolled_keys == enrolled)
+    };
+    // A descriptor's template for the same code, else the one named
+    // after the code (`X_CODE.secboot.fd`: `X_VARS.ms.fd` with keys,
+    // `X_VARS.fd` without), which has its size; never another build's.
+    let template = |secure: bool, enrolled: bool| {
+        let mut same = found.iter().filter(|f| f.code == code);
+        same.find(|f| kind(f, secure, enrolled))
+            .map(|f| f.vars.clone())
+            .or_else(|| vars_beside(code, secure && enrolled))
+    };
+    let smm = found.iter().find(|f| f.code == code).map_or(
+        arch == Arch::X86_64 && (code.contains("secboot") || code.contains(".ms.")),
+        |f| f.requires_smm,
+    );
+    let vars = |secure: bool, enrolled: bool| {
+        let given = match (secure && enrolled, &map.secure_boot_vars, &map.plain_vars) {
+            (true, Some(v), _) | (false, _, Some(v)) => Some(v.clone()),
+            _ => None,
+        };
+        given.or_else(|| template(secure, enrolled))
+    };
+    let variants = [(true, true), (true, false), (false, false)];
+    Some(
+        variants
+            .into_iter()
+            .filter_map(|(secure, enrolled)| {
+                Some(Firmware {
+                    code: code.to_string(),
+                    vars: vars(secure, enrolled)?,
+                    secure_boot: secure,
+                    enrolled_keys: enrolled,
+                    requires_smm: smm || (secure && arch == Arch::X86_64),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The varstore template shipped beside `code` under the distributions'
+/// names, if it is there: with Secure Boot's keys enrolled (`.ms`) or none.
+fn vars_beside(code: &str, enrolled: bool) -> Option<String> {
+    let (dir, file) = code.rsplit_once('/').unwrap_or(("", code));
+    let (stem, _) = file.split_once('.')?;
+    let stem = stem.replace("CODE", "VARS");
+    let name = if enrolled {
+        format!("{dir}/{stem}.ms.fd")
+    } else {
+        format!("{dir}/{stem}.fd")
+    };
+    (stem != file.split_once('.')?.0 && Path::new(&name).exists()).then_some(name)
+}
+
 /// The best firmware for what is wanted.
 pub fn select(list: &[Firmware], want: Want) -> Option<&Firmware> {
     list.iter().find(|f| {
@@ -205,6 +269,65 @@ mod tests {
             Arch::X86_64,
             "q35",
         )
+    }
+
+    /// sushy-tools' loader map: its code with Secure Boot on and off, the
+    /// templates it names, else the descriptors' for that code, else the
+    /// ones shipped beside it; never a template of another size.
+    #[test]
+    fn a_loader_map_names_the_code() {
+        use crate::backend::options::LoaderMap;
+        let map = |code: &str, sb: Option<&str>| LoaderMap {
+            uefi_code: vec![("x86_64".into(), code.into())],
+            secure_boot_vars: sb.map(str::to_string),
+            plain_vars: None,
+        };
+        assert_eq!(mapped(&map("/x", None), Arch::Aarch64, &debian()), None);
+        let found = debian();
+        // The 4M secboot build, as the descriptors know it.
+        let code = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd";
+        let v = mapped(&map(code, None), Arch::X86_64, &found).unwrap();
+        let on = select(
+            &v,
+            Want {
+                secure_boot: true,
+                enrolled_keys: true,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (on.code.as_str(), on.vars.as_str()),
+            (code, "/usr/share/OVMF/OVMF_VARS_4M.ms.fd")
+        );
+        assert!(on.requires_smm);
+        // The 2M build of sushy-tools' sample: its own templates beside it.
+        let code = "/usr/share/OVMF/OVMF_CODE.secboot.fd";
+        let v = mapped(&map(code, Some("/given/VARS.fd")), Arch::X86_64, &found).unwrap();
+        let on = select(
+            &v,
+            Want {
+                secure_boot: true,
+                enrolled_keys: true,
+            },
+        )
+        .unwrap();
+        assert_eq!(on.vars, "/given/VARS.fd");
+        let off = select(
+            &v,
+            Want {
+                secure_boot: false,
+                enrolled_keys: false,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (off.code.as_str(), off.vars.as_str()),
+            (code, "/usr/share/OVMF/OVMF_VARS.fd")
+        );
+        assert!(
+            off.requires_smm,
+            "a secboot build needs SMM with Secure Boot off too"
+        );
     }
 
     #[test]

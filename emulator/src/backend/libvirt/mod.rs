@@ -79,6 +79,9 @@ pub struct LibvirtOptions {
     /// each domain started gets QEMU's `ipmi-bmc-extern` connected to
     /// its own. `None`: Shoal's device is taken out at the next start.
     pub ipmi_in_band_dir: Option<std::path::PathBuf>,
+    /// The configuration's UEFI firmware, in place of the descriptors'
+    /// (`SUSHY_EMULATOR_BOOT_LOADER_MAP`).
+    pub loaders: Option<crate::backend::options::LoaderMap>,
 }
 
 /// libvirt's NVRAM folder for a connection URI: the QEMU driver's
@@ -288,7 +291,7 @@ impl Inner {
                 let d = xml::parse(&text).map_err(|e| BackendError::Internal(e.to_string()))?;
                 let f = domain::facts(&d).map_err(BackendError::Internal)?;
                 let mut s = domain::read_state(&d).unwrap_or_else(|| {
-                    let enrolled = Self::firmwares(&f).iter().any(|fw| {
+                    let enrolled = self.firmwares(&f).iter().any(|fw| {
                         fw.enrolled_keys && f.nvram_template.as_deref() == Some(fw.vars.as_str())
                     });
                     domain::fresh_state(&f, enrolled)
@@ -311,9 +314,16 @@ impl Inner {
         Ok((p.d.clone(), p.f.clone(), p.s.clone()))
     }
 
-    fn firmwares(f: &Facts) -> Vec<firmware::Firmware> {
+    /// The UEFI firmware a domain may run: QEMU's descriptors', or the
+    /// configuration's loader map where it names code for the domain's
+    /// architecture.
+    fn firmwares(&self, f: &Facts) -> Vec<firmware::Firmware> {
         let dirs: Vec<&Path> = firmware::DIRS.iter().map(Path::new).collect();
-        firmware::available(&dirs, f.arch, &f.machine)
+        let found = firmware::available(&dirs, f.arch, &f.machine);
+        match &self.opts.loaders {
+            Some(map) => firmware::mapped(map, f.arch, &found).unwrap_or(found),
+            None => found,
+        }
     }
 
     fn define(&self, conn: usize, d: &xml::Element) -> Result<()> {
@@ -359,7 +369,7 @@ impl Inner {
 
     /// Whether this domain can take `c`, as its definition stands, on its
     /// host (`uri` when that is remote).
-    fn check(f: &Facts, s: &BmcState, c: &Change, remote: Option<&str>) -> Result<()> {
+    fn check(&self, f: &Facts, s: &BmcState, c: &Change, remote: Option<&str>) -> Result<()> {
         if let Some(uri) = remote {
             match c {
                 Change::Boot(b) if b.target == BootTarget::UefiHttp => {
@@ -372,7 +382,7 @@ impl Inner {
         match c {
             Change::Boot(b) if b.mode != s.boot.mode => {
                 let possible = match b.mode {
-                    BootMode::Uefi => f.uefi || !Self::firmwares(f).is_empty(),
+                    BootMode::Uefi => f.uefi || !self.firmwares(f).is_empty(),
                     BootMode::Legacy => f.arch == Arch::X86_64,
                 };
                 if !possible {
@@ -404,7 +414,7 @@ impl Inner {
         let (mut d, f, mut s) = self.read(id, &dom)?;
         let remote = Some(self.conns[conn].uri.as_str()).filter(|_| self.conns[conn].remote);
         for c in &changes {
-            Self::check(&f, &s, c, remote)?;
+            self.check(&f, &s, c, remote)?;
         }
         let old_cd = s.cd.image.clone();
         let cd_changed = changes
@@ -628,6 +638,7 @@ mod tests {
             },
             nvram_dir: Some(std::env::temp_dir()),
             ipmi_in_band_dir: None,
+            loaders: None,
         };
         let b = LibvirtBackend::connect(opts.clone()).expect("one host answers");
         opts.uris.truncate(1);

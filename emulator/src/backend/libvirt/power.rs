@@ -68,7 +68,7 @@ impl Inner {
                 .to_string()
         });
         let want_uefi = boots_uefi(s, f);
-        let list = Self::firmwares(f);
+        let list = self.firmwares(f);
         let want = firmware::Want {
             secure_boot: s.secure_boot.enable,
             enrolled_keys: s.secure_boot.keys_enrolled,
