@@ -78,9 +78,11 @@ pub(super) fn judge(
     if let (Some(then), true) = (&case.patterns.then, problems.is_empty()) {
         second_start(lab, bmc, driver, case, then, &mut problems)?;
     }
+    let mut access = None;
     if let (Some(svc), Some(node), Some(l)) = (&ironic, &s.ironic, &case.layout) {
         if problems.is_empty() && node.expect_error.is_none() {
             after_deploy(svc, node, l, case, &mut problems);
+            access = ironic_in_access_log(node, l, case, &mut problems);
         }
     }
     if let Some(xml) = lab.lock().ok().and_then(|l| l.domain_xml(&case.domain)) {
@@ -98,6 +100,10 @@ pub(super) fn judge(
     } else {
         problems.join("; ")
     };
+    let detail = match access {
+        Some(n) => format!("{detail}; the access log holds all {n} of Ironic's Redfish requests"),
+        None => detail,
+    };
     // How the agent's deploys spent their time, passed or not.
     let detail = match case.layout.as_ref().filter(|l| l.agent.is_some()) {
         Some(l) => match agent_phases(&l.dir.join("ironic-api.jsonl"), &l.dir.join("ironic.log")) {
@@ -111,6 +117,34 @@ pub(super) fn judge(
         detail,
         to_marker,
     })
+}
+
+/// Whether the emulator's access log holds every Redfish request of the
+/// deploy with its status (sushy's hardware types; the log at its
+/// default level): how many it holds.
+fn ironic_in_access_log(
+    node: &crate::scenario::IronicNode,
+    layout: &crate::ironic::Layout,
+    case: &Prepared,
+    problems: &mut Vec<String>,
+) -> Option<usize> {
+    use crate::scenario::IronicDriver;
+    let sushy = matches!(node.driver, IronicDriver::Redfish | IronicDriver::Idrac);
+    if !sushy || std::env::var_os("SHOAL_EMULATOR_LOG").is_some() {
+        return None;
+    }
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let (ironic, emulator) = (
+        read(&layout.dir.join("ironic.log")),
+        read(&case.dir.join("emulator.log")),
+    );
+    match super::access::covered(&ironic, &emulator) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    }
 }
 
 /// What the serial port showed against what the scenario expects; the

@@ -19,6 +19,7 @@
 //! do the imports: `Prepared` to the drive, `Drive` to the judge, and
 //! nothing back; the modules of `runner` form no cycle.
 
+mod access;
 mod after_deploy;
 mod bmc;
 mod checks;
