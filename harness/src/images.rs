@@ -165,6 +165,63 @@ pub fn grub_marker(kind: &str, marker: &str) -> Result<PathBuf> {
     build("grub-marker.sh", &[kind, marker], &format!("marker.{kind}"))
 }
 
+/// The SHA-256 (hex) of a file, read in pieces.
+fn sha256_of(path: &Path) -> Result<String> {
+    let mut f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).with_context(|| format!("read {}", path.display()))?;
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Whether `path` has the SHA-256 `want` (any case), else an error that
+/// gives both.
+fn verify(path: &Path, want: &str) -> Result<()> {
+    let got = sha256_of(path)?;
+    if !got.eq_ignore_ascii_case(want) {
+        bail!(
+            "{}: SHA-256 {got}, the scenario says {want}",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// A user's own boot file, checked: a `file` as it is, a `url` downloaded
+/// once into `images/own/<sha256>/` (a partial download never left
+/// there). Its SHA-256 is checked when given (a download always has one).
+pub fn own(file: Option<&Path>, url: Option<&str>, sha256: Option<&str>) -> Result<PathBuf> {
+    if let Some(f) = file {
+        if let Some(want) = sha256 {
+            verify(f, want)?;
+        }
+        return Ok(f.to_path_buf());
+    }
+    let (Some(url), Some(want)) = (url, sha256) else {
+        bail!("an artifact of your own needs a file, or a url and its sha256");
+    };
+    let leaf = url
+        .split(['?', '#'])
+        .next()
+        .and_then(|u| u.rsplit('/').next())
+        .filter(|l| !l.is_empty() && *l != "." && *l != "..")
+        .unwrap_or("download");
+    let dir = cache_root().join("own").join(want.to_ascii_lowercase());
+    let out = dir.join(leaf);
+    if out.is_file() {
+        return Ok(out);
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    let part = tempfile::NamedTempFile::new_in(&dir)?;
+    let resp = ureq::get(url)
+        .call()
+        .with_context(|| format!("download {url}"))?;
+    let mut body = resp.into_body().into_reader();
+    std::io::copy(&mut body, &mut part.as_file()).with_context(|| format!("download {url}"))?;
+    verify(part.path(), want).with_context(|| format!("download {url}"))?;
+    part.persist(&out)?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

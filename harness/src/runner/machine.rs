@@ -1,5 +1,5 @@
 //! A case's machine and what it boots: the scenario's boot files built
-//! (or taken from the cache) and copied into the served folder, the domain
+//! (or taken from the cache, or the user's own, checked) and copied into the served folder, the domain
 //! defined (UEFI x86_64 with its blank disk and fw_cfg CA list, or ppc64le
 //! pseries or powernv running the netboot image), and its stable UUID.
 
@@ -9,50 +9,66 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::lab::{Lab, Net, Ppc64le, Uefi};
-use crate::scenario::{Enroll, Image, Platform, Scenario};
+use crate::scenario::{Enroll, Image, Platform, Scenario, Source};
 
 /// Builds (or takes from the cache) the scenario's boot files and copies
 /// them into the served folder `www` under their scenario names.
 pub(super) fn copy_artifacts(s: &Scenario, www: &Path) -> Result<()> {
     for a in &s.artifacts {
         let marker = a.marker.as_deref().unwrap_or_default();
-        let firmware = match a.image {
-            Image::FirmwareBios => Some("bios"),
-            Image::FirmwareBmc => Some("bmc"),
-            Image::FirmwareNic => Some("nic"),
-            _ => None,
+        let source = match a.source() {
+            Source::Built(image) => match firmware_component(image) {
+                Some(component) => {
+                    std::fs::write(
+                        www.join(&a.name),
+                        crate::firmware::artifact(component, marker),
+                    )?;
+                    continue;
+                }
+                None => built(image, marker)?,
+            },
+            Source::File(f) => crate::images::own(Some(f), None, a.sha256.as_deref())
+                .with_context(|| format!("artifact {}", a.name))?,
+            Source::Url(u) => crate::images::own(None, Some(u), a.sha256.as_deref())
+                .with_context(|| format!("artifact {}", a.name))?,
         };
-        if let Some(component) = firmware {
-            std::fs::write(
-                www.join(&a.name),
-                crate::firmware::artifact(component, marker),
-            )?;
-            continue;
-        }
-        std::fs::copy(built(a.image, marker)?, www.join(&a.name))?;
+        std::fs::copy(source, www.join(&a.name))?;
     }
     Ok(())
 }
 
+/// The component a firmware image is for.
+fn firmware_component(image: Image) -> Option<&'static str> {
+    match image {
+        Image::FirmwareBios => Some("bios"),
+        Image::FirmwareBmc => Some("bmc"),
+        Image::FirmwareNic => Some("nic"),
+        _ => None,
+    }
+}
+
 /// Builds (or takes from the cache) every image `scenarios` boot, one
-/// after another, as their cases would on first use: their artifacts and
-/// the ppc64le machines' kernel and netboot images. Each image is built
-/// under its own lock, so cases running meanwhile wait for it and reuse
-/// it. Returns how many it went through.
+/// after another, as their cases would on first use: their artifacts
+/// (downloads of the user's own fetched and checked) and the ppc64le
+/// machines' kernel and netboot images. Each image is built under its
+/// own lock, so cases running meanwhile wait for it and reuse it.
+/// Returns how many it went through.
 pub fn prebuild(scenarios: &[Scenario]) -> Result<usize> {
     let mut seen = std::collections::BTreeSet::new();
     for s in scenarios {
-        let mut wanted: Vec<(Image, &str)> = s
-            .artifacts
-            .iter()
-            .filter(|a| {
-                !matches!(
-                    a.image,
-                    Image::FirmwareBios | Image::FirmwareBmc | Image::FirmwareNic
-                )
-            })
-            .map(|a| (a.image, a.marker.as_deref().unwrap_or_default()))
-            .collect();
+        let mut wanted: Vec<(Image, &str)> = Vec::new();
+        for a in &s.artifacts {
+            match a.source() {
+                Source::Built(i) if firmware_component(i).is_none() => {
+                    wanted.push((i, a.marker.as_deref().unwrap_or_default()))
+                }
+                Source::Url(u) if seen.insert((u.to_string(), String::new())) => {
+                    crate::images::own(None, Some(u), a.sha256.as_deref())
+                        .with_context(|| format!("{}: artifact {}", s.name, a.name))?;
+                }
+                _ => {}
+            }
+        }
         if s.machine.arch == "ppc64le" {
             wanted.push((Image::Ppc64leKernel, ""));
         }
@@ -235,4 +251,69 @@ pub(super) fn domain_uuid(name: &str) -> String {
         &h[17..20],
         &h[20..32]
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sha2::Digest;
+    use std::io::{Read, Write};
+
+    /// One HTTP response of `body` on loopback, for the download.
+    fn serve_once(body: &'static [u8]) -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/dl/kernel?x=1", l.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = c.read(&mut buf);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            c.write_all(head.as_bytes()).unwrap();
+            c.write_all(body).unwrap();
+        });
+        url
+    }
+
+    /// The user's own files reach the served folder as they are, once
+    /// their SHA-256 matches; a download is kept in the cache for the
+    /// next case; a wrong checksum serves nothing and names the artifact.
+    #[test]
+    fn your_own_files_are_served_once_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::env::set_var("SHOAL_CACHE", dir.path().join("cache"));
+        let file = dir.path().join("disk.img");
+        std::fs::write(&file, b"my disk").unwrap();
+        let sha = |b: &[u8]| hex::encode(sha2::Sha256::digest(b));
+        let url = serve_once(b"my kernel");
+        let text = format!(
+            "description = \"x\"\n\
+             [[artifacts]]\nname = \"disk.img\"\nfile = {file:?}\nsha256 = \"{}\"\n\
+             [[artifacts]]\nname = \"vmlinuz\"\nurl = \"{url}\"\nsha256 = \"{}\"\n\
+             [boot]\nmethod = \"uefi-http\"\nuri = \"vmlinuz\"\n[checks]\nserial = [\"login:\"]\n",
+            sha(b"my disk"),
+            sha(b"my kernel"),
+        );
+        let p = dir.path().join("s.toml");
+        std::fs::write(&p, &text).unwrap();
+        let s = Scenario::load(&p).unwrap();
+        let www = dir.path().join("www");
+        std::fs::create_dir(&www).unwrap();
+        copy_artifacts(&s, &www).unwrap();
+        assert_eq!(std::fs::read(www.join("disk.img")).unwrap(), b"my disk");
+        assert_eq!(std::fs::read(www.join("vmlinuz")).unwrap(), b"my kernel");
+        // The second case takes the cached download: no server now.
+        std::fs::remove_file(www.join("vmlinuz")).unwrap();
+        copy_artifacts(&s, &www).unwrap();
+        assert_eq!(std::fs::read(www.join("vmlinuz")).unwrap(), b"my kernel");
+        std::fs::write(&p, text.replace(&sha(b"my disk"), &"0".repeat(64))).unwrap();
+        let s = Scenario::load(&p).unwrap();
+        let e = format!("{:#}", copy_artifacts(&s, &www).unwrap_err());
+        assert!(
+            e.contains("artifact disk.img") && e.contains("SHA-256"),
+            "{e}"
+        );
+    }
 }

@@ -11,10 +11,12 @@
 //! This module is the schema (`ironic` the `[ironic]` section's); `validate`
 //! loads a file and checks combinations of keys.
 
+mod artifact;
 mod ironic;
 mod mockup;
 mod validate;
 
+pub use artifact::{Artifact, Image, Source};
 pub use ironic::{
     CleanStep, DeployInterface, IronicDriver, IronicNode, IronicSwitch, IRONIC_BOOT_INTERFACES,
 };
@@ -81,68 +83,6 @@ pub enum Dhcp {
     Httpclient,
     /// A bootfile URL but no option 60: the firmware must ignore the offer.
     HttpclientWithoutVendorClass,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Image {
-    /// A grub EFI application printing `SHOAL-MARKER <marker>`.
-    GrubMarkerEfi,
-    /// The same as a bootable ISO.
-    GrubMarkerIso,
-    /// A Linux ramdisk ISO that reports its command line and boot path and
-    /// sends a heartbeat (vm-images/deploy-ramdisk.sh).
-    DeployRamdisk,
-    /// That ramdisk's kernel alone (for network boot).
-    DeployKernel,
-    /// That ramdisk's initramfs alone.
-    DeployInitrd,
-    /// The ramdisk ISO with IPMI drivers and ipmitool: over in-band IPMI
-    /// it prints the boot flags, power state and GUID its BMC reports,
-    /// then powers off through the BMC.
-    DeployRamdiskIpmi,
-    /// iPXE's EFI build over the firmware's NIC (Debian's snponly.efi).
-    IpxeSnponly,
-    /// Debian's signed network grub (grub-efi-amd64-signed,
-    /// grubnetx64.efi.signed), the bootloader Ironic's docs name for its
-    /// `http` and `pxe` interfaces on UEFI.
-    GrubNetbootEfi,
-    /// Debian's ppc64el kernel (vm-images/ppc64le-netboot.sh kernel).
-    Ppc64leKernel,
-    /// The ironic-python-agent ramdisk's kernel (vm-images/ipa-ramdisk.sh).
-    IpaKernel,
-    /// Its initramfs: Debian 12 with ironic-python-agent from PyPI.
-    IpaInitrd,
-    /// Its ESP image, the `bootloader` Ironic puts into the ISOs it builds.
-    IpaEsp,
-    /// The agent ramdisk as a bootable ISO.
-    IpaIso,
-    /// A whole-disk instance image (GPT, an ESP whose removable-media
-    /// loader prints `SHOAL-MARKER <marker>` and `SHOAL-BOOTPATH disk`, a
-    /// root partition), qcow2 (vm-images/instance-image.sh).
-    InstanceQcow2,
-    /// The same, raw.
-    InstanceRaw,
-    /// The ppc64le payload initramfs: marker, command line, heartbeat.
-    Ppc64lePayload,
-    /// A Shoal firmware image for the BIOS (`crate::firmware`): the
-    /// marker is its version, then optionally a space and its release
-    /// date (`2.19.1 2026-11-02`).
-    FirmwareBios,
-    /// The same for the BMC.
-    FirmwareBmc,
-    /// The same for the network adapter.
-    FirmwareNic,
-}
-
-impl Image {
-    /// A Shoal firmware image (`firmware-*`).
-    pub fn is_firmware(self) -> bool {
-        matches!(
-            self,
-            Image::FirmwareBios | Image::FirmwareBmc | Image::FirmwareNic
-        )
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -413,15 +353,6 @@ pub struct Petitboot {
     pub files_dir: Option<String>,
     /// The pxelinux-style configuration.
     pub config: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Artifact {
-    pub name: String,
-    pub image: Image,
-    /// The marker text of the grub images.
-    pub marker: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -535,3 +535,59 @@ fn a_replayed_capture_is_the_bmc_and_names_its_system() {
         Some("System.Embedded.1")
     );
 }
+
+/// A boot file of the user's own: a path (from the scenario's folder) or a
+/// URL with its SHA-256, never both, never with a marker.
+#[test]
+fn artifacts_of_your_own_are_a_file_or_a_url_with_its_checksum() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("images")).unwrap();
+    std::fs::write(dir.path().join("images/my.efi"), b"MZ").unwrap();
+    let load = |artifact: &str| {
+        let p = dir.path().join("s.toml");
+        let text = OK.replace("image = \"grub-marker-efi\"\nmarker = \"m\"", artifact);
+        std::fs::write(&p, text).unwrap();
+        Scenario::load(&p).map_err(|e| e.to_string())
+    };
+    let s = load("file = \"images/my.efi\"").unwrap();
+    assert_eq!(
+        s.artifacts[0].source(),
+        Source::File(&dir.path().join("images/my.efi"))
+    );
+    let sha = "a".repeat(64);
+    let s = load(&format!(
+        "url = \"https://example.org/my.efi\"\nsha256 = \"{sha}\""
+    ))
+    .unwrap();
+    assert_eq!(
+        s.artifacts[0].source(),
+        Source::Url("https://example.org/my.efi")
+    );
+    for (artifact, words) in [
+        ("file = \"images/none.efi\"", "artifacts[0].file: "),
+        (
+            "url = \"https://example.org/my.efi\"",
+            "artifacts[0].sha256: a downloaded file",
+        ),
+        (
+            "url = \"ftp://example.org/my.efi\"\nsha256 = \"x\"",
+            "artifacts[0].sha256: \"x\" is not",
+        ),
+        (
+            &format!("url = \"ftp://h/x\"\nsha256 = \"{sha}\""),
+            "artifacts[0].url: \"ftp://h/x\"",
+        ),
+        (
+            "file = \"images/my.efi\"\nimage = \"deploy-ramdisk\"",
+            "give one of image",
+        ),
+        ("", "give one of image"),
+        (
+            "file = \"images/my.efi\"\nmarker = \"m\"",
+            "artifacts[0].marker",
+        ),
+    ] {
+        let e = load(artifact).unwrap_err();
+        assert!(e.contains(words), "{artifact}: {e}");
+    }
+}

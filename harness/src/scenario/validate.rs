@@ -9,8 +9,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::{
-    DeployInterface, Dhcp, Driver, HttpBoot, Image, IronicDriver, IronicNode, Method, Outcome,
-    Platform, Protocol, Scenario, IRONIC_BOOT_INTERFACES,
+    DeployInterface, Dhcp, Driver, HttpBoot, IronicDriver, IronicNode, Method, Outcome, Platform,
+    Protocol, Scenario, IRONIC_BOOT_INTERFACES,
 };
 
 /// The tags a scenario may carry: `full`, run by `ci/test --full` only.
@@ -26,7 +26,10 @@ impl Scenario {
             .file_stem()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        s.validate()
+        let folder = path.parent().unwrap_or(Path::new("."));
+        let mut own = s.artifacts.iter_mut().enumerate();
+        own.try_for_each(|(i, a)| a.check(i, folder))
+            .and_then(|()| s.validate())
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         super::mockup::resolve(&mut s.emulator, path)
             .map_err(|e| anyhow::anyhow!("{}: emulator.mockup: {e}", path.display()))?;
@@ -159,21 +162,6 @@ impl Scenario {
     /// `[[artifacts]]` and the DHCP bootfile that names one.
     fn validate_artifacts(&self) -> Result<()> {
         let known = |n: &str| self.artifacts.iter().any(|a| a.name == n);
-        for (i, a) in self.artifacts.iter().enumerate() {
-            if a.name.contains('/') || a.name.is_empty() {
-                bail!("artifacts[{i}].name: {:?} is not a plain file name", a.name);
-            }
-            let marked = matches!(
-                a.image,
-                Image::GrubMarkerEfi
-                    | Image::GrubMarkerIso
-                    | Image::InstanceQcow2
-                    | Image::InstanceRaw
-            ) || a.image.is_firmware();
-            if marked != a.marker.is_some() {
-                bail!("artifacts[{i}].marker: grub marker, instance and firmware images need one (a firmware image's version), other images take none");
-            }
-        }
         if let Some(b) = &self.network.bootfile {
             if !known(b) {
                 bail!("network.bootfile: {b:?} is not one of the artifacts");
@@ -221,7 +209,7 @@ impl Scenario {
                 if !self
                     .artifacts
                     .iter()
-                    .any(|a| a.name == *f && a.image.is_firmware())
+                    .any(|a| a.name == *f && a.is_firmware())
                 {
                     bail!("boot.firmware_update: {f:?} is not a firmware-* artifact");
                 }
