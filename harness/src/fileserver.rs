@@ -389,3 +389,23 @@ pub async fn serve_tls(
 
 #[cfg(test)]
 mod tests;
+
+/// The flags of `shoal-harness serve`.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    #[arg(long)]
+    dir: PathBuf,
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    #[arg(long, default_value = "http.log")]
+    log: PathBuf,
+}
+
+impl ServeArgs {
+    /// Serves until killed.
+    pub fn serve(self) -> anyhow::Result<std::process::ExitCode> {
+        let rt = tokio::runtime::Runtime::new()?;
+        rt.block_on(run(&self.dir, self.bind, &self.log))?;
+        Ok(std::process::ExitCode::SUCCESS)
+    }
+}

@@ -4,13 +4,13 @@
 //!   (cargo feature `lab`, on by default).
 //! - `doctor`: whether this host has what real-VM scenarios need.
 //! - `serve`: the boot file server on its own.
+//! - `lab up|status|down`: machines with their BMCs that stay up.
 //! - `conformance`: DMTF's four conformance tools against the emulator.
 //! - `fuzz`: generated requests against the emulator, checking invariants.
 //! - `bench`: shoal beside sushy-tools and nginx, at scale, under a PATCH
 //!   storm and in a soak; with `--ab-baseline`, two builds of shoal
 //!   interleaved in one run instead.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -58,7 +58,11 @@ enum Command {
         dir: PathBuf,
     },
     /// Serve a folder as the boot file server does.
-    Serve(ServeArgs),
+    Serve(shoal_harness::fileserver::ServeArgs),
+    /// A lab that stays up: machines, their BMCs, network and inventory.
+    #[cfg(feature = "lab")]
+    #[command(subcommand)]
+    Lab(shoal_harness::lab::LabCommand),
     /// Record a live Redfish service into DIR in DMTF Redfish-Mockup-
     /// Creator's layout (index.json, headers.json, time.json per URI),
     /// which `shoal-emulator --mockup` and DMTF's Mockup-Server replay.
@@ -248,17 +252,6 @@ struct BenchArgs {
     events_only: bool,
 }
 
-/// The flags of `serve`.
-#[derive(Args)]
-struct ServeArgs {
-    #[arg(long)]
-    dir: PathBuf,
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    bind: SocketAddr,
-    #[arg(long, default_value = "http.log")]
-    log: PathBuf,
-}
-
 fn parse_tool(s: &str) -> Result<conformance::Tool, String> {
     conformance::Tool::parse(s).ok_or_else(|| {
         let names: Vec<&str> = conformance::Tool::ALL.iter().map(|t| t.name()).collect();
@@ -308,6 +301,8 @@ fn real_main() -> Result<ExitCode> {
         Command::Doctor => return Ok(doctor::run()),
         Command::Validate { dir } => return shoal_harness::check::run(&dir),
         Command::Serve(args) => return args.serve(),
+        #[cfg(feature = "lab")]
+        Command::Lab(c) => return c.run(),
         Command::Conformance(args) => args.run()?,
         Command::Fuzz(args) => args.run()?,
         Command::ProfileFromCapture(args) => Report {
@@ -515,16 +510,6 @@ impl BenchArgs {
             // Figures are printed, never judged.
             passed: true,
         })
-    }
-}
-
-impl ServeArgs {
-    fn serve(self) -> Result<ExitCode> {
-        let rt = tokio::runtime::Runtime::new()?;
-        rt.block_on(shoal_harness::fileserver::run(
-            &self.dir, self.bind, &self.log,
-        ))?;
-        Ok(ExitCode::SUCCESS)
     }
 }
 

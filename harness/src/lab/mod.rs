@@ -10,8 +10,11 @@
 //! networks' addressing, `wait_until`), always built; `libvirt.rs`, the
 //! `Lab` itself, is behind the cargo feature `lab` (libvirt's C library).
 
+pub mod inventory;
 #[cfg(feature = "lab")]
 mod libvirt;
+#[cfg(feature = "lab")]
+mod up;
 #[cfg(feature = "lab")]
 mod wire;
 
@@ -21,6 +24,8 @@ use std::time::{Duration, Instant};
 
 #[cfg(feature = "lab")]
 pub use libvirt::{Lab, Ppc64le, Uefi};
+#[cfg(feature = "lab")]
+pub use up::{read_state, LabCommand};
 
 pub const SYSTEM_URI: &str = "qemu:///system";
 pub const BOOT_PORT: u16 = 8080;
