@@ -493,12 +493,16 @@ async fn bind_services(
 /// each endpoint of its own.
 pub async fn run(settings: Settings) -> Result<()> {
     let main = state(&settings)?;
-    if let Some(n) = settings.notify.clone() {
-        crate::notifier::spawn(n, main.core.changes.subscribe())?;
-    }
     let backend = main.core.backend.clone();
     let faults = main.core.faults.clone();
     let endpoints = endpoints(&settings, main).await?;
+    // Each service's BMC core has its own change stream, each system's
+    // changes on exactly one of them.
+    if let Some(n) = &settings.notify {
+        for e in &endpoints {
+            crate::notifier::spawn(n.clone(), e.state.core.changes.subscribe())?;
+        }
+    }
     let tls = match &settings.tls {
         Some((cert, key)) => Some(Arc::new(crate::serve::tls_config(cert, key)?)),
         None => None,

@@ -176,3 +176,59 @@ fn the_notifier_puts_what_sushy_tools_puts() {
     assert_eq!(ours, theirs);
     assert!(shoal.stop().success());
 }
+
+/// With a BMC per system (`--endpoint-per-system`, metal3's scale setups
+/// give each fake node its own address), the notifying system's changes
+/// are on its endpoint's BMC: the same sequence PUTs the same documents
+/// as on the one service.
+#[test]
+fn the_notifier_follows_systems_on_endpoints_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = |url: SocketAddr, state: &str| {
+        format!(
+            "SUSHY_EMULATOR_FAKE_DRIVER = True\n\
+             SUSHY_EMULATOR_STATE_DIR = {:?}\n\
+             EXTERNAL_NOTIFICATION_URL = 'http://{url}/'\n\
+             SUSHY_EMULATOR_FAKE_SYSTEMS = [\n\
+             \x20 {{'uuid': '{UUID}', 'name': 'fake-a', 'power_state': 'Off', 'external_notifier': True,\n\
+             \x20  'nics': [{{'mac': '00:5c:52:31:3a:a1'}}]}},\n\
+             \x20 {{'uuid': '4a1b2c3d-0000-4000-8000-00000000a002', 'name': 'fake-b', 'power_state': 'Off',\n\
+             \x20  'nics': [{{'mac': '00:5c:52:31:3a:a2'}}]}},\n\
+             ]\n",
+            dir.path().join(state).display().to_string()
+        )
+    };
+    let (one_at, one) = receiver();
+    let (each_at, each) = receiver();
+    let (one_conf, each_conf) = (dir.path().join("one.py"), dir.path().join("each.py"));
+    std::fs::write(&one_conf, conf(one_at, "one")).unwrap();
+    std::fs::write(&each_conf, conf(each_at, "each")).unwrap();
+    let shoal = Spawned::start(&["--config", one_conf.to_str().unwrap()]);
+    act(&shoal.url);
+    let (per_system, lines) = Spawned::start_lines(
+        &[
+            "--config",
+            each_conf.to_str().unwrap(),
+            "--endpoint-per-system",
+            "127.0.0.1:0",
+        ],
+        3,
+    );
+    let endpoint = lines
+        .iter()
+        .find(|l| l.contains(" fake-a "))
+        .and_then(|l| l.rsplit(' ').next())
+        .unwrap_or_else(|| panic!("no endpoint of fake-a in {lines:?}"));
+    act(endpoint);
+    let started = Instant::now();
+    while (one.lock().unwrap().len() < 7 || each.lock().unwrap().len() < 7)
+        && started.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (one, each) = (normalized(&one), normalized(&each));
+    assert_eq!(one.len(), 7, "{one:#?}");
+    assert_eq!(each, one);
+    assert!(shoal.stop().success());
+    assert!(per_system.stop().success());
+}
