@@ -66,7 +66,11 @@ pub fn check(dir: &Path) -> anyhow::Result<(Checked, Option<PathBuf>)> {
 }
 
 /// Prints the check of `dir`; failure when a file is wrong.
-pub fn run(dir: &Path) -> anyhow::Result<ExitCode> {
+pub fn run(dir: &Path, reference: bool) -> anyhow::Result<ExitCode> {
+    if reference {
+        print!("{}", crate::scenario::reference::markdown());
+        return Ok(ExitCode::SUCCESS);
+    }
     let (files, profiles) = check(dir)?;
     if profiles.is_none() {
         println!("note: no emulator/profiles folder found; profile names not checked");

@@ -56,6 +56,9 @@ enum Command {
     Validate {
         #[arg(default_value = "scenarios")]
         dir: PathBuf,
+        /// Print the format's reference page (docs/scenario-reference.md) instead.
+        #[arg(long)]
+        reference: bool,
     },
     /// Serve a folder as the boot file server does.
     Serve(shoal_harness::fileserver::ServeArgs),
@@ -299,7 +302,7 @@ fn main() -> ExitCode {
 fn real_main() -> Result<ExitCode> {
     let report = match Cli::parse().command {
         Command::Doctor => return Ok(doctor::run()),
-        Command::Validate { dir } => return shoal_harness::check::run(&dir),
+        Command::Validate { dir, reference } => return shoal_harness::check::run(&dir, reference),
         Command::Serve(args) => return args.serve(),
         #[cfg(feature = "lab")]
         Command::Lab(c) => return c.run(),

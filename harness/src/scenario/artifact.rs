@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Image {
     /// A grub EFI application printing `SHOAL-MARKER <marker>`.
@@ -72,9 +72,10 @@ impl Image {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Artifact {
+    /// The name the case serves it under (a plain file name).
     pub name: String,
     /// One of Shoal's built images.
     pub image: Option<Image>,

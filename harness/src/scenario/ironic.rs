@@ -21,7 +21,7 @@ pub const IRONIC_BOOT_INTERFACES: &[&str] = &[
 
 /// The Ironic hardware type of the node, and so the protocol Ironic
 /// speaks to the BMC for power and boot devices.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IronicDriver {
     /// `redfish`: sushy, against the BMC's Redfish service.
@@ -60,12 +60,13 @@ impl IronicDriver {
 /// node's boot interface and properties, its instance_info, and what must
 /// come of it. Values may name `{http}`, Ironic's `[deploy] http_url` (the
 /// boot server on the machine's network, serving the artifacts).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IronicNode {
     /// The hardware type (`redfish` unless said).
     #[serde(default)]
     pub driver: IronicDriver,
+    /// The node's boot interface (`redfish-virtual-media`, `http-ipxe`, ...).
     pub boot_interface: String,
     /// instance_info: `boot_iso`, or `kernel` and `ramdisk`, and
     /// `ramdisk_kernel_arguments`.
@@ -132,6 +133,7 @@ pub struct IronicNode {
     /// Ironic's `raid_config` afterwards must hold the target's RAID
     /// levels when `create_configuration` ran last, no volume when
     /// `delete_configuration` did.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub target_raid_config: Option<toml::Table>,
     /// Once the node is available: an event subscription to this
     /// destination (rendered: `{http}/events`) is created, listed, read
@@ -209,16 +211,20 @@ impl IronicNode {
 }
 
 /// One manual clean step, as Ironic's API takes it.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CleanStep {
+    /// The interface the step belongs to (`raid`, `bios`, `firmware`, ...).
     pub interface: String,
+    /// The step's name (`create_configuration`, ...).
     pub step: String,
+    /// Its arguments.
     #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub args: toml::Table,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DeployInterface {
     #[default]
@@ -235,10 +241,12 @@ impl DeployInterface {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IronicSwitch {
+    /// The boot interface the node switches to.
     pub boot_interface: String,
+    /// Its instance_info for the second deploy.
     pub instance: BTreeMap<String, String>,
     /// Serial lines the second deploy must show, in order.
     pub serial: Vec<String>,

@@ -14,6 +14,7 @@
 mod artifact;
 mod ironic;
 mod mockup;
+pub mod reference;
 mod validate;
 
 pub use artifact::{Artifact, Image, Source};
@@ -25,7 +26,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Driver {
     /// The real sushy library, as Ironic uses it.
@@ -65,14 +66,14 @@ impl Driver {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Pass,
     Fail,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Dhcp {
     /// Addresses only.
@@ -85,7 +86,7 @@ pub enum Dhcp {
     HttpclientWithoutVendorClass,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     UefiHttp,
@@ -98,7 +99,7 @@ pub enum Method {
     Disk,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 pub enum Enabled {
     Once,
     Continuous,
@@ -113,31 +114,40 @@ impl Enabled {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HttpBoot {
     Firmware,
     Vmedia,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     #[serde(skip)]
     pub name: String,
+    /// What the scenario shows, for its report.
     pub description: String,
+    /// The clients that drive the BMC, each a case of its own (`sushy`
+    /// unless said).
     #[serde(default = "default_drivers")]
     pub drivers: Vec<Driver>,
+    /// Whether the boot must succeed or fail (`pass` unless said).
     #[serde(default = "default_outcome")]
     pub expect: Outcome,
+    /// How long a case may take, in seconds.
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,
+    /// The machine behind the BMC.
     #[serde(default)]
     pub machine: Machine,
+    /// The BMC: shoal-emulator's flags for this case.
     #[serde(default)]
     pub emulator: Emulator,
+    /// The machine's network: what its DHCP offers.
     #[serde(default)]
     pub network: Network,
+    /// The files the case serves by name: Shoal's built images or your own.
     #[serde(default)]
     pub artifacts: Vec<Artifact>,
     /// Labels that select runs: `full` is a scenario only `ci/test --full`
@@ -156,8 +166,10 @@ pub struct Scenario {
     /// Subscribers besides the BMC's file server (`checks.events`): a
     /// receiver down for a while, one never up, an SSE stream.
     pub events: Option<EventSetup>,
+    /// What must be seen for the case to pass.
     #[serde(rename = "checks")]
     pub checks: Checks,
+    /// A second start after the first boot ended.
     pub then: Option<Then>,
 }
 
@@ -171,13 +183,16 @@ fn default_timeout() -> u64 {
     120
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Machine {
+    /// `x86_64` or `ppc64le`.
     #[serde(default = "x86")]
     pub arch: String,
+    /// `uefi` (OVMF, x86_64) or `petitboot` (ppc64le).
     #[serde(default = "uefi")]
     pub firmware: String,
+    /// Its memory in MiB.
     #[serde(default = "mem")]
     pub memory_mib: u64,
     /// Its vCPUs (1 to 4; more would only slow TCG on a small host).
@@ -208,7 +223,7 @@ pub struct Machine {
     pub platform: Platform,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Platform {
     #[default]
@@ -245,9 +260,11 @@ impl Default for Machine {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Emulator {
+    /// How the BMC carries out `UefiHttp` (`--http-boot`; `firmware`
+    /// unless said).
     #[serde(default = "firmware_mapping")]
     pub http_boot: HttpBoot,
     /// The BMC profile (`--profile`): `idrac9`, `ilo5`, ...
@@ -260,6 +277,7 @@ pub struct Emulator {
     /// its config file: a BMC that drops, delays or fails requests, over
     /// HTTP or, with `methods = ["IPMI"]`, on the host's in-band IPMI).
     #[serde(default)]
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
     pub faults: Vec<toml::Table>,
     /// The machine's BMC on an endpoint of its own
     /// (`--endpoint-per-system`), one BMC for one server as the vendor's
@@ -295,9 +313,10 @@ impl Default for Emulator {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
+    /// The DHCP profile (`plain` unless said).
     #[serde(default = "plain")]
     pub dhcp: Dhcp,
     /// Artifact offered as the DHCP bootfile URL.
@@ -321,7 +340,7 @@ impl Default for Network {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
     Http,
@@ -334,7 +353,7 @@ pub enum Protocol {
 /// upper-case hex digits of the IPv4 address), `{server}` (the boot
 /// server's address) and `{base}` (`http://server:port` or `tftp://server`,
 /// after `protocol`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Petitboot {
     /// Where the artifacts and the configuration are served.
@@ -355,13 +374,15 @@ pub struct Petitboot {
     pub config: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Boot {
+    /// What the driver asks for.
     pub method: Method,
     /// An artifact name, or a name that is not served (a 404). Absent with
     /// uefi-http: `HttpBootUri: null`, the URL comes from DHCP.
     pub uri: Option<String>,
+    /// `BootSourceOverrideEnabled` (`Once` unless said).
     #[serde(default = "once")]
     pub enabled: Enabled,
     /// BIOS attributes the driver stages (`Bios/Settings`) before the boot
@@ -400,11 +421,13 @@ fn once() -> Enabled {
 
 /// HTTPS boot: the boot server's certificate and what the driver enrolls
 /// in the BMC's `Boot.Certificates` before it asks for the boot.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Https {
+    /// The boot server's certificate (a good one unless said).
     #[serde(default)]
     pub certificate: ServerCertificate,
+    /// Which CA the driver enrolls in the BMC first.
     #[serde(default)]
     pub enroll: Enroll,
     /// A CA also given to the firmware as the fw_cfg file
@@ -413,7 +436,7 @@ pub struct Https {
 }
 
 /// The boot server's certificate, always from the run's test CA.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ServerCertificate {
     /// For the server's addresses (IP SANs), valid now.
@@ -429,7 +452,7 @@ pub enum ServerCertificate {
 }
 
 /// The CA the driver enrolls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Enroll {
     /// The run's CA, which signed the server's certificate.
@@ -443,7 +466,7 @@ pub enum Enroll {
     None,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Checks {
     /// Serial lines that must appear, in this order.
@@ -492,7 +515,7 @@ pub struct Checks {
 /// `[events]`: what the runner sets on the BMC's EventService and
 /// subscribes before the driver starts, beside the file server that
 /// `checks.events` reads; each subscriber is checked as it says.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventSetup {
     /// `DeliveryRetryIntervalSeconds`, PATCHed first (as an operator
@@ -519,11 +542,13 @@ pub struct EventSetup {
 }
 
 /// A second start after the first boot ended, and what it must (not) do.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Then {
+    /// Serial lines the second start must show, in order.
     #[serde(default)]
     pub serial: Vec<String>,
+    /// `METHOD /path` the boot server must not see during it.
     #[serde(default)]
     pub requests_absent: Vec<String>,
 }

@@ -591,3 +591,24 @@ fn artifacts_of_your_own_are_a_file_or_a_url_with_its_checksum() {
         assert!(e.contains(words), "{artifact}: {e}");
     }
 }
+
+/// The reference page is what the schema says today.
+#[test]
+fn the_reference_page_is_the_schemas() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario-reference.md");
+    let page = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        page == reference::markdown(),
+        "docs/scenario-reference.md differs from the schema; write it anew: \
+         shoal-harness validate --reference > docs/scenario-reference.md"
+    );
+    for key in [
+        "`timeout_secs`",
+        "`[machine]`",
+        "`[[artifacts]]`",
+        "`sha256`",
+        "grub-marker-efi",
+    ] {
+        assert!(page.contains(key), "{key}");
+    }
+}
