@@ -1,7 +1,8 @@
 //! `shoal-harness lab up|status|down` on this host's real lab: one machine
 //! with its BMC comes up, its BMC answers only with the lab's account (on
-//! the host and on the lab network), powers the machine on, the inventory
-//! names it, and `down` leaves no namespace, daemon or state behind.
+//! the host and on the lab network), the inventory names it, the machine
+//! boots an ISO of the user's own from the lab's folder through the BMC's
+//! virtual media, and `down` leaves no namespace, daemon or state behind.
 
 use std::path::Path;
 use std::process::Command;
@@ -30,6 +31,32 @@ fn get(url: &str, auth: Option<&str>) -> (u16, serde_json::Value) {
     let code = resp.status().as_u16();
     let text = resp.into_body().read_to_string().unwrap_or_default();
     (code, serde_json::from_str(&text).unwrap_or_default())
+}
+
+/// `lab down` on drop.
+struct Down(std::path::PathBuf);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = harness(&["lab", "down"], &self.0);
+    }
+}
+
+fn send(url: &str, auth: &str, method: &str, body: &str) -> u16 {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let req = match method {
+        "PATCH" => agent.patch(url),
+        _ => agent.post(url),
+    };
+    req.header("Authorization", auth)
+        .header("Content-Type", "application/json")
+        .send(body)
+        .expect("the BMC answers")
+        .status()
+        .as_u16()
 }
 
 #[test]
@@ -79,12 +106,43 @@ fn lab_up_serves_bmcs_and_inventory_then_down_stops_everything() {
         nodes["nodes"][0]["driver_info"]["redfish_system_id"],
         format!("/redfish/v1/Systems/{}", m.system_id)
     );
-    let resp = ureq::post(&format!("{sys}/Actions/ComputerSystem.Reset"))
-        .header("Authorization", &auth)
-        .header("Content-Type", "application/json")
-        .send(r#"{"ResetType": "On"}"#)
-        .expect("Reset");
-    assert_eq!(resp.status().as_u16(), 204);
+    // A boot file of the user's own, served from the lab's folder: the
+    // BMC inserts it as its virtual CD and the machine boots it.
+    let iso = shoal_harness::images::grub_marker("iso", "lab-own-iso").expect("marker ISO");
+    std::fs::copy(&iso, Path::new(&s.served).join("mine.iso")).unwrap();
+    let insert = format!(
+        r#"{{"Image": "{}/mine.iso", "Inserted": true}}"#,
+        s.media_server
+    );
+    let code = send(
+        &format!("{sys}/VirtualMedia/Cd/Actions/VirtualMedia.InsertMedia"),
+        &auth,
+        "POST",
+        &insert,
+    );
+    assert!(matches!(code, 202 | 204), "InsertMedia: {code}");
+    let once =
+        r#"{"Boot": {"BootSourceOverrideTarget": "Cd", "BootSourceOverrideEnabled": "Once"}}"#;
+    assert_eq!(send(&sys, &auth, "PATCH", once), 200);
+    let reset = r#"{"ResetType": "On"}"#;
+    assert_eq!(
+        send(
+            &format!("{sys}/Actions/ComputerSystem.Reset"),
+            &auth,
+            "POST",
+            reset
+        ),
+        204
+    );
+    let booted = shoal_harness::lab::wait_until(std::time::Duration::from_secs(180), || {
+        std::fs::read_to_string(&m.serial).is_ok_and(|l| l.contains("SHOAL-MARKER lab-own-iso"))
+    });
+    assert!(
+        booted.is_some(),
+        "no marker on {}: {}",
+        m.serial,
+        std::fs::read_to_string(&m.serial).unwrap_or_default()
+    );
     let (ok, text) = harness(&["lab", "status"], dir.path());
     assert!(ok && text.contains("   On "), "{text}");
     // The same BMC on the lab network, for tools run in the namespace.
