@@ -80,6 +80,8 @@ fn lab_up_serves_bmcs_and_inventory_then_down_stops_everything() {
         dir.path(),
     );
     assert!(ok, "{text}");
+    // Whatever fails below, the lab goes.
+    let _down = Down(dir.path().to_path_buf());
     let s = shoal_harness::lab::read_state(dir.path())
         .unwrap()
         .expect("lab.json");
