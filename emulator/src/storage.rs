@@ -48,6 +48,30 @@ pub struct StorageNames {
 /// The RAID types Shoal's controller supports (DMTF `Volume.RAIDType`).
 pub const RAID_TYPES: &[&str] = &["RAID0", "RAID1", "RAID5", "RAID6", "RAID10", "None"];
 
+/// The RAID type of the deprecated `VolumeType` (which some clients still
+/// send and sushy-tools' configurations still speak).
+pub fn raid_of_volume_type(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "RawDevice" => "None",
+        "NonRedundant" => "RAID0",
+        "Mirrored" => "RAID1",
+        "StripedWithParity" => "RAID5",
+        "SpannedMirrors" => "RAID10",
+        _ => return None,
+    })
+}
+
+/// The `VolumeType` a RAID type implies.
+pub fn volume_type_of_raid(raid: &str) -> &'static str {
+    match raid {
+        "RAID0" => "NonRedundant",
+        "RAID1" => "Mirrored",
+        "RAID5" | "RAID6" => "StripedWithParity",
+        "RAID10" => "SpannedMirrors",
+        _ => "RawDevice",
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Volume {
     pub id: String,

@@ -350,7 +350,7 @@ fn volume_json(names: &Names, v: &Volume) -> Value {
         "Name": v.name,
         "CapacityBytes": v.capacity_bytes,
         "RAIDType": v.raid_type,
-        "VolumeType": volume_type(&v.raid_type),
+        "VolumeType": crate::storage::volume_type_of_raid(&v.raid_type),
         "Encrypted": false,
         "Links": {
             "Drives": v.drives.iter().map(|d| link(&names.drive_uri(d))).collect::<Vec<_>>(),
@@ -363,18 +363,6 @@ fn volume_json(names: &Names, v: &Volume) -> Value {
         body["VolumeType"] = json!("RawDevice");
     }
     body
-}
-
-/// The deprecated `VolumeType` a RAID type implies (what sushy and
-/// sushy-tools' configurations still speak).
-pub(crate) fn volume_type(raid: &str) -> &'static str {
-    match raid {
-        "RAID0" => "NonRedundant",
-        "RAID1" => "Mirrored",
-        "RAID5" | "RAID6" => "StripedWithParity",
-        "RAID10" => "SpannedMirrors",
-        _ => "RawDevice",
-    }
 }
 
 async fn volume(

@@ -151,18 +151,6 @@ fn pair(k: &Key<'_>, key: &Py) -> Result<(Uuid, String), ConfigError> {
     }
 }
 
-/// The RAID type of sushy-tools' `VolumeType`.
-fn raid_type(volume_type: &str) -> Option<&'static str> {
-    Some(match volume_type {
-        "RawDevice" => "None",
-        "NonRedundant" => "RAID0",
-        "Mirrored" => "RAID1",
-        "StripedWithParity" => "RAID5",
-        "SpannedMirrors" => "RAID10",
-        _ => return None,
-    })
-}
-
 impl Collected {
     /// One of the three keys.
     pub(super) fn read(&mut self, k: &Key<'_>) -> Result<(), ConfigError> {
@@ -277,7 +265,7 @@ impl Collected {
                 ])?;
                 let id = f.required("Id")?;
                 let vt = f.text("VolumeType")?.unwrap_or_else(|| "RawDevice".into());
-                let raid = raid_type(&vt).ok_or_else(|| {
+                let raid = crate::storage::raid_of_volume_type(&vt).ok_or_else(|| {
                     k.err(
                         format!("{}{}", k.a.name, f.at("VolumeType")),
                         format!(

@@ -124,29 +124,32 @@ fn normalized(got: &Mutex<Vec<Got>>) -> Vec<Got> {
     v
 }
 
+/// The configuration both tests serve: two fake systems, the first
+/// notifying `url`, state kept in `dir/state`.
+fn conf(dir: &std::path::Path, url: SocketAddr, state: &str) -> String {
+    format!(
+        "SUSHY_EMULATOR_FAKE_DRIVER = True\n\
+         SUSHY_EMULATOR_STATE_DIR = {:?}\n\
+         EXTERNAL_NOTIFICATION_URL = 'http://{url}/'\n\
+         SUSHY_EMULATOR_FAKE_SYSTEMS = [\n\
+         \x20 {{'uuid': '{UUID}', 'name': 'fake-a', 'power_state': 'Off', 'external_notifier': True,\n\
+         \x20  'nics': [{{'mac': '00:5c:52:31:3a:a1', 'ip': '172.22.0.101'}}]}},\n\
+         \x20 {{'uuid': '4a1b2c3d-0000-4000-8000-00000000a002', 'name': 'fake-b', 'power_state': 'Off',\n\
+         \x20  'nics': [{{'mac': '00:5c:52:31:3a:a2'}}]}},\n\
+         ]\n",
+        dir.join(state).display().to_string()
+    )
+}
+
 #[test]
 fn the_notifier_puts_what_sushy_tools_puts() {
     let dir = tempfile::tempdir().unwrap();
-    let conf_for = |url: SocketAddr, state: &str| {
-        format!(
-            "SUSHY_EMULATOR_FAKE_DRIVER = True\n\
-             SUSHY_EMULATOR_STATE_DIR = {:?}\n\
-             EXTERNAL_NOTIFICATION_URL = 'http://{url}/'\n\
-             SUSHY_EMULATOR_FAKE_SYSTEMS = [\n\
-             \x20 {{'uuid': '{UUID}', 'name': 'fake-a', 'power_state': 'Off', 'external_notifier': True,\n\
-             \x20  'nics': [{{'mac': '00:5c:52:31:3a:a1', 'ip': '172.22.0.101'}}]}},\n\
-             \x20 {{'uuid': '4a1b2c3d-0000-4000-8000-00000000a002', 'name': 'fake-b', 'power_state': 'Off',\n\
-             \x20  'nics': [{{'mac': '00:5c:52:31:3a:a2'}}]}},\n\
-             ]\n",
-            dir.path().join(state).display().to_string()
-        )
-    };
     let (theirs_at, theirs) = receiver();
     let (ours_at, ours) = receiver();
     let sushy_conf = dir.path().join("sushy.py");
-    std::fs::write(&sushy_conf, conf_for(theirs_at, "sushy-state")).unwrap();
+    std::fs::write(&sushy_conf, conf(dir.path(), theirs_at, "sushy-state")).unwrap();
     let shoal_conf = dir.path().join("shoal.py");
-    std::fs::write(&shoal_conf, conf_for(ours_at, "shoal-state")).unwrap();
+    std::fs::write(&shoal_conf, conf(dir.path(), ours_at, "shoal-state")).unwrap();
 
     let Some((_sushy, sushy_addr)) = sushy_emulator(&sushy_conf, dir.path()) else {
         return;
@@ -184,25 +187,11 @@ fn the_notifier_puts_what_sushy_tools_puts() {
 #[test]
 fn the_notifier_follows_systems_on_endpoints_of_their_own() {
     let dir = tempfile::tempdir().unwrap();
-    let conf = |url: SocketAddr, state: &str| {
-        format!(
-            "SUSHY_EMULATOR_FAKE_DRIVER = True\n\
-             SUSHY_EMULATOR_STATE_DIR = {:?}\n\
-             EXTERNAL_NOTIFICATION_URL = 'http://{url}/'\n\
-             SUSHY_EMULATOR_FAKE_SYSTEMS = [\n\
-             \x20 {{'uuid': '{UUID}', 'name': 'fake-a', 'power_state': 'Off', 'external_notifier': True,\n\
-             \x20  'nics': [{{'mac': '00:5c:52:31:3a:a1'}}]}},\n\
-             \x20 {{'uuid': '4a1b2c3d-0000-4000-8000-00000000a002', 'name': 'fake-b', 'power_state': 'Off',\n\
-             \x20  'nics': [{{'mac': '00:5c:52:31:3a:a2'}}]}},\n\
-             ]\n",
-            dir.path().join(state).display().to_string()
-        )
-    };
     let (one_at, one) = receiver();
     let (each_at, each) = receiver();
     let (one_conf, each_conf) = (dir.path().join("one.py"), dir.path().join("each.py"));
-    std::fs::write(&one_conf, conf(one_at, "one")).unwrap();
-    std::fs::write(&each_conf, conf(each_at, "each")).unwrap();
+    std::fs::write(&one_conf, conf(dir.path(), one_at, "one")).unwrap();
+    std::fs::write(&each_conf, conf(dir.path(), each_at, "each")).unwrap();
     let shoal = Spawned::start(&["--config", one_conf.to_str().unwrap()]);
     act(&shoal.url);
     let (per_system, lines) = Spawned::start_lines(

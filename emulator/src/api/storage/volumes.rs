@@ -69,18 +69,6 @@ fn volume_error(e: VolumeError) -> ApiError {
     }
 }
 
-/// The deprecated `VolumeType` some clients still send, as a RAID type.
-fn raid_of_volume_type(t: &str) -> Option<&'static str> {
-    Some(match t {
-        "RawDevice" => "None",
-        "NonRedundant" => "RAID0",
-        "Mirrored" => "RAID1",
-        "StripedWithParity" => "RAID5",
-        "SpannedMirrors" => "RAID10",
-        _ => return None,
-    })
-}
-
 /// The drive names a `Links/Drives` array names (URIs below this storage).
 fn drive_names(names: &Names, links: &Value) -> Result<Vec<String>, ApiError> {
     let bad = |v: &Value| {
@@ -252,7 +240,7 @@ fn only_known(body: &Map<String, Value>) -> Result<(), ApiError> {
 fn raid_type(body: &Map<String, Value>) -> Result<String, ApiError> {
     Ok(match (body.get("RAIDType"), body.get("VolumeType")) {
         (Some(Value::String(r)), _) => r.clone(),
-        (None, Some(Value::String(t))) => raid_of_volume_type(t)
+        (None, Some(Value::String(t))) => crate::storage::raid_of_volume_type(t)
             .ok_or_else(|| {
                 ApiError::bad(
                     Msg::new("PropertyValueNotInList", &[t, "VolumeType"]).about("VolumeType"),

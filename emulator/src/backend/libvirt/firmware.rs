@@ -276,6 +276,17 @@ mod tests {
     /// ones shipped beside it; never a template of another size.
     #[test]
     fn a_loader_map_names_the_code() {
+        let pick = |v: &[Firmware], secure_boot, enrolled_keys| {
+            select(
+                v,
+                Want {
+                    secure_boot,
+                    enrolled_keys,
+                },
+            )
+            .cloned()
+            .unwrap()
+        };
         use crate::backend::options::LoaderMap;
         let map = |code: &str, sb: Option<&str>| LoaderMap {
             uefi_code: vec![("x86_64".into(), code.into())],
@@ -287,14 +298,7 @@ mod tests {
         // The 4M secboot build, as the descriptors know it.
         let code = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd";
         let v = mapped(&map(code, None), Arch::X86_64, &found).unwrap();
-        let on = select(
-            &v,
-            Want {
-                secure_boot: true,
-                enrolled_keys: true,
-            },
-        )
-        .unwrap();
+        let on = pick(&v, true, true);
         assert_eq!(
             (on.code.as_str(), on.vars.as_str()),
             (code, "/usr/share/OVMF/OVMF_VARS_4M.ms.fd")
@@ -303,23 +307,9 @@ mod tests {
         // The 2M build of sushy-tools' sample: its own templates beside it.
         let code = "/usr/share/OVMF/OVMF_CODE.secboot.fd";
         let v = mapped(&map(code, Some("/given/VARS.fd")), Arch::X86_64, &found).unwrap();
-        let on = select(
-            &v,
-            Want {
-                secure_boot: true,
-                enrolled_keys: true,
-            },
-        )
-        .unwrap();
+        let on = pick(&v, true, true);
         assert_eq!(on.vars, "/given/VARS.fd");
-        let off = select(
-            &v,
-            Want {
-                secure_boot: false,
-                enrolled_keys: false,
-            },
-        )
-        .unwrap();
+        let off = pick(&v, false, false);
         assert_eq!(
             (off.code.as_str(), off.vars.as_str()),
             (code, "/usr/share/OVMF/OVMF_VARS.fd")
