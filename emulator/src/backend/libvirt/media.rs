@@ -185,6 +185,22 @@ pub fn set_cdrom(d: &mut Element, arch: Arch, path: Option<&Path>) -> Element {
     disk.clone()
 }
 
+/// Applies `disk` (from [`live_cdrom`]) to the running domain, forced, as
+/// a BMC unplugs its virtual media whatever the host does: a guest holding
+/// the tray locked (a ramdisk booted from the CD) would otherwise make
+/// QEMU wait for it, and libvirt give up. A driver without the flag
+/// (test://) takes it plain.
+pub fn update_live(dom: &virt::domain::Domain, disk: &Element) -> Result<(), virt::error::Error> {
+    let (xml, live) = (disk.to_xml(), virt::sys::VIR_DOMAIN_AFFECT_LIVE);
+    let forced = live | virt::sys::VIR_DOMAIN_DEVICE_MODIFY_FORCE;
+    match dom.update_device_flags(&xml, forced) {
+        Err(e) if e.to_string().contains("unsupported flags") => {
+            dom.update_device_flags(&xml, live).map(drop)
+        }
+        r => r.map(drop),
+    }
+}
+
 /// The live CD-ROM element of a running domain, with its source set.
 pub fn live_cdrom(live: &mut Element, path: Option<&Path>) -> Option<Element> {
     let disk = live

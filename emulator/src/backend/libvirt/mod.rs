@@ -461,19 +461,7 @@ impl Inner {
                 let mut live =
                     xml::parse(&live).map_err(|e| BackendError::Internal(e.to_string()))?;
                 if let Some(disk) = media::live_cdrom(&mut live, path.as_deref()) {
-                    // Forced, as a BMC unplugs its virtual media whatever
-                    // the host does: a guest holding the tray locked (a
-                    // ramdisk booted from the CD) would otherwise make
-                    // QEMU wait for it, and libvirt give up.
-                    // A driver without the flag (test://) takes it plain.
-                    let (xml, live) = (disk.to_xml(), sys::VIR_DOMAIN_AFFECT_LIVE);
-                    let forced = live | sys::VIR_DOMAIN_DEVICE_MODIFY_FORCE;
-                    match dom.update_device_flags(&xml, forced) {
-                        Err(e) if e.to_string().contains("unsupported flags") => {
-                            dom.update_device_flags(&xml, live).map_err(virt_err)?
-                        }
-                        r => r.map_err(virt_err)?,
-                    };
+                    media::update_live(&dom, &disk).map_err(virt_err)?;
                 }
             }
             match (
